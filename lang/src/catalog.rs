@@ -1,0 +1,128 @@
+//! The catalog: what `lang` knows about built-in functions and resource kinds, given to it
+//! as data. `lang` never names a concrete function or kind; `funcs` and `resources` fill
+//! a `Catalog` and the app passes it in.
+
+use crate::types::Type;
+use crate::value::Value;
+use std::collections::BTreeMap;
+
+/// What a call site looks like before unification, for [`FuncDecl::infer`] hooks.
+#[derive(Clone, Debug)]
+pub struct CallSite {
+    /// One entry per argument: its value when statically known (a literal, or a bind of a
+    /// constant expression), else `None`.
+    pub args: Vec<Option<Value>>,
+}
+
+/// Builds a call-site-specific signature (e.g. `fmt.printf` from its format string).
+/// `Err` is the reason, reported as ``func `NAME` infer error: REASON``.
+pub type InferFn = fn(&CallSite) -> Result<Type, String>;
+
+/// Rejects a solved instantiation (e.g. `len` of an int). `Err` is the reason, reported as
+/// `error setting type: ..., error: REASON`.
+pub type CheckFn = fn(&Type) -> Result<(), String>;
+
+/// A built-in function as the type checker sees it.
+#[derive(Clone, Debug)]
+pub struct FuncDecl {
+    /// Full name: `len`, `fmt.printf`, `golang/strings.join`.
+    pub name: String,
+    /// Polymorphic signatures (`Type::Func` with `Type::Var`s), at most one per arity.
+    /// Empty when `infer` builds the signature.
+    pub sigs: Vec<Type>,
+    pub infer: Option<InferFn>,
+    pub check: Option<CheckFn>,
+    /// One line for `did you mean` and `tend check --explain` style output.
+    pub doc: &'static str,
+}
+
+/// A resource parameter or send field.
+#[derive(Clone, Debug)]
+pub struct ParamDecl {
+    pub name: String,
+    pub ty: Type,
+}
+
+/// A resource kind as the type checker and interpreter see it.
+#[derive(Clone, Debug)]
+pub struct ResourceDecl {
+    pub kind: String,
+    /// Settable fields, in the order `lang` should report them.
+    pub params: Vec<ParamDecl>,
+    /// Fields it can send over send/recv edges (empty: cannot send).
+    pub sends: Vec<ParamDecl>,
+    /// Whether its params can receive over send/recv edges.
+    pub can_recv: bool,
+}
+
+impl ResourceDecl {
+    pub fn param(&self, name: &str) -> Option<&ParamDecl> {
+        self.params.iter().find(|p| p.name == name)
+    }
+    pub fn send(&self, name: &str) -> Option<&ParamDecl> {
+        self.sends.iter().find(|p| p.name == name)
+    }
+}
+
+/// Every function, resource kind and global constant a program may use.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    funcs: BTreeMap<String, FuncDecl>,
+    resources: BTreeMap<String, ResourceDecl>,
+    /// Global variables without the `$`: `hostname`, `const.res.file.state.exists`.
+    constants: BTreeMap<String, Value>,
+}
+
+impl Catalog {
+    pub fn new() -> Catalog {
+        Catalog::default()
+    }
+
+    pub fn add_func(&mut self, decl: FuncDecl) {
+        self.funcs.insert(decl.name.clone(), decl);
+    }
+    pub fn add_resource(&mut self, decl: ResourceDecl) {
+        self.resources.insert(decl.kind.clone(), decl);
+    }
+    pub fn add_constant(&mut self, name: impl Into<String>, value: Value) {
+        self.constants.insert(name.into(), value);
+    }
+
+    pub fn func(&self, name: &str) -> Option<&FuncDecl> {
+        self.funcs.get(name)
+    }
+    pub fn resource(&self, kind: &str) -> Option<&ResourceDecl> {
+        self.resources.get(kind)
+    }
+    pub fn constant(&self, name: &str) -> Option<&Value> {
+        self.constants.get(name)
+    }
+    pub fn funcs(&self) -> impl Iterator<Item = &FuncDecl> {
+        self.funcs.values()
+    }
+    pub fn resources(&self) -> impl Iterator<Item = &ResourceDecl> {
+        self.resources.values()
+    }
+    pub fn constants(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.constants.iter()
+    }
+
+    /// Whether `import "PKG"` names a system package: some function is called `PKG.x`.
+    pub fn has_package(&self, pkg: &str) -> bool {
+        let prefix = format!("{pkg}.");
+        self.funcs.range(prefix.clone()..).next().is_some_and(|(k, _)| k.starts_with(&prefix))
+    }
+
+    /// The functions of a system package, without the `PKG.` prefix.
+    pub fn package_funcs<'a>(&'a self, pkg: &str) -> impl Iterator<Item = (&'a str, &'a FuncDecl)> + 'a {
+        let prefix = format!("{pkg}.");
+        let len = prefix.len();
+        self.funcs
+            .range(prefix.clone()..)
+            .take_while(move |(k, _)| k.starts_with(&prefix))
+            .filter_map(move |(k, d)| {
+                let rest = &k[len..];
+                (!rest.contains('.')).then_some((rest, d))
+            })
+    }
+}

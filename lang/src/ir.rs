@@ -1,0 +1,190 @@
+//! The function graph ("IR"): the resolved, elaborated program that the dataflow runtime
+//! runs. Built by scope resolution (`scope`), typed in place by unification (`unify`
+//! fills [`FuncGraph::types`]), run by `funcs`, interpreted by `interpret`.
+//!
+//! Shape: expression nodes live in one arena and form a DAG (a bind is one shared node;
+//! every use of `$x` is an edge to it). Calls of `func` statements and includes of
+//! classes are inlined per call site / include, which is what makes them polymorphic.
+//! Lambdas stay values: a `Lambda` node evaluates to a [`crate::value::Closure`], and the
+//! nodes of its body may refer to its parameters through `Param` nodes. Loop bodies refer
+//! to the loop variables the same way. A node that (transitively) depends on a `Param` is
+//! *dynamic*: it has a value per environment, not one value.
+
+use crate::span::Span;
+use crate::syntax::ast::BinOp;
+use crate::types::Type;
+use crate::value::Value;
+
+/// Index of a node in [`FuncGraph::nodes`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// Index of a lambda or loop parameter in [`FuncGraph::params`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ParamId(pub u32);
+
+#[derive(Clone, Debug, Default)]
+pub struct FuncGraph {
+    pub nodes: Vec<Node>,
+    pub params: Vec<ParamInfo>,
+    /// Type annotations written by the user, as constraints on nodes.
+    pub annotations: Vec<Annotation>,
+    /// The program's output statements (top level; includes are inlined).
+    pub stmts: Vec<IrStmt>,
+    /// Filled by unification: the concrete type of every node reachable from `stmts`
+    /// (`None` for nodes nothing uses, which are never type-checked).
+    pub types: Vec<Option<Type>>,
+}
+
+impl FuncGraph {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id.0 as usize]
+    }
+    pub fn ty(&self, id: NodeId) -> Option<&Type> {
+        self.types.get(id.0 as usize).and_then(|t| t.as_ref())
+    }
+    pub fn add(&mut self, kind: NodeKind, span: Span) -> NodeId {
+        self.nodes.push(Node { kind, span });
+        NodeId(self.nodes.len() as u32 - 1)
+    }
+    pub fn add_param(&mut self, name: impl Into<String>, span: Span) -> ParamId {
+        self.params.push(ParamInfo { name: name.into(), span });
+        ParamId(self.params.len() as u32 - 1)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    pub name: String,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Annotation {
+    pub node: NodeId,
+    pub ty: Type,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub kind: NodeKind,
+    pub span: Span,
+}
+
+/// Unary and binary operators (everything `_operator` covers in mgmt, plus `in`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Bin(BinOp),
+    Not,
+}
+
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    /// A literal (and any constant folded by the front end).
+    Const(Value),
+    List(Vec<NodeId>),
+    Map(Vec<(NodeId, NodeId)>),
+    Struct(Vec<(String, NodeId)>),
+    /// The value of a lambda or loop parameter in the current environment.
+    Param(ParamId),
+    /// An interpolated string: the concatenation of parts that are all `str`.
+    Interp(Vec<NodeId>),
+    /// A call of a built-in by its full name (`len`, `fmt.printf`, `golang/strings.join`,
+    /// `panic`, `_collect`).
+    Call { func: String, args: Vec<NodeId> },
+    /// A call of a function value (`$f(1)`, `func($x){..}(1)`).
+    CallValue { callee: NodeId, args: Vec<NodeId> },
+    /// The inlined body of one call of a `func` statement. Evaluates to `body`; static
+    /// type speculation does not look through it (mgmt cannot see through named calls).
+    Inline { func: String, body: NodeId },
+    Lambda { params: Vec<ParamId>, body: NodeId },
+    If { cond: NodeId, then: NodeId, els: NodeId },
+    /// Operators except `<|>` (which is `Except`). `and`/`or` evaluate both sides.
+    Op { op: Op, args: Vec<NodeId> },
+    /// `lhs <|> rhs`: `rhs` when `lhs` fails with a catchable error.
+    Except { lhs: NodeId, rhs: NodeId },
+    /// `base[index]`: list index or map lookup (catchable error when missing).
+    Index { base: NodeId, index: NodeId },
+    /// `base->field`
+    Field { base: NodeId, field: String },
+    /// `base->field <|> default`: `default` when the struct *type* has no such field.
+    FieldOr { base: NodeId, field: String, default: NodeId },
+}
+
+/// Output statements, after includes were inlined.
+#[derive(Clone, Debug)]
+pub enum IrStmt {
+    Resource(IrResource),
+    Edge(IrEdge),
+    If { cond: NodeId, then: Vec<IrStmt>, els: Vec<IrStmt>, span: Span },
+    /// `for` (`kv == false`: `key` is the int index) or `forkv`.
+    For { iter: NodeId, key: ParamId, value: ParamId, kv: bool, body: Vec<IrStmt>, span: Span },
+    /// A `panic(...)` statement; `check` is the `panic`/`panic_debug` call node (a bool
+    /// that is false unless it fails).
+    Panic { check: NodeId, span: Span },
+}
+
+#[derive(Clone, Debug)]
+pub struct IrResource {
+    pub kind: String,
+    pub kind_span: Span,
+    /// `str` (one resource) or `[]str` (one per element); for `collect`, also
+    /// `[]struct{name str; host str}`.
+    pub name: NodeId,
+    pub fields: Vec<IrField>,
+    pub edges: Vec<IrBodyEdge>,
+    pub metas: Vec<IrMeta>,
+    pub collect: bool,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct IrField {
+    pub name: String,
+    pub value: NodeId,
+    /// `cond ?: value`: the field counts as omitted when `cond` is false.
+    pub cond: Option<NodeId>,
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EdgeProp {
+    Before,
+    Depend,
+    Notify,
+    Listen,
+}
+
+#[derive(Clone, Debug)]
+pub struct IrBodyEdge {
+    pub prop: EdgeProp,
+    pub cond: Option<NodeId>,
+    pub target: IrEdgeHalf,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct IrMeta {
+    /// `Some("noop")` for `Meta:noop`, `None` for the whole-struct `Meta =>` form.
+    pub name: Option<String>,
+    pub value: NodeId,
+    pub cond: Option<NodeId>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct IrEdgeHalf {
+    pub kind: String,
+    /// `str` or `[]str`.
+    pub name: NodeId,
+    /// Send/recv field.
+    pub field: Option<String>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub struct IrEdge {
+    pub halves: Vec<IrEdgeHalf>,
+    pub span: Span,
+}

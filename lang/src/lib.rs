@@ -1,0 +1,21 @@
+//! The mcl front end and interpreter.
+//!
+//! Pipeline (each phase returns new data plus diagnostics):
+//! text → `syntax` (tokens, AST; errLexParse) → `init` (AST validation; errInit)
+//! → `interpolate` (string escapes and `${}`; errInterpolate)
+//! → `scope` (imports, ordering, name resolution, inlining; errSetScope) → [`ir::FuncGraph`]
+//! → `unify` (types; errUnify) → `graph` checks (errGraph)
+//! … the `funcs` crate runs the graph …
+//! → `interpret` (values → resource graph; errInterpret).
+//!
+//! `lang` performs no IO (files come through [`loader::Loader`]) and knows no concrete
+//! function or resource kind (they come through [`catalog::Catalog`]).
+
+pub mod catalog;
+pub mod diag;
+pub mod ir;
+pub mod loader;
+pub mod span;
+pub mod syntax;
+pub mod types;
+pub mod value;

@@ -1,0 +1,3 @@
+//! Syntax: tokens, the parser and the AST it produces.
+
+pub mod ast;

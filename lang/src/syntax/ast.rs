@@ -1,0 +1,226 @@
+//! The syntax tree of one mcl file, as written (plus the interpolation stage's rewrite of
+//! string literals). Every node carries its span; semantics come later.
+
+use crate::span::{FileId, Span};
+use crate::types::Type;
+
+/// A name with its position (`x` in `$x`, `printf`, `file`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A dotted name (`fmt.printf`, `ns.x`, `b1.inner`) joined with `.`; or a colon name
+/// (`docker:image`, `base:inner`) joined with `:`.
+pub type Name = Ident;
+
+/// A type annotation as written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeAnn {
+    pub ty: Type,
+    pub span: Span,
+}
+
+/// One parsed file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    pub file: FileId,
+    pub stmts: Vec<Stmt>,
+}
+
+/// A `{ ... }` statement block.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    /// From the first token to the end of the last token.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `$name [type] = value`
+    Bind { name: Ident, ann: Option<TypeAnn>, value: Expr },
+    /// `if cond { ... } [else { ... }]`
+    If { cond: Expr, then: Block, els: Option<Block> },
+    /// `for $index, $value in expr { ... }`
+    For { index: Ident, value: Ident, iter: Expr, body: Block },
+    /// `forkv $key, $value in expr { ... }`
+    ForKv { key: Ident, value: Ident, iter: Expr, body: Block },
+    /// `func name(params) [type] { expr }`
+    Func { name: Ident, func: Lambda },
+    /// `class a:b:c[(params)] { ... }`; `name` is the colon name joined with `:`.
+    /// `params` is `None` without parentheses.
+    Class { name: Name, params: Option<Vec<Param>>, body: Block },
+    /// `include dotted[(args)] [as alias]`
+    Include { name: Name, args: Option<Vec<Expr>>, alias: Option<Ident> },
+    /// `import "path" [as alias | as *]`
+    Import { path: String, path_span: Span, alias: Option<ImportAlias> },
+    /// `panic(args)` with one or two arguments.
+    Panic { args: Vec<Expr> },
+    /// `kind name { entries }`, or `collect kind name { entries }`.
+    Resource(Resource),
+    /// `A[n] -> B[m] -> ...`, or a send/recv pair `A[n].f -> B[m].g`.
+    Edge { halves: Vec<EdgeHalf> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ImportAlias {
+    Name(Ident),
+    Star(Span),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Resource {
+    /// The kind, lower-cased and colon-joined (`file`, `docker:image`).
+    pub kind: Name,
+    pub name: Expr,
+    pub entries: Vec<ResEntry>,
+    pub collect: bool,
+}
+
+/// One `... ,` entry of a resource body. The span covers `key => value,` including the
+/// comma.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResEntry {
+    pub kind: ResEntryKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ResEntryKind {
+    /// `field => [cond ?:] value,`
+    Field { name: Ident, cond: Option<Expr>, value: Expr },
+    /// `Prop => [cond ?:] Kind[name],` where Prop is any capitalized word, lower-cased;
+    /// the init stage rejects anything but before/depend/notify/listen.
+    Edge { prop: Ident, cond: Option<Expr>, target: EdgeHalf },
+    /// `Meta:name => [cond ?:] value,` (`name` is `Some`) or `Meta => [cond ?:] value,`.
+    Meta { name: Option<Ident>, cond: Option<Expr>, value: Expr },
+}
+
+/// `Kind[name]` or `Kind[name].field` (send/recv).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeHalf {
+    /// Lower-cased and colon-joined.
+    pub kind: Name,
+    pub name: Expr,
+    pub field: Option<Ident>,
+    pub span: Span,
+}
+
+/// A parameter of a func, lambda or class: `$name [type]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Param {
+    pub name: Ident,
+    pub ann: Option<TypeAnn>,
+}
+
+/// `func(params) [ret] { body }`
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lambda {
+    pub params: Vec<Param>,
+    pub ret: Option<TypeAnn>,
+    pub body: Box<Expr>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    /// A string literal's raw text between the quotes, as the parser produces it.
+    /// The interpolation stage replaces every `RawStr` by `Str` or `Interp`.
+    RawStr(String),
+    /// A string with escapes processed and no `${}`.
+    Str(String),
+    /// An interpolated string: at least one `${name}` part.
+    Interp(Vec<InterpPart>),
+    List(Vec<Expr>),
+    Map(Vec<(Expr, Expr)>),
+    Struct(Vec<(Ident, Expr)>),
+    /// `$name` (dotted).
+    Var(Name),
+    /// `name(args)` (dotted name: a built-in, a func statement, `ns.f`).
+    Call { name: Name, args: Vec<Expr> },
+    /// `$name(args)`: call a function value held in a variable.
+    CallVar { name: Name, args: Vec<Expr> },
+    Lambda(Lambda),
+    /// `func(...) { ... }(args)`: an immediately invoked lambda.
+    CallLambda { lambda: Lambda, args: Vec<Expr> },
+    If { cond: Box<Expr>, then: Box<Expr>, els: Box<Expr> },
+    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    Not(Box<Expr>),
+    /// `base[index]`
+    Index { base: Box<Expr>, index: Box<Expr> },
+    /// `base->field`
+    Field { base: Box<Expr>, field: Ident },
+    /// `base->field <|> default` (static optional lookup).
+    FieldOr { base: Box<Expr>, field: Ident, default: Box<Expr> },
+    /// An expression carrying a type annotation (`$x int = ...` puts the annotation on
+    /// the bind instead; this form is used where an annotation attaches to an expression,
+    /// e.g. a lambda's declared return type applied to its body).
+    Annotated { expr: Box<Expr>, ann: TypeAnn },
+    /// Placeholder the parser leaves where it recovered from a syntax error.
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InterpPart {
+    Lit(String),
+    /// `${name}`; the span covers the whole string literal (mgmt positions errors about
+    /// interpolated variables at the literal).
+    Var(Name),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Eq,
+    Ne,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+    And,
+    Or,
+    In,
+    /// `<|>`
+    Except,
+}
+
+impl BinOp {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Gt => ">",
+            BinOp::Le => "<=",
+            BinOp::Ge => ">=",
+            BinOp::And => "and",
+            BinOp::Or => "or",
+            BinOp::In => "in",
+            BinOp::Except => "<|>",
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! mcl types: the concrete types of values and the polymorphic types of signatures.
+
+use std::fmt;
+
+/// A type. Concrete types never contain [`Type::Var`]; signature types in the catalog
+/// use `Var(n)` (written `?n`) for per-call-site type variables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Type {
+    Bool,
+    Str,
+    Int,
+    Float,
+    List(Box<Type>),
+    Map(Box<Type>, Box<Type>),
+    /// Ordered fields.
+    Struct(Vec<(String, Type)>),
+    /// Argument names are kept for printing but ignored by equality in unification.
+    Func(Vec<(String, Type)>, Box<Type>),
+    Variant,
+    Var(u32),
+}
+
+impl Type {
+    pub fn list(t: Type) -> Type {
+        Type::List(Box::new(t))
+    }
+    pub fn map(k: Type, v: Type) -> Type {
+        Type::Map(Box::new(k), Box::new(v))
+    }
+    pub fn func(args: Vec<Type>, ret: Type) -> Type {
+        Type::Func(args.into_iter().enumerate().map(|(i, t)| (i.to_string(), t)).collect(), Box::new(ret))
+    }
+
+    /// The kind name used in conflict messages (`type error: str != list`).
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Type::Bool => "bool",
+            Type::Str => "str",
+            Type::Int => "int",
+            Type::Float => "float",
+            Type::List(_) => "list",
+            Type::Map(..) => "map",
+            Type::Struct(_) => "struct",
+            Type::Func(..) => "func",
+            Type::Variant => "variant",
+            Type::Var(_) => "?",
+        }
+    }
+
+    /// True when no type variable occurs in it.
+    pub fn is_concrete(&self) -> bool {
+        match self {
+            Type::Var(_) => false,
+            Type::List(t) => t.is_concrete(),
+            Type::Map(k, v) => k.is_concrete() && v.is_concrete(),
+            Type::Struct(fs) => fs.iter().all(|(_, t)| t.is_concrete()),
+            Type::Func(args, r) => args.iter().all(|(_, t)| t.is_concrete()) && r.is_concrete(),
+            _ => true,
+        }
+    }
+
+    /// Usable as a map key: scalars and structs of hashable fields.
+    pub fn is_hashable(&self) -> bool {
+        match self {
+            Type::Bool | Type::Str | Type::Int | Type::Float => true,
+            Type::Struct(fs) => fs.iter().all(|(_, t)| t.is_hashable()),
+            _ => false,
+        }
+    }
+
+    /// Usable with `==`: everything but functions (recursively).
+    pub fn is_comparable(&self) -> bool {
+        match self {
+            Type::Func(..) => false,
+            Type::List(t) => t.is_comparable(),
+            Type::Map(k, v) => k.is_comparable() && v.is_comparable(),
+            Type::Struct(fs) => fs.iter().all(|(_, t)| t.is_comparable()),
+            _ => true,
+        }
+    }
+}
+
+/// The canonical printed form: `[]int`, `map{str: int}`, `struct{a str; b int}`,
+/// `func(a str, b int) float`, `variant`, `?1`.
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Type::Bool => f.write_str("bool"),
+            Type::Str => f.write_str("str"),
+            Type::Int => f.write_str("int"),
+            Type::Float => f.write_str("float"),
+            Type::Variant => f.write_str("variant"),
+            Type::Var(n) => write!(f, "?{n}"),
+            Type::List(t) => write!(f, "[]{t}"),
+            Type::Map(k, v) => write!(f, "map{{{k}: {v}}}"),
+            Type::Struct(fields) => {
+                f.write_str("struct{")?;
+                for (i, (name, t)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{name} {t}")?;
+                }
+                f.write_str("}")
+            }
+            Type::Func(args, ret) => {
+                f.write_str("func(")?;
+                for (i, (name, t)) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    if name.is_empty() || name.chars().all(|c| c.is_ascii_digit()) {
+                        write!(f, "{t}")?;
+                    } else {
+                        write!(f, "{name} {t}")?;
+                    }
+                }
+                write!(f, ") {ret}")
+            }
+        }
+    }
+}
+
+/// Error from [`parse_type`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeParseError(pub String);
+
+/// Parses the permissive signature form of section 2.3 of the spec:
+/// `func(inputs []?1, function func(?1) ?2) []?2`, `map{str: int}`,
+/// `struct{a str; b int}` (trailing `;` tolerated), bare or `$`-prefixed argument names.
+pub fn parse_type(text: &str) -> Result<Type, TypeParseError> {
+    let mut p = TypeParser { s: text.as_bytes(), i: 0 };
+    let t = p.ty()?;
+    p.ws();
+    if p.i != p.s.len() {
+        return Err(p.err("trailing characters"));
+    }
+    Ok(t)
+}
+
+struct TypeParser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl TypeParser<'_> {
+    fn err(&self, what: &str) -> TypeParseError {
+        TypeParseError(format!("{what} at offset {} in `{}`", self.i, String::from_utf8_lossy(self.s)))
+    }
+    fn ws(&mut self) {
+        while self.i < self.s.len() && (self.s[self.i] as char).is_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, tok: &str) -> bool {
+        self.ws();
+        if self.s[self.i..].starts_with(tok.as_bytes()) {
+            self.i += tok.len();
+            true
+        } else {
+            false
+        }
+    }
+    fn expect(&mut self, tok: &str) -> Result<(), TypeParseError> {
+        if self.eat(tok) { Ok(()) } else { Err(self.err(&format!("expected `{tok}`"))) }
+    }
+    fn word(&mut self) -> String {
+        self.ws();
+        let start = self.i;
+        while self.i < self.s.len() && (self.s[self.i].is_ascii_alphanumeric() || self.s[self.i] == b'_') {
+            self.i += 1;
+        }
+        String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
+    }
+    fn ty(&mut self) -> Result<Type, TypeParseError> {
+        self.ws();
+        if self.eat("[]") {
+            return Ok(Type::list(self.ty()?));
+        }
+        if self.eat("?") {
+            let w = self.word();
+            return w.parse().map(Type::Var).map_err(|_| self.err("bad type variable"));
+        }
+        let save = self.i;
+        let w = self.word();
+        match w.as_str() {
+            "bool" => Ok(Type::Bool),
+            "str" => Ok(Type::Str),
+            "int" => Ok(Type::Int),
+            "float" => Ok(Type::Float),
+            "variant" => Ok(Type::Variant),
+            "map" => {
+                self.expect("{")?;
+                let k = self.ty()?;
+                self.expect(":")?;
+                let v = self.ty()?;
+                self.expect("}")?;
+                Ok(Type::map(k, v))
+            }
+            "struct" => {
+                self.expect("{")?;
+                let mut fields = Vec::new();
+                loop {
+                    if self.eat("}") {
+                        break;
+                    }
+                    let name = self.word();
+                    if name.is_empty() {
+                        return Err(self.err("expected a field name"));
+                    }
+                    let t = self.ty()?;
+                    if fields.iter().any(|(n, _)| n == &name) {
+                        return Err(TypeParseError(format!("duplicate struct field of `{name} {t}`")));
+                    }
+                    fields.push((name, t));
+                    if !self.eat(";") {
+                        self.expect("}")?;
+                        break;
+                    }
+                }
+                Ok(Type::Struct(fields))
+            }
+            "func" => {
+                self.expect("(")?;
+                let mut args = Vec::new();
+                if !self.eat(")") {
+                    loop {
+                        let index = args.len();
+                        self.eat("$");
+                        let save = self.i;
+                        let w = self.word();
+                        let is_type_word = matches!(w.as_str(), "bool" | "str" | "int" | "float" | "variant" | "map" | "struct" | "func");
+                        let (name, t) = if !w.is_empty() && !is_type_word {
+                            (w, self.ty()?)
+                        } else {
+                            self.i = save;
+                            (index.to_string(), self.ty()?)
+                        };
+                        args.push((name, t));
+                        if self.eat(")") {
+                            break;
+                        }
+                        self.expect(",")?;
+                    }
+                }
+                let ret = self.ty()?;
+                Ok(Type::Func(args, Box::new(ret)))
+            }
+            _ => {
+                self.i = save;
+                Err(self.err("expected a type"))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_signature_types() {
+        for s in [
+            "[]int",
+            "map{str: int}",
+            "struct{a str; b []int}",
+            "func(inputs []?1, function func(?1) ?2) []?2",
+            "func(str, int) bool",
+            "variant",
+        ] {
+            assert_eq!(parse_type(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn rejects_duplicate_struct_fields() {
+        assert!(parse_type("struct{x int; x int}").unwrap_err().0.contains("duplicate struct field of `x int`"));
+    }
+}

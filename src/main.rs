@@ -1,0 +1,2 @@
+//! The `tend` command line.
+fn main() {}
