@@ -1,1 +1,3 @@
-//! funcs
+//! Built-in functions of mcl and the dataflow runtime that runs a function graph.
+
+pub mod api;

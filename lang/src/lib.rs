@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod diag;
 pub mod ir;
 pub mod loader;
+pub mod output;
 pub mod span;
 pub mod syntax;
 pub mod types;
