@@ -1,3 +1,5 @@
 //! Built-in functions of mcl and the dataflow runtime that runs a function graph.
 
 pub mod api;
+pub mod core;
+pub mod registry;

@@ -117,12 +117,9 @@ impl Catalog {
     pub fn package_funcs<'a>(&'a self, pkg: &str) -> impl Iterator<Item = (&'a str, &'a FuncDecl)> + 'a {
         let prefix = format!("{pkg}.");
         let len = prefix.len();
-        self.funcs
-            .range(prefix.clone()..)
-            .take_while(move |(k, _)| k.starts_with(&prefix))
-            .filter_map(move |(k, d)| {
-                let rest = &k[len..];
-                (!rest.contains('.')).then_some((rest, d))
-            })
+        self.funcs.range(prefix.clone()..).take_while(move |(k, _)| k.starts_with(&prefix)).filter_map(move |(k, d)| {
+            let rest = &k[len..];
+            (!rest.contains('.')).then_some((rest, d))
+        })
     }
 }

@@ -92,24 +92,56 @@ pub enum NodeKind {
     Interp(Vec<NodeId>),
     /// A call of a built-in by its full name (`len`, `fmt.printf`, `golang/strings.join`,
     /// `panic`, `_collect`).
-    Call { func: String, args: Vec<NodeId> },
+    Call {
+        func: String,
+        args: Vec<NodeId>,
+    },
     /// A call of a function value (`$f(1)`, `func($x){..}(1)`).
-    CallValue { callee: NodeId, args: Vec<NodeId> },
+    CallValue {
+        callee: NodeId,
+        args: Vec<NodeId>,
+    },
     /// The inlined body of one call of a `func` statement. Evaluates to `body`; static
     /// type speculation does not look through it (mgmt cannot see through named calls).
-    Inline { func: String, body: NodeId },
-    Lambda { params: Vec<ParamId>, body: NodeId },
-    If { cond: NodeId, then: NodeId, els: NodeId },
+    Inline {
+        func: String,
+        body: NodeId,
+    },
+    Lambda {
+        params: Vec<ParamId>,
+        body: NodeId,
+    },
+    If {
+        cond: NodeId,
+        then: NodeId,
+        els: NodeId,
+    },
     /// Operators except `<|>` (which is `Except`). `and`/`or` evaluate both sides.
-    Op { op: Op, args: Vec<NodeId> },
+    Op {
+        op: Op,
+        args: Vec<NodeId>,
+    },
     /// `lhs <|> rhs`: `rhs` when `lhs` fails with a catchable error.
-    Except { lhs: NodeId, rhs: NodeId },
+    Except {
+        lhs: NodeId,
+        rhs: NodeId,
+    },
     /// `base[index]`: list index or map lookup (catchable error when missing).
-    Index { base: NodeId, index: NodeId },
+    Index {
+        base: NodeId,
+        index: NodeId,
+    },
     /// `base->field`
-    Field { base: NodeId, field: String },
+    Field {
+        base: NodeId,
+        field: String,
+    },
     /// `base->field <|> default`: `default` when the struct *type* has no such field.
-    FieldOr { base: NodeId, field: String, default: NodeId },
+    FieldOr {
+        base: NodeId,
+        field: String,
+        default: NodeId,
+    },
 }
 
 /// Output statements, after includes were inlined.
@@ -117,12 +149,27 @@ pub enum NodeKind {
 pub enum IrStmt {
     Resource(IrResource),
     Edge(IrEdge),
-    If { cond: NodeId, then: Vec<IrStmt>, els: Vec<IrStmt>, span: Span },
+    If {
+        cond: NodeId,
+        then: Vec<IrStmt>,
+        els: Vec<IrStmt>,
+        span: Span,
+    },
     /// `for` (`kv == false`: `key` is the int index) or `forkv`.
-    For { iter: NodeId, key: ParamId, value: ParamId, kv: bool, body: Vec<IrStmt>, span: Span },
+    For {
+        iter: NodeId,
+        key: ParamId,
+        value: ParamId,
+        kv: bool,
+        body: Vec<IrStmt>,
+        span: Span,
+    },
     /// A `panic(...)` statement; `check` is the `panic`/`panic_debug` call node (a bool
     /// that is false unless it fails).
-    Panic { check: NodeId, span: Span },
+    Panic {
+        check: NodeId,
+        span: Span,
+    },
 }
 
 #[derive(Clone, Debug)]

@@ -229,7 +229,10 @@ impl TypeParser<'_> {
                         self.eat("$");
                         let save = self.i;
                         let w = self.word();
-                        let is_type_word = matches!(w.as_str(), "bool" | "str" | "int" | "float" | "variant" | "map" | "struct" | "func");
+                        let is_type_word = matches!(
+                            w.as_str(),
+                            "bool" | "str" | "int" | "float" | "variant" | "map" | "struct" | "func"
+                        );
                         let (name, t) = if !w.is_empty() && !is_type_word {
                             (w, self.ty()?)
                         } else {

@@ -154,25 +154,55 @@ pub enum ExprKind {
     /// `$name` (dotted).
     Var(Name),
     /// `name(args)` (dotted name: a built-in, a func statement, `ns.f`).
-    Call { name: Name, args: Vec<Expr> },
+    Call {
+        name: Name,
+        args: Vec<Expr>,
+    },
     /// `$name(args)`: call a function value held in a variable.
-    CallVar { name: Name, args: Vec<Expr> },
+    CallVar {
+        name: Name,
+        args: Vec<Expr>,
+    },
     Lambda(Lambda),
     /// `func(...) { ... }(args)`: an immediately invoked lambda.
-    CallLambda { lambda: Lambda, args: Vec<Expr> },
-    If { cond: Box<Expr>, then: Box<Expr>, els: Box<Expr> },
-    Binary { op: BinOp, lhs: Box<Expr>, rhs: Box<Expr> },
+    CallLambda {
+        lambda: Lambda,
+        args: Vec<Expr>,
+    },
+    If {
+        cond: Box<Expr>,
+        then: Box<Expr>,
+        els: Box<Expr>,
+    },
+    Binary {
+        op: BinOp,
+        lhs: Box<Expr>,
+        rhs: Box<Expr>,
+    },
     Not(Box<Expr>),
     /// `base[index]`
-    Index { base: Box<Expr>, index: Box<Expr> },
+    Index {
+        base: Box<Expr>,
+        index: Box<Expr>,
+    },
     /// `base->field`
-    Field { base: Box<Expr>, field: Ident },
+    Field {
+        base: Box<Expr>,
+        field: Ident,
+    },
     /// `base->field <|> default` (static optional lookup).
-    FieldOr { base: Box<Expr>, field: Ident, default: Box<Expr> },
+    FieldOr {
+        base: Box<Expr>,
+        field: Ident,
+        default: Box<Expr>,
+    },
     /// An expression carrying a type annotation (`$x int = ...` puts the annotation on
     /// the bind instead; this form is used where an annotation attaches to an expression,
     /// e.g. a lambda's declared return type applied to its body).
-    Annotated { expr: Box<Expr>, ann: TypeAnn },
+    Annotated {
+        expr: Box<Expr>,
+        ann: TypeAnn,
+    },
     /// Placeholder the parser leaves where it recovered from a syntax error.
     Error,
 }
