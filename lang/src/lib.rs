@@ -16,6 +16,7 @@ pub mod diag;
 pub mod ir;
 pub mod loader;
 pub mod output;
+pub mod render;
 pub mod span;
 pub mod syntax;
 pub mod types;
