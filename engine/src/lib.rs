@@ -1,1 +1,175 @@
-//! engine
+//! The resource graph runtime: one worker task per resource, mgmt's ordering rule
+//! (timestamps, pokes and back-pokes), notifications, send/recv, metaparams, graph swap by
+//! diff, converged tracking and graceful shutdown. Knows nothing about the language or any
+//! concrete resource kind: it runs whatever implements [`Resource`].
+//!
+//! Lifecycle of a generation: the app builds a [`Graph`] and calls [`Engine::apply`]; the
+//! candidate is checked and diffed against what runs (startup is a swap from the empty
+//! graph); unchanged vertices keep running with their watches; the rest stop or start.
+//!
+//! Invariants:
+//! - A candidate that fails validation or init is rejected whole; the running graph stays.
+//! - A failing resource never stops the engine or unrelated resources; its dependents wait.
+//! - Every spawned task has an owner and is awaited (workers by the engine, watches by their
+//!   worker), with deadlines and abort for stragglers.
+
+mod converger;
+mod event;
+mod graph;
+mod meta;
+mod node;
+mod res;
+mod swap;
+mod worker;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Mutex, broadcast, watch};
+
+pub use event::EngineEvent;
+pub use graph::{Edge, Graph, GraphError, SendRecv, Vertex};
+pub use meta::{Meta, MetaError, parse_sema};
+pub use res::{ApplyCtx, InitCtx, Payload, ResError, ResKey, Resource, WatchCtx};
+pub use swap::{Rejection, SwapError, SwapReport};
+
+use converger::Converger;
+use node::lock;
+use swap::Running;
+use worker::Shared;
+
+/// Engine settings.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Root of per-resource state (`<state_dir>/engine/state/...`) and shared stores.
+    pub state_dir: PathBuf,
+    /// How long a swap waits for a removed worker before aborting it.
+    pub stop_timeout: Duration,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig { state_dir: std::env::temp_dir().join("tend-state"), stop_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// The running engine. Create it inside a tokio runtime.
+pub struct Engine {
+    shared: Arc<Shared>,
+    config: EngineConfig,
+    /// The running graph; locked for the duration of a swap so swaps never interleave.
+    running: Mutex<Running>,
+    generation: AtomicU64,
+    shut_down: AtomicBool,
+}
+
+/// What [`Engine::shutdown`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShutdownReport {
+    pub stopped: usize,
+    /// Workers that did not stop before the deadline and were aborted.
+    pub stragglers: Vec<ResKey>,
+}
+
+impl Engine {
+    pub fn new(config: EngineConfig) -> Engine {
+        let (events, _) = broadcast::channel(4096);
+        let shared = Arc::new(Shared {
+            clock: AtomicU64::new(0),
+            converger: Arc::new(Converger::new(events.clone())),
+            events,
+            semas: std::sync::Mutex::new(Default::default()),
+            retries: std::sync::Mutex::new(Default::default()),
+            gate: tokio::sync::RwLock::new(()),
+            watch_stop_timeout: config.stop_timeout / 2,
+        });
+        Engine {
+            shared,
+            config,
+            running: Mutex::new(Running::default()),
+            generation: AtomicU64::new(0),
+            shut_down: AtomicBool::new(false),
+        }
+    }
+
+    /// Makes `graph` the running graph by diff. On `Err` nothing running was touched.
+    pub async fn apply(&self, graph: Graph) -> Result<SwapReport, SwapError> {
+        let mut running = self.running.lock().await;
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SwapError::ShutDown);
+        }
+        let generation = self.generation.load(Ordering::SeqCst) + 1;
+        let report =
+            swap::swap(&self.shared, &mut running, graph, &self.config.state_dir, self.config.stop_timeout, generation)
+                .await?;
+        self.generation.store(generation, Ordering::SeqCst);
+        tracing::info!(
+            generation,
+            vertices = running.vertices.len(),
+            edges = running.edges.len(),
+            started = report.started.len(),
+            stopped = report.stopped.len(),
+            "graph swapped"
+        );
+        self.shared.emit(EngineEvent::Swapped {
+            generation,
+            started: report.started.len(),
+            stopped: report.stopped.len(),
+            unchanged: report.unchanged.len(),
+        });
+        Ok(report)
+    }
+
+    /// A receiver of the converged state: `true` when every worker succeeded and is idle
+    /// (or failed for good).
+    pub fn converged(&self) -> watch::Receiver<bool> {
+        self.shared.converger.subscribe()
+    }
+
+    pub fn is_converged(&self) -> bool {
+        self.shared.converger.is_converged()
+    }
+
+    /// Waits until converged; false on timeout.
+    pub async fn wait_converged(&self, timeout: Duration) -> bool {
+        let mut rx = self.converged();
+        tokio::time::timeout(timeout, rx.wait_for(|c| *c)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// Events from now on (swaps, starts, applies, failures, converged transitions).
+    pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// Resources that stopped for good, with their last error.
+    pub async fn failures(&self) -> BTreeMap<ResKey, String> {
+        let running = self.running.lock().await;
+        running.vertices.iter().filter_map(|(k, v)| v.node.failure().map(|e| (k.clone(), e))).collect()
+    }
+
+    /// The keys of the running graph, sorted.
+    pub async fn keys(&self) -> Vec<ResKey> {
+        self.running.lock().await.vertices.keys().cloned().collect()
+    }
+
+    /// The number of swaps applied so far.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Stops every worker: cancel, then await them all until `deadline`, aborting the rest.
+    /// Later [`Engine::apply`] calls fail with [`SwapError::ShutDown`].
+    pub async fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        let mut running = self.running.lock().await;
+        self.shut_down.store(true, Ordering::SeqCst);
+        let vertices: Vec<_> = std::mem::take(&mut running.vertices).into_values().collect();
+        running.edges.clear();
+        let stopped = vertices.len();
+        let stragglers = swap::stop(&self.shared, vertices, deadline).await;
+        lock(&self.shared.retries).clear();
+        ShutdownReport { stopped, stragglers }
+    }
+}

@@ -1,0 +1,107 @@
+//! The per-vertex state shared between a worker, its watch, its neighbours and the engine:
+//! the ordering timestamp, the wake-up signal (pokes and watch events), the links to
+//! parents and children, and the latest sent values.
+//!
+//! Links hold `Arc`s to neighbours; the engine replaces them on every swap and clears them
+//! when a vertex stops, so no cycle of `Arc`s outlives a vertex.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use tokio::sync::Notify;
+
+use crate::converger::Converger;
+use crate::graph::SendRecv;
+use crate::res::{Payload, ResKey};
+
+pub(crate) struct Node {
+    pub(crate) key: ResKey,
+    /// When this vertex last finished a successful run, from the engine's clock; 0 = never.
+    pub(crate) ts: AtomicU64,
+    /// Wakes the worker (a poke or an event); holds at most one permit, so extra wake-ups
+    /// while the worker is busy collapse into one.
+    pub(crate) wake: Notify,
+    /// A watch event arrived and was not yet consumed by the worker.
+    pub(crate) event_pending: AtomicBool,
+    /// Counts wake-ups, so a worker can tell whether one arrived during its run.
+    pub(crate) wake_seq: AtomicU64,
+    pub(crate) links: RwLock<Links>,
+    /// The latest values published by a run of check-apply.
+    pub(crate) sends: Mutex<Option<BTreeMap<String, Payload>>>,
+    /// The resource's current fingerprint (changes when send/recv changes a param).
+    pub(crate) fingerprint: Mutex<String>,
+    /// Set when the worker stopped for good after exhausting its retries.
+    pub(crate) failed: Mutex<Option<String>>,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct Links {
+    pub(crate) parents: Vec<Link>,
+    pub(crate) children: Vec<Link>,
+}
+
+#[derive(Clone)]
+pub(crate) struct Link {
+    pub(crate) node: Arc<Node>,
+    /// Refresh pending on this edge; `None` when the edge does not notify.
+    pub(crate) pending: Option<Arc<AtomicBool>>,
+    pub(crate) sendrecv: Vec<SendRecv>,
+}
+
+impl Node {
+    pub(crate) fn new(key: ResKey, fingerprint: String) -> Node {
+        Node {
+            key,
+            ts: AtomicU64::new(0),
+            wake: Notify::new(),
+            event_pending: AtomicBool::new(false),
+            wake_seq: AtomicU64::new(0),
+            links: RwLock::new(Links::default()),
+            sends: Mutex::new(None),
+            fingerprint: Mutex::new(fingerprint),
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// Asks the worker to run; marks it unconverged first so there is no window where the
+    /// graph looks converged with work pending.
+    pub(crate) fn poke(&self, converger: &Converger) {
+        self.wake_seq.fetch_add(1, Ordering::SeqCst);
+        converger.set(&self.key, false);
+        self.wake.notify_one();
+    }
+
+    /// A watch event: like a poke, and the worker will treat its state as dirty.
+    pub(crate) fn event(&self, converger: &Converger) {
+        self.event_pending.store(true, Ordering::SeqCst);
+        self.poke(converger);
+    }
+
+    pub(crate) fn ts(&self) -> u64 {
+        self.ts.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn links(&self) -> Links {
+        self.links.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub(crate) fn set_links(&self, links: Links) {
+        *self.links.write().unwrap_or_else(|e| e.into_inner()) = links;
+    }
+
+    /// Whether every parent finished a run after this vertex's last run.
+    pub(crate) fn parents_newer(&self) -> bool {
+        let mine = self.ts();
+        self.links().parents.iter().all(|p| p.node.ts() > mine)
+    }
+
+    pub(crate) fn failure(&self) -> Option<String> {
+        lock(&self.failed).clone()
+    }
+}
+
+/// Locks a std mutex, ignoring poisoning (the guarded data are plain values).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,203 @@
+//! The resource contract: what every kind implements so the engine can run it, and the
+//! contexts the engine hands it (watch, check-apply, init).
+//!
+//! The contract in brief (engine.md section 1): `validate` is pure; `init` runs once before
+//! the worker starts; `watch` sends one event once it is listening and one per possible
+//! change afterwards (spurious events are fine, missed ones are bugs) and returns when
+//! cancelled; `check_apply(apply)` returns `Ok(true)` when the state was already right,
+//! `Ok(false)` when it was wrong (and, with `apply`, is now fixed), and must not change
+//! anything when `apply` is false; `cleanup` runs once after the worker has exited.
+
+use std::any::Any;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use tokio_util::sync::CancellationToken;
+
+use crate::converger::Converger;
+use crate::node::Node;
+
+/// A value moving along a send/recv edge. The engine never looks inside; senders and
+/// receivers agree on the concrete type (the `resources` crate uses `lang::value::Value`).
+pub type Payload = Arc<dyn Any + Send + Sync>;
+
+/// The identity of a resource: kind and name, printed `kind[name]`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResKey {
+    pub kind: String,
+    pub name: String,
+}
+
+impl ResKey {
+    pub fn new(kind: impl Into<String>, name: impl Into<String>) -> ResKey {
+        ResKey { kind: kind.into(), name: name.into() }
+    }
+}
+
+impl fmt::Display for ResKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]", self.kind, self.name)
+    }
+}
+
+/// A failure reported by a resource (validation, init, watch, check-apply, cleanup).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ResError {
+    pub message: String,
+}
+
+impl ResError {
+    pub fn new(message: impl Into<String>) -> ResError {
+        ResError { message: message.into() }
+    }
+}
+
+impl From<std::io::Error> for ResError {
+    fn from(e: std::io::Error) -> ResError {
+        ResError::new(e.to_string())
+    }
+}
+
+/// A resource kind's implementation. Object safe: the engine holds `Box<dyn Resource>`.
+#[async_trait]
+pub trait Resource: Send + Sync + 'static {
+    /// Checks the params without touching the system.
+    fn validate(&self) -> Result<(), ResError> {
+        Ok(())
+    }
+
+    /// Runs once, after validation and before the worker starts. A failure rejects the
+    /// whole candidate graph.
+    async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
+        Ok(())
+    }
+
+    /// Builds the watch loop. The future owns what it needs (it runs concurrently with
+    /// `check_apply`), calls [`WatchCtx::event`] once when listening and on every possible
+    /// change, and returns `Ok` once [`WatchCtx::cancelled`] fires. An `Err` asks the
+    /// engine to restart the watch (per `Meta:retry` / `Meta:delay`).
+    ///
+    /// The default suits resources whose state nothing else changes: one startup event.
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        Box::pin(async move {
+            ctx.event();
+            ctx.cancelled().await;
+            Ok(())
+        })
+    }
+
+    /// Checks the state and, when `apply` is true, fixes it. `Ok(true)`: it was right;
+    /// `Ok(false)`: it was wrong (and has been fixed when `apply`).
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError>;
+
+    /// Runs once after the worker has exited (removal or shutdown).
+    async fn cleanup(&mut self) -> Result<(), ResError> {
+        Ok(())
+    }
+
+    /// A stable rendering of the params that matter: two instances of the same kind and
+    /// name with equal fingerprints are interchangeable, so a graph swap keeps the running
+    /// one.
+    fn fingerprint(&self) -> String;
+
+    /// Whether notifications reach this resource ([`ApplyCtx::refresh`]).
+    fn refreshable(&self) -> bool {
+        false
+    }
+
+    /// The values this resource sends, read by the engine after every check-apply that ran
+    /// without error. `None`: it sends nothing (yet).
+    fn sends(&self) -> Option<BTreeMap<String, Payload>> {
+        None
+    }
+
+    /// Stores a received value into param `key`; returns whether the param changed.
+    fn recv(&mut self, key: &str, _value: &Payload) -> Result<bool, ResError> {
+        Err(ResError::new(format!("cannot receive into `{key}`: this kind does not receive")))
+    }
+}
+
+/// What `init` gets.
+#[derive(Clone, Debug)]
+pub struct InitCtx {
+    pub key: ResKey,
+    /// A directory private to this kind+name that survives swaps and restarts (created on
+    /// demand by the resource).
+    pub var_dir: PathBuf,
+    /// The engine's state root, for stores shared between resources (e.g. `kv`).
+    pub state_dir: PathBuf,
+}
+
+/// The handle a watch loop uses to report events.
+#[derive(Clone)]
+pub struct WatchCtx {
+    /// The vertex whose worker receives the events.
+    pub(crate) node: Arc<Node>,
+    /// Cancelled when the worker stops; the watch must return soon after.
+    pub(crate) cancel: CancellationToken,
+    pub(crate) converger: Arc<Converger>,
+}
+
+impl WatchCtx {
+    /// Reports that the state may have changed (the first call means "started"). Never
+    /// blocks: when an event is already pending, this one is covered by it.
+    pub fn event(&self) {
+        // A watch that outlived its worker must not disturb a replacement with the same key.
+        if !self.cancel.is_cancelled() {
+            self.node.event(&self.converger);
+        }
+    }
+
+    /// Resolves when the watch must stop.
+    pub async fn cancelled(&self) {
+        self.cancel.cancelled().await
+    }
+
+    /// The cancellation token, for handing to helpers.
+    pub fn token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    pub fn key(&self) -> &ResKey {
+        &self.node.key
+    }
+}
+
+/// What one check-apply gets.
+pub struct ApplyCtx {
+    /// A notification is pending (only ever true for refreshable resources).
+    pub refresh: bool,
+    /// Params changed by send/recv since the last check-apply that ran without error.
+    pub recv_changed: BTreeSet<String>,
+    /// Cancelled on shutdown or removal; long operations should honour it.
+    pub cancel: CancellationToken,
+    /// Human-readable notes about what changed or would change (noop diffs).
+    pub(crate) reports: Vec<String>,
+}
+
+impl ApplyCtx {
+    /// A context for calling `check_apply` outside the engine (tests, one-shot tools).
+    pub fn detached() -> ApplyCtx {
+        ApplyCtx {
+            refresh: false,
+            recv_changed: BTreeSet::new(),
+            cancel: CancellationToken::new(),
+            reports: Vec::new(),
+        }
+    }
+
+    /// Records a note (e.g. the unified diff a noop file would apply); the engine emits it
+    /// with the [`crate::EngineEvent::Applied`] event.
+    pub fn report(&mut self, note: impl Into<String>) {
+        self.reports.push(note.into());
+    }
+
+    pub fn reports(&self) -> &[String] {
+        &self.reports
+    }
+}

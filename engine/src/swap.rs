@@ -1,0 +1,307 @@
+//! The engine's one way to change what runs: apply a candidate graph by diff
+//! (engine.md 2.9/2.10). Steps: check the candidate, pre-fill received values, diff by
+//! kind+name+params, init what is new (any failure rejects the candidate, nothing running is
+//! touched), stop what goes away, relink the graph under the pause gate, start what is new.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
+use crate::meta::{Meta, MetaError};
+use crate::node::{Link, Links, Node, lock};
+use crate::res::{InitCtx, ResError, ResKey};
+use crate::worker::{Shared, Worker};
+
+/// The running graph: one record per vertex, one per edge.
+#[derive(Default)]
+pub(crate) struct Running {
+    pub(crate) vertices: BTreeMap<ResKey, RunningVertex>,
+    pub(crate) edges: BTreeMap<(ResKey, ResKey), RunningEdge>,
+}
+
+pub(crate) struct RunningVertex {
+    pub(crate) node: Arc<Node>,
+    pub(crate) meta: Meta,
+    /// Cancelled to stop the worker; owned here, the worker holds a clone.
+    pub(crate) cancel: CancellationToken,
+    /// The worker task, awaited when the vertex is stopped.
+    pub(crate) join: JoinHandle<()>,
+}
+
+pub(crate) struct RunningEdge {
+    pub(crate) notify: bool,
+    /// Refresh pending; survives swaps that keep both endpoints and the edge.
+    pub(crate) pending: Option<Arc<AtomicBool>>,
+    pub(crate) sendrecv: Vec<SendRecv>,
+}
+
+/// What a successful swap did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwapReport {
+    pub generation: u64,
+    pub started: Vec<ResKey>,
+    pub stopped: Vec<ResKey>,
+    pub unchanged: Vec<ResKey>,
+}
+
+/// One reason a candidate graph was rejected.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum Rejection {
+    #[error("{0}")]
+    Graph(GraphError),
+    #[error("{key}: {error}")]
+    Meta { key: ResKey, error: MetaError },
+    #[error("{key}: {reason}")]
+    Name { key: ResKey, reason: &'static str },
+    #[error("{key} did not validate: {error}")]
+    Validate { key: ResKey, error: ResError },
+    #[error("{key} failed to init: {error}")]
+    Init { key: ResKey, error: ResError },
+}
+
+/// Why [`crate::Engine::apply`] did not apply a graph. The running graph is untouched.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SwapError {
+    #[error("candidate graph rejected: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Rejected(Vec<Rejection>),
+    #[error("the engine is shut down")]
+    ShutDown,
+}
+
+/// Which vertices of the candidate are new and which running ones stop.
+struct Plan {
+    /// Running vertices to stop (removed, or replaced by a different instance).
+    stop: Vec<ResKey>,
+    /// Candidate vertices that replace nothing or replace a stopped one.
+    start: BTreeSet<ResKey>,
+    unchanged: Vec<ResKey>,
+}
+
+/// Checks the candidate: structure, metaparams, names, then each resource's own validation
+/// (skipped for hidden ones). Collects every problem.
+pub(crate) fn validate(graph: &Graph) -> Result<(), SwapError> {
+    let mut problems = Vec::new();
+    if let Err(e) = graph.check() {
+        problems.push(Rejection::Graph(e));
+    }
+    for v in &graph.vertices {
+        if let Some(r) = validate_vertex(v) {
+            problems.push(r);
+        }
+    }
+    if problems.is_empty() { Ok(()) } else { Err(SwapError::Rejected(problems)) }
+}
+
+fn validate_vertex(v: &Vertex) -> Option<Rejection> {
+    let key = &v.key;
+    if key.kind.is_empty() {
+        return Some(Rejection::Name { key: key.clone(), reason: "kind is empty" });
+    }
+    if key.name.is_empty() {
+        return Some(Rejection::Name { key: key.clone(), reason: "name is empty" });
+    }
+    if let Err(error) = v.meta.validate() {
+        return Some(Rejection::Meta { key: key.clone(), error });
+    }
+    if key.name.starts_with('$') && !v.meta.dollar {
+        return Some(Rejection::Name {
+            key: key.clone(),
+            reason: "name starts with `$` (a typo for an interpolation? set Meta:dollar => true to allow it)",
+        });
+    }
+    if v.meta.hidden {
+        return None;
+    }
+    v.res.validate().err().map(|error| Rejection::Validate { key: key.clone(), error })
+}
+
+/// Fills candidate receivers with what the running senders currently hold, so a receiver
+/// whose param was set at runtime does not look changed (engine.md 1.12).
+pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) {
+    for ((from, to), edge) in edges.iter().filter(|(_, e)| !e.sendrecv.is_empty()) {
+        let Some(sender) = running.vertices.get(from) else { continue };
+        let Some(sent) = lock(&sender.node.sends).clone() else { continue };
+        let Some(receiver) = graph.vertices.iter_mut().find(|v| &v.key == to) else { continue };
+        for sr in &edge.sendrecv {
+            if let Some(value) = sent.get(&sr.send) {
+                // A value the receiver cannot take is reported when the worker transfers it.
+                let _ignored = receiver.res.recv(&sr.recv, value);
+            }
+        }
+    }
+}
+
+/// Diff by kind+name: same fingerprint and metaparams keep the running vertex, unless it
+/// failed and asks to be rewatched.
+fn plan(running: &Running, graph: &Graph) -> Plan {
+    let mut plan = Plan { stop: Vec::new(), start: BTreeSet::new(), unchanged: Vec::new() };
+    let candidate: BTreeMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
+    for (key, old) in &running.vertices {
+        match candidate.get(key) {
+            Some(new) if same(old, new) => plan.unchanged.push(key.clone()),
+            _ => plan.stop.push(key.clone()),
+        }
+    }
+    for key in candidate.keys() {
+        if !plan.unchanged.contains(key) {
+            plan.start.insert((*key).clone());
+        }
+    }
+    plan
+}
+
+fn same(old: &RunningVertex, new: &Vertex) -> bool {
+    let failed = old.node.failure().is_some();
+    !(failed && new.meta.rewatch)
+        && old.meta.same_for_swap(&new.meta)
+        && *lock(&old.node.fingerprint) == new.res.fingerprint()
+}
+
+/// Runs `init` on every vertex to start; on any failure cleans up those already inited and
+/// rejects the candidate.
+async fn init_new(
+    state_dir: &Path,
+    graph: Graph,
+    plan: &Plan,
+) -> Result<(Vec<Vertex>, BTreeMap<(ResKey, ResKey), Edge>), SwapError> {
+    let edges = graph.merged_edges();
+    let mut inited: Vec<Vertex> = Vec::new();
+    let mut problems = Vec::new();
+    for mut v in graph.vertices.into_iter().filter(|v| plan.start.contains(&v.key)) {
+        let ctx =
+            InitCtx { key: v.key.clone(), var_dir: var_dir(state_dir, &v.key), state_dir: state_dir.to_path_buf() };
+        match v.res.init(&ctx).await {
+            Ok(()) => inited.push(v),
+            Err(error) => {
+                problems.push(Rejection::Init { key: v.key.clone(), error });
+                break;
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok((inited, edges));
+    }
+    for mut v in inited {
+        if let Err(error) = v.res.cleanup().await {
+            tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
+        }
+    }
+    Err(SwapError::Rejected(problems))
+}
+
+/// `<state>/engine/state/<kind>-<name with unsafe bytes escaped>`.
+fn var_dir(state_dir: &Path, key: &ResKey) -> std::path::PathBuf {
+    let safe: String = key
+        .name
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
+        })
+        .collect();
+    state_dir.join("engine").join("state").join(format!("{}-{safe}", key.kind.replace(':', "_")))
+}
+
+/// Stops workers: cancel them all, then await each with the deadline, aborting stragglers.
+/// Returns the keys that had to be aborted.
+pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline: Duration) -> Vec<ResKey> {
+    for v in &vertices {
+        v.cancel.cancel();
+    }
+    let until = tokio::time::Instant::now() + deadline;
+    let mut stragglers = Vec::new();
+    for mut v in vertices {
+        if tokio::time::timeout_at(until, &mut v.join).await.is_err() {
+            tracing::warn!(resource = %v.node.key, "did not stop before the deadline; aborting");
+            v.join.abort();
+            let _aborted = v.join.await;
+            stragglers.push(v.node.key.clone());
+        }
+        v.node.set_links(Links::default());
+        shared.converger.unregister(&v.node.key);
+        shared.emit(crate::EngineEvent::Stopped(v.node.key.clone()));
+    }
+    stragglers
+}
+
+/// The whole swap, as named steps. `running` is the engine's table, locked by the caller.
+pub(crate) async fn swap(
+    shared: &Arc<Shared>,
+    running: &mut Running,
+    mut graph: Graph,
+    state_dir: &Path,
+    stop_timeout: Duration,
+    generation: u64,
+) -> Result<SwapReport, SwapError> {
+    validate(&graph)?;
+    let edges = graph.merged_edges();
+    prefill(running, &mut graph, &edges);
+    let plan = plan(running, &graph);
+    let (fresh, edges) = init_new(state_dir, graph, &plan).await?;
+
+    let stopping: Vec<RunningVertex> = plan.stop.iter().filter_map(|k| running.vertices.remove(k)).collect();
+    stop(shared, stopping, stop_timeout).await;
+
+    let _pause = shared.gate.write().await;
+    let mut started = Vec::new();
+    let mut workers = Vec::new();
+    for v in fresh {
+        let node = Arc::new(Node::new(v.key.clone(), v.res.fingerprint()));
+        shared.converger.register(&v.key);
+        let cancel = CancellationToken::new();
+        let worker = Worker::new(shared.clone(), node.clone(), v.meta.clone(), v.res, cancel.clone());
+        workers.push(worker);
+        started.push(v.key.clone());
+        running.vertices.insert(v.key, RunningVertex { node, meta: v.meta, cancel, join: tokio::spawn(async {}) });
+    }
+    relink(running, edges, &plan);
+    for worker in workers {
+        let key = worker.node.key.clone();
+        let join = tokio::spawn(worker.run());
+        if let Some(v) = running.vertices.get_mut(&key) {
+            v.join = join;
+        }
+    }
+    lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
+    Ok(SwapReport { generation, started, stopped: plan.stop, unchanged: plan.unchanged })
+}
+
+/// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh
+/// flag of edges whose endpoints both stayed and whose notify flag did not change.
+fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: &Plan) {
+    let mut new_edges = BTreeMap::new();
+    for ((from, to), edge) in edges {
+        let kept = !plan.start.contains(&from) && !plan.start.contains(&to);
+        let pending = match running.edges.get(&(from.clone(), to.clone())) {
+            Some(old) if kept && old.notify == edge.notify => old.pending.clone(),
+            _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
+        };
+        new_edges.insert((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv });
+    }
+    running.edges = new_edges;
+    let mut links: BTreeMap<&ResKey, Links> = running.vertices.keys().map(|k| (k, Links::default())).collect();
+    for ((from, to), edge) in &running.edges {
+        let (Some(parent), Some(child)) = (running.vertices.get(from), running.vertices.get(to)) else { continue };
+        let link = |node: &Arc<Node>| Link {
+            node: node.clone(),
+            pending: edge.pending.clone(),
+            sendrecv: edge.sendrecv.clone(),
+        };
+        if let Some(l) = links.get_mut(to) {
+            l.parents.push(link(&parent.node));
+        }
+        if let Some(l) = links.get_mut(from) {
+            l.children.push(link(&child.node));
+        }
+    }
+    for (key, l) in links {
+        if let Some(v) = running.vertices.get(key) {
+            v.node.set_links(l);
+        }
+    }
+}

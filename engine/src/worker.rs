@@ -1,0 +1,437 @@
+//! One task per vertex: runs the watch (or its poll/hidden substitute), waits for events
+//! and pokes, and runs the process step (ordering check, semaphores, send/recv, refresh,
+//! check-apply) with retries, rate limiting and timeouts.
+//!
+//! Ordering (engine.md 2.2): a vertex runs only when every parent finished a successful run
+//! after the vertex's own last run; otherwise it pokes the stale parents ("back-poke") and
+//! waits. A vertex that succeeds pokes each child whose parents are now all newer.
+
+use std::collections::{BTreeSet, HashMap};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio::sync::{OwnedSemaphorePermit, RwLock, Semaphore, broadcast};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::converger::Converger;
+use crate::event::EngineEvent;
+use crate::meta::{Meta, parse_sema};
+use crate::node::{Links, Node, lock};
+use crate::res::{ApplyCtx, ResError, ResKey, Resource, WatchCtx};
+
+/// Engine-wide state the workers share.
+pub(crate) struct Shared {
+    /// Source of ordering timestamps: strictly increasing, never 0.
+    pub(crate) clock: std::sync::atomic::AtomicU64,
+    pub(crate) converger: Arc<Converger>,
+    pub(crate) events: broadcast::Sender<EngineEvent>,
+    /// Semaphores by id (`name` and `name:N` are different ones), created on first use.
+    pub(crate) semas: Mutex<HashMap<String, Arc<Semaphore>>>,
+    /// Check-apply retry budgets by kind+name; they survive swaps (engine.md 2.5).
+    pub(crate) retries: Mutex<HashMap<ResKey, i16>>,
+    /// Held for reading by every process step and for writing by a swap while it relinks
+    /// the graph: a swap waits for in-flight check-applies, and none start during it.
+    pub(crate) gate: RwLock<()>,
+    /// How long a worker waits for its watch to return after cancellation.
+    pub(crate) watch_stop_timeout: Duration,
+}
+
+impl Shared {
+    pub(crate) fn emit(&self, event: EngineEvent) {
+        let _no_subscribers = self.events.send(event);
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn sema(&self, id: &str, capacity: usize) -> Arc<Semaphore> {
+        lock(&self.semas).entry(id.to_string()).or_insert_with(|| Arc::new(Semaphore::new(capacity))).clone()
+    }
+}
+
+/// What one process step did.
+enum Outcome {
+    /// Ran (or skipped on the state cache) and succeeded.
+    Done,
+    /// A parent was stale and was poked; nothing ran.
+    BackPoked,
+}
+
+pub(crate) struct Worker {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) node: Arc<Node>,
+    pub(crate) meta: Meta,
+    pub(crate) res: Box<dyn Resource>,
+    /// Cancelled by the engine to stop this worker; its watch gets a child token.
+    pub(crate) cancel: CancellationToken,
+    /// The last apply-mode run succeeded and no event or received value changed anything
+    /// since (engine.md 1.6).
+    state_ok: bool,
+    /// Params changed by send/recv since the last successful check-apply (sticky).
+    recv_changed: BTreeSet<String>,
+    limiter: Option<Bucket>,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        node: Arc<Node>,
+        meta: Meta,
+        res: Box<dyn Resource>,
+        cancel: CancellationToken,
+    ) -> Worker {
+        let limiter = meta.limit.is_finite().then(|| Bucket::new(meta.limit, meta.burst));
+        Worker { shared, node, meta, res, cancel, state_ok: false, recv_changed: BTreeSet::new(), limiter }
+    }
+
+    /// The worker's life: watch and process until cancelled or failed for good, then stop
+    /// the watch and clean up.
+    pub(crate) async fn run(mut self) {
+        let key = self.node.key.clone();
+        self.shared.emit(EngineEvent::Started(key.clone()));
+        tracing::debug!(resource = %key, "started");
+        self.init_retry_budget();
+        let mut watch_budget = self.meta.retry;
+        let watch_cancel = self.cancel.child_token();
+        let mut watch = Some(self.spawn_watch(watch_cancel.clone()));
+        let mut started = false;
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => break,
+                joined = wait_watch(&mut watch) => {
+                    watch = None;
+                    if self.cancel.is_cancelled() {
+                        break;
+                    }
+                    started = false;
+                    let error = match joined {
+                        Ok(Ok(())) => ResError::new("watch returned without being cancelled"),
+                        Ok(Err(e)) => e,
+                        Err(e) => ResError::new(format!("watch panicked: {e}")),
+                    };
+                    if watch_budget == 0 {
+                        self.fail(error);
+                        break;
+                    }
+                    if watch_budget > 0 {
+                        watch_budget -= 1;
+                    }
+                    self.report_retry(&error);
+                    if !self.sleep(self.meta.delay).await {
+                        break;
+                    }
+                    watch = Some(self.spawn_watch(watch_cancel.child_token()));
+                    continue;
+                }
+                _ = self.node.wake.notified() => {}
+            }
+            let seq = self.node.wake_seq.load(Ordering::SeqCst);
+            if self.node.event_pending.swap(false, Ordering::SeqCst) {
+                started = true;
+                self.state_ok = false;
+                if let Some(wait) = self.limiter.as_mut().and_then(Bucket::reserve) {
+                    tracing::info!(resource = %key, wait_ms = wait.as_millis() as u64, "limited");
+                    if !self.sleep(wait.as_millis() as u64).await {
+                        break;
+                    }
+                }
+            }
+            if !started {
+                continue;
+            }
+            match self.process().await {
+                Ok(Outcome::Done) => {
+                    self.shared.converger.set_if(&key, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
+                    if self.meta.retryreset {
+                        lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
+                    }
+                }
+                Ok(Outcome::BackPoked) => {}
+                Err(error) => {
+                    if !self.take_retry() {
+                        self.fail(error);
+                        break;
+                    }
+                    self.report_retry(&error);
+                    if !self.sleep(self.meta.delay).await {
+                        break;
+                    }
+                    self.node.poke(&self.shared.converger);
+                }
+            }
+        }
+        self.stop(watch, watch_cancel).await;
+    }
+
+    /// The process step (engine.md 2.3).
+    async fn process(&mut self) -> Result<Outcome, ResError> {
+        let shared = self.shared.clone();
+        let _pause = tokio::select! {
+            guard = shared.gate.read() => guard,
+            _ = self.cancel.cancelled() => return Ok(Outcome::BackPoked),
+        };
+        let links = self.node.links();
+        let mine = self.node.ts();
+        let stale: Vec<&Arc<Node>> = links.parents.iter().map(|p| &p.node).filter(|n| n.ts() <= mine).collect();
+        if !stale.is_empty() {
+            for parent in stale {
+                parent.poke(&self.shared.converger);
+            }
+            return Ok(Outcome::BackPoked);
+        }
+        let _permits = self.acquire_semas().await?;
+        self.transfer(&links)?;
+
+        let refreshable = self.res.refreshable();
+        let refresh = links.parents.iter().any(|p| p.pending.as_ref().is_some_and(|f| f.load(Ordering::SeqCst)));
+        let noop = self.meta.noop;
+        let mut ran = false;
+        let check_ok = if self.meta.hidden || (self.state_ok && !(refresh && refreshable)) {
+            true
+        } else if noop && refresh && refreshable {
+            false
+        } else {
+            let mut ctx = ApplyCtx {
+                refresh: refresh && refreshable,
+                recv_changed: self.recv_changed.clone(),
+                cancel: self.cancel.clone(),
+                reports: Vec::new(),
+            };
+            let check_ok = self.check_apply(&mut ctx, !noop).await?;
+            ran = true;
+            let changed = !check_ok;
+            tracing::info!(resource = %self.node.key, changed, noop, "applied");
+            for note in &ctx.reports {
+                tracing::info!(resource = %self.node.key, "{note}");
+            }
+            self.shared.emit(EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports: ctx.reports });
+            check_ok
+        };
+
+        if ran {
+            self.recv_changed.clear();
+            *lock(&self.node.sends) = self.res.sends();
+        }
+        if !noop {
+            self.state_ok = true;
+            for parent in &links.parents {
+                if let Some(flag) = &parent.pending {
+                    flag.store(false, Ordering::SeqCst);
+                }
+            }
+            if !check_ok {
+                for child in &links.children {
+                    if let Some(flag) = &child.pending {
+                        flag.store(true, Ordering::SeqCst);
+                    }
+                }
+            }
+        }
+        self.node.ts.store(self.shared.tick(), Ordering::SeqCst);
+        for child in &links.children {
+            if child.node.parents_newer() {
+                child.node.poke(&self.shared.converger);
+            }
+        }
+        Ok(Outcome::Done)
+    }
+
+    /// Calls the resource's check-apply with the timeout metaparam, turning panics into
+    /// errors.
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let timeout = self.meta.timeout;
+        let call = AssertUnwindSafe(self.res.check_apply(ctx, apply)).catch_unwind();
+        let outcome = if timeout > 0 {
+            match tokio::time::timeout(Duration::from_millis(timeout), call).await {
+                Ok(outcome) => outcome,
+                Err(_) => return Err(ResError::new(format!("timeout after {timeout} ms"))),
+            }
+        } else {
+            call.await
+        };
+        outcome.unwrap_or_else(|panic| Err(ResError::new(format!("check-apply panicked: {}", panic_message(&panic)))))
+    }
+
+    /// Pulls every received value from the parents' latest sends (engine.md 1.12).
+    fn transfer(&mut self, links: &Links) -> Result<(), ResError> {
+        let mut changed = false;
+        for parent in links.parents.iter().filter(|p| !p.sendrecv.is_empty()) {
+            let sent = lock(&parent.node.sends).clone();
+            for sr in &parent.sendrecv {
+                let value = sent.as_ref().and_then(|s| s.get(&sr.send)).ok_or_else(|| {
+                    ResError::new(format!("received nil value: {}.{} has not been sent yet", parent.node.key, sr.send))
+                })?;
+                if self.res.recv(&sr.recv, value)? {
+                    tracing::debug!(resource = %self.node.key, param = %sr.recv, "received a new value");
+                    self.recv_changed.insert(sr.recv.clone());
+                    changed = true;
+                }
+            }
+        }
+        if changed {
+            self.state_ok = false;
+            *lock(&self.node.fingerprint) = self.res.fingerprint();
+            self.res.validate()?;
+        }
+        Ok(())
+    }
+
+    /// Acquires this vertex's semaphores in sorted order (deadlock avoidance).
+    async fn acquire_semas(&self) -> Result<Vec<OwnedSemaphorePermit>, ResError> {
+        let mut ids = self.meta.sema.clone();
+        ids.sort();
+        ids.dedup();
+        let mut permits = Vec::with_capacity(ids.len());
+        for id in ids {
+            let (id, capacity) = parse_sema(&id).map_err(|e| ResError::new(e.to_string()))?;
+            let sema = self.shared.sema(&id, capacity);
+            tokio::select! {
+                permit = sema.acquire_owned() => {
+                    permits.push(permit.map_err(|_| ResError::new(format!("semaphore {id} closed")))?);
+                }
+                _ = self.cancel.cancelled() => return Err(ResError::new("stopped while waiting for a semaphore")),
+            }
+        }
+        Ok(permits)
+    }
+
+    /// Starts the watch, or the engine's substitute for it (poll, run-once, hidden).
+    fn spawn_watch(&self, cancel: CancellationToken) -> JoinHandle<Result<(), ResError>> {
+        let ctx = WatchCtx { node: self.node.clone(), cancel, converger: self.shared.converger.clone() };
+        let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
+            Box::pin(async move {
+                ctx.event();
+                ctx.cancelled().await;
+                Ok(())
+            })
+        } else if self.meta.poll > 0 {
+            let every = Duration::from_secs(self.meta.poll as u64);
+            Box::pin(async move {
+                let mut ticker = tokio::time::interval(every);
+                loop {
+                    tokio::select! {
+                        _ = ticker.tick() => ctx.event(),
+                        _ = ctx.cancelled() => return Ok(()),
+                    }
+                }
+            })
+        } else {
+            self.res.watch(ctx)
+        };
+        tokio::spawn(async move {
+            AssertUnwindSafe(fut)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
+        })
+    }
+
+    /// Sleeps `ms` milliseconds; false when cancelled meanwhile.
+    async fn sleep(&self, ms: u64) -> bool {
+        if ms == 0 {
+            return !self.cancel.is_cancelled();
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_millis(ms)) => true,
+            _ = self.cancel.cancelled() => false,
+        }
+    }
+
+    fn init_retry_budget(&self) {
+        let mut retries = lock(&self.shared.retries);
+        if self.meta.reset || !retries.contains_key(&self.node.key) {
+            retries.insert(self.node.key.clone(), self.meta.retry);
+        }
+    }
+
+    /// Consumes one check-apply retry; false when the budget is exhausted.
+    fn take_retry(&self) -> bool {
+        let mut retries = lock(&self.shared.retries);
+        let budget = retries.entry(self.node.key.clone()).or_insert(self.meta.retry);
+        match *budget {
+            0 => false,
+            n if n < 0 => true,
+            _ => {
+                *budget -= 1;
+                true
+            }
+        }
+    }
+
+    fn report_retry(&self, error: &ResError) {
+        tracing::warn!(resource = %self.node.key, error = %error, "failed, will retry");
+        self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: true });
+    }
+
+    /// Stops for good: records the error and leaves the converger (engine.md 2.5).
+    fn fail(&self, error: ResError) {
+        tracing::error!(resource = %self.node.key, error = %error, "failed");
+        *lock(&self.node.failed) = Some(error.to_string());
+        self.shared.converger.unregister(&self.node.key);
+        self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: false });
+    }
+
+    /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
+    async fn stop(mut self, watch: Option<JoinHandle<Result<(), ResError>>>, watch_cancel: CancellationToken) {
+        watch_cancel.cancel();
+        if let Some(mut handle) = watch
+            && tokio::time::timeout(self.shared.watch_stop_timeout, &mut handle).await.is_err()
+        {
+            tracing::warn!(resource = %self.node.key, "watch did not stop in time; aborting it");
+            handle.abort();
+            let _aborted = handle.await;
+        }
+        if let Err(error) = self.res.cleanup().await {
+            tracing::warn!(resource = %self.node.key, error = %error, "cleanup failed");
+        }
+        tracing::debug!(resource = %self.node.key, "stopped");
+    }
+}
+
+async fn wait_watch(
+    watch: &mut Option<JoinHandle<Result<(), ResError>>>,
+) -> Result<Result<(), ResError>, tokio::task::JoinError> {
+    match watch.as_mut() {
+        Some(handle) => handle.await,
+        None => std::future::pending().await,
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// Token bucket for `Meta:limit` / `Meta:burst`: one token per accepted watch event.
+struct Bucket {
+    rate: f64,
+    burst: f64,
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn new(rate: f64, burst: u32) -> Bucket {
+        Bucket { rate, burst: f64::from(burst), tokens: f64::from(burst), last: Instant::now() }
+    }
+
+    /// Reserves a token; returns how long to wait before using it.
+    fn reserve(&mut self) -> Option<Duration> {
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.burst) - 1.0;
+        (self.tokens < 0.0).then(|| Duration::from_secs_f64(-self.tokens / self.rate))
+    }
+}

@@ -1,0 +1,204 @@
+//! A scripted resource for engine tests: records every check-apply in a shared log, can be
+//! told to fail N times, to report a change, to take time, to send a value, and counts its
+//! watch starts and cleanups.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, Engine, EngineConfig, Graph, Meta, Payload, ResError, ResKey, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use tokio::sync::Notify;
+
+/// Shared observations and knobs of one scripted resource; clone it into the test.
+#[derive(Clone, Default)]
+pub struct Probe {
+    pub log: Log,
+    pub fail_times: Arc<AtomicUsize>,
+    pub watch_starts: Arc<AtomicUsize>,
+    pub cleanups: Arc<AtomicUsize>,
+    /// Makes the watch emit an event.
+    pub trigger: Arc<Notify>,
+    /// Whether the next check-apply finds the state wrong.
+    pub drift: Arc<AtomicBool>,
+}
+
+/// The check-apply log shared by every resource in a test: `name`, `name+refresh`,
+/// `name:noop`, `name=received`.
+#[derive(Clone, Default)]
+pub struct Log(pub Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    pub fn entries(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+    pub fn count(&self, entry: &str) -> usize {
+        self.entries().iter().filter(|e| *e == entry).count()
+    }
+    pub fn position(&self, entry: &str) -> usize {
+        self.entries().iter().position(|e| e == entry).unwrap_or_else(|| panic!("{entry} not in {:?}", self.entries()))
+    }
+    fn push(&self, entry: String) {
+        self.0.lock().unwrap().push(entry);
+    }
+}
+
+pub struct Scripted {
+    pub name: String,
+    /// Part of the fingerprint: changing it makes a swap replace the resource.
+    pub param: String,
+    pub probe: Probe,
+    pub refreshable: bool,
+    pub send: Option<String>,
+    pub received: Option<String>,
+    pub work: Duration,
+    pub running: Option<(Arc<AtomicUsize>, Arc<AtomicUsize>)>,
+    pub invalid: bool,
+    pub init_fails: bool,
+}
+
+impl Scripted {
+    pub fn new(name: &str, log: &Log) -> Scripted {
+        let probe = Probe { log: log.clone(), ..Probe::default() };
+        Scripted {
+            name: name.to_string(),
+            param: String::new(),
+            probe,
+            refreshable: true,
+            send: None,
+            received: None,
+            work: Duration::ZERO,
+            running: None,
+            invalid: false,
+            init_fails: false,
+        }
+    }
+    pub fn changing(self) -> Scripted {
+        self.probe.drift.store(true, Ordering::SeqCst);
+        self
+    }
+    pub fn param(mut self, p: &str) -> Scripted {
+        self.param = p.to_string();
+        self
+    }
+    pub fn probe(&self) -> Probe {
+        self.probe.clone()
+    }
+}
+
+#[async_trait]
+impl Resource for Scripted {
+    fn validate(&self) -> Result<(), ResError> {
+        if self.invalid { Err(ResError::new("told to be invalid")) } else { Ok(()) }
+    }
+
+    async fn init(&mut self, _ctx: &engine::InitCtx) -> Result<(), ResError> {
+        if self.init_fails { Err(ResError::new("told to fail init")) } else { Ok(()) }
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let probe = self.probe.clone();
+        Box::pin(async move {
+            probe.watch_starts.fetch_add(1, Ordering::SeqCst);
+            ctx.event();
+            loop {
+                tokio::select! {
+                    _ = probe.trigger.notified() => ctx.event(),
+                    _ = ctx.cancelled() => return Ok(()),
+                }
+            }
+        })
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        if let Some((now, max)) = &self.running {
+            let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+            max.fetch_max(n, Ordering::SeqCst);
+        }
+        tokio::time::sleep(self.work).await;
+        if let Some((now, _)) = &self.running {
+            now.fetch_sub(1, Ordering::SeqCst);
+        }
+        let mut entry = self.name.clone();
+        if ctx.refresh {
+            entry.push_str("+refresh");
+        }
+        if !apply {
+            entry.push_str(":noop");
+        }
+        if let Some(r) = &self.received
+            && ctx.recv_changed.contains("in")
+        {
+            entry.push_str(&format!("={r}"));
+        }
+        self.probe.log.push(entry);
+        if self.probe.fail_times.load(Ordering::SeqCst) > 0 {
+            self.probe.fail_times.fetch_sub(1, Ordering::SeqCst);
+            return Err(ResError::new("told to fail"));
+        }
+        let wrong = self.probe.drift.load(Ordering::SeqCst);
+        if wrong {
+            ctx.report(format!("{} would change", self.name));
+            if apply {
+                self.probe.drift.store(false, Ordering::SeqCst);
+            }
+        }
+        Ok(!wrong)
+    }
+
+    async fn cleanup(&mut self) -> Result<(), ResError> {
+        self.probe.cleanups.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{}|{}|{:?}|{:?}", self.param, self.refreshable, self.send, self.received)
+    }
+
+    fn refreshable(&self) -> bool {
+        self.refreshable
+    }
+
+    fn sends(&self) -> Option<BTreeMap<String, Payload>> {
+        let value: Payload = Arc::new(self.send.clone()?);
+        Some(BTreeMap::from([("out".to_string(), value)]))
+    }
+
+    fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
+        if key != "in" {
+            return Err(ResError::new(format!("no param {key}")));
+        }
+        let value = value.downcast_ref::<String>().ok_or_else(|| ResError::new("not a string"))?.clone();
+        let changed = self.received.as_ref() != Some(&value);
+        self.received = Some(value);
+        Ok(changed)
+    }
+}
+
+pub fn key(name: &str) -> ResKey {
+    ResKey::new("scripted", name)
+}
+
+pub fn engine(dir: &tempfile::TempDir) -> Engine {
+    Engine::new(EngineConfig { state_dir: dir.path().to_path_buf(), stop_timeout: Duration::from_secs(5) })
+}
+
+/// Builds a graph from resources (default meta) and `(from, to, notify)` edges.
+pub fn graph(res: Vec<Scripted>, edges: &[(&str, &str, bool)]) -> Graph {
+    graph_with_meta(res.into_iter().map(|r| (r, Meta::default())).collect(), edges)
+}
+
+pub fn graph_with_meta(res: Vec<(Scripted, Meta)>, edges: &[(&str, &str, bool)]) -> Graph {
+    let mut g = Graph::new();
+    for (r, meta) in res {
+        g.add_vertex(key(&r.name.clone()), meta, Box::new(r));
+    }
+    for (from, to, notify) in edges {
+        g.add_edge(key(from), key(to), *notify);
+    }
+    g
+}
+
+pub const WAIT: Duration = Duration::from_secs(10);
