@@ -13,6 +13,8 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod init;
+pub mod interpolate;
 pub mod ir;
 pub mod loader;
 pub mod output;

@@ -1,0 +1,362 @@
+//! The Init stage: structural validation of a parsed file that needs no scope or types
+//! (spec 6.1 `errInit`, 3.5, 4.2): resource bodies (duplicate fields and meta entries,
+//! edge properties, meta names, kinds), variable names, literal map keys, struct literal
+//! fields, and imports inside loops.
+
+use std::collections::HashSet;
+
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::span::Span;
+use crate::syntax::ast::{Expr, ExprKind, File, Ident, Lambda, Param, ResEntryKind, Resource, Stmt, StmtKind};
+use crate::types::Type;
+
+/// The edge properties a resource body may use (lower-cased).
+const EDGE_PROPERTIES: [&str; 4] = ["before", "depend", "notify", "listen"];
+
+/// The single meta parameters (`Meta:name`), spec 3.5.4.
+const META_PARAMS: [&str; 18] = [
+    "noop",
+    "retry",
+    "retryreset",
+    "delay",
+    "timeout",
+    "poll",
+    "limit",
+    "burst",
+    "reset",
+    "sema",
+    "rewatch",
+    "realize",
+    "dollar",
+    "hidden",
+    "export",
+    "reverse",
+    "autoedge",
+    "autogroup",
+];
+
+/// Validates `file`; every problem found is reported (stage `errInit`).
+pub fn check(file: &File) -> Diagnostics {
+    let mut ctx = Ctx { diags: Diagnostics::new() };
+    ctx.stmts(&file.stmts, None);
+    ctx.diags
+}
+
+struct Ctx {
+    diags: Diagnostics,
+}
+
+impl Ctx {
+    fn error(&mut self, message: impl Into<String>, span: Span) {
+        self.diags.push(Diagnostic::new(Stage::Init, message, span));
+    }
+
+    /// `in_loop` names the loop statement (`StmtFor`/`StmtForKV`) and holds its span when
+    /// the statements are (directly, or through if branches) part of a loop body.
+    fn stmts(&mut self, stmts: &[Stmt], in_loop: Option<(&'static str, Span)>) {
+        for stmt in stmts {
+            self.stmt(stmt, in_loop);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, in_loop: Option<(&'static str, Span)>) {
+        match &stmt.kind {
+            StmtKind::Bind { name, value, .. } => {
+                self.var_name(name);
+                self.expr(value);
+            }
+            StmtKind::If { cond, then, els } => {
+                self.expr(cond);
+                self.stmts(&then.stmts, in_loop);
+                if let Some(els) = els {
+                    self.stmts(&els.stmts, in_loop);
+                }
+            }
+            StmtKind::For { index: first, value, iter, body } | StmtKind::ForKv { key: first, value, iter, body } => {
+                let label = if matches!(stmt.kind, StmtKind::For { .. }) { "StmtFor" } else { "StmtForKV" };
+                self.var_name(first);
+                self.var_name(value);
+                self.expr(iter);
+                self.stmts(&body.stmts, Some((label, stmt.span)));
+            }
+            StmtKind::Func { func, .. } => self.lambda(func),
+            StmtKind::Class { params, body, .. } => {
+                self.params(params.as_deref().unwrap_or_default());
+                self.stmts(&body.stmts, None);
+            }
+            StmtKind::Include { args, .. } => {
+                for arg in args.iter().flatten() {
+                    self.expr(arg);
+                }
+            }
+            StmtKind::Import { .. } => {
+                if let Some((label, span)) = in_loop {
+                    self.error(format!("a StmtImport can't be contained inside a {label}"), span);
+                }
+            }
+            StmtKind::Panic { args } => {
+                for arg in args {
+                    self.expr(arg);
+                }
+            }
+            StmtKind::Resource(res) => self.resource(res, stmt.span),
+            StmtKind::Edge { halves } => {
+                for half in halves {
+                    self.expr(&half.name);
+                }
+            }
+        }
+    }
+
+    fn resource(&mut self, res: &Resource, span: Span) {
+        if res.kind.name.starts_with('_') && res.kind.name != "_panic" {
+            self.error("kind must not start with an underscore", res.kind.span);
+        }
+        self.expr(&res.name);
+        let mut fields = HashSet::new();
+        let mut metas = HashSet::new();
+        for entry in &res.entries {
+            match &entry.kind {
+                ResEntryKind::Field { name, cond, value } => {
+                    if !fields.insert(name.name.as_str()) {
+                        self.error(format!("resource has duplicate field of: {}", name.name), span);
+                    }
+                    if let Some(cond) = cond {
+                        self.expr(cond);
+                    }
+                    self.expr(value);
+                }
+                ResEntryKind::Edge { prop, cond, target } => {
+                    if !EDGE_PROPERTIES.contains(&prop.name.as_str()) {
+                        self.diags.push(
+                            Diagnostic::new(Stage::Init, format!("invalid property: `{}`", prop.name), prop.span)
+                                .with_note("edge properties are `Before`, `Depend`, `Notify` and `Listen`"),
+                        );
+                    }
+                    if let Some(cond) = cond {
+                        self.expr(cond);
+                    }
+                    self.expr(&target.name);
+                }
+                ResEntryKind::Meta { name, cond, value } => {
+                    if let Some(name) = name {
+                        if !META_PARAMS.contains(&name.name.as_str()) {
+                            self.diags.push(
+                                Diagnostic::new(Stage::Init, format!("invalid property: `{}`", name.name), name.span)
+                                    .with_note(format!("meta parameters are: {}", META_PARAMS.join(", "))),
+                            );
+                        } else if !metas.insert(name.name.as_str()) {
+                            self.error(format!("resource has duplicate meta entry of: {}", name.name), span);
+                        }
+                    }
+                    if let Some(cond) = cond {
+                        self.expr(cond);
+                    }
+                    self.expr(value);
+                }
+            }
+        }
+    }
+
+    fn lambda(&mut self, lambda: &Lambda) {
+        self.params(&lambda.params);
+        self.expr(&lambda.body);
+    }
+
+    fn params(&mut self, params: &[Param]) {
+        for param in params {
+            self.var_name(&param.name);
+        }
+    }
+
+    /// Variable names must match `^[a-z]([a-z0-9_]|(\.|_)[a-z0-9_])*$` without `..`/`__`.
+    fn var_name(&mut self, name: &Ident) {
+        if !valid_var_name(&name.name) {
+            self.diags.push(
+                Diagnostic::new(Stage::Init, format!("invalid variable name: `${}`", name.name), name.span)
+                    .with_note("variable names can't contain `__` or `..`"),
+            );
+        }
+    }
+
+    fn expr(&mut self, expr: &Expr) {
+        match &expr.kind {
+            ExprKind::Bool(_)
+            | ExprKind::Int(_)
+            | ExprKind::Float(_)
+            | ExprKind::RawStr(_)
+            | ExprKind::Str(_)
+            | ExprKind::Interp(_)
+            | ExprKind::Error => {}
+            ExprKind::Var(name) => self.var_name(name),
+            ExprKind::List(items) => items.iter().for_each(|item| self.expr(item)),
+            ExprKind::Map(entries) => {
+                self.map_keys(entries, expr.span);
+                for (key, value) in entries {
+                    self.expr(key);
+                    self.expr(value);
+                }
+            }
+            ExprKind::Struct(fields) => {
+                let mut seen = HashSet::new();
+                for (name, value) in fields {
+                    if !seen.insert(name.name.as_str()) {
+                        self.error(format!("duplicate struct field name of: `{}`", name.name), expr.span);
+                    }
+                    self.expr(value);
+                }
+            }
+            ExprKind::Call { args, .. } => args.iter().for_each(|arg| self.expr(arg)),
+            ExprKind::CallVar { name, args } => {
+                self.var_name(name);
+                args.iter().for_each(|arg| self.expr(arg));
+            }
+            ExprKind::Lambda(lambda) => self.lambda(lambda),
+            ExprKind::CallLambda { lambda, args } => {
+                self.lambda(lambda);
+                args.iter().for_each(|arg| self.expr(arg));
+            }
+            ExprKind::If { cond, then, els } => {
+                self.expr(cond);
+                self.expr(then);
+                self.expr(els);
+            }
+            ExprKind::Binary { lhs, rhs, .. } => {
+                self.expr(lhs);
+                self.expr(rhs);
+            }
+            ExprKind::Not(inner) => self.expr(inner),
+            ExprKind::Index { base, index } => {
+                self.expr(base);
+                self.expr(index);
+            }
+            ExprKind::Field { base, .. } => self.expr(base),
+            ExprKind::FieldOr { base, default, .. } => {
+                self.expr(base);
+                self.expr(default);
+            }
+            ExprKind::Annotated { expr, .. } => self.expr(expr),
+        }
+    }
+
+    /// Literal map keys: one key kind, hashable, no duplicates (spec 4.2). Keys that are
+    /// not literal constants are left to unification.
+    fn map_keys(&mut self, entries: &[(Expr, Expr)], span: Span) {
+        let mut first: Option<Type> = None;
+        let mut seen: Vec<String> = Vec::new();
+        for (key, _) in entries {
+            let Some(ty) = literal_type(key) else { continue };
+            match &first {
+                None => {
+                    if !ty.is_hashable() {
+                        self.error(format!("map key type {ty} is not hashable"), key.span);
+                        return;
+                    }
+                    first = Some(ty);
+                }
+                Some(first) if first.kind_name() != ty.kind_name() => {
+                    let message = format!(
+                        "inconsistent map key type: base kind does not match ({} != {})",
+                        first.kind_name(),
+                        ty.kind_name()
+                    );
+                    self.error(message, key.span);
+                    return;
+                }
+                Some(_) => {}
+            }
+            if let Some(value) = constant_text(key) {
+                if seen.contains(&value) {
+                    self.error(format!("duplicate map key: {value}"), span);
+                } else {
+                    seen.push(value);
+                }
+            }
+        }
+    }
+}
+
+/// `^[a-z]([a-z0-9_]|(\.|_)[a-z0-9_])*$`, and neither `..` nor `__` anywhere.
+pub fn valid_var_name(name: &str) -> bool {
+    if name.contains("..") || name.contains("__") {
+        return false;
+    }
+    let bytes = name.as_bytes();
+    let Some(first) = bytes.first() else { return false };
+    if !first.is_ascii_lowercase() {
+        return false;
+    }
+    let word = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_';
+    let mut i = 1;
+    while i < bytes.len() {
+        if word(bytes[i]) {
+            i += 1;
+        } else if bytes[i] == b'.' && i + 1 < bytes.len() && word(bytes[i + 1]) {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
+/// The type of a literal expression whose type is obvious without context.
+fn literal_type(expr: &Expr) -> Option<Type> {
+    match &expr.kind {
+        ExprKind::Bool(_) => Some(Type::Bool),
+        ExprKind::Int(_) => Some(Type::Int),
+        ExprKind::Float(_) => Some(Type::Float),
+        ExprKind::RawStr(_) | ExprKind::Str(_) | ExprKind::Interp(_) => Some(Type::Str),
+        ExprKind::List(items) => {
+            let first = literal_type(items.first()?)?;
+            items.iter().skip(1).all(|item| literal_type(item).as_ref() == Some(&first)).then(|| Type::list(first))
+        }
+        ExprKind::Map(entries) => {
+            let (key, value) = entries.first()?;
+            let (key_ty, value_ty) = (literal_type(key)?, literal_type(value)?);
+            entries
+                .iter()
+                .skip(1)
+                .all(|(k, v)| literal_type(k).as_ref() == Some(&key_ty) && literal_type(v).as_ref() == Some(&value_ty))
+                .then(|| Type::map(key_ty, value_ty))
+        }
+        ExprKind::Struct(fields) => {
+            let mut out = Vec::new();
+            for (name, value) in fields {
+                out.push((name.name.clone(), literal_type(value)?));
+            }
+            Some(Type::Struct(out))
+        }
+        _ => None,
+    }
+}
+
+/// The printed value of a scalar constant key (`"k2"`, `42`), when it is one.
+fn constant_text(expr: &Expr) -> Option<String> {
+    match &expr.kind {
+        ExprKind::Bool(b) => Some(b.to_string()),
+        ExprKind::Int(n) => Some(n.to_string()),
+        ExprKind::Float(x) => Some(x.to_string()),
+        ExprKind::Str(s) => Some(format!("{s:?}")),
+        ExprKind::RawStr(raw) => match crate::interpolate::parse_string(raw).ok()?.as_slice() {
+            [crate::interpolate::Piece::Lit(s)] => Some(format!("{s:?}")),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn variable_names() {
+        for good in ["x", "a_b", "ns.x", "const.res.file.state.exists", "a1", "x_"] {
+            assert!(valid_var_name(good), "{good}");
+        }
+        for bad in ["a__b", "a..b", "X", "_a", "a.", ".a", "", "a.__b"] {
+            assert!(!valid_var_name(bad), "{bad}");
+        }
+    }
+}

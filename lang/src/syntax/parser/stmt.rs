@@ -1,0 +1,378 @@
+//! Statements (spec section 3): binds, if/for/forkv, func, class, include, import, panic,
+//! resources with their bodies, and edge statements.
+
+use super::{Fail, PResult, Parser};
+use crate::diag::{Diagnostic, Stage};
+use crate::span::Span;
+use crate::syntax::ast::{
+    EdgeHalf, Expr, ExprKind, Ident, ImportAlias, Lambda, ResEntry, ResEntryKind, Resource, Stmt, StmtKind, TypeAnn,
+};
+use crate::syntax::token::Tok;
+use crate::types::Type;
+
+const STMT_START: &str = "a statement";
+const ENTRY_START: &str = "a field name, an edge property (`Before`, `Depend`, `Notify`, `Listen`), `Meta` or `}`";
+
+impl Parser<'_> {
+    /// One statement, without its terminating newline.
+    pub(super) fn stmt(&mut self) -> PResult<Stmt> {
+        let start = self.span();
+        let kind = match self.peek() {
+            Tok::Dollar => self.bind()?,
+            Tok::If => self.if_stmt()?,
+            Tok::For | Tok::ForKv => self.for_stmt()?,
+            Tok::Func => self.func_stmt()?,
+            Tok::Class => self.class_stmt()?,
+            Tok::Include => self.include()?,
+            Tok::Import => self.import()?,
+            Tok::Panic => self.panic_stmt()?,
+            Tok::Collect => {
+                self.bump();
+                if !matches!(self.peek(), Tok::Ident(_)) {
+                    let note = "`collect` starts a collect resource statement: `collect file $names { ... }`";
+                    return Err(self.unexpected_note("a resource kind", Some(note)));
+                }
+                StmtKind::Resource(self.resource(true)?)
+            }
+            Tok::Ident(_) => StmtKind::Resource(self.resource(false)?),
+            Tok::Cap(_) => self.edge_stmt()?,
+            Tok::Else => {
+                let note = "`else` must be on the same line as the `}` that closes the if branch: `} else {`";
+                return Err(self.unexpected_note(STMT_START, Some(note)));
+            }
+            _ => return Err(self.unexpected(STMT_START)),
+        };
+        Ok(Stmt { kind, span: start.to(self.prev_span()) })
+    }
+
+    /// `bind = "$" NAME [ type ] "=" expr`.
+    fn bind(&mut self) -> PResult<StmtKind> {
+        let dollar = self.bump().1;
+        let name = self.binding_name(dollar)?;
+        let ann = if self.at_type_start() { Some(self.type_ann()?) } else { None };
+        if !self.at(&Tok::Equals) {
+            let note = match (self.peek(), &ann) {
+                (Tok::Dot, None) => Some("only undotted names can be bound"),
+                (Tok::Equals | Tok::Rocket, _) => None,
+                _ if ann.is_none() => Some("a bind is written `$name = value` or `$name type = value`"),
+                _ => None,
+            };
+            return Err(self.unexpected_note("`=`", note));
+        }
+        self.bump();
+        if self.at(&Tok::Equals) {
+            let span = self.span();
+            return Err(self.error("syntax error: additional equals in bind statement", span));
+        }
+        let value = self.expr()?;
+        if let Some(ann) = &ann {
+            self.check_literal_type(&value, ann)?;
+        }
+        Ok(StmtKind::Bind { name, ann, value })
+    }
+
+    /// An annotation on a scalar literal of another type is rejected right away
+    /// (spec 2.2); other expressions are checked by unification.
+    fn check_literal_type(&mut self, value: &Expr, ann: &TypeAnn) -> PResult<()> {
+        let literal = match value.kind {
+            ExprKind::Bool(_) => Type::Bool,
+            ExprKind::Int(_) => Type::Int,
+            ExprKind::Float(_) => Type::Float,
+            ExprKind::RawStr(_) => Type::Str,
+            _ => return Ok(()),
+        };
+        if ann.ty == literal || ann.ty == Type::Variant {
+            return Ok(());
+        }
+        let message =
+            format!("can't set return type in parser: a {literal} literal can't have the declared type `{}`", ann.ty);
+        self.diags
+            .push(Diagnostic::new(Stage::LexParse, message, value.span).with_label(ann.span, "type declared here"));
+        Err(Fail)
+    }
+
+    /// `if_stmt = "if" expr block [ "else" block ]`.
+    fn if_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let cond = self.expr()?;
+        let then = self.block()?;
+        let els = if self.eat(&Tok::Else).is_some() { Some(self.block()?) } else { None };
+        Ok(StmtKind::If { cond, then, els })
+    }
+
+    /// `("for" | "forkv") "$" NAME "," "$" NAME "in" expr block`.
+    fn for_stmt(&mut self) -> PResult<StmtKind> {
+        let (keyword, _) = self.bump();
+        let kv = matches!(keyword, Tok::ForKv);
+        let dollar = self.expect(&Tok::Dollar, "`$` and a loop variable")?;
+        let first = self.binding_name(dollar)?;
+        self.expect(&Tok::Comma, "`,` (both loop variables are required)")?;
+        let dollar = self.expect(&Tok::Dollar, "`$` and a loop variable")?;
+        let value = self.binding_name(dollar)?;
+        self.expect(&Tok::In, "`in`")?;
+        let iter = self.expr()?;
+        let body = self.block()?;
+        Ok(if kv {
+            StmtKind::ForKv { key: first, value, iter, body }
+        } else {
+            StmtKind::For { index: first, value, iter, body }
+        })
+    }
+
+    /// `func_stmt = "func" IDENT "(" params ")" [ type ] body`.
+    fn func_stmt(&mut self) -> PResult<StmtKind> {
+        let start = self.span();
+        if matches!(self.peek_at(1), Tok::LParen) {
+            self.bump();
+            let note = "a lambda is an expression: bind it (`$f = func(...) {...}`) or name it (`func f(...) {...}`)";
+            return Err(self.unexpected_note("a function name", Some(note)));
+        }
+        self.bump();
+        let name = self.plain_ident("a function name")?;
+        let params = self.params()?;
+        let ret = if self.at(&Tok::LBrace) { None } else { Some(self.type_ann()?) };
+        let (body, close) = self.func_body()?;
+        Ok(StmtKind::Func { name, func: Lambda { params, ret, body: Box::new(body), span: start.to(close) } })
+    }
+
+    fn func_body(&mut self) -> PResult<(Expr, Span)> {
+        self.open(&Tok::LBrace)?;
+        self.skip_newlines();
+        let body = self.expr()?;
+        self.skip_newlines();
+        let close = self.close(&Tok::RBrace, "`}` (a function body holds exactly one expression)")?;
+        Ok((body, close))
+    }
+
+    /// `class_stmt = "class" colon_name [ "(" params ")" ] block`.
+    fn class_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let name = self.colon_name()?;
+        let params = if self.at(&Tok::LParen) { Some(self.params()?) } else { None };
+        let body = self.block()?;
+        Ok(StmtKind::Class { name, params, body })
+    }
+
+    /// `include = "include" dotted [ "(" args ")" ] [ "as" IDENT ]`.
+    fn include(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let name = self.dotted("a class name")?;
+        let args = if self.at(&Tok::LParen) { Some(self.args()?.0) } else { None };
+        let alias = if self.eat(&Tok::As).is_some() {
+            if self.at(&Tok::Star) {
+                let span = self.span();
+                let fail = self.error("syntax error: `include ... as *` is not supported", span);
+                return Err(fail);
+            }
+            Some(self.plain_ident("an alias name")?)
+        } else {
+            None
+        };
+        Ok(StmtKind::Include { name, args, alias })
+    }
+
+    /// `import = "import" STRING [ "as" ( IDENT | "*" ) ]`.
+    fn import(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let (path, path_span) = match self.peek() {
+            Tok::Str(path) => (path.clone(), self.bump().1),
+            _ => return Err(self.unexpected("the import path as a string")),
+        };
+        let alias = if self.eat(&Tok::As).is_some() {
+            match self.eat(&Tok::Star) {
+                Some(span) => Some(ImportAlias::Star(span)),
+                None => Some(ImportAlias::Name(self.plain_ident("an alias name or `*`")?)),
+            }
+        } else {
+            None
+        };
+        Ok(StmtKind::Import { path, path_span, alias })
+    }
+
+    /// `panic_stmt = "panic" "(" args ")"` with one or two arguments.
+    fn panic_stmt(&mut self) -> PResult<StmtKind> {
+        let start = self.bump().1;
+        if !self.at(&Tok::LParen) {
+            return Err(self.unexpected("`(`"));
+        }
+        let (args, span) = self.args()?;
+        if args.is_empty() || args.len() > 2 {
+            let message = format!("syntax error: panic takes one or two arguments, got {}", args.len());
+            return Err(self.error(message, start.to(span)));
+        }
+        Ok(StmtKind::Panic { args })
+    }
+
+    /// `colon_name = IDENT { ":" IDENT }`, joined with `:`.
+    fn colon_name(&mut self) -> PResult<Ident> {
+        let first = self.plain_ident("a name")?;
+        let mut name = first.name;
+        let mut span = first.span;
+        while self.eat(&Tok::Colon).is_some() {
+            let part = self.plain_ident("a name after `:`")?;
+            name.push(':');
+            name.push_str(&part.name);
+            span = span.to(part.span);
+        }
+        Ok(Ident { name, span })
+    }
+
+    /// `cap_name = CAP { ":" CAP }`, lower-cased and joined with `:`.
+    fn cap_name(&mut self) -> PResult<Ident> {
+        let mut name = String::new();
+        let start = self.span();
+        loop {
+            match self.peek() {
+                Tok::Cap(part) => name.push_str(part),
+                _ => return Err(self.unexpected("a capitalized resource kind (`File`, `Test`, ...)")),
+            }
+            self.bump();
+            if self.eat(&Tok::Colon).is_none() {
+                break;
+            }
+            name.push(':');
+        }
+        Ok(Ident { name, span: start.to(self.prev_span()) })
+    }
+
+    // ---- resources ----
+
+    /// `resource = colon_name expr "{" { NL | entry } "}"`.
+    fn resource(&mut self, collect: bool) -> PResult<Resource> {
+        let kind = self.colon_name()?;
+        if self.at(&Tok::LBrace) {
+            let note = "a resource needs a name: `file \"/tmp/x\" { ... }`";
+            return Err(self.unexpected_note("the resource name", Some(note)));
+        }
+        let name = self.expr()?;
+        if !self.at(&Tok::LBrace) {
+            return Err(self.unexpected("`{` to start the resource body"));
+        }
+        self.open(&Tok::LBrace)?;
+        let mut entries = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(&Tok::RBrace) || self.at(&Tok::Eof) {
+                break;
+            }
+            let base = self.delims.len();
+            let before = self.pos;
+            match self.res_entry() {
+                Ok(entry) => entries.push(entry),
+                Err(_) => {
+                    self.recover_entry(base);
+                    if self.pos == before {
+                        self.bump();
+                    }
+                }
+            }
+        }
+        self.close(&Tok::RBrace, "`}` or a resource field")?;
+        Ok(Resource { kind, name, entries, collect })
+    }
+
+    /// One `... ,` entry of a resource body.
+    fn res_entry(&mut self) -> PResult<ResEntry> {
+        let start = self.span();
+        let kind = match self.peek() {
+            Tok::Ident(_) => {
+                let name = self.plain_ident("a field name")?;
+                self.expect(&Tok::Rocket, "`=>` after the field name")?;
+                let (cond, value) = self.maybe_elvis()?;
+                ResEntryKind::Field { name, cond, value }
+            }
+            Tok::Cap(word) if word == "meta" => {
+                self.bump();
+                let name = if self.eat(&Tok::Colon).is_some() {
+                    Some(self.plain_ident("a meta parameter name")?)
+                } else {
+                    None
+                };
+                self.expect(&Tok::Rocket, "`=>`")?;
+                let (cond, value) = self.maybe_elvis()?;
+                ResEntryKind::Meta { name, cond, value }
+            }
+            Tok::Cap(word) => {
+                let prop = Ident { name: word.clone(), span: self.bump().1 };
+                if self.at(&Tok::Colon) {
+                    let message = format!("can't use unknown resource field: {}", prop.name);
+                    return Err(self.error(message, prop.span));
+                }
+                self.expect(&Tok::Rocket, "`=>` after the edge property")?;
+                let cond = if matches!(self.peek(), Tok::Cap(_)) {
+                    None
+                } else {
+                    let cond = self.expr()?;
+                    if !self.at(&Tok::Elvis) {
+                        let message = format!("can't use unknown resource field: {}", prop.name);
+                        let note = "an edge property takes a resource reference like `File[\"/tmp/x\"]`, \
+                                    optionally behind a condition: `$cond ?: File[\"/tmp/x\"]`";
+                        return Err(self.error_note(message, prop.span, note));
+                    }
+                    self.bump();
+                    Some(cond)
+                };
+                let target = self.edge_half(false)?;
+                ResEntryKind::Edge { prop, cond, target }
+            }
+            _ => return Err(self.unexpected(ENTRY_START)),
+        };
+        if !self.at(&Tok::Comma) {
+            let note = "every entry of a resource body ends with a comma, the last one too";
+            return Err(self.unexpected_note("a trailing comma", Some(note)));
+        }
+        let comma = self.bump().1;
+        Ok(ResEntry { kind, span: start.to(comma) })
+    }
+
+    /// `expr [ "?:" expr ]`: returns the condition (if any) and the value.
+    fn maybe_elvis(&mut self) -> PResult<(Option<Expr>, Expr)> {
+        let first = self.expr()?;
+        if self.eat(&Tok::Elvis).is_some() {
+            let value = self.expr()?;
+            Ok((Some(first), value))
+        } else {
+            Ok((None, first))
+        }
+    }
+
+    // ---- edges ----
+
+    /// `edge_half = cap_name "[" expr "]"`, with an optional `.field` for send/recv.
+    fn edge_half(&mut self, allow_field: bool) -> PResult<EdgeHalf> {
+        let kind = self.cap_name()?;
+        if !self.at(&Tok::LBrack) {
+            return Err(self.unexpected("`[` and the resource name"));
+        }
+        self.open(&Tok::LBrack)?;
+        let name = self.expr()?;
+        let close = self.close(&Tok::RBrack, "`]`")?;
+        let field = if allow_field && self.eat(&Tok::Dot).is_some() {
+            Some(self.plain_ident("a field name to send or receive")?)
+        } else {
+            None
+        };
+        let end = field.as_ref().map_or(close, |f| f.span);
+        Ok(EdgeHalf { span: kind.span.to(end), kind, name, field })
+    }
+
+    /// `edge = edge_half { "->" edge_half }`, or a send/recv pair
+    /// `edge_half "." IDENT "->" edge_half "." IDENT`.
+    fn edge_stmt(&mut self) -> PResult<StmtKind> {
+        let mut halves = vec![self.edge_half(true)?];
+        while self.eat(&Tok::Arrow).is_some() {
+            halves.push(self.edge_half(true)?);
+        }
+        let with_field = halves.iter().filter(|h| h.field.is_some()).count();
+        if with_field > 0 && (halves.len() != 2 || with_field != 2) {
+            let span = halves[0].span.to(halves[halves.len() - 1].span);
+            let note = "send/recv is written `Kind1[name1].field1 -> Kind2[name2].field2`";
+            return Err(self.error_note(
+                "syntax error: a send/recv edge needs exactly two halves, each with a `.field`",
+                span,
+                note,
+            ));
+        }
+        Ok(StmtKind::Edge { halves })
+    }
+}

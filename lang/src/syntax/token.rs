@@ -1,0 +1,511 @@
+//! Tokens of mcl and the lexer (logos) that produces them (spec section 1).
+//!
+//! The lexer never fails: characters that match no rule, integer/float overflow, a carriage
+//! return outside a string and an unterminated string become a [`Tok::Error`] token plus a
+//! diagnostic, so the parser can carry on and report later syntax errors too.
+
+use std::fmt;
+
+use logos::Logos;
+
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::span::{FileId, Span};
+
+/// A token as the parser sees it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tok {
+    Newline,
+    /// A lowercase identifier (`foo`, `a_b1`).
+    Ident(String),
+    /// A capitalized identifier, already lower-cased (`File` is `file`, `Meta` is `meta`).
+    Cap(String),
+    Int(i64),
+    Float(f64),
+    /// A string literal's raw text between the quotes.
+    Str(String),
+
+    If,
+    Else,
+    For,
+    ForKv,
+    In,
+    And,
+    Or,
+    Not,
+    True,
+    False,
+    Func,
+    Class,
+    Include,
+    Import,
+    As,
+    Panic,
+    Collect,
+    BoolKw,
+    StrKw,
+    IntKw,
+    FloatKw,
+    Map,
+    Struct,
+    Variant,
+
+    /// `=`
+    Equals,
+    /// `=>`
+    Rocket,
+    /// `?:`
+    Elvis,
+    /// `<|>`
+    Except,
+    /// `->`
+    Arrow,
+    Dot,
+    Colon,
+    Semicolon,
+    Comma,
+    Plus,
+    Minus,
+    Star,
+    Slash,
+    EqEq,
+    NotEq,
+    Lt,
+    Gt,
+    Le,
+    Ge,
+    LParen,
+    RParen,
+    LBrack,
+    RBrack,
+    LBrace,
+    RBrace,
+    Dollar,
+
+    /// Something the lexer rejected; it already reported a diagnostic for it.
+    Error,
+    /// End of input (always the last token).
+    Eof,
+}
+
+impl Tok {
+    /// The fixed spelling of keyword and punctuation tokens.
+    pub fn text(&self) -> Option<&'static str> {
+        Some(match self {
+            Tok::If => "if",
+            Tok::Else => "else",
+            Tok::For => "for",
+            Tok::ForKv => "forkv",
+            Tok::In => "in",
+            Tok::And => "and",
+            Tok::Or => "or",
+            Tok::Not => "not",
+            Tok::True => "true",
+            Tok::False => "false",
+            Tok::Func => "func",
+            Tok::Class => "class",
+            Tok::Include => "include",
+            Tok::Import => "import",
+            Tok::As => "as",
+            Tok::Panic => "panic",
+            Tok::Collect => "collect",
+            Tok::BoolKw => "bool",
+            Tok::StrKw => "str",
+            Tok::IntKw => "int",
+            Tok::FloatKw => "float",
+            Tok::Map => "map",
+            Tok::Struct => "struct",
+            Tok::Variant => "variant",
+            Tok::Equals => "=",
+            Tok::Rocket => "=>",
+            Tok::Elvis => "?:",
+            Tok::Except => "<|>",
+            Tok::Arrow => "->",
+            Tok::Dot => ".",
+            Tok::Colon => ":",
+            Tok::Semicolon => ";",
+            Tok::Comma => ",",
+            Tok::Plus => "+",
+            Tok::Minus => "-",
+            Tok::Star => "*",
+            Tok::Slash => "/",
+            Tok::EqEq => "==",
+            Tok::NotEq => "!=",
+            Tok::Lt => "<",
+            Tok::Gt => ">",
+            Tok::Le => "<=",
+            Tok::Ge => ">=",
+            Tok::LParen => "(",
+            Tok::RParen => ")",
+            Tok::LBrack => "[",
+            Tok::RBrack => "]",
+            Tok::LBrace => "{",
+            Tok::RBrace => "}",
+            Tok::Dollar => "$",
+            _ => return None,
+        })
+    }
+}
+
+/// How a token is named in "unexpected ..." messages.
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(text) = self.text() {
+            return write!(f, "`{text}`");
+        }
+        match self {
+            Tok::Newline => f.write_str("newline"),
+            Tok::Ident(name) => write!(f, "identifier `{name}`"),
+            Tok::Cap(name) => write!(f, "capitalized identifier `{name}`"),
+            Tok::Int(n) => write!(f, "integer `{n}`"),
+            Tok::Float(x) => write!(f, "float `{x}`"),
+            Tok::Str(_) => f.write_str("string"),
+            Tok::Error => f.write_str("invalid token"),
+            Tok::Eof => f.write_str("end of file"),
+            _ => f.write_str("token"),
+        }
+    }
+}
+
+/// The logos token rules. Converted to [`Tok`] by [`lex`].
+#[derive(Logos, Clone, Copy, Debug, PartialEq)]
+#[logos(skip r"[ \t]+")]
+#[logos(skip(r"#[^\n]*", allow_greedy = true))]
+enum Raw {
+    #[token("\n")]
+    Newline,
+    #[token("\r")]
+    CarriageReturn,
+    #[regex(r"[a-z]([a-z0-9_]*[a-z0-9])?")]
+    Ident,
+    #[regex(r"[A-Z]([a-z0-9_]*[a-z0-9])?")]
+    Cap,
+    #[regex(r"-?[0-9]+")]
+    Int,
+    #[regex(r"-?[0-9]+\.[0-9]+")]
+    Float,
+    #[regex(r#""([^"\\]|\\(.|\n))*""#)]
+    Str,
+    #[regex(r#""([^"\\]|\\(.|\n))*"#, allow_greedy = true)]
+    UnterminatedStr,
+
+    #[token("if")]
+    If,
+    #[token("else")]
+    Else,
+    #[token("for")]
+    For,
+    #[token("forkv")]
+    ForKv,
+    #[token("in")]
+    In,
+    #[token("and")]
+    And,
+    #[token("or")]
+    Or,
+    #[token("not")]
+    Not,
+    #[token("true")]
+    True,
+    #[token("false")]
+    False,
+    #[token("func")]
+    Func,
+    #[token("class")]
+    Class,
+    #[token("include")]
+    Include,
+    #[token("import")]
+    Import,
+    #[token("as")]
+    As,
+    #[token("panic")]
+    Panic,
+    #[token("collect")]
+    Collect,
+    #[token("bool")]
+    BoolKw,
+    #[token("str")]
+    StrKw,
+    #[token("int")]
+    IntKw,
+    #[token("float")]
+    FloatKw,
+    #[token("map")]
+    Map,
+    #[token("struct")]
+    Struct,
+    #[token("variant")]
+    Variant,
+
+    #[token("=")]
+    Equals,
+    #[token("=>")]
+    Rocket,
+    #[token("?:")]
+    Elvis,
+    #[token("<|>")]
+    Except,
+    #[token("->")]
+    Arrow,
+    #[token(".")]
+    Dot,
+    #[token(":")]
+    Colon,
+    #[token(";")]
+    Semicolon,
+    #[token(",")]
+    Comma,
+    #[token("+")]
+    Plus,
+    #[token("-")]
+    Minus,
+    #[token("*")]
+    Star,
+    #[token("/")]
+    Slash,
+    #[token("==")]
+    EqEq,
+    #[token("!=")]
+    NotEq,
+    #[token("<")]
+    Lt,
+    #[token(">")]
+    Gt,
+    #[token("<=")]
+    Le,
+    #[token(">=")]
+    Ge,
+    #[token("(")]
+    LParen,
+    #[token(")")]
+    RParen,
+    #[token("[")]
+    LBrack,
+    #[token("]")]
+    RBrack,
+    #[token("{")]
+    LBrace,
+    #[token("}")]
+    RBrace,
+    #[token("$")]
+    Dollar,
+}
+
+/// Splits `text` into tokens with their spans; the last token is always [`Tok::Eof`]
+/// (with an empty span at the end of the text). Lexer errors are reported as
+/// diagnostics and leave a [`Tok::Error`] in the stream.
+pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
+    let mut tokens = Vec::new();
+    let mut diags = Diagnostics::new();
+    let mut lexer = Raw::lexer(text);
+    while let Some(raw) = lexer.next() {
+        let range = lexer.span();
+        let span = Span::new(file, range.start, range.end);
+        let slice = lexer.slice();
+        let tok = match raw {
+            Ok(raw) => convert(raw, slice, span, &mut diags),
+            Err(()) => {
+                let ch = text[range.start..].chars().next().unwrap_or('?');
+                diags.push(Diagnostic::new(Stage::LexParse, format!("unrecognized: `{}`", ch.escape_debug()), span));
+                Tok::Error
+            }
+        };
+        tokens.push((tok, span));
+    }
+    tokens.push((Tok::Eof, Span::new(file, text.len(), text.len())));
+    (tokens, diags)
+}
+
+fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Diagnostics) -> Tok {
+    match raw {
+        Raw::Newline => Tok::Newline,
+        Raw::CarriageReturn => {
+            diags.push(
+                Diagnostic::new(Stage::LexParse, "unrecognized carriage return", span)
+                    .with_note("mcl files must use `\\n` line endings"),
+            );
+            Tok::Error
+        }
+        Raw::Ident => Tok::Ident(slice.to_string()),
+        Raw::Cap => Tok::Cap(slice.to_lowercase()),
+        Raw::Int => match slice.parse::<i64>() {
+            Ok(n) => Tok::Int(n),
+            Err(_) => {
+                diags.push(
+                    Diagnostic::new(Stage::LexParse, format!("integer: overflow: `{slice}`"), span)
+                        .with_note("integers are signed 64-bit"),
+                );
+                Tok::Error
+            }
+        },
+        Raw::Float => match slice.parse::<f64>() {
+            Ok(x) if x.is_finite() => Tok::Float(x),
+            _ => {
+                diags.push(Diagnostic::new(Stage::LexParse, format!("float: overflow: `{slice}`"), span));
+                Tok::Error
+            }
+        },
+        Raw::Str => Tok::Str(slice[1..slice.len() - 1].to_string()),
+        Raw::UnterminatedStr => {
+            let start = Span { end: span.start + 1, ..span };
+            diags.push(
+                Diagnostic::new(Stage::LexParse, "unterminated string literal", start)
+                    .with_label(span, "the string runs to the end of the file"),
+            );
+            Tok::Error
+        }
+        Raw::If => Tok::If,
+        Raw::Else => Tok::Else,
+        Raw::For => Tok::For,
+        Raw::ForKv => Tok::ForKv,
+        Raw::In => Tok::In,
+        Raw::And => Tok::And,
+        Raw::Or => Tok::Or,
+        Raw::Not => Tok::Not,
+        Raw::True => Tok::True,
+        Raw::False => Tok::False,
+        Raw::Func => Tok::Func,
+        Raw::Class => Tok::Class,
+        Raw::Include => Tok::Include,
+        Raw::Import => Tok::Import,
+        Raw::As => Tok::As,
+        Raw::Panic => Tok::Panic,
+        Raw::Collect => Tok::Collect,
+        Raw::BoolKw => Tok::BoolKw,
+        Raw::StrKw => Tok::StrKw,
+        Raw::IntKw => Tok::IntKw,
+        Raw::FloatKw => Tok::FloatKw,
+        Raw::Map => Tok::Map,
+        Raw::Struct => Tok::Struct,
+        Raw::Variant => Tok::Variant,
+        Raw::Equals => Tok::Equals,
+        Raw::Rocket => Tok::Rocket,
+        Raw::Elvis => Tok::Elvis,
+        Raw::Except => Tok::Except,
+        Raw::Arrow => Tok::Arrow,
+        Raw::Dot => Tok::Dot,
+        Raw::Colon => Tok::Colon,
+        Raw::Semicolon => Tok::Semicolon,
+        Raw::Comma => Tok::Comma,
+        Raw::Plus => Tok::Plus,
+        Raw::Minus => Tok::Minus,
+        Raw::Star => Tok::Star,
+        Raw::Slash => Tok::Slash,
+        Raw::EqEq => Tok::EqEq,
+        Raw::NotEq => Tok::NotEq,
+        Raw::Lt => Tok::Lt,
+        Raw::Gt => Tok::Gt,
+        Raw::Le => Tok::Le,
+        Raw::Ge => Tok::Ge,
+        Raw::LParen => Tok::LParen,
+        Raw::RParen => Tok::RParen,
+        Raw::LBrack => Tok::LBrack,
+        Raw::RBrack => Tok::RBrack,
+        Raw::LBrace => Tok::LBrace,
+        Raw::RBrace => Tok::RBrace,
+        Raw::Dollar => Tok::Dollar,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(text: &str) -> Vec<Tok> {
+        let (tokens, _) = lex(FileId(0), text);
+        tokens.into_iter().map(|(t, _)| t).collect()
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        let (_, diags) = lex(FileId(0), text);
+        diags.iter().map(|d| d.message.clone()).collect()
+    }
+
+    #[test]
+    fn keywords_win_only_on_exact_spelling() {
+        assert_eq!(
+            toks("in index map mapping"),
+            vec![Tok::In, Tok::Ident("index".into()), Tok::Map, Tok::Ident("mapping".into()), Tok::Eof]
+        );
+    }
+
+    #[test]
+    fn capitalized_words_are_lower_cased_and_split_at_inner_capitals() {
+        assert_eq!(toks("File"), vec![Tok::Cap("file".into()), Tok::Eof]);
+        assert_eq!(toks("fooBar"), vec![Tok::Ident("foo".into()), Tok::Cap("bar".into()), Tok::Eof]);
+        assert_eq!(toks("HT"), vec![Tok::Cap("h".into()), Tok::Cap("t".into()), Tok::Eof]);
+    }
+
+    #[test]
+    fn identifiers_do_not_end_with_an_underscore() {
+        assert_eq!(toks("a_b"), vec![Tok::Ident("a_b".into()), Tok::Eof]);
+        assert_eq!(toks("a_"), vec![Tok::Ident("a".into()), Tok::Error, Tok::Eof]);
+        assert_eq!(errors("a_"), vec!["unrecognized: `_`"]);
+    }
+
+    #[test]
+    fn minus_is_part_of_number_literals() {
+        assert_eq!(toks("$x-1"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Int(-1), Tok::Eof]);
+        assert_eq!(toks("$x - 1"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Minus, Tok::Int(1), Tok::Eof]);
+        assert_eq!(toks("-1.5 1."), vec![Tok::Float(-1.5), Tok::Int(1), Tok::Dot, Tok::Eof]);
+    }
+
+    #[test]
+    fn overflowing_numbers_are_lexer_errors() {
+        assert_eq!(errors("18446744073709551615"), vec!["integer: overflow: `18446744073709551615`"]);
+        assert_eq!(toks("9223372036854775807 -9223372036854775808").len(), 3);
+        let huge = format!("1{}.0", "0".repeat(400));
+        assert_eq!(errors(&huge), vec![format!("float: overflow: `{huge}`")]);
+    }
+
+    #[test]
+    fn strings_keep_raw_text_and_may_span_lines() {
+        assert_eq!(toks(r#""a\"b${x}""#), vec![Tok::Str(r#"a\"b${x}"#.into()), Tok::Eof]);
+        assert_eq!(toks("\"a\nb\""), vec![Tok::Str("a\nb".into()), Tok::Eof]);
+        assert_eq!(errors("\"abc"), vec!["unterminated string literal"]);
+    }
+
+    #[test]
+    fn comments_vanish_but_newlines_stay() {
+        assert_eq!(
+            toks("$x # c\n# d\n"),
+            vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Newline, Tok::Newline, Tok::Eof]
+        );
+    }
+
+    #[test]
+    fn carriage_return_outside_strings_is_an_error() {
+        assert_eq!(errors("$x = 1\r\n"), vec!["unrecognized carriage return"]);
+        assert!(errors("$x = \"a\r\"\n").is_empty());
+    }
+
+    #[test]
+    fn operators_use_longest_match() {
+        assert_eq!(
+            toks("<|> <= < => = == != ?: ->"),
+            vec![
+                Tok::Except,
+                Tok::Le,
+                Tok::Lt,
+                Tok::Rocket,
+                Tok::Equals,
+                Tok::EqEq,
+                Tok::NotEq,
+                Tok::Elvis,
+                Tok::Arrow,
+                Tok::Eof
+            ]
+        );
+        assert_eq!(
+            errors("! & | % ? '"),
+            vec![
+                "unrecognized: `!`",
+                "unrecognized: `&`",
+                "unrecognized: `|`",
+                "unrecognized: `%`",
+                "unrecognized: `?`",
+                "unrecognized: `\\'`"
+            ]
+        );
+    }
+}
