@@ -1,2 +1,38 @@
-//! The `tend` command line.
-fn main() {}
+//! The `tend` command line: glue over the `lang`, `funcs`, `engine` and `resources` crates.
+
+mod cli;
+mod loader;
+
+use clap::Parser;
+use cli::{Cli, Command, LogFormat};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.log_format);
+    match cli.command {
+        Command::Check { .. } => {
+            eprintln!("error: `tend check` is not wired yet");
+            ExitCode::from(2)
+        }
+        Command::Graph { .. } => {
+            eprintln!("error: `tend graph` is not wired yet");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(verbose: u8, format: LogFormat) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("TEND_LOG").unwrap_or_else(|_| level.into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}

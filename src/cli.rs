@@ -1,0 +1,56 @@
+//! Command-line arguments.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(name = "tend", version, about = "A reactive configuration engine for mcl programs")]
+pub struct Cli {
+    /// More logging (-v info, -vv debug, -vvv trace). Logs go to stderr.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Log format.
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Parse, resolve, type-check and build the function graph of a program.
+    Check {
+        /// A .mcl file, or a directory holding main.mcl (or metadata.yaml).
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "human")]
+        format: CheckFormat,
+    },
+    /// Compile, run the dataflow until it settles, and print the resource graph.
+    Graph {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: GraphFormat,
+        /// Give up when the dataflow has not settled after this many seconds.
+        #[arg(long, default_value_t = 10.0)]
+        timeout: f64,
+    },
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CheckFormat {
+    Human,
+    Json,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum GraphFormat {
+    Text,
+    Json,
+    Dot,
+}
