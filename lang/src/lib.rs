@@ -22,4 +22,5 @@ pub mod render;
 pub mod span;
 pub mod syntax;
 pub mod types;
+pub mod unify;
 pub mod value;

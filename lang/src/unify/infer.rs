@@ -1,0 +1,602 @@
+//! Constraint generation for expression nodes, the queue of lookups waiting for their
+//! container's type, and reading the solved types back.
+//!
+//! Variables: node `i` is variable `i`, parameter `p` is variable `nodes.len() + p`,
+//! everything after that is a fresh variable of some signature or literal.
+
+use super::report::{self, describe_node};
+use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value};
+use super::table::{Shape, Table, Var, rename_vars};
+use crate::catalog::{CallSite, Catalog};
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
+use crate::span::Span;
+use crate::syntax::ast::BinOp;
+use crate::types::Type;
+use std::collections::{HashMap, HashSet};
+
+/// One call of a catalog function whose instantiated signature is checked after solving.
+struct CallRecord {
+    node: NodeId,
+    func: String,
+    args: Vec<(String, Var)>,
+    ret: Var,
+}
+
+pub(crate) struct Ctx<'a> {
+    pub(super) graph: &'a FuncGraph,
+    pub(super) catalog: &'a Catalog,
+    pub(super) table: Table,
+    pub(super) diags: Diagnostics,
+    anns: AnnotationIndex,
+    pub(super) speculator_memo: Option<HashMap<NodeId, Option<Type>>>,
+    /// 0 = unseen, 1 = on the DFS stack, 2 = constrained.
+    state: Vec<u8>,
+    /// Reachable nodes in the order they were constrained.
+    order: Vec<NodeId>,
+    /// `Index`/`Field`/`FieldOr` nodes whose container type was not known yet.
+    deferred: Vec<NodeId>,
+    calls: Vec<CallRecord>,
+    /// Calls whose argument count matched no signature: reported after solving, when
+    /// the argument types are known.
+    arity_errors: Vec<NodeId>,
+    /// Operator nodes, checked for allowed kinds after solving.
+    ops: Vec<NodeId>,
+    /// Map literals, checked for hashable keys after solving.
+    maps: Vec<NodeId>,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(graph: &'a FuncGraph, catalog: &'a Catalog) -> Ctx<'a> {
+        let n = graph.nodes.len() + graph.params.len();
+        Ctx {
+            graph,
+            catalog,
+            table: Table::with_vars(n),
+            diags: Diagnostics::new(),
+            anns: annotation_index(graph),
+            speculator_memo: None,
+            state: vec![0; graph.nodes.len()],
+            order: Vec::new(),
+            deferred: Vec::new(),
+            calls: Vec::new(),
+            arity_errors: Vec::new(),
+            ops: Vec::new(),
+            maps: Vec::new(),
+        }
+    }
+
+    pub(super) fn var(node: NodeId) -> Var {
+        node.0
+    }
+
+    pub(super) fn param_var(&self, p: ParamId) -> Var {
+        self.graph.nodes.len() as Var + p.0
+    }
+
+    pub(super) fn span(&self, node: NodeId) -> Span {
+        self.graph.node(node).span
+    }
+
+    /// Static type speculation with a memo shared by all statements.
+    pub(super) fn static_type(&mut self, node: NodeId) -> Option<Type> {
+        let mut spec = Speculator::new(self.graph, &self.anns);
+        if let Some(memo) = self.speculator_memo.take() {
+            spec.set_memo(memo);
+        }
+        let ty = spec.static_type(node);
+        self.speculator_memo = Some(spec.into_memo());
+        ty
+    }
+
+    // ----- constraint helpers -------------------------------------------------------
+
+    /// `expected` and `found` must be equal; a conflict is reported at `span`.
+    pub(super) fn eq(&mut self, expected: Var, found: Var, span: Span) -> bool {
+        match self.table.unify(expected, found) {
+            Ok(()) => true,
+            Err(m) => {
+                let d = report::mismatch(&mut self.table, m, expected, found, span);
+                self.diags.push(d);
+                self.table.poison_deep(expected);
+                self.table.poison_deep(found);
+                false
+            }
+        }
+    }
+
+    /// `node`'s variable `v` must have type `ty`, which comes from `origin`.
+    pub(super) fn has_type(&mut self, v: Var, ty: &Type, origin: Span, span: Span) -> bool {
+        let t = self.table.instantiate(ty, &mut HashMap::new(), origin);
+        self.eq(t, v, span)
+    }
+
+    /// `v` must have the given shape, which `origin` gives it.
+    pub(super) fn has_shape(&mut self, v: Var, shape: Shape, origin: Span, span: Span) -> bool {
+        let t = self.table.shaped(shape, origin);
+        self.eq(t, v, span)
+    }
+
+    pub(super) fn error(&mut self, message: impl Into<String>, span: Span) {
+        self.diags.push(Diagnostic::new(Stage::Unify, message, span));
+    }
+
+    // ----- traversal ----------------------------------------------------------------
+
+    /// Constrains every node reachable from `root` that was not constrained yet, inputs
+    /// first.
+    pub(super) fn visit(&mut self, root: NodeId) {
+        if self.state.get(root.0 as usize).copied() != Some(0) {
+            return;
+        }
+        let mut stack = vec![(root, false)];
+        while let Some((node, ready)) = stack.pop() {
+            let idx = node.0 as usize;
+            if ready {
+                self.state[idx] = 2;
+                self.order.push(node);
+                self.constrain(node);
+                continue;
+            }
+            if self.state[idx] != 0 {
+                continue;
+            }
+            self.state[idx] = 1;
+            stack.push((node, true));
+            let inputs = node_inputs(&self.graph.node(node).kind);
+            for input in inputs.into_iter().rev() {
+                if self.state.get(input.0 as usize).copied() == Some(0) {
+                    stack.push((input, false));
+                }
+            }
+        }
+    }
+
+    fn constrain(&mut self, node: NodeId) {
+        let graph = self.graph;
+        let span = self.span(node);
+        let v = Self::var(node);
+        match &graph.node(node).kind {
+            NodeKind::Const(value) => {
+                let t = report::type_of_value(&mut self.table, value, span);
+                self.eq(t, v, span);
+            }
+            NodeKind::List(items) => {
+                let elem = match items.first() {
+                    Some(first) => Self::var(*first),
+                    None => self.table.fresh(),
+                };
+                for item in items.iter().skip(1) {
+                    self.eq(elem, Self::var(*item), self.span(*item));
+                }
+                self.has_shape(v, Shape::List(elem), span, span);
+            }
+            NodeKind::Map(entries) => {
+                let (k, val) = match entries.first() {
+                    Some((k, val)) => (Self::var(*k), Self::var(*val)),
+                    None => (self.table.fresh(), self.table.fresh()),
+                };
+                for (ek, ev) in entries.iter().skip(1) {
+                    self.eq(k, Self::var(*ek), self.span(*ek));
+                    self.eq(val, Self::var(*ev), self.span(*ev));
+                }
+                self.has_shape(v, Shape::Map(k, val), span, span);
+                self.maps.push(node);
+            }
+            NodeKind::Struct(fields) => {
+                let shape = Shape::Struct(fields.iter().map(|(n, f)| (n.clone(), Self::var(*f))).collect());
+                self.has_shape(v, shape, span, span);
+            }
+            NodeKind::Param(p) => {
+                let pv = self.param_var(*p);
+                self.eq(pv, v, span);
+            }
+            NodeKind::Interp(parts) => {
+                for part in parts {
+                    self.has_type(Self::var(*part), &Type::Str, span, self.span(*part));
+                }
+                self.has_type(v, &Type::Str, span, span);
+            }
+            NodeKind::Call { func, args } => self.call(node, func, args),
+            NodeKind::CallValue { callee, args } => {
+                let shape = Shape::Func(args.iter().map(|a| (String::new(), Self::var(*a))).collect(), v);
+                let f = self.table.shaped(shape, span);
+                self.eq(f, Self::var(*callee), span);
+            }
+            NodeKind::Inline { body, .. } => {
+                self.eq(Self::var(*body), v, span);
+            }
+            NodeKind::Lambda { params, body } => {
+                let args =
+                    params.iter().map(|p| (graph.params[p.0 as usize].name.clone(), self.param_var(*p))).collect();
+                self.has_shape(v, Shape::Func(args, Self::var(*body)), span, span);
+            }
+            NodeKind::If { cond, then, els } => {
+                self.has_type(Self::var(*cond), &Type::Bool, span, self.span(*cond));
+                self.eq(Self::var(*then), Self::var(*els), self.span(*els));
+                self.eq(Self::var(*then), v, span);
+            }
+            NodeKind::Op { op, args } => self.op(node, *op, args),
+            NodeKind::Except { lhs, rhs } => {
+                self.eq(Self::var(*lhs), Self::var(*rhs), span);
+                self.eq(Self::var(*lhs), v, span);
+            }
+            NodeKind::Index { .. } | NodeKind::Field { .. } | NodeKind::FieldOr { .. } => {
+                if !self.lookup(node, false) {
+                    self.deferred.push(node);
+                }
+            }
+        }
+        if let Some(anns) = self.anns.get(&node).cloned() {
+            let spans: Vec<Span> = graph.annotations.iter().filter(|a| a.node == node).map(|a| a.span).collect();
+            for (i, ty) in anns.iter().enumerate() {
+                let at = spans.get(i).copied().unwrap_or(span);
+                self.has_type(v, ty, at, at);
+            }
+        }
+    }
+
+    /// Calls of catalog functions: instantiate the signature for this call site.
+    fn call(&mut self, node: NodeId, func: &str, args: &[NodeId]) {
+        let span = self.span(node);
+        let v = Self::var(node);
+        let Some(decl) = self.catalog.func(func) else {
+            self.poison_call(v, args);
+            self.arity_errors.push(node);
+            return;
+        };
+        let sig = if let Some(infer) = decl.infer {
+            let site = CallSite { args: args.iter().map(|a| const_value(self.graph, *a)).collect() };
+            match infer(&site) {
+                Ok(sig) => sig,
+                Err(reason) => {
+                    let short = func.rsplit('.').next().unwrap_or(func);
+                    self.error(format!("func `{short}` infer error: {reason}"), span);
+                    self.poison_call(v, args);
+                    return;
+                }
+            }
+        } else {
+            match decl.sigs.iter().find(|s| matches!(s, Type::Func(a, _) if a.len() == args.len())) {
+                Some(sig) => sig.clone(),
+                None => {
+                    self.poison_call(v, args);
+                    self.arity_errors.push(node);
+                    return;
+                }
+            }
+        };
+        let Type::Func(params, ret) = sig else {
+            self.error(format!("func `{func}` has a signature that is not a function: `{sig}`"), span);
+            self.table.poison(v);
+            return;
+        };
+        if params.len() != args.len() {
+            self.poison_call(v, args);
+            self.arity_errors.push(node);
+            return;
+        }
+        let mut subst = HashMap::new();
+        let mut record = CallRecord { node, func: func.to_string(), args: Vec::new(), ret: 0 };
+        for ((name, pty), arg) in params.iter().zip(args) {
+            let pv = self.table.instantiate(pty, &mut subst, span);
+            self.eq(pv, Self::var(*arg), self.span(*arg));
+            record.args.push((name.clone(), pv));
+        }
+        let rv = self.table.instantiate(&ret, &mut subst, span);
+        self.eq(rv, v, span);
+        record.ret = rv;
+        self.calls.push(record);
+    }
+
+    /// A call that could not be typed: its result and arguments are unconstrained, which
+    /// must not also be reported as ambiguities.
+    fn poison_call(&mut self, v: Var, args: &[NodeId]) {
+        self.table.poison(v);
+        for a in args {
+            self.table.poison_deep(Self::var(*a));
+        }
+    }
+
+    /// Operators (spec 4.6). Which kinds they accept is checked after solving.
+    fn op(&mut self, node: NodeId, op: Op, args: &[NodeId]) {
+        let span = self.span(node);
+        let v = Self::var(node);
+        let want = if op == Op::Not { 1 } else { 2 };
+        if args.len() != want {
+            self.error(format!("operator `{}` takes {want} operands, got {}", report::op_name(op), args.len()), span);
+            self.table.poison(v);
+            return;
+        }
+        let a = Self::var(args[0]);
+        let bool_of = |ctx: &mut Self, x: Var, at: Span| ctx.has_type(x, &Type::Bool, span, at);
+        match op {
+            Op::Not => {
+                bool_of(self, a, self.span(args[0]));
+                bool_of(self, v, span);
+            }
+            Op::Bin(bin) => {
+                let b = Self::var(args[1]);
+                match bin {
+                    BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Except => {
+                        self.eq(a, b, span);
+                        self.eq(a, v, span);
+                    }
+                    BinOp::Div => {
+                        self.eq(a, b, span);
+                        self.has_type(v, &Type::Float, span, span);
+                    }
+                    BinOp::Lt | BinOp::Gt | BinOp::Le | BinOp::Ge | BinOp::Eq | BinOp::Ne => {
+                        self.eq(a, b, span);
+                        bool_of(self, v, span);
+                    }
+                    BinOp::And | BinOp::Or => {
+                        bool_of(self, a, self.span(args[0]));
+                        bool_of(self, b, self.span(args[1]));
+                        bool_of(self, v, span);
+                    }
+                    BinOp::In => {
+                        self.has_shape(b, Shape::List(a), span, self.span(args[1]));
+                        bool_of(self, v, span);
+                    }
+                }
+            }
+        }
+        self.ops.push(node);
+    }
+
+    /// `Index`, `Field` and `FieldOr`: returns false when the container's type is not
+    /// known yet (unless `force`, which picks the default form or reports).
+    fn lookup(&mut self, node: NodeId, force: bool) -> bool {
+        let graph = self.graph;
+        let span = self.span(node);
+        let v = Self::var(node);
+        match &graph.node(node).kind {
+            NodeKind::Index { base, index } => {
+                let (b, i) = (Self::var(*base), Self::var(*index));
+                let is_list = match self.table.shape(b) {
+                    Some(Shape::List(_)) => true,
+                    Some(_) => false,
+                    None => match self.table.shape(i) {
+                        Some(Shape::Int) | None if !force => return false,
+                        _ => false,
+                    },
+                };
+                if is_list {
+                    self.has_type(i, &Type::Int, span, self.span(*index));
+                    self.has_shape(b, Shape::List(v), span, span);
+                } else {
+                    self.has_shape(b, Shape::Map(i, v), span, span);
+                }
+                true
+            }
+            NodeKind::Field { base, field } => {
+                let fields = match self.struct_fields(*base, node, field, force) {
+                    Lookup::Pending => return false,
+                    Lookup::Failed => return true,
+                    Lookup::Fields(fields) => fields,
+                };
+                match fields.iter().find(|(n, _)| n == field) {
+                    Some((_, fv)) => {
+                        self.eq(*fv, v, span);
+                    }
+                    None => {
+                        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
+                        let msg = format!(
+                            "error setting type: `{}`, error: field {field} was not found in struct",
+                            describe_node(graph, node)
+                        );
+                        let mut d = Diagnostic::new(Stage::Unify, msg, span);
+                        if let Some(s) = report::did_you_mean(field, names.iter().copied()) {
+                            d = d.with_note(format!("did you mean `{s}`?"));
+                        } else if names.is_empty() {
+                            d = d.with_note("the struct has no fields");
+                        } else {
+                            d = d.with_note(format!("the struct has fields: {}", names.join(", ")));
+                        }
+                        self.diags.push(d);
+                        self.table.poison(v);
+                    }
+                }
+                true
+            }
+            NodeKind::FieldOr { base, field, default } => {
+                let fields = match self.struct_fields(*base, node, field, force) {
+                    Lookup::Pending => return false,
+                    Lookup::Failed => return true,
+                    Lookup::Fields(fields) => fields,
+                };
+                match fields.iter().find(|(n, _)| n == field) {
+                    Some((_, fv)) => {
+                        self.eq(*fv, Self::var(*default), self.span(*default));
+                        self.eq(*fv, v, span);
+                    }
+                    None => {
+                        self.eq(Self::var(*default), v, span);
+                    }
+                }
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// The fields of the struct `base` must be. With `force`, a container that is still
+    /// unknown is reported; one that is not a struct always is.
+    fn struct_fields(&mut self, base: NodeId, node: NodeId, field: &str, force: bool) -> Lookup {
+        let b = Self::var(base);
+        let span = self.span(node);
+        match self.table.shape(b).cloned() {
+            Some(Shape::Struct(fields)) => Lookup::Fields(fields),
+            None if !force => Lookup::Pending,
+            None => {
+                if !self.table.is_poisoned(b) {
+                    let desc = describe_node(self.graph, base);
+                    let msg =
+                        format!("cannot look up field `{field}`: the type of `{desc}` is not known to be a struct");
+                    let d = Diagnostic::new(Stage::Unify, msg, span)
+                        .with_note("add a type annotation that says which struct it is");
+                    self.diags.push(d);
+                }
+                self.table.poison(b);
+                self.table.poison(Self::var(node));
+                Lookup::Failed
+            }
+            Some(other) => {
+                let ty = self.table.resolve(b);
+                let d = Diagnostic::new(Stage::Unify, format!("type error: struct != {}", other.kind_name()), span)
+                    .with_note(format!("`->{field}` needs a struct, but this value has type `{ty}`"));
+                let d = match self.table.origin(b) {
+                    Some(o) if o != span => d.with_label(o, format!("found `{}` here", other.kind_name())),
+                    _ => d,
+                };
+                self.diags.push(d);
+                self.table.poison(Self::var(node));
+                Lookup::Failed
+            }
+        }
+    }
+
+    // ----- after the statements -----------------------------------------------------
+
+    /// Resolves the queued lookups: first every one whose container became known, until
+    /// nothing moves; then the rest with their default forms.
+    pub(crate) fn solve_deferred(&mut self) {
+        loop {
+            let before = self.deferred.len();
+            let pending = std::mem::take(&mut self.deferred);
+            for node in pending {
+                if !self.lookup(node, false) {
+                    self.deferred.push(node);
+                }
+            }
+            if self.deferred.is_empty() {
+                return;
+            }
+            if self.deferred.len() == before {
+                // No progress: force the first one, which may unlock the others.
+                let node = self.deferred.remove(0);
+                self.lookup(node, true);
+            }
+        }
+    }
+
+    /// Checks that need solved types: arity errors (with the argument types), built-in
+    /// `check` hooks, operator kinds, hashable map keys.
+    pub(crate) fn post_checks(&mut self) {
+        for node in std::mem::take(&mut self.arity_errors) {
+            let d = report::bad_call(self, node);
+            self.diags.push(d);
+        }
+        for call in std::mem::take(&mut self.calls) {
+            let Some(check) = self.catalog.func(&call.func).and_then(|d| d.check) else { continue };
+            let args: Vec<(String, Type)> =
+                call.args.iter().map(|(n, v)| (n.clone(), self.table.resolve(*v))).collect();
+            let ty = Type::Func(args, Box::new(self.table.resolve(call.ret)));
+            if !ty.is_concrete() {
+                continue;
+            }
+            if let Err(reason) = check(&ty) {
+                let desc = describe_node(self.graph, call.node);
+                let msg = format!("error setting type: `{desc}` as `{ty}`, error: {reason}");
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(call.node)));
+                self.table.poison(Self::var(call.node));
+            }
+        }
+        for node in std::mem::take(&mut self.ops) {
+            if let Some(d) = report::check_op(self, node) {
+                self.diags.push(d);
+            }
+        }
+        for node in std::mem::take(&mut self.maps) {
+            let ty = self.table.resolve(Self::var(node));
+            if let Type::Map(k, _) = &ty
+                && k.is_concrete()
+                && !k.is_hashable()
+            {
+                let msg = format!("error setting type: `{ty}`, error: map key type {k} is not hashable");
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(node)));
+            }
+        }
+    }
+
+    /// Reads the solved types back; leftover variables are ambiguities, reported once per
+    /// variable at the first (innermost) expression that has it.
+    pub(crate) fn finish(mut self) -> (Vec<Option<Type>>, Diagnostics) {
+        let mut types = vec![None; self.graph.nodes.len()];
+        let mut reported: HashSet<Var> = HashSet::new();
+        for node in std::mem::take(&mut self.order) {
+            let v = Self::var(node);
+            let ty = self.table.resolve(v);
+            if ty.is_concrete() {
+                types[node.0 as usize] = Some(ty);
+                continue;
+            }
+            if self.table.is_poisoned(v) {
+                continue;
+            }
+            let mut vars = Vec::new();
+            collect_vars(&ty, &mut vars);
+            let fresh: Vec<Var> = vars.into_iter().filter(|r| !self.table.is_poisoned(*r)).collect();
+            if fresh.is_empty() || fresh.iter().all(|r| reported.contains(r)) {
+                continue;
+            }
+            reported.extend(fresh);
+            let mut shown = [ty];
+            rename_vars(&mut shown);
+            let desc = describe_node(self.graph, node);
+            let d = Diagnostic::new(
+                Stage::Unify,
+                format!("expr: `{desc}` is ambiguous: {}", shown[0]),
+                self.span(node),
+            )
+            .with_note(
+                "its type cannot be inferred from how it is used; add a type annotation (e.g. `$x []str = ...`)",
+            );
+            self.diags.push(d);
+        }
+        (types, self.diags)
+    }
+}
+
+enum Lookup {
+    Fields(Vec<(String, Var)>),
+    Pending,
+    Failed,
+}
+
+fn collect_vars(t: &Type, out: &mut Vec<Var>) {
+    match t {
+        Type::Var(n) => out.push(*n),
+        Type::List(e) => collect_vars(e, out),
+        Type::Map(k, v) => {
+            collect_vars(k, out);
+            collect_vars(v, out);
+        }
+        Type::Struct(fs) => fs.iter().for_each(|(_, t)| collect_vars(t, out)),
+        Type::Func(args, r) => {
+            args.iter().for_each(|(_, t)| collect_vars(t, out));
+            collect_vars(r, out);
+        }
+        _ => {}
+    }
+}
+
+/// The nodes a node reads, in evaluation order.
+pub(crate) fn node_inputs(kind: &NodeKind) -> Vec<NodeId> {
+    match kind {
+        NodeKind::Const(_) | NodeKind::Param(_) => Vec::new(),
+        NodeKind::List(items) | NodeKind::Interp(items) => items.clone(),
+        NodeKind::Map(entries) => entries.iter().flat_map(|(k, v)| [*k, *v]).collect(),
+        NodeKind::Struct(fields) => fields.iter().map(|(_, v)| *v).collect(),
+        NodeKind::Call { args, .. } => args.clone(),
+        NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
+        NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
+        NodeKind::If { cond, then, els } => vec![*cond, *then, *els],
+        NodeKind::Op { args, .. } => args.clone(),
+        NodeKind::Except { lhs, rhs } => vec![*lhs, *rhs],
+        NodeKind::Index { base, index } => vec![*base, *index],
+        NodeKind::Field { base, .. } => vec![*base],
+        NodeKind::FieldOr { base, default, .. } => vec![*base, *default],
+    }
+}

@@ -1,0 +1,276 @@
+//! Constraints from output statements: resource and edge names (typed by static
+//! speculation, spec 3.5.2), resource fields against the catalog, meta params, body
+//! edges, send/recv (3.6), conditions, loops and panics.
+
+use super::infer::Ctx;
+use super::meta::{meta_param_type, meta_struct_type};
+use super::report::did_you_mean;
+use super::table::Shape;
+use crate::catalog::ResourceDecl;
+use crate::diag::{Diagnostic, Stage};
+use crate::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, NodeKind};
+use crate::span::Span;
+use crate::types::Type;
+
+/// Which forms a name expression may take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum NameRule {
+    /// Resources and edge halves: `str` or `[]str`.
+    Plain,
+    /// `collect`: also `[]struct{name str; host str}`, the default.
+    Collect,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn constrain_program(&mut self) {
+        let graph = self.graph;
+        for stmt in &graph.stmts {
+            self.stmt(stmt);
+        }
+    }
+
+    fn stmt(&mut self, stmt: &IrStmt) {
+        match stmt {
+            IrStmt::Resource(res) => self.resource(res),
+            IrStmt::Edge(edge) => self.edge(edge),
+            IrStmt::If { cond, then, els, .. } => {
+                self.bool_node(*cond);
+                then.iter().for_each(|s| self.stmt(s));
+                els.iter().for_each(|s| self.stmt(s));
+            }
+            IrStmt::For { iter, key, value, kv, body, span } => {
+                self.visit(*iter);
+                let (k, v) = (self.param_var(*key), self.param_var(*value));
+                let shape = if *kv { Shape::Map(k, v) } else { Shape::List(v) };
+                self.has_shape(Ctx::var(*iter), shape, *span, self.span(*iter));
+                if !*kv {
+                    self.has_type(k, &Type::Int, *span, *span);
+                }
+                body.iter().for_each(|s| self.stmt(s));
+            }
+            IrStmt::Panic { check, .. } => self.bool_node(*check),
+        }
+    }
+
+    fn bool_node(&mut self, node: NodeId) {
+        self.visit(node);
+        let span = self.span(node);
+        self.has_type(Ctx::var(node), &Type::Bool, span, span);
+    }
+
+    fn cond(&mut self, cond: Option<NodeId>) {
+        if let Some(c) = cond {
+            self.bool_node(c);
+        }
+    }
+
+    /// Types a resource or edge name by the static rule: `str` when speculation says so,
+    /// else a list form is required.
+    fn name(&mut self, node: NodeId, rule: NameRule, stmt_span: Span) {
+        self.visit(node);
+        let span = self.span(node);
+        let v = Ctx::var(node);
+        let known = self.static_type(node);
+        let str_list = Type::list(Type::Str);
+        let required = match (known, rule) {
+            (Some(Type::Str), _) => Type::Str,
+            (Some(t), NameRule::Collect) if t == str_list => str_list,
+            (_, NameRule::Plain) => str_list,
+            (_, NameRule::Collect) => {
+                Type::list(Type::Struct(vec![("name".into(), Type::Str), ("host".into(), Type::Str)]))
+            }
+        };
+        let before = self.diags.len();
+        self.has_type(v, &required, stmt_span, span);
+        if self.diags.len() > before && required != Type::Str {
+            let note = "a name is `str` only when that is obvious without inference (a string, an interpolation, \
+                        an annotated value); otherwise it must be a list: write `\"${x}\"` for one name or `[$x]`";
+            self.annotate_last(note);
+        }
+    }
+
+    fn annotate_last(&mut self, note: &str) {
+        let mut all = std::mem::take(&mut self.diags).into_vec();
+        if let Some(last) = all.pop() {
+            all.push(last.with_note(note));
+        }
+        for d in all {
+            self.diags.push(d);
+        }
+    }
+
+    fn resource_decl(&self, kind: &str) -> Option<&'a ResourceDecl> {
+        let catalog = self.catalog;
+        catalog.resource(kind).or_else(|| catalog.resource(&kind.to_lowercase()))
+    }
+
+    fn resource(&mut self, res: &IrResource) {
+        let rule = if res.collect { NameRule::Collect } else { NameRule::Plain };
+        self.name(res.name, rule, res.span);
+        let decl = self.resource_decl(&res.kind);
+        if decl.is_none() && !res.fields.is_empty() {
+            let mut d =
+                Diagnostic::new(Stage::Unify, format!("no resource kind `{}` available", res.kind), res.kind_span)
+                    .with_note("the types of its fields cannot be checked");
+            if let Some(s) = did_you_mean(&res.kind, self.catalog.resources().map(|r| r.kind.as_str())) {
+                d = d.with_note(format!("did you mean `{s}`?"));
+            }
+            self.diags.push(d);
+        }
+        for field in &res.fields {
+            self.visit(field.value);
+            self.cond(field.cond);
+            let Some(decl) = decl else { continue };
+            match decl.param(&field.name) {
+                Some(p) => {
+                    self.has_type(Ctx::var(field.value), &p.ty, field.span, field.span);
+                }
+                None => {
+                    let mut d = Diagnostic::new(
+                        Stage::Unify,
+                        format!("field `{}` does not exist in `{}` resource", field.name, decl.kind),
+                        field.span,
+                    );
+                    if let Some(s) = did_you_mean(&field.name, decl.params.iter().map(|p| p.name.as_str())) {
+                        d = d.with_note(format!("did you mean `{s}`?"));
+                    }
+                    self.diags.push(d);
+                    self.table.poison(Ctx::var(field.value));
+                }
+            }
+        }
+        for edge in &res.edges {
+            self.cond(edge.cond);
+            self.name(edge.target.name, NameRule::Plain, edge.target.span);
+            if let Some(field) = &edge.target.field {
+                let msg = format!("a send/recv field (`.{field}`) is not allowed in a resource body edge");
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            }
+        }
+        for meta in &res.metas {
+            self.visit(meta.value);
+            self.cond(meta.cond);
+            let v = Ctx::var(meta.value);
+            match &meta.name {
+                Some(name) => match meta_param_type(name) {
+                    Some(ty) => {
+                        self.has_type(v, &ty, meta.span, meta.span);
+                    }
+                    None => {
+                        let mut d = Diagnostic::new(Stage::Unify, format!("invalid property: `{name}`"), meta.span);
+                        let names = super::meta::META_PARAMS.iter().map(|(n, _)| *n);
+                        if let Some(s) = did_you_mean(name, names) {
+                            d = d.with_note(format!("did you mean `Meta:{s}`?"));
+                        }
+                        self.diags.push(d);
+                    }
+                },
+                None => {
+                    self.has_type(v, &meta_struct_type(), meta.span, meta.span);
+                }
+            }
+        }
+    }
+
+    fn edge(&mut self, edge: &IrEdge) {
+        for half in &edge.halves {
+            self.name(half.name, NameRule::Plain, half.span);
+        }
+        if edge.halves.len() < 2 {
+            self.diags.push(Diagnostic::new(Stage::Unify, "can't create an edge with only one half", edge.span));
+            return;
+        }
+        if edge.halves.iter().any(|h| h.field.is_some()) {
+            self.send_recv(edge);
+        }
+    }
+
+    /// Send/recv compatibility (spec 3.6).
+    fn send_recv(&mut self, edge: &IrEdge) {
+        let [from, to] = edge.halves.as_slice() else {
+            let msg = "a send/recv edge must have exactly two halves";
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            return;
+        };
+        let (Some(send_key), Some(recv_key)) = (&from.field, &to.field) else {
+            let msg = "a send/recv edge needs a field on both halves (`Kind[name].field`)";
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            return;
+        };
+        let (Some(sender), Some(receiver)) = (self.half_decl(from), self.half_decl(to)) else { return };
+        if sender.sends.is_empty() {
+            let msg = format!("cannot send from resource of kind: {}", sender.kind);
+            self.diags
+                .push(Diagnostic::new(Stage::Unify, msg, edge.span).with_label(from.span, "this kind sends nothing"));
+            return;
+        }
+        if !receiver.can_recv {
+            let msg = format!("cannot recv to resource of kind: {}", receiver.kind);
+            self.diags
+                .push(Diagnostic::new(Stage::Unify, msg, edge.span).with_label(to.span, "this kind cannot receive"));
+            return;
+        }
+        let what = format!(
+            "cannot send/recv from {}[{}].{send_key} to {}[{}].{recv_key}",
+            sender.kind,
+            self.half_name(from),
+            receiver.kind,
+            self.half_name(to)
+        );
+        let Some(send) = sender.send(send_key) else {
+            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in send struct"), edge.span);
+            let names: Vec<&str> = sender.sends.iter().map(|p| p.name.as_str()).collect();
+            d = d.with_note(format!("`{}` can send: {}", sender.kind, names.join(", ")));
+            self.diags.push(d);
+            return;
+        };
+        let Some(recv) = receiver.param(recv_key) else {
+            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in recv struct"), edge.span);
+            if let Some(s) = did_you_mean(recv_key, receiver.params.iter().map(|p| p.name.as_str())) {
+                d = d.with_note(format!("did you mean `{s}`?"));
+            }
+            self.diags.push(d);
+            return;
+        };
+        if !types_compatible(&send.ty, &recv.ty) {
+            let msg = format!("{what}: field type mismatch between `{}` and `{}`", send.ty, recv.ty);
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+        }
+    }
+
+    fn half_decl(&mut self, half: &IrEdgeHalf) -> Option<&'a ResourceDecl> {
+        let decl = self.resource_decl(&half.kind);
+        if decl.is_none() {
+            let msg = format!("no resource kind `{}` available for send/recv", half.kind.to_lowercase());
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, half.span));
+        }
+        decl
+    }
+
+    /// The name of an edge half for messages: its value when constant.
+    fn half_name(&self, half: &IrEdgeHalf) -> String {
+        match &self.graph.node(half.name).kind {
+            NodeKind::Const(v) => v.to_raw_string(),
+            _ => super::report::describe_node(self.graph, half.name),
+        }
+    }
+}
+
+/// Send/recv compatibility: equal types (ignoring func argument names), where `variant`
+/// on either side accepts anything.
+fn types_compatible(a: &Type, b: &Type) -> bool {
+    match (a, b) {
+        (Type::Variant, _) | (_, Type::Variant) => true,
+        (Type::List(x), Type::List(y)) => types_compatible(x, y),
+        (Type::Map(k1, v1), Type::Map(k2, v2)) => types_compatible(k1, k2) && types_compatible(v1, v2),
+        (Type::Struct(f1), Type::Struct(f2)) => {
+            f1.len() == f2.len() && f1.iter().zip(f2).all(|((n1, t1), (n2, t2))| n1 == n2 && types_compatible(t1, t2))
+        }
+        (Type::Func(a1, r1), Type::Func(a2, r2)) => {
+            a1.len() == a2.len()
+                && a1.iter().zip(a2).all(|((_, t1), (_, t2))| types_compatible(t1, t2))
+                && types_compatible(r1, r2)
+        }
+        _ => a == b,
+    }
+}
