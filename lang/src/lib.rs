@@ -19,6 +19,7 @@ pub mod ir;
 pub mod loader;
 pub mod output;
 pub mod render;
+pub mod scope;
 pub mod span;
 pub mod syntax;
 pub mod types;

@@ -1,0 +1,300 @@
+//! Scope resolution and elaboration (stage errSetScope): imports, ordering and
+//! recursion checks, name resolution, and the elaboration of the AST into the function
+//! graph ([`crate::ir::FuncGraph`]).
+//!
+//! Steps, each in its own module:
+//! 1. [`imports`]: load every imported file and module (running the earlier phases on
+//!    them) and decide what each `import` statement refers to.
+//! 2. [`order`]: per-block analysis on the syntax of every file: duplicate definitions
+//!    and recursion (`not a dag`), also in classes never included and funcs never called.
+//! 3. [`stmt`] and [`expr`]: elaborate the entry file's statements into IR statements and
+//!    expression nodes, resolving names through [`frame`]s. Binds become one shared node,
+//!    each call of a `func` statement and each `include` is inlined as a fresh copy.
+//!
+//! Types are not looked at (unification fills `FuncGraph::types` later).
+
+mod expr;
+mod frame;
+mod imports;
+mod order;
+mod stmt;
+mod suggest;
+
+use crate::catalog::Catalog;
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::ir::{FuncGraph, NodeId, NodeKind};
+use crate::loader::Loader;
+use crate::span::{FileId, SourceMap, Span};
+use crate::syntax::ast;
+use crate::value::Value;
+use frame::{AliasEntry, Frame, FrameId, Lazy, Ns};
+use imports::ImportTarget;
+use std::collections::BTreeMap;
+
+/// The namespace an import gets without `as` (spec 3.9).
+pub use imports::default_namespace;
+
+/// Resolves the entry file `main` (already parsed, init-checked and interpolated; its
+/// deploy path is `entry`, e.g. `/main.mcl`) into the function graph. Imported files are
+/// read through `loader`, added to `sources` and run through the earlier phases here.
+/// Every error is a [`Stage::SetScope`] diagnostic; the graph is only meaningful when
+/// there are none.
+pub fn resolve(
+    main: ast::File,
+    entry: &str,
+    loader: &dyn Loader,
+    catalog: &Catalog,
+    sources: &mut SourceMap,
+) -> (FuncGraph, Diagnostics) {
+    resolve_with(main, entry, loader, catalog, sources, &front_end)
+}
+
+/// Turns an imported file's text into a checked, interpolated AST (`None` plus the
+/// errors when it cannot).
+pub type FrontEnd = dyn Fn(FileId, &str) -> (Option<ast::File>, Diagnostics);
+
+/// [`resolve`] with the front end for imported files given by the caller: it turns a
+/// file's text into a checked, interpolated AST, or reports why not.
+pub fn resolve_with(
+    main: ast::File,
+    entry: &str,
+    loader: &dyn Loader,
+    catalog: &Catalog,
+    sources: &mut SourceMap,
+    front_end: &FrontEnd,
+) -> (FuncGraph, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    order::check_file(&main, &mut diags);
+    let static_recursion = diags.iter().any(|d| d.message.contains("not a dag"));
+    let loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
+    let mut ctx = Ctx {
+        catalog,
+        files: &loaded.files,
+        targets: &loaded.targets,
+        graph: FuncGraph::default(),
+        diags,
+        frames: vec![Frame::default()],
+        modules: BTreeMap::new(),
+        instances: BTreeMap::new(),
+        static_recursion,
+    };
+    let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
+    ctx.graph.stmts = stmts;
+    (ctx.graph, sorted(ctx.diags))
+}
+
+/// Diagnostics in source order (file, then position), exact repeats dropped: a func body
+/// is elaborated once per call, so an error in it would otherwise repeat per call.
+fn sorted(diags: Diagnostics) -> Diagnostics {
+    let mut items = diags.into_vec();
+    items.sort_by_key(|d| d.span.map(|s| (0, s.file, s.start, s.end)).unwrap_or((1, FileId(0), 0, 0)));
+    let mut out = Diagnostics::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for d in items {
+        if seen.insert((d.message.clone(), d.span)) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// Runs the earlier phases on an imported file.
+fn front_end(file: FileId, text: &str) -> (Option<ast::File>, Diagnostics) {
+    let (parsed, mut diags) = crate::syntax::parse(file, text);
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    diags.extend(crate::init::check(&parsed));
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    let (interpolated, more) = crate::interpolate::run(parsed);
+    diags.extend(more);
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    (Some(interpolated), diags)
+}
+
+/// What a name resolved to.
+#[derive(Clone, Debug)]
+enum Hit {
+    /// An entry of a frame, under this key.
+    Entry(FrameId, String),
+    /// A built-in function, by full name.
+    Builtin(String),
+    /// A global constant.
+    Const(Value),
+    /// Resolved through a failed import or include: already reported, stay quiet.
+    Silent,
+}
+
+/// The elaboration context.
+struct Ctx<'a> {
+    catalog: &'a Catalog,
+    /// Every loaded file, the entry file first.
+    files: &'a [ast::File],
+    /// What each import statement (by span) refers to.
+    targets: &'a BTreeMap<Span, ImportTarget>,
+    graph: FuncGraph,
+    diags: Diagnostics,
+    /// Frame 0 is the global scope (its names come from the catalog).
+    frames: Vec<Frame<'a>>,
+    /// The top frame of each imported module (shared by every import of it).
+    modules: BTreeMap<usize, Lazy<FrameId>>,
+    /// Class instances: body frame -> (class body, frame holding the class entry, key).
+    instances: BTreeMap<FrameId, (&'a ast::Block, FrameId, String)>,
+    /// The ordering analysis found a cycle: recursion met during elaboration is a
+    /// consequence of it and is not reported again.
+    static_recursion: bool,
+}
+
+impl<'a> Ctx<'a> {
+    fn new_frame(&mut self, frame: Frame<'a>) -> FrameId {
+        self.frames.push(frame);
+        FrameId(self.frames.len() as u32 - 1)
+    }
+
+    fn frame(&self, id: FrameId) -> &Frame<'a> {
+        &self.frames[id.0 as usize]
+    }
+
+    fn frame_mut(&mut self, id: FrameId) -> &mut Frame<'a> {
+        &mut self.frames[id.0 as usize]
+    }
+
+    /// A placeholder node where an error was reported.
+    fn error_node(&mut self, span: Span) -> NodeId {
+        self.graph.add(NodeKind::Const(Value::Bool(false)), span)
+    }
+
+    fn error(&mut self, d: Diagnostic) {
+        self.diags.push(d);
+    }
+
+    /// Reports a recursion found while elaborating, unless the ordering analysis already
+    /// reported the cycle.
+    fn recursion(&mut self, span: Span) {
+        if !self.static_recursion {
+            self.static_recursion = true;
+            self.error(Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", span));
+        }
+    }
+
+    /// Looks `name` up in namespace `ns`, starting at `start` and going outwards.
+    fn find(&mut self, start: FrameId, ns: Ns, name: &str) -> Option<Hit> {
+        let mut cur = Some(start);
+        while let Some(f) = cur {
+            if self.frame(f).has(ns, name) {
+                return Some(Hit::Entry(f, name.to_string()));
+            }
+            if let Some((head, rest)) = name.split_once('.')
+                && let Some(alias) = self.frame(f).aliases.get(head).cloned()
+                && let Some(hit) = self.find_via(f, head, alias, ns, rest)
+            {
+                return Some(hit);
+            }
+            let stars = self.frame(f).stars.clone();
+            for alias in stars.into_iter().rev() {
+                if let Some(hit) = self.find_via(f, "*", alias, ns, name) {
+                    return Some(hit);
+                }
+            }
+            cur = self.frame(f).parent;
+        }
+        match ns {
+            Ns::Var => self.catalog.constant(name).map(|v| Hit::Const(v.clone())),
+            Ns::Func if !name.contains('.') && !name.contains('/') => {
+                self.catalog.func(name).map(|_| Hit::Builtin(name.to_string()))
+            }
+            _ => None,
+        }
+    }
+
+    /// Looks `rest` up behind an alias defined in `owner`.
+    fn find_via(&mut self, owner: FrameId, alias_name: &str, alias: AliasEntry<'a>, ns: Ns, rest: &str) -> Option<Hit> {
+        match alias {
+            AliasEntry::System(pkg) => {
+                let full = format!("{pkg}.{rest}");
+                match ns {
+                    Ns::Var => self.catalog.constant(&full).map(|v| Hit::Const(v.clone())),
+                    Ns::Func => self.catalog.func(&full).map(|_| Hit::Builtin(full)),
+                    Ns::Class => None,
+                }
+            }
+            AliasEntry::Frame(fid) => self.find(fid, ns, rest),
+            AliasEntry::Include { .. } => match self.force_include(owner, alias_name) {
+                Some(fid) => self.find(fid, ns, rest),
+                None => Some(Hit::Silent),
+            },
+            AliasEntry::Failed => Some(Hit::Silent),
+        }
+    }
+
+    /// Every name visible from `start` in a namespace (for did-you-mean).
+    fn visible(&self, start: FrameId, ns: Ns) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut cur = Some(start);
+        while let Some(f) = cur {
+            let frame = self.frame(f);
+            out.extend(frame.names(ns));
+            for (alias, entry) in &frame.aliases {
+                match entry {
+                    AliasEntry::System(pkg) if ns == Ns::Func => {
+                        out.extend(self.catalog.package_funcs(pkg).map(|(n, _)| format!("{alias}.{n}")))
+                    }
+                    AliasEntry::Frame(fid) => {
+                        out.extend(self.frame(*fid).names(ns).into_iter().map(|n| format!("{alias}.{n}")))
+                    }
+                    _ => {}
+                }
+            }
+            cur = frame.parent;
+        }
+        match ns {
+            Ns::Var => out.extend(self.catalog.constants().map(|(n, _)| n.clone())),
+            Ns::Func => out.extend(
+                self.catalog.funcs().filter(|d| !d.name.contains('.') && !d.name.contains('/')).map(|d| d.name.clone()),
+            ),
+            Ns::Class => {}
+        }
+        out
+    }
+
+    /// The "does not exist" error for a name, with suggestions.
+    fn unknown(&mut self, start: FrameId, ns: Ns, name: &str, span: Span) {
+        let shown = if ns == Ns::Var { format!("${name}") } else { name.to_string() };
+        let mut d =
+            Diagnostic::new(Stage::SetScope, format!("{} `{shown}` does not exist in this scope", ns.word()), span);
+        let close = suggest::closest(name, self.visible(start, ns));
+        if !close.is_empty() {
+            let list: Vec<String> =
+                close.iter().map(|c| if ns == Ns::Var { format!("`${c}`") } else { format!("`{c}`") }).collect();
+            d = d.with_note(format!("did you mean {}?", list.join(" or ")));
+        }
+        if let Some((head, _)) = name.rsplit_once('.')
+            && ns == Ns::Func
+            && self.catalog.has_package(head)
+        {
+            d = d.with_note(format!("`{head}` is a system package: add `import \"{head}\"` to this file"));
+        }
+        self.error(d);
+    }
+
+    /// The top frame of an imported module, built on first use.
+    fn module_frame(&mut self, module: usize) -> Option<FrameId> {
+        match self.modules.get(&module).copied().unwrap_or(Lazy::Pending) {
+            Lazy::Done(fid) => Some(fid),
+            Lazy::Active => None,
+            Lazy::Pending => {
+                self.modules.insert(module, Lazy::Active);
+                let fid = self.new_frame(Frame::child(FrameId(0)));
+                let stmts = &self.files[module].stmts;
+                self.declare(fid, stmts);
+                self.modules.insert(module, Lazy::Done(fid));
+                self.finish(fid);
+                Some(fid)
+            }
+        }
+    }
+}

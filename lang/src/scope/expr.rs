@@ -1,0 +1,222 @@
+//! Expressions: elaborating an AST expression in a frame into function graph nodes.
+//! Variables resolve to their bind's single shared node; calls of `func` statements are
+//! inlined as fresh copies; lambdas become `Lambda` nodes over fresh parameters.
+
+use super::frame::{Frame, FrameId, Lazy, Ns, VarEntry};
+use super::{Ctx, Hit};
+use crate::ir::{Annotation, NodeId, NodeKind, Op};
+use crate::span::Span;
+use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
+use crate::value::Value;
+
+impl<'a> Ctx<'a> {
+    pub(super) fn expr(&mut self, fid: FrameId, expr: &'a ast::Expr) -> NodeId {
+        let span = expr.span;
+        let kind = match &expr.kind {
+            ExprKind::Bool(b) => NodeKind::Const(Value::Bool(*b)),
+            ExprKind::Int(i) => NodeKind::Const(Value::Int(*i)),
+            ExprKind::Float(f) => NodeKind::Const(Value::Float(*f)),
+            ExprKind::RawStr(s) | ExprKind::Str(s) => NodeKind::Const(Value::str(s)),
+            ExprKind::Interp(parts) => {
+                let mut nodes = Vec::with_capacity(parts.len());
+                for part in parts {
+                    nodes.push(match part {
+                        InterpPart::Lit(s) => self.graph.add(NodeKind::Const(Value::str(s)), span),
+                        InterpPart::Var(name) => self.var(fid, name, name.span),
+                    });
+                }
+                NodeKind::Interp(nodes)
+            }
+            ExprKind::List(items) => NodeKind::List(items.iter().map(|e| self.expr(fid, e)).collect()),
+            ExprKind::Map(entries) => {
+                NodeKind::Map(entries.iter().map(|(k, v)| (self.expr(fid, k), self.expr(fid, v))).collect())
+            }
+            ExprKind::Struct(fields) => {
+                NodeKind::Struct(fields.iter().map(|(n, e)| (n.name.clone(), self.expr(fid, e))).collect())
+            }
+            ExprKind::Var(name) => return self.var(fid, name, span),
+            ExprKind::Call { name, args } => return self.call(fid, name, args, span),
+            ExprKind::CallVar { name, args } => {
+                let callee = match self.find(fid, Ns::Var, &name.name) {
+                    Some(_) => self.var(fid, name, span),
+                    None => {
+                        self.unknown(fid, Ns::Var, &name.name, span);
+                        self.error_node(span)
+                    }
+                };
+                let args = args.iter().map(|a| self.expr(fid, a)).collect();
+                NodeKind::CallValue { callee, args }
+            }
+            ExprKind::Lambda(lambda) => return self.lambda(fid, lambda),
+            ExprKind::CallLambda { lambda, args } => {
+                let callee = self.lambda(fid, lambda);
+                let args = args.iter().map(|a| self.expr(fid, a)).collect();
+                NodeKind::CallValue { callee, args }
+            }
+            ExprKind::If { cond, then, els } => {
+                NodeKind::If { cond: self.expr(fid, cond), then: self.expr(fid, then), els: self.expr(fid, els) }
+            }
+            ExprKind::Binary { op: BinOp::Except, lhs, rhs } => {
+                NodeKind::Except { lhs: self.expr(fid, lhs), rhs: self.expr(fid, rhs) }
+            }
+            ExprKind::Binary { op, lhs, rhs } => {
+                NodeKind::Op { op: Op::Bin(*op), args: vec![self.expr(fid, lhs), self.expr(fid, rhs)] }
+            }
+            ExprKind::Not(e) => NodeKind::Op { op: Op::Not, args: vec![self.expr(fid, e)] },
+            ExprKind::Index { base, index } => {
+                NodeKind::Index { base: self.expr(fid, base), index: self.expr(fid, index) }
+            }
+            ExprKind::Field { base, field } => {
+                NodeKind::Field { base: self.expr(fid, base), field: field.name.clone() }
+            }
+            ExprKind::FieldOr { base, field, default } => NodeKind::FieldOr {
+                base: self.expr(fid, base),
+                field: field.name.clone(),
+                default: self.expr(fid, default),
+            },
+            ExprKind::Annotated { expr: inner, ann } => {
+                let node = self.expr(fid, inner);
+                self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+                return node;
+            }
+            ExprKind::Error => return self.error_node(span),
+        };
+        self.graph.add(kind, span)
+    }
+
+    /// A variable use: the shared node of its bind, a parameter node, or a constant.
+    fn var(&mut self, fid: FrameId, name: &ast::Name, span: Span) -> NodeId {
+        match self.find(fid, Ns::Var, &name.name) {
+            Some(Hit::Entry(owner, key)) => match self.frame(owner).vars.get(&key) {
+                Some(VarEntry::Node(n)) => *n,
+                Some(VarEntry::Bind { state: Lazy::Done(n), .. }) => *n,
+                Some(VarEntry::Bind { state: Lazy::Pending, .. }) => self.force_bind(owner, &key),
+                Some(VarEntry::Bind { state: Lazy::Active, .. }) | None => {
+                    self.recursion(span);
+                    self.error_node(span)
+                }
+            },
+            Some(Hit::Const(v)) => self.graph.add(NodeKind::Const(v), span),
+            Some(Hit::Builtin(_)) | Some(Hit::Silent) => self.error_node(span),
+            None => {
+                self.unknown(fid, Ns::Var, &name.name, span);
+                self.error_node(span)
+            }
+        }
+    }
+
+    /// Elaborates a bind (once; the node is memoized in its frame).
+    pub(super) fn force_bind(&mut self, owner: FrameId, key: &str) -> NodeId {
+        let Some(VarEntry::Bind { ann, value, state, name, .. }) = self.frame(owner).vars.get(key).cloned() else {
+            return self.error_node(Span::default());
+        };
+        match state {
+            Lazy::Done(n) => return n,
+            Lazy::Active => {
+                self.recursion(name.span);
+                return self.error_node(name.span);
+            }
+            Lazy::Pending => {}
+        }
+        self.set_bind_state(owner, key, Lazy::Active);
+        let node = self.expr(owner, value);
+        if let Some(ann) = ann {
+            self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+        }
+        self.set_bind_state(owner, key, Lazy::Done(node));
+        node
+    }
+
+    fn set_bind_state(&mut self, owner: FrameId, key: &str, new: Lazy<NodeId>) {
+        if let Some(VarEntry::Bind { state, .. }) = self.frame_mut(owner).vars.get_mut(key) {
+            *state = new;
+        }
+    }
+
+    /// A named call: a built-in, or an inlined copy of a `func` statement's body.
+    fn call(&mut self, fid: FrameId, name: &ast::Name, args: &'a [ast::Expr], span: Span) -> NodeId {
+        let hit = self.find(fid, Ns::Func, &name.name);
+        let arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
+        match hit {
+            Some(Hit::Builtin(func)) => self.graph.add(NodeKind::Call { func, args: arg_nodes }, span),
+            Some(Hit::Entry(owner, key)) => self.inline(owner, &key, arg_nodes, span),
+            Some(Hit::Const(_)) | Some(Hit::Silent) => self.error_node(span),
+            None => {
+                self.unknown(fid, Ns::Func, &name.name, span);
+                self.error_node(span)
+            }
+        }
+    }
+
+    /// One call of a `func` statement: a fresh copy of its body with the parameters bound
+    /// to the argument nodes, wrapped in `Inline`.
+    fn inline(&mut self, owner: FrameId, key: &str, args: Vec<NodeId>, span: Span) -> NodeId {
+        let Some(func) = self.frame(owner).funcs.get(key).cloned() else { return self.error_node(span) };
+        if func.active > 0 {
+            self.recursion(span);
+            return self.error_node(span);
+        }
+        self.set_func(owner, key, |f| {
+            f.active += 1;
+            f.called = true;
+        });
+        let node = if args.len() == func.lambda.params.len() {
+            let frame = self.new_frame(Frame::child(func.frame));
+            for (param, arg) in func.lambda.params.iter().zip(&args) {
+                if let Some(ann) = &param.ann {
+                    self.graph.annotations.push(Annotation { node: *arg, ty: ann.ty.clone(), span: ann.span });
+                }
+                self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(*arg));
+            }
+            let body = self.expr(frame, &func.lambda.body);
+            if let Some(ret) = &func.lambda.ret {
+                self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
+            }
+            self.graph.add(NodeKind::Inline { func: func.name.name.clone(), body }, span)
+        } else {
+            // Wrong arity: call a lambda copy of the func instead, so that unification
+            // reports the arity mismatch (`func arg count differs`) as mgmt does.
+            let callee = self.lambda(func.frame, func.lambda);
+            self.graph.add(NodeKind::CallValue { callee, args }, span)
+        };
+        self.set_func(owner, key, |f| f.active -= 1);
+        node
+    }
+
+    fn set_func(&mut self, owner: FrameId, key: &str, update: impl FnOnce(&mut super::frame::FuncEntry<'a>)) {
+        if let Some(f) = self.frame_mut(owner).funcs.get_mut(key) {
+            update(f);
+        }
+    }
+
+    /// A lambda value over fresh parameters (each use of a parameter is its `Param` node).
+    fn lambda(&mut self, fid: FrameId, lambda: &'a ast::Lambda) -> NodeId {
+        let frame = self.new_frame(Frame::child(fid));
+        let mut params = Vec::with_capacity(lambda.params.len());
+        for param in &lambda.params {
+            let pid = self.graph.add_param(param.name.name.clone(), param.name.span);
+            let node = self.graph.add(NodeKind::Param(pid), param.name.span);
+            if let Some(ann) = &param.ann {
+                self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+            }
+            self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
+            params.push(pid);
+        }
+        let body = self.expr(frame, &lambda.body);
+        if let Some(ret) = &lambda.ret {
+            self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
+        }
+        self.graph.add(NodeKind::Lambda { params, body }, lambda.span)
+    }
+
+    /// Scope-checks a func that nothing called: its body over fresh parameters, unused.
+    pub(super) fn check_func(&mut self, owner: FrameId, key: &str) {
+        let Some(func) = self.frame(owner).funcs.get(key).cloned() else { return };
+        self.set_func(owner, key, |f| {
+            f.called = true;
+            f.active += 1;
+        });
+        self.lambda(func.frame, func.lambda);
+        self.set_func(owner, key, |f| f.active -= 1);
+    }
+}

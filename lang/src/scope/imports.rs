@@ -1,0 +1,354 @@
+//! Imports (spec 3.9): classifying import strings, loading local files and module
+//! directories through the [`Loader`], running the earlier phases on them, and rejecting
+//! import cycles and modules with output statements.
+//!
+//! Loading happens before elaboration: every `import` statement of every loaded file
+//! (also those in class and if bodies) gets an [`ImportTarget`], keyed by the statement's
+//! span. A failure anywhere inside an imported file makes that import fail with one
+//! diagnostic at the import statement that wraps the inner message.
+
+use crate::catalog::Catalog;
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::loader::Loader;
+use crate::span::{SourceFile, SourceMap, Span};
+use crate::syntax::ast::{self, StmtKind};
+use std::collections::BTreeMap;
+
+/// What one import statement refers to.
+#[derive(Clone, Debug)]
+pub(crate) enum ImportTarget {
+    System(String),
+    /// Index into [`Loaded::files`].
+    Module(usize),
+    /// Reported already.
+    Failed,
+}
+
+/// Every file of the program (the entry file first) and what each import statement means.
+pub(crate) struct Loaded {
+    pub(crate) files: Vec<ast::File>,
+    pub(crate) targets: BTreeMap<Span, ImportTarget>,
+}
+
+use super::FrontEnd;
+
+/// Loads everything the entry file imports, transitively. Errors of imports made by the
+/// entry file go to `diags`; errors inside imported files fail the import that led there.
+pub(crate) fn load(
+    main: ast::File,
+    entry: &str,
+    loader: &dyn Loader,
+    catalog: &Catalog,
+    sources: &mut SourceMap,
+    frontend: &FrontEnd,
+    diags: &mut Diagnostics,
+) -> Loaded {
+    let mut l = Load {
+        loader,
+        catalog,
+        sources,
+        frontend,
+        loaded: Loaded { files: Vec::new(), targets: BTreeMap::new() },
+        by_path: BTreeMap::new(),
+        stack: vec![entry.to_string()],
+    };
+    let base = dir_of(entry);
+    let imports = collect_imports(&main);
+    l.loaded.files.push(main);
+    for (span, path) in imports {
+        match l.import(&path, &base) {
+            Ok(target) => {
+                l.loaded.targets.insert(span, target);
+            }
+            Err(e) => {
+                diags.push(e.at(span));
+                l.loaded.targets.insert(span, ImportTarget::Failed);
+            }
+        }
+    }
+    l.loaded
+}
+
+/// The namespace an import gets without `as`: last segment, `.mcl` or `/` removed, a
+/// leading `mgmt-` removed, `-` as `_`, lower-cased.
+pub fn default_namespace(path: &str) -> String {
+    let trimmed = path.trim_end_matches('/');
+    let last = trimmed.rsplit('/').next().unwrap_or(trimmed);
+    let last = last.strip_suffix(".mcl").unwrap_or(last);
+    let last = last.strip_prefix("mgmt-").unwrap_or(last);
+    last.replace('-', "_").to_lowercase()
+}
+
+/// An import failure before it is placed at an import statement.
+struct ImportError {
+    message: String,
+    inner: Option<Diagnostic>,
+}
+
+impl ImportError {
+    fn plain(message: String) -> ImportError {
+        ImportError { message, inner: None }
+    }
+    fn at(self, span: Span) -> Diagnostic {
+        let mut d = Diagnostic::new(Stage::SetScope, self.message, span);
+        if let Some(inner) = self.inner {
+            if let Some(s) = inner.span {
+                d = d.with_label(s, inner.message.clone());
+            }
+            d.labels.extend(inner.labels);
+            d.notes.extend(inner.notes);
+        }
+        d
+    }
+}
+
+struct Load<'l> {
+    loader: &'l dyn Loader,
+    catalog: &'l Catalog,
+    sources: &'l mut SourceMap,
+    frontend: &'l FrontEnd,
+    loaded: Loaded,
+    /// Deploy path of every file loaded so far (success or failure).
+    by_path: BTreeMap<String, Result<usize, (String, Option<Diagnostic>)>>,
+    /// Files being loaded (for `recursive import of`).
+    stack: Vec<String>,
+}
+
+impl Load<'_> {
+    /// Resolves one import string written in a file whose module directory is `base`.
+    fn import(&mut self, path: &str, base: &str) -> Result<ImportTarget, ImportError> {
+        if path.contains("://") {
+            return Err(ImportError::plain(format!(
+                "remote import of `{path}` failed: remote modules are not supported yet"
+            )));
+        }
+        if path.starts_with('/') {
+            return Err(ImportError::plain(format!("import `{path}` is not valid: absolute paths are not allowed")));
+        }
+        if path.is_empty() {
+            return Err(ImportError::plain("import `` is not valid: empty path".to_string()));
+        }
+        if path.ends_with(".mcl") {
+            let full = join(base, path);
+            let module_dir = dir_of(&full);
+            return self
+                .file(&full, &module_dir)
+                .map(ImportTarget::Module)
+                .map_err(|(m, inner)| ImportError { message: format!("local import of `{path}` failed: {m}"), inner });
+        }
+        if path.ends_with('/') {
+            let dir = join(base, path);
+            let dir = if dir.ends_with('/') { dir } else { format!("{dir}/") };
+            return self
+                .module_dir(&dir)
+                .map(ImportTarget::Module)
+                .map_err(|(m, inner)| ImportError { message: format!("local import of `{path}` failed: {m}"), inner });
+        }
+        if self.catalog.has_package(path) {
+            return Ok(ImportTarget::System(path.to_string()));
+        }
+        Err(ImportError::plain(format!(
+            "system import of `{path}` failed: could not find any non-empty scope named: {path}"
+        )))
+    }
+
+    fn module_dir(&mut self, dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
+        let trimmed = dir.trim_end_matches('/');
+        if !self.loader.is_dir(if trimmed.is_empty() { "/" } else { trimmed }) {
+            return Err((format!("module directory `{dir}` does not exist"), None));
+        }
+        let meta_path = format!("{dir}metadata.yaml");
+        let main = match self.loader.read(&meta_path) {
+            Some(text) => match main_of_metadata(&text) {
+                Ok(main) => main,
+                Err(e) => return Err((format!("could not read `{meta_path}`: {e}"), None)),
+            },
+            None => "main.mcl".to_string(),
+        };
+        let full = join(dir, &main);
+        self.file(&full, dir.trim_end_matches('/'))
+    }
+
+    /// Loads one file (memoized by path): read, front end, module rules, its imports.
+    fn file(&mut self, path: &str, module_dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
+        if self.stack.iter().any(|p| p == path) {
+            let mut chain = self.stack.clone();
+            chain.push(path.to_string());
+            return Err((format!("recursive import of: {}", chain.join(" -> ")), None));
+        }
+        if let Some(done) = self.by_path.get(path) {
+            return done.clone();
+        }
+        let out = self.file_uncached(path, module_dir);
+        self.by_path.insert(path.to_string(), out.clone());
+        out
+    }
+
+    fn file_uncached(&mut self, path: &str, module_dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
+        let Some(text) = self.loader.read(path) else {
+            return Err((format!("can't read file `{path}`"), None));
+        };
+        let file_id = self.sources.add(SourceFile::new(path, text.clone()));
+        let (parsed, inner) = (self.frontend)(file_id, &text);
+        let parsed = match (parsed, inner.first()) {
+            (Some(p), None) => p,
+            (_, Some(first)) => {
+                let first = first.clone();
+                let msg = format!("could not generate AST from import: {}", first.message);
+                return Err((msg, Some(first)));
+            }
+            (None, None) => return Err(("could not generate AST from import".to_string(), None)),
+        };
+        for stmt in &parsed.stmts {
+            if let Some(what) = output_stmt(stmt) {
+                let d = Diagnostic::new(
+                    Stage::SetScope,
+                    format!("module contains unused statements: found stmt: {what}"),
+                    stmt.span,
+                )
+                .with_note("an imported file may only contain import, bind, func and class statements");
+                return Err((d.message.clone(), Some(d)));
+            }
+        }
+        if parsed.stmts.is_empty() {
+            return Err((format!("could not find any non-empty scope in `{path}`"), None));
+        }
+        let mut own_diags = Diagnostics::new();
+        super::order::check_file(&parsed, &mut own_diags);
+        if let Some(first) = own_diags.first() {
+            return Err((first.message.clone(), Some(first.clone())));
+        }
+        let imports = collect_imports(&parsed);
+        self.stack.push(path.to_string());
+        let mut targets = Vec::new();
+        let mut failure = None;
+        for (span, import_path) in imports {
+            match self.import(&import_path, module_dir) {
+                Ok(t) => targets.push((span, t)),
+                Err(e) => {
+                    let d = e.at(span);
+                    failure = Some((d.message.clone(), Some(d)));
+                    break;
+                }
+            }
+        }
+        self.stack.pop();
+        if let Some(f) = failure {
+            return Err(f);
+        }
+        self.loaded.targets.extend(targets);
+        self.loaded.files.push(parsed);
+        Ok(self.loaded.files.len() - 1)
+    }
+}
+
+/// Describes a statement a module may not contain (`res(print)`, `include(c)`), or `None`
+/// for definitions.
+fn output_stmt(stmt: &ast::Stmt) -> Option<String> {
+    Some(match &stmt.kind {
+        StmtKind::Bind { .. } | StmtKind::Func { .. } | StmtKind::Class { .. } | StmtKind::Import { .. } => {
+            return None;
+        }
+        StmtKind::Resource(r) => format!("res({})", r.kind.name),
+        StmtKind::Include { name, .. } => format!("include({})", name.name),
+        StmtKind::Edge { .. } => "edge".to_string(),
+        StmtKind::If { .. } => "if".to_string(),
+        StmtKind::For { .. } => "for".to_string(),
+        StmtKind::ForKv { .. } => "forkv".to_string(),
+        StmtKind::Panic { .. } => "panic".to_string(),
+    })
+}
+
+/// Every import statement of a file, in any block, in source order.
+fn collect_imports(file: &ast::File) -> Vec<(Span, String)> {
+    fn walk(stmts: &[ast::Stmt], out: &mut Vec<(Span, String)>) {
+        for stmt in stmts {
+            match &stmt.kind {
+                StmtKind::Import { path, .. } => out.push((stmt.span, path.clone())),
+                StmtKind::If { then, els, .. } => {
+                    walk(&then.stmts, out);
+                    if let Some(e) = els {
+                        walk(&e.stmts, out);
+                    }
+                }
+                StmtKind::For { body, .. } | StmtKind::ForKv { body, .. } | StmtKind::Class { body, .. } => {
+                    walk(&body.stmts, out)
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&file.stmts, &mut out);
+    out
+}
+
+/// The `main` field of a module's `metadata.yaml` (default `main.mcl`).
+fn main_of_metadata(text: &str) -> Result<String, String> {
+    if text.trim().is_empty() || text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
+        return Ok("main.mcl".to_string());
+    }
+    let doc: BTreeMap<String, serde_json::Value> = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+    match doc.get("main") {
+        None | Some(serde_json::Value::Null) => Ok("main.mcl".to_string()),
+        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+        Some(other) => Err(format!("field `main` must be a file name, got {other}")),
+    }
+}
+
+/// The directory part of a deploy path (`/a/b.mcl` -> `/a`, `/main.mcl` -> ``).
+fn dir_of(path: &str) -> String {
+    match path.rfind('/') {
+        Some(i) => path[..i].to_string(),
+        None => String::new(),
+    }
+}
+
+/// Joins a directory and a relative path, resolving `.` and `..` (never above the root).
+fn join(dir: &str, rel: &str) -> String {
+    let mut parts: Vec<&str> = dir.split('/').filter(|s| !s.is_empty()).collect();
+    for seg in rel.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            s => parts.push(s),
+        }
+    }
+    let mut out = format!("/{}", parts.join("/"));
+    if rel.ends_with('/') && !out.ends_with('/') {
+        out.push('/');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_namespaces_follow_the_naming_rules() {
+        assert_eq!(default_namespace("fmt"), "fmt");
+        assert_eq!(default_namespace("math/trig"), "trig");
+        assert_eq!(default_namespace("defs.mcl"), "defs");
+        assert_eq!(default_namespace("mod1/"), "mod1");
+        assert_eq!(default_namespace("git://github.com/purpleidea/mgmt-example1/"), "example1");
+        assert_eq!(default_namespace("Some-Mod/"), "some_mod");
+    }
+
+    #[test]
+    fn paths_join_relative_to_the_module() {
+        assert_eq!(join("", "foo.mcl"), "/foo.mcl");
+        assert_eq!(join("/mod1", "../x.mcl"), "/x.mcl");
+        assert_eq!(join("/a", "b/"), "/a/b/");
+        assert_eq!(dir_of("/mod1/main.mcl"), "/mod1");
+    }
+
+    #[test]
+    fn metadata_main_defaults() {
+        assert_eq!(main_of_metadata("").unwrap(), "main.mcl");
+        assert_eq!(main_of_metadata("#files: x\n").unwrap(), "main.mcl");
+        assert_eq!(main_of_metadata("main: \"start.mcl\"\n").unwrap(), "start.mcl");
+    }
+}

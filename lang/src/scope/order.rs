@@ -1,0 +1,467 @@
+//! Per-block ordering analysis, run on the syntax of every block of every file (also class
+//! bodies that are never included and funcs that are never called): duplicate definitions
+//! and recursion (`not a dag`).
+//!
+//! The definitions of a block (binds, funcs, classes, import and include aliases) are the
+//! vertices; a definition that mentions a name defined in the same block (and not shadowed
+//! on the way) has an edge to it. Any cycle is a recursion error, labelled at the use sites
+//! along the cycle. Uses inside nested blocks and lambdas count for the definition that
+//! contains them, which is how a class including itself through an `if` is found.
+
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::span::Span;
+use crate::syntax::ast::{self, ExprKind, ImportAlias, InterpPart, ResEntryKind, StmtKind};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A definition key: namespace plus name (`Scoped` is the alias namespace).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Key {
+    Var(String),
+    Func(String),
+    Class(String),
+    Scoped(String),
+}
+
+impl Key {
+    fn of_var(name: &str) -> Key {
+        match name.split_once('.') {
+            Some((head, _)) => Key::Scoped(head.to_string()),
+            None => Key::Var(name.to_string()),
+        }
+    }
+    fn of_func(name: &str) -> Key {
+        match name.split_once('.') {
+            Some((head, _)) => Key::Scoped(head.to_string()),
+            None => Key::Func(name.to_string()),
+        }
+    }
+    fn of_class(name: &str) -> Key {
+        match name.split_once('.') {
+            Some((head, _)) => Key::Scoped(head.to_string()),
+            None => Key::Class(name.to_string()),
+        }
+    }
+    fn describe(&self) -> String {
+        match self {
+            Key::Var(n) => format!("var:{n}"),
+            Key::Func(n) => format!("func:{n}"),
+            Key::Class(n) => format!("class:{n}"),
+            Key::Scoped(n) => format!("scoped:{n}"),
+        }
+    }
+}
+
+/// Checks every block of a file, recursively.
+pub(crate) fn check_file(file: &ast::File, diags: &mut Diagnostics) {
+    check_block(&file.stmts, diags);
+}
+
+fn check_block(stmts: &[ast::Stmt], diags: &mut Diagnostics) {
+    let defs = definitions(stmts, diags);
+    let index: BTreeMap<&Key, usize> = defs.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+    // edges[i]: (target, first use span), in source order of first use.
+    let mut edges: Vec<Vec<(usize, Span)>> = Vec::with_capacity(defs.len());
+    for def in &defs {
+        let mut uses = Vec::new();
+        def_uses(def.stmt, &mut uses);
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for (key, span) in uses {
+            if let Some(&target) = index.get(&key)
+                && seen.insert(target)
+            {
+                out.push((target, span));
+            }
+        }
+        edges.push(out);
+    }
+    for cycle in cycles(&edges) {
+        let mut spans: Vec<Span> = cycle;
+        spans.sort();
+        spans.dedup();
+        let Some(&first) = spans.first() else { continue };
+        let mut d = Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", first);
+        for s in &spans {
+            d = d.with_label(*s, "this reference is part of a cycle");
+        }
+        diags.push(d.with_note("definitions may not refer to themselves, directly or through other definitions"));
+    }
+    for stmt in stmts {
+        for block in inner_blocks(stmt) {
+            check_block(&block.stmts, diags);
+        }
+    }
+}
+
+struct Def<'a> {
+    key: Key,
+    stmt: &'a ast::Stmt,
+}
+
+/// The definitions of a block, reporting duplicates (the first one is kept).
+fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'a>> {
+    let mut defs: Vec<Def<'a>> = Vec::new();
+    let mut have: BTreeMap<Key, String> = BTreeMap::new();
+    let mut import_paths: BTreeSet<&str> = BTreeSet::new();
+    for stmt in stmts {
+        let (key, what) = match &stmt.kind {
+            StmtKind::Bind { name, .. } => (Key::Var(name.name.clone()), format!("bind({})", name.name)),
+            StmtKind::Func { name, .. } => (Key::Func(name.name.clone()), format!("func({})", name.name)),
+            StmtKind::Class { name, .. } => (Key::Class(name.name.clone()), format!("class({})", name.name)),
+            StmtKind::Include { name, alias: Some(alias), .. } => {
+                (Key::Scoped(alias.name.clone()), format!("include({})", name.name))
+            }
+            StmtKind::Import { path, alias, .. } => {
+                if !import_paths.insert(path.as_str()) {
+                    diags.push(Diagnostic::new(
+                        Stage::SetScope,
+                        format!("import `{path}` already exists in this scope"),
+                        stmt.span,
+                    ));
+                    continue;
+                }
+                let name = match alias {
+                    Some(ImportAlias::Star(_)) => continue,
+                    Some(ImportAlias::Name(n)) => n.name.clone(),
+                    None => super::imports::default_namespace(path),
+                };
+                let key = Key::Scoped(name.clone());
+                if let Some(prev) = have.get(&key) {
+                    let msg = if prev.starts_with("import(") {
+                        format!("import alias `{name}` already exists in this scope")
+                    } else {
+                        format!(
+                            "could not generate ordering: duplicate assignment to `{}`, have: {prev}",
+                            key.describe()
+                        )
+                    };
+                    diags.push(Diagnostic::new(Stage::SetScope, msg, stmt.span));
+                    continue;
+                }
+                (key, format!("import({path})"))
+            }
+            _ => continue,
+        };
+        if let Some(prev) = have.get(&key) {
+            diags.push(Diagnostic::new(
+                Stage::SetScope,
+                format!("could not generate ordering: duplicate assignment to `{}`, have: {prev}", key.describe()),
+                stmt.span,
+            ));
+            continue;
+        }
+        have.insert(key.clone(), what);
+        defs.push(Def { key, stmt });
+    }
+    defs
+}
+
+/// Names a definition mentions, in source order, minus names shadowed inside it.
+fn def_uses(stmt: &ast::Stmt, out: &mut Vec<(Key, Span)>) {
+    let mut bound = Bound::default();
+    match &stmt.kind {
+        StmtKind::Bind { value, .. } => expr_uses(value, &mut bound, out),
+        StmtKind::Func { func, .. } => lambda_uses(func, &mut bound, out),
+        StmtKind::Class { params, body, .. } => {
+            bound.push();
+            for p in params.iter().flatten() {
+                bound.add(Key::Var(p.name.name.clone()));
+            }
+            block_uses(&body.stmts, &mut bound, out);
+            bound.pop();
+        }
+        StmtKind::Include { .. } => stmt_uses(stmt, &mut bound, out),
+        _ => {}
+    }
+}
+
+/// Names bound by enclosing lambdas and inner blocks (a stack of shadowing layers).
+#[derive(Default)]
+struct Bound {
+    layers: Vec<BTreeSet<Key>>,
+}
+
+impl Bound {
+    fn push(&mut self) {
+        self.layers.push(BTreeSet::new());
+    }
+    fn pop(&mut self) {
+        self.layers.pop();
+    }
+    fn add(&mut self, key: Key) {
+        if let Some(top) = self.layers.last_mut() {
+            top.insert(key);
+        }
+    }
+    fn contains(&self, key: &Key) -> bool {
+        self.layers.iter().any(|l| l.contains(key))
+    }
+}
+
+fn note(key: Key, span: Span, bound: &Bound, out: &mut Vec<(Key, Span)>) {
+    if !bound.contains(&key) {
+        out.push((key, span));
+    }
+}
+
+fn block_uses(stmts: &[ast::Stmt], bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    bound.push();
+    for stmt in stmts {
+        match &stmt.kind {
+            StmtKind::Bind { name, .. } => bound.add(Key::Var(name.name.clone())),
+            StmtKind::Func { name, .. } => bound.add(Key::Func(name.name.clone())),
+            StmtKind::Class { name, .. } => bound.add(Key::Class(name.name.clone())),
+            StmtKind::Include { alias: Some(a), .. } => bound.add(Key::Scoped(a.name.clone())),
+            StmtKind::Import { path, alias, .. } => match alias {
+                Some(ImportAlias::Name(n)) => bound.add(Key::Scoped(n.name.clone())),
+                Some(ImportAlias::Star(_)) => {}
+                None => bound.add(Key::Scoped(super::imports::default_namespace(path))),
+            },
+            _ => {}
+        }
+    }
+    for stmt in stmts {
+        stmt_uses(stmt, bound, out);
+    }
+    bound.pop();
+}
+
+fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    match &stmt.kind {
+        StmtKind::Bind { value, .. } => expr_uses(value, bound, out),
+        StmtKind::If { cond, then, els } => {
+            expr_uses(cond, bound, out);
+            block_uses(&then.stmts, bound, out);
+            if let Some(els) = els {
+                block_uses(&els.stmts, bound, out);
+            }
+        }
+        StmtKind::For { index: a, value: b, iter, body } | StmtKind::ForKv { key: a, value: b, iter, body } => {
+            expr_uses(iter, bound, out);
+            bound.push();
+            bound.add(Key::Var(a.name.clone()));
+            bound.add(Key::Var(b.name.clone()));
+            block_uses(&body.stmts, bound, out);
+            bound.pop();
+        }
+        StmtKind::Func { func, .. } => lambda_uses(func, bound, out),
+        StmtKind::Class { params, body, .. } => {
+            bound.push();
+            for p in params.iter().flatten() {
+                bound.add(Key::Var(p.name.name.clone()));
+            }
+            block_uses(&body.stmts, bound, out);
+            bound.pop();
+        }
+        StmtKind::Include { name, args, .. } => {
+            note(Key::of_class(&name.name), stmt.span, bound, out);
+            for a in args.iter().flatten() {
+                expr_uses(a, bound, out);
+            }
+        }
+        StmtKind::Import { .. } => {}
+        StmtKind::Panic { args } => args.iter().for_each(|a| expr_uses(a, bound, out)),
+        StmtKind::Resource(res) => {
+            expr_uses(&res.name, bound, out);
+            for entry in &res.entries {
+                match &entry.kind {
+                    ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { cond, value, .. } => {
+                        if let Some(c) = cond {
+                            expr_uses(c, bound, out);
+                        }
+                        expr_uses(value, bound, out);
+                    }
+                    ResEntryKind::Edge { cond, target, .. } => {
+                        if let Some(c) = cond {
+                            expr_uses(c, bound, out);
+                        }
+                        expr_uses(&target.name, bound, out);
+                    }
+                }
+            }
+        }
+        StmtKind::Edge { halves } => halves.iter().for_each(|h| expr_uses(&h.name, bound, out)),
+    }
+}
+
+fn lambda_uses(lambda: &ast::Lambda, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    bound.push();
+    for p in &lambda.params {
+        bound.add(Key::Var(p.name.name.clone()));
+    }
+    expr_uses(&lambda.body, bound, out);
+    bound.pop();
+}
+
+fn expr_uses(expr: &ast::Expr, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    match &expr.kind {
+        ExprKind::Bool(_)
+        | ExprKind::Int(_)
+        | ExprKind::Float(_)
+        | ExprKind::RawStr(_)
+        | ExprKind::Str(_)
+        | ExprKind::Error => {}
+        ExprKind::Interp(parts) => {
+            for part in parts {
+                if let InterpPart::Var(name) = part {
+                    note(Key::of_var(&name.name), name.span, bound, out);
+                }
+            }
+        }
+        ExprKind::List(items) => items.iter().for_each(|e| expr_uses(e, bound, out)),
+        ExprKind::Map(entries) => {
+            for (k, v) in entries {
+                expr_uses(k, bound, out);
+                expr_uses(v, bound, out);
+            }
+        }
+        ExprKind::Struct(fields) => fields.iter().for_each(|(_, e)| expr_uses(e, bound, out)),
+        ExprKind::Var(name) => note(Key::of_var(&name.name), expr.span, bound, out),
+        ExprKind::Call { name, args } => {
+            note(Key::of_func(&name.name), expr.span, bound, out);
+            args.iter().for_each(|e| expr_uses(e, bound, out));
+        }
+        ExprKind::CallVar { name, args } => {
+            note(Key::of_var(&name.name), expr.span, bound, out);
+            args.iter().for_each(|e| expr_uses(e, bound, out));
+        }
+        ExprKind::Lambda(lambda) => lambda_uses(lambda, bound, out),
+        ExprKind::CallLambda { lambda, args } => {
+            lambda_uses(lambda, bound, out);
+            args.iter().for_each(|e| expr_uses(e, bound, out));
+        }
+        ExprKind::If { cond, then, els } => {
+            expr_uses(cond, bound, out);
+            expr_uses(then, bound, out);
+            expr_uses(els, bound, out);
+        }
+        ExprKind::Binary { lhs, rhs, .. } => {
+            expr_uses(lhs, bound, out);
+            expr_uses(rhs, bound, out);
+        }
+        ExprKind::Not(e) | ExprKind::Field { base: e, .. } | ExprKind::Annotated { expr: e, .. } => {
+            expr_uses(e, bound, out)
+        }
+        ExprKind::Index { base, index } => {
+            expr_uses(base, bound, out);
+            expr_uses(index, bound, out);
+        }
+        ExprKind::FieldOr { base, default, .. } => {
+            expr_uses(base, bound, out);
+            expr_uses(default, bound, out);
+        }
+    }
+}
+
+/// The blocks directly nested in a statement (each analysed as its own block).
+fn inner_blocks(stmt: &ast::Stmt) -> Vec<&ast::Block> {
+    match &stmt.kind {
+        StmtKind::If { then, els, .. } => {
+            let mut v = vec![then];
+            v.extend(els.iter());
+            v
+        }
+        StmtKind::For { body, .. } | StmtKind::ForKv { body, .. } | StmtKind::Class { body, .. } => vec![body],
+        _ => Vec::new(),
+    }
+}
+
+/// One cycle per strongly connected component that has one, as the use spans of its
+/// edges. Components in order of their smallest vertex.
+fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<Span>> {
+    let comps = tarjan(edges);
+    let mut out = Vec::new();
+    for comp in comps {
+        let set: BTreeSet<usize> = comp.iter().copied().collect();
+        let start = *set.iter().next().unwrap_or(&0);
+        let cyclic = set.len() > 1 || edges[start].iter().any(|(t, _)| *t == start);
+        if !cyclic {
+            continue;
+        }
+        // Walk from `start` staying inside the component until we return to `start`:
+        // breadth-first search for the shortest path back gives a simple cycle.
+        let mut prev: BTreeMap<usize, (usize, Span)> = BTreeMap::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut found = None;
+        'bfs: while let Some(v) = queue.pop_front() {
+            for &(t, span) in &edges[v] {
+                if !set.contains(&t) {
+                    continue;
+                }
+                if t == start {
+                    found = Some((v, span));
+                    break 'bfs;
+                }
+                if let std::collections::btree_map::Entry::Vacant(e) = prev.entry(t) {
+                    e.insert((v, span));
+                    queue.push_back(t);
+                }
+            }
+        }
+        let Some((mut v, span)) = found else { continue };
+        let mut spans = vec![span];
+        while v != start {
+            let Some(&(p, s)) = prev.get(&v) else { break };
+            spans.push(s);
+            v = p;
+        }
+        out.push((start, spans));
+    }
+    out.sort_by_key(|(s, _)| *s);
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Strongly connected components (iterative Tarjan).
+fn tarjan(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<usize>> {
+    let n = edges.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut comps = Vec::new();
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut i)) = work.last_mut() {
+            if *i < edges[v].len() {
+                let w = edges[v][*i].0;
+                *i += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+            } else {
+                work.pop();
+                if let Some(&(p, _)) = work.last() {
+                    low[p] = low[p].min(low[v]);
+                }
+                if low[v] == index[v] {
+                    let mut comp = Vec::new();
+                    while let Some(w) = stack.pop() {
+                        on_stack[w] = false;
+                        comp.push(w);
+                        if w == v {
+                            break;
+                        }
+                    }
+                    comps.push(comp);
+                }
+            }
+        }
+    }
+    comps
+}

@@ -1,0 +1,305 @@
+//! Statements: declaring a block's definitions in its frame, elaborating its output
+//! statements into [`IrStmt`]s, and inlining class includes.
+
+use super::frame::{AliasEntry, ClassEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
+use super::imports::{ImportTarget, default_namespace};
+use super::{Ctx, Hit};
+use crate::diag::{Diagnostic, Stage};
+use crate::ir::{
+    Annotation, EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrField, IrMeta, IrResource, IrStmt, NodeId, NodeKind,
+};
+use crate::syntax::ast::{self, ImportAlias, ResEntryKind, StmtKind};
+
+impl<'a> Ctx<'a> {
+    /// A block instance: a new frame under `parent`, its definitions, its output.
+    pub(super) fn block(&mut self, parent: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
+        let fid = self.new_frame(Frame::child(parent));
+        self.declare(fid, stmts);
+        let out = self.block_stmts(fid, stmts);
+        self.finish(fid);
+        out
+    }
+
+    /// Registers the definitions of a block in its frame (lazily; nothing is elaborated).
+    /// Duplicates were reported by the ordering analysis; the first definition is kept.
+    pub(super) fn declare(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) {
+        for stmt in stmts {
+            match &stmt.kind {
+                StmtKind::Bind { name, ann, value } => {
+                    let entry = VarEntry::Bind { name, ann: ann.as_ref(), value, state: Lazy::Pending };
+                    self.frame_mut(fid).vars.entry(name.name.clone()).or_insert(entry);
+                }
+                StmtKind::Func { name, func } => {
+                    let entry = FuncEntry { name, lambda: func, frame: fid, active: 0, called: false };
+                    self.frame_mut(fid).funcs.entry(name.name.clone()).or_insert(entry);
+                }
+                StmtKind::Class { name, params, body } => {
+                    let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                    self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);
+                }
+                StmtKind::Include { alias: Some(alias), .. } => {
+                    let entry = AliasEntry::Include { stmt, state: Lazy::Pending };
+                    self.frame_mut(fid).aliases.entry(alias.name.clone()).or_insert(entry);
+                }
+                StmtKind::Import { path, alias, .. } => {
+                    let target = self.targets.get(&stmt.span).cloned().unwrap_or(ImportTarget::Failed);
+                    let entry = match target {
+                        ImportTarget::System(pkg) => AliasEntry::System(pkg),
+                        ImportTarget::Module(m) => match self.module_frame(m) {
+                            Some(f) => AliasEntry::Frame(f),
+                            None => AliasEntry::Failed,
+                        },
+                        ImportTarget::Failed => AliasEntry::Failed,
+                    };
+                    match alias {
+                        Some(ImportAlias::Star(_)) => self.frame_mut(fid).stars.push(entry),
+                        Some(ImportAlias::Name(n)) => {
+                            self.frame_mut(fid).aliases.entry(n.name.clone()).or_insert(entry);
+                        }
+                        None => {
+                            self.frame_mut(fid).aliases.entry(default_namespace(path)).or_insert(entry);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Resolves what a block defines but nothing used: unused binds are elaborated (so
+    /// their unknown names are errors) and funcs never called are scope-checked once.
+    pub(super) fn finish(&mut self, fid: FrameId) {
+        let binds: Vec<String> = self
+            .frame(fid)
+            .vars
+            .iter()
+            .filter(|(_, v)| matches!(v, VarEntry::Bind { state: Lazy::Pending, .. }))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in binds {
+            self.force_bind(fid, &key);
+        }
+        let funcs: Vec<String> =
+            self.frame(fid).funcs.iter().filter(|(_, f)| !f.called).map(|(k, _)| k.clone()).collect();
+        for key in funcs {
+            self.check_func(fid, &key);
+        }
+    }
+
+    /// The output statements of a block, in order (includes inlined).
+    pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
+        let mut out = Vec::new();
+        for stmt in stmts {
+            self.stmt(fid, stmt, &mut out);
+        }
+        out
+    }
+
+    fn stmt(&mut self, fid: FrameId, stmt: &'a ast::Stmt, out: &mut Vec<IrStmt>) {
+        match &stmt.kind {
+            StmtKind::Bind { .. } | StmtKind::Func { .. } | StmtKind::Class { .. } | StmtKind::Import { .. } => {}
+            StmtKind::Resource(res) => out.push(IrStmt::Resource(self.resource(fid, res, stmt))),
+            StmtKind::Edge { halves } => {
+                let halves = halves.iter().map(|h| self.edge_half(fid, h)).collect();
+                out.push(IrStmt::Edge(IrEdge { halves, span: stmt.span }));
+            }
+            StmtKind::If { cond, then, els } => {
+                let cond = self.expr(fid, cond);
+                let then = self.block(fid, &then.stmts);
+                let els = match els {
+                    Some(b) => self.block(fid, &b.stmts),
+                    None => Vec::new(),
+                };
+                out.push(IrStmt::If { cond, then, els, span: stmt.span });
+            }
+            StmtKind::For { index: a, value: b, iter, body } | StmtKind::ForKv { key: a, value: b, iter, body } => {
+                let kv = matches!(stmt.kind, StmtKind::ForKv { .. });
+                let iter = self.expr(fid, iter);
+                let loop_frame = self.new_frame(Frame::child(fid));
+                let key = self.graph.add_param(a.name.clone(), a.span);
+                let value = self.graph.add_param(b.name.clone(), b.span);
+                let key_node = self.graph.add(NodeKind::Param(key), a.span);
+                let value_node = self.graph.add(NodeKind::Param(value), b.span);
+                self.frame_mut(loop_frame).vars.insert(a.name.clone(), VarEntry::Node(key_node));
+                self.frame_mut(loop_frame).vars.insert(b.name.clone(), VarEntry::Node(value_node));
+                let body = self.block(loop_frame, &body.stmts);
+                out.push(IrStmt::For { iter, key, value, kv, body, span: stmt.span });
+            }
+            StmtKind::Panic { args } => {
+                let func = if args.len() == 2 { "panic_debug" } else { "panic" };
+                let args = args.iter().map(|a| self.expr(fid, a)).collect();
+                let check = self.graph.add(NodeKind::Call { func: func.to_string(), args }, stmt.span);
+                out.push(IrStmt::Panic { check, span: stmt.span });
+            }
+            StmtKind::Include { alias, .. } => {
+                let instance = match alias {
+                    Some(a) => self.force_include(fid, &a.name),
+                    None => self.instantiate(fid, stmt),
+                };
+                if let Some(body_frame) = instance {
+                    out.extend(self.emit_instance(body_frame, stmt));
+                }
+            }
+        }
+    }
+
+    fn resource(&mut self, fid: FrameId, res: &'a ast::Resource, stmt: &'a ast::Stmt) -> IrResource {
+        let name = self.expr(fid, &res.name);
+        let mut fields = Vec::new();
+        let mut edges = Vec::new();
+        let mut metas = Vec::new();
+        for entry in &res.entries {
+            match &entry.kind {
+                ResEntryKind::Field { name: field, cond, value } => {
+                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
+                    let value = self.expr(fid, value);
+                    fields.push(IrField { name: field.name.clone(), value, cond, span: entry.span });
+                }
+                ResEntryKind::Edge { prop, cond, target } => {
+                    let prop = match prop.name.as_str() {
+                        "before" => EdgeProp::Before,
+                        "depend" => EdgeProp::Depend,
+                        "notify" => EdgeProp::Notify,
+                        "listen" => EdgeProp::Listen,
+                        other => {
+                            // The init stage rejects these; stay robust if it did not.
+                            self.error(Diagnostic::new(
+                                Stage::SetScope,
+                                format!("invalid property: `{other}`"),
+                                prop.span,
+                            ));
+                            continue;
+                        }
+                    };
+                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
+                    let target = self.edge_half(fid, target);
+                    edges.push(IrBodyEdge { prop, cond, target, span: entry.span });
+                }
+                ResEntryKind::Meta { name: meta, cond, value } => {
+                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
+                    let value = self.expr(fid, value);
+                    metas.push(IrMeta { name: meta.as_ref().map(|m| m.name.clone()), value, cond, span: entry.span });
+                }
+            }
+        }
+        IrResource {
+            kind: res.kind.name.clone(),
+            kind_span: res.kind.span,
+            name,
+            fields,
+            edges,
+            metas,
+            collect: res.collect,
+            span: stmt.span,
+        }
+    }
+
+    fn edge_half(&mut self, fid: FrameId, half: &'a ast::EdgeHalf) -> IrEdgeHalf {
+        let name = self.expr(fid, &half.name);
+        IrEdgeHalf {
+            kind: half.kind.name.clone(),
+            name,
+            field: half.field.as_ref().map(|f| f.name.clone()),
+            span: half.span,
+        }
+    }
+
+    /// Instantiates an `include ... as alias` defined in `owner` on first use.
+    pub(super) fn force_include(&mut self, owner: FrameId, alias: &str) -> Option<FrameId> {
+        let (stmt, state) = match self.frame(owner).aliases.get(alias) {
+            Some(AliasEntry::Include { stmt, state }) => (*stmt, *state),
+            Some(AliasEntry::Frame(f)) => return Some(*f),
+            _ => return None,
+        };
+        match state {
+            Lazy::Done(f) => Some(f),
+            Lazy::Active => {
+                self.recursion(stmt.span);
+                None
+            }
+            Lazy::Pending => {
+                self.set_include_state(owner, alias, Lazy::Active);
+                let out = self.instantiate(owner, stmt);
+                match out {
+                    Some(f) => self.set_include_state(owner, alias, Lazy::Done(f)),
+                    None => {
+                        self.frame_mut(owner).aliases.insert(alias.to_string(), AliasEntry::Failed);
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    fn set_include_state(&mut self, owner: FrameId, alias: &str, new: Lazy<FrameId>) {
+        if let Some(AliasEntry::Include { state, .. }) = self.frame_mut(owner).aliases.get_mut(alias) {
+            *state = new;
+        }
+    }
+
+    /// Creates the frames of one class instance: arguments bound to the parameters, the
+    /// body's definitions declared. Returns the body frame (which `as` exports).
+    fn instantiate(&mut self, fid: FrameId, stmt: &'a ast::Stmt) -> Option<FrameId> {
+        let StmtKind::Include { name, args, .. } = &stmt.kind else { return None };
+        let args: &'a [ast::Expr] = args.as_deref().unwrap_or(&[]);
+        let arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
+        let (owner, key) = match self.find(fid, Ns::Class, &name.name) {
+            Some(Hit::Entry(owner, key)) => (owner, key),
+            Some(_) => return None,
+            None => {
+                self.unknown(fid, Ns::Class, &name.name, stmt.span);
+                return None;
+            }
+        };
+        let class = self.frame(owner).classes.get(&key)?.clone();
+        let params = class.params.unwrap_or(&[]);
+        if params.len() != arg_nodes.len() {
+            let d = Diagnostic::new(
+                Stage::SetScope,
+                format!("class `{}` expected {} args but got {}", class.name.name, params.len(), arg_nodes.len()),
+                stmt.span,
+            )
+            .with_label(class.name.span, "class defined here");
+            self.error(d);
+            return None;
+        }
+        if class.active > 0 {
+            self.recursion(stmt.span);
+            return None;
+        }
+        let param_frame = self.new_frame(Frame::child(class.frame));
+        for (param, node) in params.iter().zip(&arg_nodes) {
+            if let Some(ann) = &param.ann {
+                self.graph.annotations.push(Annotation { node: *node, ty: ann.ty.clone(), span: ann.span });
+            }
+            self.frame_mut(param_frame).vars.insert(param.name.name.clone(), VarEntry::Node(*node));
+        }
+        let body_frame = self.new_frame(Frame::child(param_frame));
+        self.instances.insert(body_frame, (class.body, owner, key.clone()));
+        self.with_class_active(owner, &key, 1);
+        self.declare(body_frame, &class.body.stmts);
+        self.with_class_active(owner, &key, -1);
+        Some(body_frame)
+    }
+
+    /// The output statements of an instantiated class body (once per include statement).
+    fn emit_instance(&mut self, body_frame: FrameId, stmt: &'a ast::Stmt) -> Vec<IrStmt> {
+        let Some((body, owner, key)) = self.instances.get(&body_frame).cloned() else { return Vec::new() };
+        let active = self.frame(owner).classes.get(&key).map_or(0, |c| c.active);
+        if active > 0 {
+            self.recursion(stmt.span);
+            return Vec::new();
+        }
+        self.with_class_active(owner, &key, 1);
+        let out = self.block_stmts(body_frame, &body.stmts);
+        self.finish(body_frame);
+        self.with_class_active(owner, &key, -1);
+        out
+    }
+
+    fn with_class_active(&mut self, owner: FrameId, key: &str, delta: i32) {
+        if let Some(c) = self.frame_mut(owner).classes.get_mut(key) {
+            c.active = c.active.saturating_add_signed(delta);
+        }
+    }
+}

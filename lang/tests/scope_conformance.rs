@@ -1,0 +1,246 @@
+//! Conformance of scope resolution against the mgmt corpus: every archive in
+//! `conformance/graph` and `conformance/unit-errors` is run through
+//! parse → init → interpolate → resolve with a catalog holding the functions the corpus
+//! uses. An archive expecting `errSetScope` must fail resolution; one expecting a later
+//! stage (or success) must pass it. Archives that fail an earlier stage are skipped.
+
+use lang::catalog::{Catalog, FuncDecl};
+use lang::diag::{Diagnostics, Stage};
+use lang::loader::MemLoader;
+use lang::span::{SourceFile, SourceMap};
+use lang::types::Type;
+use lang::value::Value;
+use std::path::{Path, PathBuf};
+
+fn shared() -> Option<PathBuf> {
+    // `TEND_SHARED_DIR` overrides the location (handy from a git worktree).
+    let dir = std::env::var_os("TEND_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
+    dir.join("conformance").is_dir().then_some(dir)
+}
+
+/// Every built-in the corpus calls (names only; signatures do not matter to scope).
+const FUNCS: &[&str] = &[
+    "len",
+    "contains",
+    "concat",
+    "list_lookup",
+    "map_lookup",
+    "history",
+    "random1",
+    "panic",
+    "panic_debug",
+    "fmt.printf",
+    "golang.template",
+    "golang/strings.join",
+    "golang/strings.trim_space",
+    "golang/strings.has_prefix",
+    "golang/strings.to_upper",
+    "iter.map",
+    "iter.filter",
+    "iter.reduce",
+    "iter.zip",
+    "iter.flatten",
+    "iter.range",
+    "deploy.abspath",
+    "deploy.readfile",
+    "deploy.readfileabs",
+    "deploy.file_exists",
+    "deploy.directory",
+    "deploy.binary_path",
+    "math.fortytwo",
+    "math.minus1",
+    "math.mod",
+    "math.pow",
+    "math.sqrt",
+    "test.fastcount",
+    "test.forloop",
+    "test.forkvloop",
+    "test.one_instance_a",
+    "test.one_instance_b",
+    "test.one_instance_c",
+    "test.one_instance_d",
+    "test.one_instance_e",
+    "test.one_instance_f",
+    "test.one_instance_g",
+    "test.one_instance_h",
+    "test.one_stream",
+    "test.slow_string",
+    "datetime.now",
+    "datetime.print",
+    "datetime.format",
+    "datetime.hour",
+    "datetime.weekday",
+    "os.readfile",
+    "os.system",
+    "os.family",
+    "os.args",
+    "map.keys",
+    "map.values",
+    "map.lookup",
+    "list.concat",
+    "list.lookup",
+    "sys.load",
+    "sys.getenv",
+    "sys.hostname",
+    "sys.cpu_count",
+    "strings.trim_space",
+    "strings.to_upper",
+    "strings.split",
+    "net.cidr_to_ip",
+    "net.macfmt",
+    "encoding.base64_encode",
+    "encoding.base64_decode",
+    "encoding.decode_json",
+    "convert.str_to_int",
+    "convert.int_to_str",
+    "convert.format_bool",
+    "example/nested.hello",
+    "example.answer",
+    "regexp.match",
+];
+
+fn catalog() -> Catalog {
+    let mut c = Catalog::new();
+    for name in FUNCS {
+        c.add_func(FuncDecl {
+            name: name.to_string(),
+            sigs: vec![Type::func(vec![], Type::Var(1))],
+            infer: None,
+            check: None,
+            doc: "",
+        });
+    }
+    c.add_constant("hostname", Value::str(""));
+    c.add_constant("purpleidea", Value::str("hello world!"));
+    for (k, v) in [("exists", "exists"), ("absent", "absent"), ("undefined", "")] {
+        c.add_constant(format!("const.res.file.state.{k}"), Value::str(v));
+    }
+    c
+}
+
+/// The sections of a txtar archive.
+fn txtar(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_end();
+        if let Some(name) = t.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
+            out.push((name.to_string(), String::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.1.push_str(line);
+        }
+    }
+    out
+}
+
+enum Outcome {
+    /// Failed before scope resolution (not this phase's business).
+    Earlier,
+    Resolved(Diagnostics),
+}
+
+fn front(file: lang::span::FileId, text: &str) -> (Option<lang::syntax::ast::File>, Diagnostics) {
+    let (parsed, mut diags) = lang::syntax::parse(file, text);
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    diags.extend(lang::init::check(&parsed));
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    let (out, more) = lang::interpolate::run(parsed);
+    if !more.is_empty() {
+        return (None, more);
+    }
+    (Some(out), diags)
+}
+
+fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
+    let mut loader = MemLoader::new();
+    for (name, body) in sections {
+        if name != "OUTPUT" && name != "CONFIG" {
+            loader = loader.with(&format!("/{name}"), body);
+        }
+    }
+    let mut entry = "/main.mcl".to_string();
+    if let Some(meta) = loader.files.get("/metadata.yaml") {
+        for line in meta.lines() {
+            if let Some(rest) = line.trim().strip_prefix("main:") {
+                entry = format!("/{}", rest.trim().trim_matches('"'));
+            }
+        }
+    }
+    let Some(text) = loader.files.get(&entry).cloned() else { return Outcome::Earlier };
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
+    let (main, diags) = front(id, &text);
+    let Some(main) = main.filter(|_| diags.is_empty()) else { return Outcome::Earlier };
+    let (_graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
+    Outcome::Resolved(diags)
+}
+
+fn expected_stage(output: &str) -> Option<&str> {
+    let first = output.lines().find(|l| !l.trim().is_empty())?;
+    let rest = first.strip_prefix("# err: ")?;
+    rest.split(':').next()
+}
+
+#[test]
+fn corpus_scope_stage_matches() {
+    let Some(shared) = shared() else {
+        println!("skipping: ../shared/conformance not found");
+        return;
+    };
+    let catalog = catalog();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in ["graph", "unit-errors"] {
+        let d: &Path = &shared.join("conformance").join(dir);
+        let Ok(read) = std::fs::read_dir(d) else { continue };
+        files.extend(
+            read.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "txtar")),
+        );
+    }
+    files.sort();
+    let (mut pass, mut fail, mut skipped) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for path in &files {
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let sections = txtar(&text);
+        let Some(output) = sections.iter().find(|(n, _)| n == "OUTPUT").map(|(_, b)| b.clone()) else {
+            skipped += 1;
+            continue;
+        };
+        let stage = expected_stage(&output);
+        if matches!(stage, Some("errLexParse" | "errInit" | "errInterpolate")) {
+            skipped += 1;
+            continue;
+        }
+        let want_fail = stage == Some("errSetScope");
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match run(&sections, &catalog) {
+            Outcome::Earlier => {
+                skipped += 1;
+                println!("earlier-stage failure (skipped): {name}");
+            }
+            Outcome::Resolved(diags) => {
+                assert!(diags.iter().all(|d| d.stage == Stage::SetScope), "{name}: wrong stage");
+                let failed = !diags.is_empty();
+                if failed == want_fail {
+                    pass += 1;
+                } else {
+                    fail += 1;
+                    let first = diags.first().map(|d| d.message.clone()).unwrap_or_default();
+                    failures.push(format!("{name} (want {}): {first}", if want_fail { "failure" } else { "success" }));
+                }
+            }
+        }
+    }
+    println!("scope conformance: {pass} passed, {fail} failed, {skipped} skipped");
+    for f in &failures {
+        println!("  FAIL {f}");
+    }
+    let rate = pass as f64 / (pass + fail).max(1) as f64;
+    assert!(pass + fail > 200, "too few archives ran: {}", pass + fail);
+    assert!(rate >= 0.95, "pass rate {rate:.3} below 0.95");
+}
