@@ -2,4 +2,6 @@
 
 pub mod api;
 pub mod core;
+pub mod printf;
 pub mod registry;
+pub mod template;

@@ -1,0 +1,705 @@
+//! The other `golang/*` packages the corpus uses: `strconv`, `path`,
+//! `path/filepath`, `math`, `math/rand`, `os`, `os/exec`, `runtime`, `html`.
+
+use super::convert::{go_parse_bool, go_parse_float, go_parse_int};
+use super::{arg_bool, arg_float, arg_int, arg_str, arg_strs, pure};
+use crate::api::{FuncError, FuncResult};
+use crate::registry::Registry;
+use lang::value::{Value, quote_str};
+use rand::Rng;
+
+fn reg(r: &mut Registry, pkg: &str, name: &str, sig: &'static str, f: crate::api::PureFn, doc: &'static str) {
+    pure(r, format!("golang/{pkg}.{name}"), sig, f, doc);
+}
+
+pub fn register(r: &mut Registry) {
+    strconv(r);
+    for pkg in ["path", "path/filepath"] {
+        paths(r, pkg);
+    }
+    reg(
+        r,
+        "path/filepath",
+        "abs",
+        "func(path str) str",
+        body!(|a| {
+            let p = arg_str(a, 0)?;
+            if p.starts_with('/') {
+                return Ok(Value::str(go_clean(p)));
+            }
+            let wd = std::env::current_dir().map_err(|e| FuncError::catchable(e.to_string()))?;
+            Ok(Value::str(go_clean(&format!("{}/{p}", wd.display()))))
+        }),
+        "an absolute, cleaned path",
+    );
+    reg(
+        r,
+        "path/filepath",
+        "to_slash",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(arg_str(a, 0)?))),
+        "the path with / separators",
+    );
+    reg(
+        r,
+        "path/filepath",
+        "from_slash",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(arg_str(a, 0)?))),
+        "the path with OS separators",
+    );
+    math(r);
+    os(r);
+    reg(
+        r,
+        "os/exec",
+        "look_path",
+        "func(file str) str",
+        body!(|a| look_path(arg_str(a, 0)?)),
+        "the path of an executable in $PATH",
+    );
+    reg(
+        r,
+        "runtime",
+        "version",
+        "func() str",
+        body!(|_a| Ok(Value::str(concat!("tend-", env!("CARGO_PKG_VERSION"))))),
+        "the runtime's version",
+    );
+    reg(
+        r,
+        "runtime",
+        "goroot",
+        "func() str",
+        body!(|_a| Ok(Value::str(std::env::var("GOROOT").unwrap_or_default()))),
+        "$GOROOT (tend is not a Go program)",
+    );
+    reg(
+        r,
+        "runtime",
+        "num_cpu",
+        "func() int",
+        body!(|_a| Ok(Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)))),
+        "the number of usable CPUs",
+    );
+    reg(
+        r,
+        "html",
+        "escape_string",
+        "func(s str) str",
+        body!(|a| Ok(Value::str(html_escape(arg_str(a, 0)?)))),
+        "escapes < > & ' \"",
+    );
+    reg(
+        r,
+        "html",
+        "unescape_string",
+        "func(s str) str",
+        body!(|a| Ok(Value::str(html_unescape(arg_str(a, 0)?)))),
+        "decodes HTML entities",
+    );
+}
+
+fn strconv(r: &mut Registry) {
+    let p = "strconv";
+    reg(
+        r,
+        p,
+        "atoi",
+        "func(s str) int",
+        body!(|a| go_parse_int(arg_str(a, 0)?, 10).map(Value::Int)),
+        "parses a base-10 int",
+    );
+    reg(r, p, "itoa", "func(i int) str", body!(|a| Ok(Value::str(arg_int(a, 0)?.to_string()))), "an int in base 10");
+    reg(
+        r,
+        p,
+        "format_bool",
+        "func(b bool) str",
+        body!(|a| Ok(Value::str(arg_bool(a, 0)?.to_string()))),
+        "\"true\" or \"false\"",
+    );
+    reg(
+        r,
+        p,
+        "parse_bool",
+        "func(s str) bool",
+        body!(|a| go_parse_bool(arg_str(a, 0)?).map(Value::Bool)),
+        "parses a bool",
+    );
+    reg(
+        r,
+        p,
+        "format_int",
+        "func(i int, base int) str",
+        body!(|a| format_int(arg_int(a, 0)?, arg_int(a, 1)?)),
+        "an int in a base 2..36",
+    );
+    reg(
+        r,
+        p,
+        "parse_int",
+        "func(s str, base int, bit_size int) int",
+        body!(|a| {
+            let n = go_parse_int(arg_str(a, 0)?, arg_int(a, 1)?)?;
+            let bits = arg_int(a, 2)?;
+            let bits = if bits == 0 { 64 } else { bits };
+            if !(1..=64).contains(&bits) {
+                return Err(FuncError::catchable(format!("invalid bit size {bits}")));
+            }
+            if bits < 64 && (n < -(1i64 << (bits - 1)) || n >= 1i64 << (bits - 1)) {
+                return Err(FuncError::catchable(format!("parsing {}: value out of range", quote_str(arg_str(a, 0)?))));
+            }
+            Ok(Value::Int(n))
+        }),
+        "parses an int in a base",
+    );
+    reg(
+        r,
+        p,
+        "parse_float",
+        "func(s str, bit_size int) float",
+        body!(|a| go_parse_float(arg_str(a, 0)?).map(Value::Float)),
+        "parses a float",
+    );
+    reg(r, p, "quote", "func(s str) str", body!(|a| Ok(Value::str(quote_str(arg_str(a, 0)?)))), "a Go-quoted string");
+    reg(
+        r,
+        p,
+        "unquote",
+        "func(s str) str",
+        body!(|a| unquote(arg_str(a, 0)?).map(Value::str)),
+        "the value of a quoted string",
+    );
+}
+
+pub(crate) fn format_int(n: i64, base: i64) -> FuncResult {
+    if !(2..=36).contains(&base) {
+        return Err(FuncError::fatal(format!("strconv: illegal AppendInt/FormatInt base {base}")));
+    }
+    let digits = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut v = n.unsigned_abs();
+    let mut out = Vec::new();
+    loop {
+        out.push(digits[(v % base as u64) as usize]);
+        v /= base as u64;
+        if v == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        out.push(b'-');
+    }
+    out.reverse();
+    Ok(Value::str(String::from_utf8_lossy(&out)))
+}
+
+/// Go's `strconv.Unquote` for `"..."`, `` `...` `` and `'c'`.
+pub(crate) fn unquote(s: &str) -> Result<String, FuncError> {
+    let bad = || FuncError::catchable("invalid syntax");
+    if s.len() >= 2 && s.starts_with('`') && s.ends_with('`') {
+        return Ok(s[1..s.len() - 1].replace('\r', ""));
+    }
+    let (q, inner) = match (s.chars().next(), s.chars().last()) {
+        (Some(q @ ('"' | '\'')), Some(e)) if e == q && s.len() >= 2 => (q, &s[1..s.len() - 1]),
+        _ => return Err(bad()),
+    };
+    let mut out = String::new();
+    let mut it = inner.chars().peekable();
+    while let Some(c) = it.next() {
+        if c == q || c == '\n' {
+            return Err(bad());
+        }
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let e = it.next().ok_or_else(bad)?;
+        let hex = |it: &mut std::iter::Peekable<std::str::Chars<'_>>, n: usize| -> Result<u32, FuncError> {
+            let h: String = (0..n).filter_map(|_| it.next()).collect();
+            if h.len() != n {
+                return Err(bad());
+            }
+            u32::from_str_radix(&h, 16).map_err(|_| bad())
+        };
+        match e {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            '\\' => out.push('\\'),
+            '"' | '\'' if e == q => out.push(e),
+            'x' => out.push(char::from_u32(hex(&mut it, 2)?).ok_or_else(bad)?),
+            'u' => out.push(char::from_u32(hex(&mut it, 4)?).ok_or_else(bad)?),
+            'U' => out.push(char::from_u32(hex(&mut it, 8)?).ok_or_else(bad)?),
+            '0'..='7' => {
+                let o: String = std::iter::once(e).chain((0..2).filter_map(|_| it.next())).collect();
+                let v = u32::from_str_radix(&o, 8).map_err(|_| bad())?;
+                out.push(char::from_u32(v).filter(|_| v < 256).ok_or_else(bad)?);
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if q == '\'' && out.chars().count() != 1 {
+        return Err(bad());
+    }
+    Ok(out)
+}
+
+/// Go's `path.Clean`.
+pub(crate) fn go_clean(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let rooted = p.starts_with('/');
+    let mut parts: Vec<&str> = Vec::new();
+    for seg in p.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                if parts.last().is_some_and(|l| *l != "..") {
+                    parts.pop();
+                } else if !rooted {
+                    parts.push("..");
+                }
+            }
+            s => parts.push(s),
+        }
+    }
+    let body = parts.join("/");
+    match (rooted, body.is_empty()) {
+        (true, _) => format!("/{body}"),
+        (false, true) => ".".into(),
+        (false, false) => body,
+    }
+}
+
+pub(crate) fn go_base(p: &str) -> String {
+    if p.is_empty() {
+        return ".".into();
+    }
+    let t = p.trim_end_matches('/');
+    if t.is_empty() {
+        return "/".into();
+    }
+    t.rsplit('/').next().unwrap_or(t).to_string()
+}
+
+pub(crate) fn go_dir(p: &str) -> String {
+    let i = p.rfind('/').map(|i| i + 1).unwrap_or(0);
+    go_clean(&p[..i])
+}
+
+pub(crate) fn go_ext(p: &str) -> String {
+    for (i, c) in p.char_indices().rev() {
+        match c {
+            '/' => break,
+            '.' => return p[i..].to_string(),
+            _ => {}
+        }
+    }
+    String::new()
+}
+
+fn paths(r: &mut Registry, pkg: &str) {
+    reg(
+        r,
+        pkg,
+        "base",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(go_base(arg_str(a, 0)?)))),
+        "the last element of a path",
+    );
+    reg(
+        r,
+        pkg,
+        "clean",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(go_clean(arg_str(a, 0)?)))),
+        "the shortest equivalent path",
+    );
+    reg(
+        r,
+        pkg,
+        "dir",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(go_dir(arg_str(a, 0)?)))),
+        "all but the last element",
+    );
+    reg(
+        r,
+        pkg,
+        "ext",
+        "func(path str) str",
+        body!(|a| Ok(Value::str(go_ext(arg_str(a, 0)?)))),
+        "the file name extension",
+    );
+    reg(
+        r,
+        pkg,
+        "is_abs",
+        "func(path str) bool",
+        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.starts_with('/')))),
+        "whether the path is absolute",
+    );
+    reg(
+        r,
+        pkg,
+        "join",
+        "func(elem []str) str",
+        body!(|a| {
+            let parts: Vec<&str> = arg_strs(a, 0)?.into_iter().filter(|s| !s.is_empty()).collect();
+            Ok(Value::str(if parts.is_empty() { String::new() } else { go_clean(&parts.join("/")) }))
+        }),
+        "joins and cleans path elements",
+    );
+}
+
+fn math(r: &mut Registry) {
+    macro_rules! f1 {
+        ($name:literal, $e:expr, $doc:literal) => {
+            reg(r, "math", $name, "func(x float) float", body!(|a| Ok(Value::Float(($e)(arg_float(a, 0)?)))), $doc)
+        };
+    }
+    macro_rules! f2 {
+        ($name:literal, $e:expr, $doc:literal) => {
+            reg(
+                r,
+                "math",
+                $name,
+                "func(x float, y float) float",
+                body!(|a| Ok(Value::Float(($e)(arg_float(a, 0)?, arg_float(a, 1)?)))),
+                $doc,
+            )
+        };
+    }
+    f1!("abs", f64::abs, "absolute value");
+    f1!("cbrt", f64::cbrt, "cube root");
+    f1!("ceil", f64::ceil, "rounds up");
+    f1!("floor", f64::floor, "rounds down");
+    f1!("trunc", f64::trunc, "rounds toward zero");
+    f1!("round", f64::round, "rounds half away from zero");
+    f1!("round_to_even", f64::round_ties_even, "rounds half to even");
+    f1!("sqrt", f64::sqrt, "square root (NaN for negatives)");
+    f1!("exp", f64::exp, "e**x");
+    f1!("log", f64::ln, "natural logarithm");
+    f1!("log2", f64::log2, "base-2 logarithm");
+    f1!("log10", f64::log10, "base-10 logarithm");
+    f1!("sin", f64::sin, "sine");
+    f1!("cos", f64::cos, "cosine");
+    f1!("tan", f64::tan, "tangent");
+    f2!("pow", f64::powf, "x**y");
+    f2!("mod", |x: f64, y: f64| x % y, "remainder of x/y with the sign of x");
+    f2!("max", |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) }, "the larger");
+    f2!("min", |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }, "the smaller");
+    f2!("hypot", f64::hypot, "sqrt(x*x + y*y)");
+    f2!("remainder", |x: f64, y: f64| x - (x / y).round_ties_even() * y, "IEEE 754 remainder");
+    reg(
+        r,
+        "math",
+        "inf",
+        "func(sign int) float",
+        body!(|a| Ok(Value::Float(if arg_int(a, 0)? >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }))),
+        "+Inf or -Inf",
+    );
+    reg(r, "math", "nan", "func() float", body!(|_a| Ok(Value::Float(f64::NAN))), "not-a-number");
+    reg(
+        r,
+        "math",
+        "is_nan",
+        "func(f float) bool",
+        body!(|a| Ok(Value::Bool(arg_float(a, 0)?.is_nan()))),
+        "whether f is NaN",
+    );
+    reg(
+        r,
+        "math",
+        "is_inf",
+        "func(f float, sign int) bool",
+        body!(|a| {
+            let (f, s) = (arg_float(a, 0)?, arg_int(a, 1)?);
+            Ok(Value::Bool((s >= 0 && f == f64::INFINITY) || (s <= 0 && f == f64::NEG_INFINITY)))
+        }),
+        "whether f is an infinity of the sign",
+    );
+    reg(
+        r,
+        "math",
+        "signbit",
+        "func(x float) bool",
+        body!(|a| Ok(Value::Bool(arg_float(a, 0)?.is_sign_negative()))),
+        "whether x is negative or -0",
+    );
+    reg(
+        r,
+        "math/rand",
+        "int",
+        "func() int",
+        body!(|_a| Ok(Value::Int(rand::rng().random_range(0..i64::MAX)))),
+        "a non-negative random int",
+    );
+    reg(
+        r,
+        "math/rand",
+        "intn",
+        "func(n int) int",
+        body!(|a| {
+            let n = arg_int(a, 0)?;
+            if n <= 0 {
+                return Err(FuncError::fatal("invalid argument to Intn"));
+            }
+            Ok(Value::Int(rand::rng().random_range(0..n)))
+        }),
+        "a random int in [0, n)",
+    );
+    reg(
+        r,
+        "math/rand",
+        "float64",
+        "func() float",
+        body!(|_a| Ok(Value::Float(rand::rng().random::<f64>()))),
+        "a random float in [0, 1)",
+    );
+}
+
+/// Go's `os.Expand` with `$NAME`/`${NAME}` from the environment.
+pub(crate) fn expand_env(s: &str, lookup: impl Fn(&str) -> String) -> String {
+    let mut out = String::new();
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'$' || i + 1 >= b.len() {
+            let c = s[i..].chars().next().unwrap_or(' ');
+            out.push(c);
+            i += c.len_utf8();
+            continue;
+        }
+        let rest = &s[i + 1..];
+        if let Some(inner) = rest.strip_prefix('{') {
+            match inner.find('}') {
+                Some(end) if end > 0 => {
+                    out.push_str(&lookup(&inner[..end]));
+                    i += 2 + end + 1;
+                }
+                _ => {
+                    // Bad syntax: Go eats the `${`.
+                    i += 2;
+                }
+            }
+            continue;
+        }
+        let special = rest.chars().next().filter(|c| "*#$@!?-0123456789".contains(*c));
+        let len = match special {
+            Some(_) => 1,
+            None => rest.bytes().take_while(|c| c.is_ascii_alphanumeric() || *c == b'_').count(),
+        };
+        if len == 0 {
+            // `$` followed by nothing usable: Go drops the `$`... and keeps going.
+            i += 1;
+            continue;
+        }
+        out.push_str(&lookup(&rest[..len]));
+        i += 1 + len;
+    }
+    out
+}
+
+fn home_dir() -> Result<String, FuncError> {
+    std::env::var("HOME").ok().filter(|h| !h.is_empty()).ok_or_else(|| FuncError::catchable("$HOME is not defined"))
+}
+
+fn os(r: &mut Registry) {
+    let p = "os";
+    reg(
+        r,
+        p,
+        "getenv",
+        "func(key str) str",
+        body!(|a| Ok(Value::str(std::env::var(arg_str(a, 0)?).unwrap_or_default()))),
+        "an environment variable or \"\"",
+    );
+    reg(
+        r,
+        p,
+        "expand_env",
+        "func(s str) str",
+        body!(|a| Ok(Value::str(expand_env(arg_str(a, 0)?, |k| std::env::var(k).unwrap_or_default())))),
+        "replaces $VAR and ${VAR}",
+    );
+    reg(r, p, "hostname", "func() str", body!(|_a| Ok(Value::str(super::sys::machine_hostname()))), "the host name");
+    reg(
+        r,
+        p,
+        "executable",
+        "func() str",
+        body!(|_a| std::env::current_exe()
+            .map(|p| Value::str(p.display().to_string()))
+            .map_err(|e| FuncError::catchable(e.to_string()))),
+        "the path of the running binary",
+    );
+    reg(r, p, "getpid", "func() int", body!(|_a| Ok(Value::Int(std::process::id() as i64))), "the process id");
+    reg(
+        r,
+        p,
+        "getppid",
+        "func() int",
+        body!(|_a| Ok(Value::Int(nix::unistd::getppid().as_raw() as i64))),
+        "the parent process id",
+    );
+    reg(r, p, "getuid", "func() int", body!(|_a| Ok(Value::Int(nix::unistd::getuid().as_raw() as i64))), "the user id");
+    reg(
+        r,
+        p,
+        "getgid",
+        "func() int",
+        body!(|_a| Ok(Value::Int(nix::unistd::getgid().as_raw() as i64))),
+        "the group id",
+    );
+    reg(
+        r,
+        p,
+        "getwd",
+        "func() str",
+        body!(|_a| std::env::current_dir()
+            .map(|p| Value::str(p.display().to_string()))
+            .map_err(|e| FuncError::catchable(e.to_string()))),
+        "the working directory",
+    );
+    reg(
+        r,
+        p,
+        "temp_dir",
+        "func() str",
+        body!(|_a| Ok(Value::str(std::env::temp_dir().display().to_string()))),
+        "the temporary directory",
+    );
+    reg(r, p, "user_home_dir", "func() str", body!(|_a| home_dir().map(Value::str)), "the user's home directory");
+    reg(
+        r,
+        p,
+        "user_cache_dir",
+        "func() str",
+        body!(|_a| match std::env::var("XDG_CACHE_HOME").ok().filter(|d| !d.is_empty()) {
+            Some(d) => Ok(Value::str(d)),
+            None => home_dir().map(|h| Value::str(format!("{h}/.cache"))),
+        }),
+        "the user's cache directory",
+    );
+    reg(
+        r,
+        p,
+        "user_config_dir",
+        "func() str",
+        body!(|_a| match std::env::var("XDG_CONFIG_HOME").ok().filter(|d| !d.is_empty()) {
+            Some(d) => Ok(Value::str(d)),
+            None => home_dir().map(|h| Value::str(format!("{h}/.config"))),
+        }),
+        "the user's config directory",
+    );
+    reg(
+        r,
+        p,
+        "readlink",
+        "func(name str) str",
+        body!(|a| {
+            let n = arg_str(a, 0)?;
+            std::fs::read_link(n)
+                .map(|p| Value::str(p.display().to_string()))
+                .map_err(|e| FuncError::catchable(format!("readlink {n}: {e}")))
+        }),
+        "the target of a symbolic link",
+    );
+}
+
+pub(crate) fn look_path(file: &str) -> FuncResult {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec =
+        |p: &std::path::Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    if file.contains('/') {
+        return if is_exec(std::path::Path::new(file)) {
+            Ok(Value::str(file))
+        } else {
+            Err(FuncError::catchable(format!("exec: {file:?}: not an executable file")))
+        };
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    for dir in path.split(':') {
+        let dir = if dir.is_empty() { "." } else { dir };
+        let cand = std::path::Path::new(dir).join(file);
+        if is_exec(&cand) {
+            return Ok(Value::str(cand.display().to_string()));
+        }
+    }
+    Err(FuncError::catchable(format!("exec: {file:?}: executable file not found in $PATH")))
+}
+
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\'' => out.push_str("&#39;"),
+            '"' => out.push_str("&#34;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Decodes numeric entities and the common named ones.
+pub(crate) fn html_unescape(s: &str) -> String {
+    const NAMED: &[(&str, char)] = &[
+        ("lt", '<'),
+        ("gt", '>'),
+        ("amp", '&'),
+        ("quot", '"'),
+        ("apos", '\''),
+        ("nbsp", '\u{a0}'),
+        ("copy", '©'),
+        ("reg", '®'),
+        ("trade", '™'),
+        ("hellip", '…'),
+        ("mdash", '—'),
+        ("ndash", '–'),
+        ("laquo", '«'),
+        ("raquo", '»'),
+        ("euro", '€'),
+    ];
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(i) = rest.find('&') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        let end = after.find(';').filter(|e| *e <= 32);
+        let decoded = end.and_then(|e| {
+            let ent = &after[..e];
+            let c = if let Some(num) = ent.strip_prefix('#') {
+                let v = match num.strip_prefix(['x', 'X']) {
+                    Some(h) => u32::from_str_radix(h, 16).ok(),
+                    None => num.parse().ok(),
+                };
+                v.map(|v| char::from_u32(v).unwrap_or('\u{fffd}'))
+            } else {
+                NAMED.iter().find(|(n, _)| *n == ent).map(|(_, c)| *c)
+            };
+            c.map(|c| (c, e))
+        });
+        match decoded {
+            Some((c, e)) => {
+                out.push(c);
+                rest = &after[e + 1..];
+            }
+            None => {
+                out.push('&');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}

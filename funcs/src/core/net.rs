@@ -1,0 +1,296 @@
+//! The `net` package: address parsers and local interfaces.
+
+use super::streams::{boxed, per_input, poll};
+use super::{arg_str, pure, str_list, stream, strukt};
+use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use crate::registry::Registry;
+use futures::future::BoxFuture;
+use lang::value::Value;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::time::Duration;
+
+pub fn register(r: &mut Registry) {
+    pure(r, "net.cidr_to_ip", "func(a str) str", cidr_to_ip, "the address part of a CIDR");
+    pure(r, "net.cidr_to_prefix", "func(a str) str", cidr_to_prefix, "the prefix length of a CIDR");
+    pure(r, "net.cidr_to_mask", "func(a str) str", cidr_to_mask, "the netmask of a CIDR");
+    pure(r, "net.cidr_to_network", "func(a str) str", cidr_to_network, "the network address of a CIDR");
+    pure(r, "net.cidr_to_first", "func(a str) str", cidr_to_first, "the first usable host address of a CIDR");
+    pure(r, "net.cidr_to_last", "func(a str) str", cidr_to_last, "the last usable host address of a CIDR");
+    pure(r, "net.ip_in_cidr", "func(ip str, cidr str) bool", ip_in_cidr, "whether an address is inside a CIDR");
+    pure(r, "net.is_mac", "func(a str) bool", is_mac, "whether a string is a MAC address");
+    pure(r, "net.macfmt", "func(a str) str", macfmt, "a MAC address with colons");
+    pure(r, "net.oldmacfmt", "func(a str) str", oldmacfmt, "a MAC address with hyphens");
+    pure(r, "net.split_hostport", "func(a str) struct{host str; port str}", split_hostport, "splits host:port");
+    pure(
+        r,
+        "net.url_parser",
+        "func(a str) struct{scheme str; host str; path str; raw_query str}",
+        url_parser,
+        "the parts of a URL",
+    );
+    stream(r, "net.macs", "func() []str", macs, "the MAC addresses of the local interfaces");
+    stream(r, "net.wired_interface", "func() str", wired_interface, "the name of the first wired interface");
+    stream(r, "net.interface_cidr", "func(interface str) str", interface_cidr, "the first IPv4 CIDR of an interface");
+}
+
+fn bad(what: &str, s: &str) -> FuncError {
+    FuncError::catchable(format!("invalid {what}: {s:?}"))
+}
+
+/// `addr/prefix` -> (addr, prefix).
+pub(crate) fn parse_cidr(s: &str) -> Result<(IpAddr, u32), FuncError> {
+    let (a, p) = s.split_once('/').ok_or_else(|| bad("CIDR address", s))?;
+    let ip: IpAddr = a.parse().map_err(|_| bad("CIDR address", s))?;
+    let bits = if ip.is_ipv4() { 32 } else { 128 };
+    let prefix: u32 = p.parse().ok().filter(|p| *p <= bits).ok_or_else(|| bad("CIDR address", s))?;
+    if p.starts_with('+') || (p.len() > 1 && p.starts_with('0')) {
+        return Err(bad("CIDR address", s));
+    }
+    Ok((ip, prefix))
+}
+
+fn bits_of(ip: IpAddr) -> (u128, u32) {
+    match ip {
+        IpAddr::V4(a) => (u32::from(a) as u128, 32),
+        IpAddr::V6(a) => (u128::from(a), 128),
+    }
+}
+
+fn ip_of(v: u128, width: u32) -> IpAddr {
+    if width == 32 { IpAddr::V4(Ipv4Addr::from(v as u32)) } else { IpAddr::V6(Ipv6Addr::from(v)) }
+}
+
+fn mask_bits(prefix: u32, width: u32) -> u128 {
+    let all: u128 = if width == 32 { u32::MAX as u128 } else { u128::MAX };
+    if prefix == 0 { 0 } else { (all << (width - prefix)) & all }
+}
+
+/// (network, broadcast, width) of a CIDR.
+fn range_of(s: &str) -> Result<(u128, u128, u32, u32), FuncError> {
+    let (ip, prefix) = parse_cidr(s)?;
+    let (v, width) = bits_of(ip);
+    let mask = mask_bits(prefix, width);
+    let all: u128 = if width == 32 { u32::MAX as u128 } else { u128::MAX };
+    Ok((v & mask, (v & mask) | (!mask & all), width, prefix))
+}
+
+fn cidr_to_ip(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::str(parse_cidr(arg_str(a, 0)?)?.0.to_string()))
+}
+fn cidr_to_prefix(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::str(parse_cidr(arg_str(a, 0)?)?.1.to_string()))
+}
+fn cidr_to_mask(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (ip, prefix) = parse_cidr(arg_str(a, 0)?)?;
+    let width = bits_of(ip).1;
+    Ok(Value::str(ip_of(mask_bits(prefix, width), width).to_string()))
+}
+fn cidr_to_network(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (net, _, width, _) = range_of(arg_str(a, 0)?)?;
+    Ok(Value::str(ip_of(net, width).to_string()))
+}
+fn cidr_to_first(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (net, _, width, prefix) = range_of(arg_str(a, 0)?)?;
+    let first = if width - prefix >= 2 { net + 1 } else { net };
+    Ok(Value::str(ip_of(first, width).to_string()))
+}
+fn cidr_to_last(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (_, bcast, width, prefix) = range_of(arg_str(a, 0)?)?;
+    let last = if width - prefix >= 2 { bcast - 1 } else { bcast };
+    Ok(Value::str(ip_of(last, width).to_string()))
+}
+fn ip_in_cidr(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let s = arg_str(a, 0)?;
+    let ip: IpAddr = s.parse().map_err(|_| bad("IP address", s))?;
+    let (net, bcast, width, _) = range_of(arg_str(a, 1)?)?;
+    let (v, w) = bits_of(ip);
+    Ok(Value::Bool(w == width && v >= net && v <= bcast))
+}
+
+/// The six bytes of a MAC written with `:` or `-` separators.
+pub(crate) fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let sep = if s.contains(':') { ':' } else { '-' };
+    let parts: Vec<&str> = s.split(sep).collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut out = [0u8; 6];
+    for (o, p) in out.iter_mut().zip(parts) {
+        if p.len() != 2 {
+            return None;
+        }
+        *o = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(out)
+}
+
+fn is_mac(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::Bool(parse_mac(arg_str(a, 0)?).is_some()))
+}
+
+fn mac_with(a: &[Value], sep: &str) -> FuncResult {
+    let s = arg_str(a, 0)?;
+    let b = parse_mac(s).ok_or_else(|| bad("MAC address", s))?;
+    Ok(Value::str(b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(sep)))
+}
+fn macfmt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    mac_with(a, ":")
+}
+fn oldmacfmt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    mac_with(a, "-")
+}
+
+/// Go's `net.SplitHostPort`.
+pub(crate) fn split_host_port(s: &str) -> Result<(String, String), FuncError> {
+    let missing = || FuncError::catchable(format!("address {s}: missing port in address"));
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, tail) =
+            rest.split_once(']').ok_or_else(|| FuncError::catchable(format!("address {s}: missing ']' in address")))?;
+        let port = tail.strip_prefix(':').ok_or_else(missing)?;
+        return Ok((host.to_string(), port.to_string()));
+    }
+    let i = s.rfind(':').ok_or_else(missing)?;
+    let (host, port) = (&s[..i], &s[i + 1..]);
+    if host.contains(':') {
+        return Err(FuncError::catchable(format!("address {s}: too many colons in address")));
+    }
+    Ok((host.to_string(), port.to_string()))
+}
+
+fn split_hostport(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (h, p) = split_host_port(arg_str(a, 0)?)?;
+    Ok(strukt([("host", Value::str(h)), ("port", Value::str(p))]))
+}
+
+fn unhex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Percent-decoding as Go's URL path unescaping does it.
+pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let (Some(h), Some(l)) = (b.get(i + 1).and_then(|c| unhex(*c)), b.get(i + 2).and_then(|c| unhex(*c)))
+            else {
+                return Err(format!("invalid URL escape {:?}", &s[i..(i + 3).min(s.len())]));
+            };
+            out.push(h * 16 + l);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "invalid UTF-8 in URL".into())
+}
+
+/// The parts of a URL the way Go's `url.Parse` splits them.
+pub(crate) fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError> {
+    let err = |why: &str| FuncError::catchable(format!("parse {s:?}: {why}"));
+    let s_nofrag = s.split_once('#').map(|(a, _)| a).unwrap_or(s);
+    let (mut scheme, mut rest) = (String::new(), s_nofrag);
+    if let Some(i) = s_nofrag.find(':') {
+        let cand = &s_nofrag[..i];
+        let valid = cand.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && cand.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if valid {
+            scheme = cand.to_ascii_lowercase();
+            rest = &s_nofrag[i + 1..];
+        } else if i == 0 {
+            return Err(err("missing protocol scheme"));
+        }
+    }
+    let (rest, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, q.to_string()),
+        None => (rest, String::new()),
+    };
+    let (host, path) = match rest.strip_prefix("//") {
+        Some(after) => {
+            let (authority, path) = match after.find('/') {
+                Some(i) => (&after[..i], &after[i..]),
+                None => (after, ""),
+            };
+            let host = authority.rsplit_once('@').map(|(_, h)| h).unwrap_or(authority);
+            (host.to_string(), path)
+        }
+        None => (String::new(), rest),
+    };
+    let path = percent_decode(path).map_err(|e| err(&e))?;
+    Ok((scheme, host, path, query))
+}
+
+fn url_parser(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (scheme, host, path, q) = parse_url(arg_str(a, 0)?)?;
+    Ok(strukt([
+        ("scheme", Value::str(scheme)),
+        ("host", Value::str(host)),
+        ("path", Value::str(path)),
+        ("raw_query", Value::str(q)),
+    ]))
+}
+
+/// (name, MAC) of every non-loopback interface, sorted by name.
+pub(crate) fn local_macs() -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir("/sys/class/net") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Ok(addr) = std::fs::read_to_string(e.path().join("address")) else { continue };
+            let addr = addr.trim().to_string();
+            if name == "lo" || addr.is_empty() || addr == "00:00:00:00:00:00" {
+                continue;
+            }
+            out.push((name, addr));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn macs(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| {
+        poll(em, Duration::from_secs(5), || {
+            let mut m: Vec<String> = local_macs().into_iter().map(|(_, m)| m).collect();
+            m.sort();
+            m.dedup();
+            Ok(str_list(m))
+        })
+    }))
+}
+
+fn first_wired() -> FuncResult {
+    let wired = local_macs().into_iter().map(|(n, _)| n).find(|n| {
+        let base = std::path::Path::new("/sys/class/net").join(n);
+        base.join("device").exists() && !base.join("wireless").exists() && !base.join("phy80211").exists()
+    });
+    Ok(Value::str(wired.unwrap_or_default()))
+}
+
+fn wired_interface(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(5), first_wired)))
+}
+
+/// The first IPv4 `addr/prefix` of an interface, from `/proc/net/fib_trie`-free sources:
+/// `ip -o -4 addr show dev IFACE`.
+fn iface_cidr(name: &str) -> FuncResult {
+    let out = std::process::Command::new("ip")
+        .args(["-o", "-4", "addr", "show", "dev", name])
+        .output()
+        .map_err(|e| FuncError::catchable(format!("can't run `ip addr`: {e}")))?;
+    if !out.status.success() {
+        return Err(FuncError::catchable(format!("interface {name:?} not found")));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cidr = text.split_whitespace().skip_while(|w| *w != "inet").nth(1).unwrap_or("");
+    Ok(Value::str(cidr))
+}
+
+fn interface_cidr(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+        poll(em, Duration::from_secs(5), move || iface_cidr(&name)).await
+    }))
+}

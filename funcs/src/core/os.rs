@@ -1,0 +1,291 @@
+//! The `os` package: process arguments, users, the distro, and watched files.
+
+use super::streams::{Emitter, boxed, per_input, poll};
+use super::{arg_str, pure, str_list, stream, strukt};
+use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use crate::registry::Registry;
+use futures::future::BoxFuture;
+use lang::value::Value;
+use nix::unistd::User;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+pub fn register(r: &mut Registry) {
+    pure(r, "os.args", "func() []str", args, "the process arguments");
+    pure(r, "os.expand_home", "func(path str) str", expand_home, "expands a leading ~ or ~user");
+    pure(r, "os.home", "func(user str) str", home, "a user's home directory");
+    pure(r, "os.uid", "func(user str) str", uid, "a user's numeric id, as a string");
+    pure(r, "os.family", "func() str", family, "the distro family: redhat, debian, archlinux or empty");
+    pure(r, "os.is_family_redhat", "func() bool", is_redhat, "whether the distro is in the redhat family");
+    pure(r, "os.is_family_debian", "func() bool", is_debian, "whether the distro is in the debian family");
+    pure(r, "os.is_family_archlinux", "func() bool", is_arch, "whether the distro is in the archlinux family");
+    pure(r, "os.is_virtual", "func() bool", is_virtual, "whether this machine is a virtual machine");
+    pure(
+        r,
+        "os.release",
+        "func() struct{id str; variant_id str; version_id str}",
+        release,
+        "fields of /etc/os-release",
+    );
+    pure(
+        r,
+        "os.parse_distro_uid",
+        "func(uid str) struct{distro str; version str; arch str}",
+        parse_distro_uid,
+        "splits a distro uid like fedora39-x86_64",
+    );
+    stream(r, "os.readfile", "func(filename str) str", readfile, "a file's contents, updated when it changes");
+    stream(r, "os.file_exists", "func(filename str) bool", file_exists, "whether a file exists, updated on change");
+    stream(r, "os.user_exists", "func(user str) bool", user_exists, "whether a user exists, updated on change");
+    stream(r, "os.modinfo_loaded", "func(module str) bool", modinfo_loaded, "whether a kernel module is loaded");
+    stream(r, "os.system", "func(cmd str) str", system, "runs a shell command, one value per output line");
+    r.constant("os.family_redhat", Value::str("redhat"));
+    r.constant("os.family_debian", Value::str("debian"));
+    r.constant("os.family_archlinux", Value::str("archlinux"));
+}
+
+fn args(ctx: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    Ok(str_list(&ctx.host.args))
+}
+
+fn user(name: &str) -> Result<User, FuncError> {
+    match User::from_name(name) {
+        Ok(Some(u)) => Ok(u),
+        Ok(None) => Err(FuncError::fatal(format!("user {name:?} does not exist"))),
+        Err(e) => Err(FuncError::fatal(format!("can't look up user {name:?}: {e}"))),
+    }
+}
+
+fn current_home() -> Result<String, FuncError> {
+    if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        return Ok(h.to_string_lossy().into_owned());
+    }
+    match User::from_uid(nix::unistd::getuid()) {
+        Ok(Some(u)) => Ok(u.dir.display().to_string()),
+        _ => Err(FuncError::fatal("can't find the current user's home directory")),
+    }
+}
+
+/// `~` -> `$HOME`, `~user` -> that user's home; anything else unchanged.
+pub(crate) fn expand_home_path(p: &str) -> Result<String, FuncError> {
+    let Some(rest) = p.strip_prefix('~') else {
+        return Ok(p.to_string());
+    };
+    let (name, tail) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, ""),
+    };
+    let home = if name.is_empty() { current_home()? } else { user(name)?.dir.display().to_string() };
+    Ok(format!("{home}{tail}"))
+}
+
+fn expand_home(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    expand_home_path(arg_str(a, 0)?).map(Value::str)
+}
+fn home(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::str(user(arg_str(a, 0)?)?.dir.display().to_string()))
+}
+fn uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::str(user(arg_str(a, 0)?)?.uid.to_string()))
+}
+
+/// Key/value pairs of an os-release file (quotes removed).
+pub(crate) fn parse_os_release(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if l.starts_with('#') {
+                return None;
+            }
+            let (k, v) = l.split_once('=')?;
+            let v = v.trim();
+            let v = v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v);
+            let v = v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')).unwrap_or(v);
+            Some((k.trim().to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+fn os_release() -> Vec<(String, String)> {
+    let text = std::fs::read_to_string("/etc/os-release")
+        .or_else(|_| std::fs::read_to_string("/usr/lib/os-release"))
+        .unwrap_or_default();
+    parse_os_release(&text)
+}
+
+/// The family of a distro from its os-release `ID` and `ID_LIKE`.
+pub(crate) fn family_of(rel: &[(String, String)]) -> &'static str {
+    let get = |k: &str| rel.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or("");
+    let ids: Vec<&str> = std::iter::once(get("ID")).chain(get("ID_LIKE").split_whitespace()).collect();
+    for id in ids {
+        match id {
+            "fedora" | "rhel" | "centos" | "rocky" | "almalinux" => return "redhat",
+            "debian" | "ubuntu" => return "debian",
+            "arch" | "archlinux" => return "archlinux",
+            _ => {}
+        }
+    }
+    ""
+}
+
+fn family(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    Ok(Value::str(family_of(&os_release())))
+}
+fn is_redhat(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    Ok(Value::Bool(family_of(&os_release()) == "redhat"))
+}
+fn is_debian(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    Ok(Value::Bool(family_of(&os_release()) == "debian"))
+}
+fn is_arch(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    Ok(Value::Bool(family_of(&os_release()) == "archlinux"))
+}
+
+fn is_virtual(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    let cpu_flag = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|c| c.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
+        .unwrap_or(false);
+    let vendor = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .any(|v| {
+            let v = v.to_lowercase();
+            ["qemu", "kvm", "vmware", "virtualbox", "xen", "bochs", "hyper-v", "parallels"]
+                .iter()
+                .any(|n| v.contains(n))
+        });
+    Ok(Value::Bool(cpu_flag || vendor || Path::new("/sys/hypervisor/type").exists()))
+}
+
+fn release(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    let rel = os_release();
+    let get = |k: &str| Value::str(rel.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or(""));
+    Ok(strukt([("id", get("ID")), ("variant_id", get("VARIANT_ID")), ("version_id", get("VERSION_ID"))]))
+}
+
+/// `fedora39-x86_64` -> (`fedora`, `39`, `x86_64`); `None` when it has another shape.
+pub(crate) fn split_distro_uid(uid: &str) -> Option<(String, String, String)> {
+    let (head, arch) = uid.split_once('-')?;
+    let cut = head.find(|c: char| c.is_ascii_digit())?;
+    let (distro, version) = head.split_at(cut);
+    if distro.is_empty() || arch.is_empty() || !distro.chars().all(|c| c.is_ascii_alphabetic()) {
+        return None;
+    }
+    Some((distro.to_string(), version.to_string(), arch.to_string()))
+}
+
+fn parse_distro_uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let (d, v, ar) = split_distro_uid(arg_str(a, 0)?).unwrap_or_default();
+    Ok(strukt([("distro", Value::str(d)), ("version", Value::str(v)), ("arch", Value::str(ar))]))
+}
+
+/// Emits `read(path)` now and whenever something changes in the file's directory (via
+/// inotify), plus a slow safety poll for directories that do not exist yet.
+pub(crate) async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
+where
+    F: Fn(&Path) -> FuncResult,
+{
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
+        let _ = tx.send(());
+    })
+    .ok();
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| ".".into());
+    let mut watching = false;
+    let mut last: Option<FuncResult> = None;
+    loop {
+        if !watching && let Some(w) = watcher.as_mut() {
+            use notify::Watcher;
+            watching = w.watch(&dir, notify::RecursiveMode::NonRecursive).is_ok();
+        }
+        let r = read(&path);
+        if last.as_ref() != Some(&r) {
+            if !em.send(r.clone()).await {
+                return;
+            }
+            last = Some(r);
+        }
+        let safety = if watching { Duration::from_secs(5) } else { Duration::from_millis(250) };
+        tokio::select! {
+            ev = rx.recv() => if ev.is_none() { watcher = None; watching = false; },
+            _ = tokio::time::sleep(safety) => {
+                // The directory may have been replaced; watch it again.
+                if watching && !dir.exists() { watching = false; }
+            }
+        }
+        // Coalesce a burst of events.
+        while rx.try_recv().is_ok() {}
+    }
+}
+
+pub(crate) fn read_file(p: &Path) -> FuncResult {
+    match std::fs::read(p) {
+        Ok(b) => Ok(Value::str(String::from_utf8_lossy(&b))),
+        Err(e) => Err(FuncError::catchable(format!("can't read file {}: {e}", p.display()))),
+    }
+}
+
+fn readfile(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
+        watch_path(p, em, read_file).await
+    }))
+}
+
+fn file_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
+        watch_path(p, em, |p| Ok(Value::Bool(p.exists()))).await
+    }))
+}
+
+fn user_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+        watch_path(PathBuf::from("/etc/passwd"), em, move |_| match User::from_name(&name) {
+            Ok(u) => Ok(Value::Bool(u.is_some())),
+            Err(e) => Err(FuncError::catchable(format!("can't look up user {name:?}: {e}"))),
+        })
+        .await
+    }))
+}
+
+fn modinfo_loaded(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+        let path = PathBuf::from("/sys/module").join(&name);
+        poll(em, Duration::from_secs(2), move || Ok(Value::Bool(path.exists()))).await
+    }))
+}
+
+/// Runs `sh -c CMD` and emits every line of its standard output. A failure to start is
+/// a catchable error; the command is killed when the input changes or on shutdown.
+fn system(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em| async move {
+        let Some(cmd) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+        let child = tokio::process::Command::new("sh")
+            .arg("-c")
+            .arg(&cmd)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                em.send(Err(FuncError::catchable(format!("can't run {cmd:?}: {e}")))).await;
+                return;
+            }
+        };
+        let Some(stdout) = child.stdout.take() else { return };
+        let mut lines = tokio::io::BufReader::new(stdout).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if !em.value(Value::str(line)).await {
+                return;
+            }
+        }
+        let _ = child.wait().await;
+    }))
+}

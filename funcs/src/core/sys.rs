@@ -1,0 +1,106 @@
+//! The `sys` package: environment and machine facts.
+
+use super::streams::{boxed, per_input, poll};
+use super::{arg_str, pure, stream, strukt};
+use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use crate::registry::Registry;
+use futures::future::BoxFuture;
+use lang::value::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+pub fn register(r: &mut Registry) {
+    pure(r, "sys.getenv", "func(name str) str", getenv, "an environment variable (unset is an error)");
+    pure(r, "sys.hasenv", "func(name str) bool", hasenv, "whether an environment variable is set");
+    pure(r, "sys.env", "func() map{str: str}", env, "the whole environment");
+    stream(r, "sys.hostname", "func() str", hostname, "the machine's host name");
+    stream(r, "sys.cpu_count", "func() int", cpu_count, "the number of online CPUs, updated on change");
+    stream(r, "sys.load", "func() struct{x1 float; x5 float; x15 float}", load, "the load averages, every second");
+    stream(r, "sys.uptime", "func() int", uptime, "seconds since boot, every second");
+}
+
+fn getenv(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    let name = arg_str(a, 0)?;
+    match std::env::var_os(name) {
+        Some(v) => Ok(Value::str(v.to_string_lossy())),
+        None => Err(FuncError::catchable(format!("environment variable {name} is not set"))),
+    }
+}
+
+fn hasenv(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    Ok(Value::Bool(std::env::var_os(arg_str(a, 0)?).is_some()))
+}
+
+fn env(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    let m: BTreeMap<Value, Value> =
+        std::env::vars_os().map(|(k, v)| (Value::str(k.to_string_lossy()), Value::str(v.to_string_lossy()))).collect();
+    Ok(Value::map(m))
+}
+
+/// The machine's host name (empty if it can't be read).
+pub fn machine_hostname() -> String {
+    nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+fn hostname(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(10), || Ok(Value::str(machine_hostname())))))
+}
+
+/// Counts the CPUs of a `/sys/devices/system/cpu/online` list like `0-3,5`.
+pub(crate) fn count_cpu_list(list: &str) -> Option<i64> {
+    let mut n = 0;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<i64>().ok()? - a.parse::<i64>().ok()? + 1,
+            None => {
+                part.parse::<i64>().ok()?;
+                1
+            }
+        };
+    }
+    Some(n)
+}
+
+fn read_cpu_count() -> FuncResult {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(&s))
+        .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get() as i64))
+        .map(Value::Int)
+        .ok_or_else(|| FuncError::catchable("can't count the CPUs"))
+}
+
+fn cpu_count(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_cpu_count)))
+}
+
+/// Parses `/proc/loadavg`.
+pub(crate) fn parse_loadavg(text: &str) -> Option<(f64, f64, f64)> {
+    let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
+    Some((it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?))
+}
+
+fn read_load() -> FuncResult {
+    let text = std::fs::read_to_string("/proc/loadavg")
+        .map_err(|e| FuncError::catchable(format!("can't read the load average: {e}")))?;
+    let (a, b, c) = parse_loadavg(&text).ok_or_else(|| FuncError::catchable("can't parse /proc/loadavg"))?;
+    Ok(strukt([("x1", Value::Float(a)), ("x5", Value::Float(b)), ("x15", Value::Float(c))]))
+}
+
+fn load(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_load)))
+}
+
+fn read_uptime() -> FuncResult {
+    let text = std::fs::read_to_string("/proc/uptime")
+        .map_err(|e| FuncError::catchable(format!("can't read the uptime: {e}")))?;
+    text.split_whitespace()
+        .next()
+        .and_then(|s| s.parse::<f64>().ok())
+        .map(|f| Value::Int(f as i64))
+        .ok_or_else(|| FuncError::catchable("can't parse /proc/uptime"))
+}
+
+fn uptime(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_uptime)))
+}

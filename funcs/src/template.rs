@@ -1,0 +1,1 @@
+//! Go `text/template` subset used by `golang.template`.
