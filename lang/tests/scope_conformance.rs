@@ -137,7 +137,7 @@ fn txtar(text: &str) -> Vec<(String, String)> {
 enum Outcome {
     /// Failed before scope resolution (not this phase's business).
     Earlier,
-    Resolved(Diagnostics),
+    Resolved(Diagnostics, SourceMap),
 }
 
 fn front(file: lang::span::FileId, text: &str) -> (Option<lang::syntax::ast::File>, Diagnostics) {
@@ -177,7 +177,7 @@ fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
     let (main, diags) = front(id, &text);
     let Some(main) = main.filter(|_| diags.is_empty()) else { return Outcome::Earlier };
     let (_graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
-    Outcome::Resolved(diags)
+    Outcome::Resolved(diags, sources)
 }
 
 fn expected_stage(output: &str) -> Option<&str> {
@@ -202,7 +202,7 @@ fn corpus_scope_stage_matches() {
         );
     }
     files.sort();
-    let (mut pass, mut fail, mut skipped) = (0, 0, 0);
+    let (mut pass, mut fail, mut skipped, mut exact) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for path in &files {
         let Ok(text) = std::fs::read_to_string(path) else { continue };
@@ -223,11 +223,24 @@ fn corpus_scope_stage_matches() {
                 skipped += 1;
                 println!("earlier-stage failure (skipped): {name}");
             }
-            Outcome::Resolved(diags) => {
+            Outcome::Resolved(diags, sources) => {
                 assert!(diags.iter().all(|d| d.stage == Stage::SetScope), "{name}: wrong stage");
                 let failed = !diags.is_empty();
                 if failed == want_fail {
                     pass += 1;
+                    if let Some(d) = diags.first() {
+                        // Informational: how often mgmt's exact text and position match.
+                        let line = d.one_line(&sources);
+                        let candidates: Vec<&str> = output
+                            .lines()
+                            .map(|l| l.trim_start_matches("# err: ").trim_start_matches("errSetScope: "))
+                            .collect();
+                        if candidates.contains(&line.trim_start_matches("errSetScope: ")) {
+                            exact += 1;
+                        } else {
+                            println!("  text differs in {name}: {line}");
+                        }
+                    }
                 } else {
                     fail += 1;
                     let first = diags.first().map(|d| d.message.clone()).unwrap_or_default();
@@ -236,7 +249,7 @@ fn corpus_scope_stage_matches() {
             }
         }
     }
-    println!("scope conformance: {pass} passed, {fail} failed, {skipped} skipped");
+    println!("scope conformance: {pass} passed, {fail} failed, {skipped} skipped; {exact} errors match mgmt's text");
     for f in &failures {
         println!("  FAIL {f}");
     }

@@ -385,7 +385,7 @@ fn import_failures_wrap_the_inner_error() {
     assert_eq!(
         out.lines(),
         vec![
-            "local import of `foo.mcl` failed: module contains unused statements: found stmt: res(test): /main.mcl @ 1:1-1:17"
+            "local import of `foo.mcl` failed: module contains unused statements: found stmt: res(test): /foo.mcl @ 2:1-2:12: /main.mcl @ 1:1-1:17"
         ]
     );
     assert_eq!(out.labels(0), vec!["/foo.mcl @ 2:1-2:12"]);

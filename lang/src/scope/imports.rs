@@ -115,6 +115,16 @@ struct Load<'l> {
 }
 
 impl Load<'_> {
+    /// An inner error as it appears inside the wrapping message: with its position, the
+    /// way mgmt nests them (`...: /foo.mcl @ 1:12-1:13`), since the one-line form of the
+    /// wrapper only shows the import statement's position.
+    fn positioned(&self, d: &Diagnostic) -> String {
+        match d.span {
+            Some(span) => format!("{}: {}", d.message, self.sources.byline(span)),
+            None => d.message.clone(),
+        }
+    }
+
     /// Resolves one import string written in a file whose module directory is `base`.
     fn import(&mut self, path: &str, base: &str) -> Result<ImportTarget, ImportError> {
         if path.contains("://") {
@@ -194,7 +204,7 @@ impl Load<'_> {
             (Some(p), None) => p,
             (_, Some(first)) => {
                 let first = first.clone();
-                let msg = format!("could not generate AST from import: {}", first.message);
+                let msg = format!("could not generate AST from import: {}", self.positioned(&first));
                 return Err((msg, Some(first)));
             }
             (None, None) => return Err(("could not generate AST from import".to_string(), None)),
@@ -207,7 +217,7 @@ impl Load<'_> {
                     stmt.span,
                 )
                 .with_note("an imported file may only contain import, bind, func and class statements");
-                return Err((d.message.clone(), Some(d)));
+                return Err((self.positioned(&d), Some(d)));
             }
         }
         if parsed.stmts.is_empty() {
@@ -216,7 +226,7 @@ impl Load<'_> {
         let mut own_diags = Diagnostics::new();
         super::order::check_file(&parsed, &mut own_diags);
         if let Some(first) = own_diags.first() {
-            return Err((first.message.clone(), Some(first.clone())));
+            return Err((self.positioned(first), Some(first.clone())));
         }
         let imports = collect_imports(&parsed);
         self.stack.push(path.to_string());
@@ -227,7 +237,7 @@ impl Load<'_> {
                 Ok(t) => targets.push((span, t)),
                 Err(e) => {
                     let d = e.at(span);
-                    failure = Some((d.message.clone(), Some(d)));
+                    failure = Some((self.positioned(&d), Some(d)));
                     break;
                 }
             }
