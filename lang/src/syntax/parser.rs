@@ -25,6 +25,10 @@ use crate::syntax::token::Tok;
 /// (instead of overflowing the stack).
 const MAX_DEPTH: u32 = 100;
 
+/// How tall an expression tree may get, counting the links of left-to-right chains
+/// (`a + b + ...`) as well as nesting: later stages walk the tree recursively.
+const MAX_HEIGHT: u32 = 400;
+
 /// Marker: parsing failed and the diagnostic has already been pushed.
 #[derive(Debug)]
 pub(crate) struct Fail;
@@ -33,7 +37,7 @@ pub(crate) type PResult<T> = Result<T, Fail>;
 
 /// Parses a whole file's tokens (which end with [`Tok::Eof`]).
 pub(crate) fn parse_tokens(file: FileId, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
-    let mut p = Parser { tokens, pos: 0, file, diags: Diagnostics::new(), delims: Vec::new(), depth: 0 };
+    let mut p = Parser { tokens, pos: 0, file, diags: Diagnostics::new(), delims: Vec::new(), depth: 0, height: 0 };
     let stmts = p.stmts(false);
     (stmts, p.diags)
 }
@@ -47,6 +51,8 @@ pub(crate) struct Parser<'t> {
     delims: Vec<(Tok, Span)>,
     /// Current nesting depth of expressions, types and blocks.
     depth: u32,
+    /// Height of the tree being built at this point (nesting plus chain links).
+    height: u32,
 }
 
 impl<'t> Parser<'t> {
@@ -162,19 +168,28 @@ impl<'t> Parser<'t> {
             let span = self.span();
             return Err(self.error(format!("syntax error: nesting is too deep (more than {MAX_DEPTH} levels)"), span));
         }
+        self.chain_link()?;
+        let height = self.height - 1;
         self.depth += 1;
         let out = f(self);
         self.depth -= 1;
+        self.height = height;
         out
     }
 
-    /// Checks a left-to-right chain (`a + b + ...`, `x[0][1]...`) against the depth limit;
-    /// such chains build trees as deep as they are long.
-    fn check_chain(&mut self, length: u32) -> PResult<()> {
-        if self.depth + length >= MAX_DEPTH * 4 {
+    /// Counts one more link of a left-to-right chain (`a + b + ...`, `x[0][1]...`): such
+    /// chains build trees as deep as they are long, and later stages walk trees
+    /// recursively, so links count against the same depth limit as nesting. The caller
+    /// restores `height` when the chain ends.
+    fn chain_link(&mut self) -> PResult<()> {
+        if self.height >= MAX_HEIGHT {
             let span = self.span();
-            return Err(self.error("syntax error: expression is too long (split it into several binds)", span));
+            let message = format!(
+                "syntax error: expression is too deep (more than {MAX_HEIGHT} levels); split it into several binds"
+            );
+            return Err(self.error(message, span));
         }
+        self.height += 1;
         Ok(())
     }
 
@@ -183,39 +198,46 @@ impl<'t> Parser<'t> {
     /// Skips to the end of the current statement after an error: the next newline outside
     /// any bracket opened since `base`, or just before a `}` that closes the enclosing block.
     fn recover_stmt(&mut self, base: usize) {
-        let mut depth = self.delims.len().saturating_sub(base);
-        self.delims.truncate(base);
-        loop {
-            match self.peek() {
-                Tok::Eof => return,
-                Tok::Newline if depth == 0 => {
-                    self.bump();
-                    return;
-                }
-                Tok::LParen | Tok::LBrack | Tok::LBrace => depth += 1,
-                Tok::RBrace if depth == 0 => return,
-                Tok::RParen | Tok::RBrack | Tok::RBrace => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-            self.bump();
-        }
+        self.skip_past_error(base, false);
     }
 
     /// Skips to the end of a resource body entry: past the next `,` or newline outside
     /// brackets, or just before the `}` that closes the body.
     fn recover_entry(&mut self, base: usize) {
-        let mut depth = self.delims.len().saturating_sub(base);
+        self.skip_past_error(base, true);
+    }
+
+    /// Skips tokens while tracking the brackets still open since `base`. A closing bracket
+    /// that matches no open one is stray and skipped, except `}`, which belongs to the
+    /// enclosing block (so an unclosed `(` does not swallow the rest of the block).
+    fn skip_past_error(&mut self, base: usize, stop_at_comma: bool) {
+        let mut open: Vec<Tok> = self.delims.get(base..).unwrap_or_default().iter().map(|(t, _)| t.clone()).collect();
         self.delims.truncate(base);
         loop {
-            match self.peek() {
+            let tok = self.peek();
+            match tok {
                 Tok::Eof => return,
-                Tok::Newline | Tok::Comma if depth == 0 => {
+                Tok::Newline if open.is_empty() => {
                     self.bump();
                     return;
                 }
-                Tok::LParen | Tok::LBrack | Tok::LBrace => depth += 1,
-                Tok::RBrace if depth == 0 => return,
-                Tok::RParen | Tok::RBrack | Tok::RBrace => depth = depth.saturating_sub(1),
+                Tok::Comma if stop_at_comma && open.is_empty() => {
+                    self.bump();
+                    return;
+                }
+                Tok::LParen | Tok::LBrack | Tok::LBrace => open.push(tok.clone()),
+                Tok::RParen | Tok::RBrack | Tok::RBrace => {
+                    let opener = match tok {
+                        Tok::RParen => Tok::LParen,
+                        Tok::RBrack => Tok::LBrack,
+                        _ => Tok::LBrace,
+                    };
+                    if let Some(at) = open.iter().rposition(|t| *t == opener) {
+                        open.truncate(at);
+                    } else if opener == Tok::LBrace {
+                        return;
+                    }
+                }
                 _ => {}
             }
             self.bump();

@@ -44,9 +44,15 @@ impl Parser<'_> {
 
     /// Binary operators of level `min` or tighter.
     fn expr_bp(&mut self, min: u8) -> PResult<Expr> {
+        let height = self.height;
+        let out = self.expr_chain(min);
+        self.height = height;
+        out
+    }
+
+    fn expr_chain(&mut self, min: u8) -> PResult<Expr> {
         let mut lhs = self.unary()?;
         let mut last_level = 0;
-        let mut chain = 0;
         while let Some((op, level)) = binop(self.peek()) {
             if level < min {
                 break;
@@ -61,8 +67,7 @@ impl Parser<'_> {
                 ));
             }
             self.bump();
-            chain += 1;
-            self.check_chain(chain)?;
+            self.chain_link()?;
             let rhs = self.nested(|p| p.expr_bp(level + 1))?;
             let span = lhs.span.to(rhs.span);
             lhs = expr(ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span);
@@ -87,8 +92,14 @@ impl Parser<'_> {
     /// A primary followed by any number of `[index]` and `->field` suffixes; `->field`
     /// directly followed by `<|>` is the static optional lookup `s->f <|> d`.
     fn postfix(&mut self) -> PResult<Expr> {
+        let height = self.height;
+        let out = self.postfix_chain();
+        self.height = height;
+        out
+    }
+
+    fn postfix_chain(&mut self) -> PResult<Expr> {
         let mut base = self.primary()?;
-        let mut chain = 0;
         loop {
             match self.peek() {
                 Tok::LBrack => {
@@ -113,8 +124,7 @@ impl Parser<'_> {
                 }
                 _ => return Ok(base),
             }
-            chain += 1;
-            self.check_chain(chain)?;
+            self.chain_link()?;
         }
     }
 
