@@ -13,12 +13,15 @@
 
 pub mod catalog;
 pub mod diag;
+pub mod graph_check;
 pub mod init;
 pub mod interpolate;
+pub mod interpret;
 pub mod ir;
 pub mod loader;
 pub mod output;
 pub mod render;
+pub mod resgraph;
 pub mod scope;
 pub mod span;
 pub mod syntax;

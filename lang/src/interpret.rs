@@ -1,0 +1,31 @@
+//! Interpretation (errInterpret): one evaluation's [`Output`] becomes a [`ResGraph`] by
+//! the rules of spec 3.12 and 3.6.
+//!
+//! Steps: build and validate every declared resource ([`build`]); merge duplicates
+//! ([`merge`]: hidden, exported and normal duplicates); resolve body edges and edge
+//! statements to vertices, deduplicate them and attach send/recv ([`edges`]); reject
+//! cycles. A resource that fails is left out and the others go on, so one run reports
+//! every independent problem; edges to a resource that failed are not reported again.
+
+mod build;
+mod edges;
+mod merge;
+
+pub use merge::{MergeOutcome, merge_duplicate};
+
+use crate::catalog::Catalog;
+use crate::diag::Diagnostics;
+use crate::output::Output;
+use crate::resgraph::ResGraph;
+
+/// Builds the resource graph of one evaluation.
+pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    let mut graph = ResGraph::default();
+    let built = build::build_all(out, catalog, &mut diags);
+    let placed = merge::place_all(built, &mut graph, &mut diags);
+    edges::add_all(out, &placed, &mut graph, &mut diags);
+    edges::check_send_recv(&graph, &mut diags);
+    edges::check_acyclic(&graph, &mut diags);
+    (graph, diags)
+}

@@ -1,0 +1,143 @@
+//! Duplicate resources (spec 3.12): identical duplicates collapse into one vertex; hidden
+//! resources may coexist with a normal one of the same name (and different hidden ones
+//! are all kept); resources exported to the same host must be identical; other normal
+//! duplicates must be identical too, unless their kind knows how to merge compatible
+//! declarations.
+//!
+//! Extension point: [`merge_duplicate`] is where per-kind compatible merging belongs
+//! (mgmt's `pkg` merges `installed` with `newest`). It currently knows no kind, so every
+//! differing normal duplicate is an error.
+
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::resgraph::{ResGraph, Vertex};
+use std::collections::HashMap;
+
+/// Where a declared resource ended up.
+#[derive(Clone, Debug)]
+pub(super) enum Placement {
+    /// Index of its vertex (its own, or the identical one it merged into).
+    Vertex(usize),
+    /// Building or merging failed (already reported): edges to it are not reported again.
+    Failed { kind: String, name: String },
+}
+
+/// What to do with a normal resource declared twice with different contents.
+pub enum MergeOutcome {
+    /// Replace the existing vertex by this merged one.
+    Merged(Vertex),
+    /// The declarations conflict; the reason names the first differing field.
+    Incompatible(String),
+}
+
+/// Merges two differing normal declarations of the same kind and name. The per-kind
+/// hook for compatible merging goes here; no kind has one yet.
+pub fn merge_duplicate(existing: &Vertex, new: &Vertex) -> MergeOutcome {
+    MergeOutcome::Incompatible(first_difference(existing, new))
+}
+
+/// Adds every built vertex to `graph` by the duplicate rules.
+pub(super) fn place_all(
+    built: Vec<Option<Vertex>>,
+    graph: &mut ResGraph,
+    diags: &mut Diagnostics,
+) -> Vec<Option<Placement>> {
+    let mut by_key: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    let mut exports: HashMap<(String, String, String), usize> = HashMap::new();
+    let mut placed = Vec::with_capacity(built.len());
+    for vertex in built {
+        let Some(vertex) = vertex else {
+            placed.push(None);
+            continue;
+        };
+        let key = (vertex.kind.clone(), vertex.name.clone());
+        let failed = Placement::Failed { kind: key.0.clone(), name: key.1.clone() };
+        if let Some(d) = check_exports(&vertex, graph, &exports) {
+            diags.push(d);
+            placed.push(Some(failed));
+            continue;
+        }
+        let same_name = by_key.get(&key).cloned().unwrap_or_default();
+        let twin = if vertex.hidden() {
+            // Identical hidden resources merge; differing ones are all kept.
+            same_name.iter().copied().find(|&i| graph.vertices[i].hidden() && graph.vertices[i].same_as(&vertex))
+        } else {
+            same_name.iter().copied().find(|&i| !graph.vertices[i].hidden())
+        };
+        let index = match twin {
+            Some(i) if graph.vertices[i].same_as(&vertex) => i,
+            Some(i) => match merge_duplicate(&graph.vertices[i], &vertex) {
+                MergeOutcome::Merged(merged) => {
+                    graph.vertices[i] = merged;
+                    i
+                }
+                MergeOutcome::Incompatible(reason) => {
+                    let existing = &graph.vertices[i];
+                    let msg = format!("inequivalent duplicate resource `{}` found: {reason}", vertex.key());
+                    let d = Diagnostic::new(Stage::Interpret, msg, vertex.span)
+                        .with_label(existing.span, "first declared here")
+                        .with_label(vertex.span, "declared again here, differently")
+                        .with_note("duplicates of a resource must be identical (all params and meta params)");
+                    diags.push(d);
+                    placed.push(Some(failed));
+                    continue;
+                }
+            },
+            None => push(graph, &mut by_key, vertex),
+        };
+        for host in graph.vertices[index].export().to_vec() {
+            exports.entry((key.0.clone(), key.1.clone(), host)).or_insert(index);
+        }
+        placed.push(Some(Placement::Vertex(index)));
+    }
+    placed
+}
+
+fn push(graph: &mut ResGraph, by_key: &mut HashMap<(String, String), Vec<usize>>, vertex: Vertex) -> usize {
+    let index = graph.vertices.len();
+    by_key.entry((vertex.kind.clone(), vertex.name.clone())).or_default().push(index);
+    graph.vertices.push(vertex);
+    index
+}
+
+/// Two resources exported to the same host under one kind and name must be identical.
+fn check_exports(
+    vertex: &Vertex,
+    graph: &ResGraph,
+    exports: &HashMap<(String, String, String), usize>,
+) -> Option<Diagnostic> {
+    for host in vertex.export() {
+        let Some(&i) = exports.get(&(vertex.kind.clone(), vertex.name.clone(), host.clone())) else { continue };
+        let existing = &graph.vertices[i];
+        if existing.same_as(vertex) {
+            continue;
+        }
+        let reason = first_difference(existing, vertex);
+        let msg = format!("inequivalent duplicate export: {} to {host}: {reason}", vertex.key());
+        return Some(
+            Diagnostic::new(Stage::Interpret, msg, vertex.span)
+                .with_label(existing.span, format!("also exported to {host} here")),
+        );
+    }
+    None
+}
+
+/// A description of the first field in which two vertices differ.
+fn first_difference(a: &Vertex, b: &Vertex) -> String {
+    let mut names: Vec<&String> = a.params.keys().chain(b.params.keys()).collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        match (a.params.get(name), b.params.get(name)) {
+            (Some(x), Some(y)) if x != y => return format!("param `{name}` differs: {x} vs {y}"),
+            (Some(x), None) => return format!("param `{name}` is set to {x} only in the first declaration"),
+            (None, Some(y)) => return format!("param `{name}` is set to {y} only in the second declaration"),
+            _ => {}
+        }
+    }
+    for ((name, x), (_, y)) in a.meta.entries().into_iter().zip(b.meta.entries()) {
+        if x != y {
+            return format!("meta param `{name}` differs: {x} vs {y}");
+        }
+    }
+    "they differ".into()
+}

@@ -1,0 +1,178 @@
+//! The resource graph one evaluation of a program describes: vertices (resources with
+//! their parameter values and meta params) and edges (ordering, notification, send/recv).
+//! Plain data built by [`crate::interpret`]; the app turns it into engine resources.
+//!
+//! Order is deterministic: vertices in program order of their first declaration, edges
+//! sorted by (from, to).
+
+use crate::span::Span;
+use crate::value::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResGraph {
+    pub vertices: Vec<Vertex>,
+    pub edges: Vec<Edge>,
+}
+
+/// One resource.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Vertex {
+    pub kind: String,
+    pub name: String,
+    /// The parameters that were set (omitted ones keep the kind's default).
+    pub params: BTreeMap<String, Value>,
+    /// Where each parameter was set (`field => value,`), for errors found later, e.g.
+    /// when a value does not fit the kind's field.
+    pub param_spans: BTreeMap<String, Span>,
+    pub meta: Meta,
+    /// Rebuilt by `collect` from exported data.
+    pub collected: bool,
+    /// The resource statement.
+    pub span: Span,
+}
+
+impl Vertex {
+    /// `kind[name]`, the notation of mgmt users.
+    pub fn key(&self) -> String {
+        format!("{}[{}]", self.kind, self.name)
+    }
+    pub fn hidden(&self) -> bool {
+        self.meta.hidden
+    }
+    pub fn export(&self) -> &[String] {
+        &self.meta.export
+    }
+    /// Equal parameters and meta params: duplicates that may be merged.
+    pub fn same_as(&self, other: &Vertex) -> bool {
+        self.kind == other.kind && self.name == other.name && self.params == other.params && self.meta == other.meta
+    }
+}
+
+/// The meta parameters of a resource (spec 3.5.4), with the engine's defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Meta {
+    pub noop: bool,
+    /// Retries after a failure; -1 is forever.
+    pub retry: i16,
+    pub retryreset: bool,
+    /// Milliseconds between retries.
+    pub delay: u64,
+    /// Milliseconds per check-apply; 0 is none.
+    pub timeout: u64,
+    /// Seconds; > 0 polls instead of watching, < 0 is a one-shot start event.
+    pub poll: i32,
+    /// Events per second; infinite by default.
+    pub limit: f64,
+    pub burst: i64,
+    pub reset: bool,
+    pub sema: Vec<String>,
+    pub rewatch: bool,
+    pub realize: bool,
+    pub dollar: bool,
+    pub hidden: bool,
+    /// Hosts (or `*`) to export the resource to.
+    pub export: Vec<String>,
+    pub reverse: bool,
+    pub autoedge: bool,
+    pub autogroup: bool,
+}
+
+impl Default for Meta {
+    fn default() -> Meta {
+        Meta {
+            noop: false,
+            retry: 0,
+            retryreset: false,
+            delay: 0,
+            timeout: 0,
+            poll: 0,
+            limit: f64::INFINITY,
+            burst: 0,
+            reset: false,
+            sema: Vec::new(),
+            rewatch: false,
+            realize: false,
+            dollar: false,
+            hidden: false,
+            export: Vec::new(),
+            reverse: false,
+            autoedge: true,
+            autogroup: true,
+        }
+    }
+}
+
+impl Meta {
+    /// Every field as `(name, value)` in the order of spec 3.5.4, for comparisons and
+    /// messages.
+    pub fn entries(&self) -> [(&'static str, Value); 18] {
+        let strs = |l: &[String]| Value::list(l.iter().map(Value::str).collect());
+        [
+            ("noop", Value::Bool(self.noop)),
+            ("retry", Value::Int(self.retry.into())),
+            ("retryreset", Value::Bool(self.retryreset)),
+            ("delay", Value::Int(self.delay as i64)),
+            ("timeout", Value::Int(self.timeout as i64)),
+            ("poll", Value::Int(self.poll.into())),
+            ("limit", Value::Float(self.limit)),
+            ("burst", Value::Int(self.burst)),
+            ("reset", Value::Bool(self.reset)),
+            ("sema", strs(&self.sema)),
+            ("rewatch", Value::Bool(self.rewatch)),
+            ("realize", Value::Bool(self.realize)),
+            ("dollar", Value::Bool(self.dollar)),
+            ("hidden", Value::Bool(self.hidden)),
+            ("export", strs(&self.export)),
+            ("reverse", Value::Bool(self.reverse)),
+            ("autoedge", Value::Bool(self.autoedge)),
+            ("autogroup", Value::Bool(self.autogroup)),
+        ]
+    }
+}
+
+/// A directed edge: `from` runs before `to`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Edge {
+    /// Index into [`ResGraph::vertices`].
+    pub from: usize,
+    pub to: usize,
+    /// `to` is notified (refreshed) when `from` changed something.
+    pub notify: bool,
+    /// Send/recv field pairs carried by this edge (usually none or one), sorted.
+    pub send_recv: Vec<SendRecv>,
+    /// The statement or body entry that first declared the edge.
+    pub span: Span,
+}
+
+/// `Kind[a].send -> Kind[b].recv`: the value `from` sends on `send` is copied into the
+/// `recv` parameter of `to`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SendRecv {
+    pub send: String,
+    pub recv: String,
+}
+
+impl ResGraph {
+    /// The conformance format (spec 8.3): `Vertex: kind[name]` and
+    /// `Edge: k1[n1] -> k2[n2] # k1[n1] -> k2[n2]` lines, sorted.
+    pub fn to_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self.vertices.iter().map(|v| format!("Vertex: {}", v.key())).collect();
+        for e in &self.edges {
+            let (a, b) = (self.vertices[e.from].key(), self.vertices[e.to].key());
+            lines.push(format!("Edge: {a} -> {b} # {a} -> {b}"));
+        }
+        lines.sort();
+        lines
+    }
+}
+
+impl fmt::Display for ResGraph {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for line in self.to_lines() {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}
