@@ -4,4 +4,5 @@ pub mod api;
 pub mod core;
 pub mod printf;
 pub mod registry;
+pub mod runtime;
 pub mod template;

@@ -1,0 +1,136 @@
+//! The engine thread's loop: evaluate a wave, decide whether the graph settled, publish
+//! the snapshot, wait for the next event.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::time::{Duration, Instant};
+
+use lang::diag::{Diagnostic, Stage};
+use lang::ir::FuncGraph;
+use lang::output::Output;
+use tokio::sync::watch;
+
+use crate::registry::Registry;
+use crate::runtime::engine::Engine;
+use crate::runtime::info::{CycleAt, GraphInfo};
+use crate::runtime::stream::{Event, Spawner};
+use crate::runtime::walk::{Walked, walk};
+
+/// How long a snapshot is held back while a stream has been given new inputs but has
+/// not answered yet. Streams normally answer within microseconds; the bound keeps a
+/// stream that ignores an input change from stalling the output.
+const STALE_GRACE: Duration = Duration::from_millis(100);
+
+pub(crate) type Snapshot = Option<Result<Output, Diagnostic>>;
+
+/// Runs a graph until shutdown or the first error. Cancels every stream on the way out.
+pub(crate) fn run(
+    graph: Arc<FuncGraph>,
+    registry: Arc<Registry>,
+    spawner: Spawner,
+    events: Receiver<Event>,
+    out: watch::Sender<Snapshot>,
+    evaluations: Arc<AtomicU64>,
+) {
+    let info = match GraphInfo::build(&graph, &registry) {
+        Ok(info) => info,
+        Err(CycleAt(node)) => {
+            let span = graph.nodes.get(node.0 as usize).map(|n| n.span).unwrap_or_default();
+            out.send_replace(Some(Err(Diagnostic::new(Stage::Stream, "the function graph has a cycle", span))));
+            return;
+        }
+    };
+    let cancel = spawner.cancel.clone();
+    let engine = Engine::new(graph, info, spawner);
+    let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &evaluations)));
+    if let Err(panic) = result {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        out.send_replace(Some(Err(Diagnostic::without_span(
+            Stage::Stream,
+            format!("internal error in the dataflow runtime: {what}"),
+        ))));
+    }
+    cancel.cancel();
+}
+
+fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, evaluations: &AtomicU64) {
+    let mut last: Option<Output> = None;
+    let mut stale_since: Option<Instant> = None;
+    loop {
+        engine.begin_wave();
+        let walked = walk(engine);
+        engine.end_wave();
+        evaluations.store(engine.evaluations(), Ordering::Relaxed);
+        if let Walked::Failed(d) = walked {
+            tracing::debug!(error = %d.message, "dataflow stopped");
+            out.send_replace(Some(Err(d)));
+            return;
+        }
+        // An event that arrived during the wave means the graph has not settled yet.
+        match drain(engine, events) {
+            Drained::Shutdown => return,
+            Drained::Some => continue,
+            Drained::Nothing => {}
+        }
+        if let Walked::Ready(output) = walked {
+            if engine.has_stale_streams() {
+                let since = *stale_since.get_or_insert_with(Instant::now);
+                let left = STALE_GRACE.saturating_sub(since.elapsed());
+                if !left.is_zero() {
+                    match events.recv_timeout(left) {
+                        Ok(ev) => {
+                            if !engine.apply(ev) || matches!(drain(engine, events), Drained::Shutdown) {
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => return,
+                    }
+                }
+            }
+            stale_since = None;
+            if last.as_ref() != Some(&output) {
+                out.send_replace(Some(Ok(output.clone())));
+                last = Some(output);
+            }
+        }
+        match events.recv() {
+            Ok(ev) => {
+                if !engine.apply(ev) || matches!(drain(engine, events), Drained::Shutdown) {
+                    return;
+                }
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+enum Drained {
+    Nothing,
+    Some,
+    Shutdown,
+}
+
+/// Applies every queued event without waiting.
+fn drain(engine: &Engine, events: &Receiver<Event>) -> Drained {
+    let mut any = Drained::Nothing;
+    loop {
+        match events.try_recv() {
+            Ok(ev) => {
+                if !engine.apply(ev) {
+                    return Drained::Shutdown;
+                }
+                any = Drained::Some;
+            }
+            Err(TryRecvError::Empty) => return any,
+            Err(TryRecvError::Disconnected) => return Drained::Shutdown,
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! The incremental evaluator: *instances* (a node in one environment) with their cached
+//! values, the dependency edges recorded while computing them, dirty marking and
+//! pull-based re-evaluation, and the collection of instances nothing needs any more.
+//!
+//! How a change travels (the invariants the rest relies on):
+//! * An event (a stream value) marks its instance `MUST` and every transitive dependant
+//!   `CHECK` through the reverse edges (`rdeps`). A dirty instance's dependants are
+//!   always dirty, so marking stops at the first already-dirty one.
+//! * The statement walk then *pulls* the values it needs. Pulling a `CHECK` instance
+//!   first pulls its recorded dependencies in the order they were used and recomputes
+//!   only if one of them changed since it was last verified; otherwise it is clean
+//!   without running. Since dependencies are always brought up to date before their
+//!   dependant runs, a node never sees a mix of old and new inputs (no glitches), and a
+//!   dependency whose recomputed value is unchanged does not make its dependants run
+//!   (equal-value cut-off).
+//! * Dependencies are recorded per computation, so an `If` depends on one branch only
+//!   and an `Except` on its fallback only while the fallback is in use.
+//! * After a wave, instances not reachable from the statement walk's roots through the
+//!   recorded dependencies are dropped (their streams cancelled). Static nodes keep
+//!   their arena slot (index = node id) and are merely reset.
+//!
+//! All state sits in one `RefCell`: evaluation is re-entrant (a built-in calls a lambda
+//! through [`crate::api::Caller`], which evaluates more instances), and every borrow is
+//! released before calling out. Everything runs on the engine's own thread.
+
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::thread::ThreadId;
+
+use lang::diag::{Diagnostic, Stage};
+use lang::ir::{FuncGraph, NodeId, NodeKind};
+use lang::value::{Env, Value};
+
+use crate::api::{FuncError, FuncResult, Host};
+use crate::runtime::info::GraphInfo;
+use crate::runtime::key::{InstKey, same};
+use crate::runtime::ops::op_name;
+use crate::runtime::stream::{Event, InstId, Spawner, StreamInst};
+
+/// An error value flowing through the graph, with the node that raised it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Failure {
+    pub err: FuncError,
+    pub origin: NodeId,
+}
+
+pub(crate) type Res = Result<Value, Failure>;
+/// The state of a value: `None` while it is not known yet (a stream has not produced).
+pub(crate) type Slot = Option<Res>;
+
+const CLEAN: u8 = 0;
+/// A dependency may have changed: verify before use.
+const CHECK: u8 = 1;
+/// Must be recomputed (never computed, or its stream produced a value).
+const MUST: u8 = 2;
+
+/// The message used internally when a lambda called through `Caller` has no value yet;
+/// the engine discards whatever the built-in returns in that case.
+pub(crate) const NOT_READY: &str = "value not ready yet";
+
+/// One node evaluated in one environment.
+struct Inst {
+    node: NodeId,
+    /// `Some` for dynamic instances (the key they are indexed by).
+    key: Option<InstKey>,
+    /// Binds exactly the node's free parameters.
+    env: Env,
+    /// Incremented each time the slot is freed, to recognise stale stream events.
+    generation: u32,
+    live: bool,
+    dirty: u8,
+    computed: bool,
+    value: Slot,
+    /// Wave in which `value` last changed.
+    changed_at: u64,
+    /// Wave in which `value` was last known to be up to date.
+    verified_at: u64,
+    /// Instances used by the last computation, in the order they were used.
+    deps: Vec<InstId>,
+    /// Instances whose last computation used this one (each once).
+    rdeps: Vec<InstId>,
+    stream: Option<Box<StreamInst>>,
+    /// Reachability stamp of the last collection.
+    mark: u64,
+}
+
+impl Inst {
+    fn new(node: NodeId, key: Option<InstKey>, env: Env, generation: u32, live: bool) -> Inst {
+        Inst {
+            node,
+            key,
+            env,
+            generation,
+            live,
+            dirty: MUST,
+            computed: false,
+            value: None,
+            changed_at: 0,
+            verified_at: 0,
+            deps: Vec::new(),
+            rdeps: Vec::new(),
+            stream: None,
+            mark: 0,
+        }
+    }
+}
+
+/// The dependencies collected while one instance computes.
+#[derive(Default)]
+struct Frame {
+    deps: Vec<InstId>,
+    /// A lambda called through `Caller` had no value yet.
+    pending: bool,
+    /// Errors handed to the running built-in by `Caller`, with where they came from, so
+    /// that an error it passes on keeps pointing at its real origin.
+    origins: Vec<(FuncError, NodeId)>,
+}
+
+#[derive(Default)]
+struct State {
+    insts: Vec<Inst>,
+    free_slots: Vec<InstId>,
+    index: HashMap<InstKey, InstId>,
+    wave: u64,
+    frames: Vec<Frame>,
+    /// Instances the statement walk used in this wave.
+    roots: Vec<InstId>,
+    last_roots: Vec<InstId>,
+    /// Set when instances were created or dependency edges changed: a collection is due.
+    structure_changed: bool,
+    /// Stream instances whose inputs changed and which have not answered yet.
+    stale: BTreeSet<InstId>,
+    evaluations: u64,
+    mark: u64,
+}
+
+pub(crate) struct Engine {
+    pub graph: Arc<FuncGraph>,
+    pub info: GraphInfo,
+    pub host: Host,
+    pub spawner: Spawner,
+    st: RefCell<State>,
+    /// The engine thread; `Caller` refuses calls from anywhere else.
+    pub owner: ThreadId,
+}
+
+impl Engine {
+    pub fn new(graph: Arc<FuncGraph>, info: GraphInfo, spawner: Spawner) -> Engine {
+        let insts = (0..graph.nodes.len()).map(|i| Inst::new(NodeId(i as u32), None, Env::empty(), 0, false)).collect();
+        let host = spawner.host.clone();
+        Engine {
+            graph,
+            info,
+            host,
+            spawner,
+            st: RefCell::new(State { insts, ..State::default() }),
+            owner: std::thread::current().id(),
+        }
+    }
+
+    /// The value of `node` in `env`, recording it as a dependency of whatever is being
+    /// computed (or as a root when the statement walk asks).
+    pub fn get(&self, node: NodeId, env: &Env) -> Slot {
+        match &self.graph.node(node).kind {
+            NodeKind::Const(v) => return Some(Ok(v.clone())),
+            NodeKind::Param(p) => {
+                return Some(env.get(*p).cloned().ok_or_else(|| Failure {
+                    err: FuncError::fatal(format!("parameter `{}` is not bound", self.graph.params[p.0 as usize].name)),
+                    origin: node,
+                }));
+            }
+            _ => {}
+        }
+        let id = match self.inst_for(node, env) {
+            Ok(id) => id,
+            Err(f) => return Some(Err(f)),
+        };
+        let v = self.pull(id);
+        let mut st = self.st.borrow_mut();
+        match st.frames.last_mut() {
+            Some(frame) => frame.deps.push(id),
+            None => st.roots.push(id),
+        }
+        v
+    }
+
+    /// The instance of `node` for `env`, created on first use.
+    fn inst_for(&self, node: NodeId, env: &Env) -> Result<InstId, Failure> {
+        let free = &self.info.free[node.0 as usize];
+        let mut st = self.st.borrow_mut();
+        if free.is_empty() {
+            let inst = &mut st.insts[node.0 as usize];
+            if !inst.live {
+                inst.live = true;
+                st.structure_changed = true;
+            }
+            return Ok(node.0);
+        }
+        let mut vals = Vec::with_capacity(free.len());
+        for p in free.iter() {
+            match env.get(*p) {
+                Some(v) => vals.push(v.clone()),
+                None => {
+                    return Err(Failure {
+                        err: FuncError::fatal(format!(
+                            "parameter `{}` is not bound",
+                            self.graph.params[p.0 as usize].name
+                        )),
+                        origin: node,
+                    });
+                }
+            }
+        }
+        let key = InstKey { node, vals: vals.into() };
+        if let Some(id) = st.index.get(&key) {
+            return Ok(*id);
+        }
+        let mut own = Env::empty();
+        for (p, v) in free.iter().zip(key.vals.iter()) {
+            own = own.bind(*p, v.clone());
+        }
+        let id = match st.free_slots.pop() {
+            Some(id) => {
+                let generation = st.insts[id as usize].generation;
+                st.insts[id as usize] = Inst::new(node, Some(key.clone()), own, generation, true);
+                id
+            }
+            None => {
+                st.insts.push(Inst::new(node, Some(key.clone()), own, 0, true));
+                st.insts.len() as InstId - 1
+            }
+        };
+        st.index.insert(key, id);
+        st.structure_changed = true;
+        Ok(id)
+    }
+
+    /// Brings an instance up to date and returns its value.
+    fn pull(&self, id: InstId) -> Slot {
+        let (dirty, computed) = {
+            let st = self.st.borrow();
+            let inst = &st.insts[id as usize];
+            if inst.dirty == CLEAN {
+                return inst.value.clone();
+            }
+            (inst.dirty, inst.computed)
+        };
+        if dirty == CHECK && computed && !self.deps_changed(id) {
+            let mut st = self.st.borrow_mut();
+            let wave = st.wave;
+            let inst = &mut st.insts[id as usize];
+            inst.dirty = CLEAN;
+            inst.verified_at = wave;
+            return inst.value.clone();
+        }
+        self.recompute(id)
+    }
+
+    /// Pulls the recorded dependencies in order and stops at the first whose value
+    /// changed since `id` was verified: the ones after it may not be needed any more.
+    fn deps_changed(&self, id: InstId) -> bool {
+        let mut i = 0;
+        loop {
+            let (dep, verified) = {
+                let st = self.st.borrow();
+                let inst = &st.insts[id as usize];
+                match inst.deps.get(i) {
+                    Some(d) => (*d, inst.verified_at),
+                    None => return false,
+                }
+            };
+            self.pull(dep);
+            if self.st.borrow().insts[dep as usize].changed_at > verified {
+                return true;
+            }
+            i += 1;
+        }
+    }
+
+    fn recompute(&self, id: InstId) -> Slot {
+        let (node, env) = {
+            let mut st = self.st.borrow_mut();
+            st.frames.push(Frame::default());
+            let inst = &st.insts[id as usize];
+            (inst.node, inst.env.clone())
+        };
+        let value = self.eval(id, node, &env);
+        let mut st = self.st.borrow_mut();
+        let st = &mut *st;
+        let frame = st.frames.pop().unwrap_or_default();
+        let value = if frame.pending { None } else { value };
+        st.evaluations += 1;
+        let old = std::mem::take(&mut st.insts[id as usize].deps);
+        if old != frame.deps {
+            relink(&mut st.insts, id, &old, &frame.deps);
+            st.structure_changed = true;
+        }
+        let wave = st.wave;
+        let inst = &mut st.insts[id as usize];
+        inst.deps = frame.deps;
+        let unchanged = inst.computed
+            && match (&inst.value, &value) {
+                (None, None) => true,
+                (Some(Ok(a)), Some(Ok(b))) => same(a, b),
+                (Some(Err(a)), Some(Err(b))) => a == b,
+                _ => false,
+            };
+        if !unchanged {
+            inst.value = value.clone();
+            inst.changed_at = wave;
+        }
+        inst.computed = true;
+        inst.dirty = CLEAN;
+        inst.verified_at = wave;
+        value
+    }
+
+    /// Starts the next wave of evaluation.
+    pub fn begin_wave(&self) {
+        let mut st = self.st.borrow_mut();
+        st.wave += 1;
+        st.roots.clear();
+    }
+
+    /// Ends a wave: collects instances the walk no longer reaches.
+    pub fn end_wave(&self) {
+        let mut st = self.st.borrow_mut();
+        let st = &mut *st;
+        let mut roots = std::mem::take(&mut st.roots);
+        roots.sort_unstable();
+        roots.dedup();
+        if roots != st.last_roots {
+            st.structure_changed = true;
+        }
+        st.last_roots = roots;
+        if st.structure_changed {
+            st.structure_changed = false;
+            collect(st);
+        }
+    }
+
+    /// Applies one event from the queue; returns false for `Shutdown`.
+    pub fn apply(&self, ev: Event) -> bool {
+        let (inst, generation, result) = match ev {
+            Event::Shutdown => return false,
+            Event::Emit { inst, generation, result } => (inst, generation, result),
+        };
+        let mut st = self.st.borrow_mut();
+        let st = &mut *st;
+        let Some(target) = st.insts.get_mut(inst as usize) else { return true };
+        if target.generation != generation || !target.live {
+            return true;
+        }
+        let Some(stream) = target.stream.as_mut() else { return true };
+        stream.emitted = Some(result);
+        target.dirty = MUST;
+        st.stale.remove(&inst);
+        let mut work = vec![inst];
+        while let Some(i) = work.pop() {
+            for k in 0..st.insts[i as usize].rdeps.len() {
+                let r = st.insts[i as usize].rdeps[k];
+                if st.insts[r as usize].dirty == CLEAN {
+                    st.insts[r as usize].dirty = CHECK;
+                    work.push(r);
+                }
+            }
+        }
+        true
+    }
+
+    /// True while a stream has new inputs and has not answered them yet.
+    pub fn has_stale_streams(&self) -> bool {
+        !self.st.borrow().stale.is_empty()
+    }
+
+    /// How many computations ran so far (for tests and benchmarks).
+    pub fn evaluations(&self) -> u64 {
+        self.st.borrow().evaluations
+    }
+
+    // --- helpers for the node evaluators (eval.rs) ---
+
+    /// Runs `f` with the stream instance of `id`, starting it first if needed.
+    pub fn with_stream<R>(
+        &self,
+        id: InstId,
+        start: impl FnOnce(u32) -> StreamInst,
+        f: impl FnOnce(&mut StreamInst) -> R,
+    ) -> R {
+        let mut st = self.st.borrow_mut();
+        let inst = &mut st.insts[id as usize];
+        let stream = inst.stream.get_or_insert_with(|| Box::new(start(inst.generation)));
+        f(stream)
+    }
+
+    /// The environment an instance was created with (its free parameters only).
+    pub fn own_env(&self, id: InstId) -> Env {
+        self.st.borrow().insts[id as usize].env.clone()
+    }
+
+    pub fn mark_stale(&self, id: InstId) {
+        self.st.borrow_mut().stale.insert(id);
+    }
+
+    /// Marks the running computation as waiting for a value.
+    pub fn set_pending(&self) {
+        if let Some(frame) = self.st.borrow_mut().frames.last_mut() {
+            frame.pending = true;
+        }
+    }
+
+    /// Remembers where an error handed to a built-in came from.
+    pub fn note_origin(&self, err: &FuncError, origin: NodeId) {
+        if let Some(frame) = self.st.borrow_mut().frames.last_mut() {
+            frame.origins.push((err.clone(), origin));
+        }
+    }
+
+    /// Where an error returned by a built-in came from: the lambda that raised it, if
+    /// the built-in only passed it on, else the call itself.
+    pub fn origin_of(&self, err: &FuncError, call: NodeId) -> NodeId {
+        let st = self.st.borrow();
+        st.frames.last().and_then(|f| f.origins.iter().rev().find(|(e, _)| e == err).map(|(_, o)| *o)).unwrap_or(call)
+    }
+
+    /// The errStream diagnostic for an error that reached a statement.
+    pub fn diagnostic(&self, f: &Failure) -> Diagnostic {
+        let node = self.graph.node(f.origin);
+        let what = match &node.kind {
+            NodeKind::Call { func, .. } => format!("raised by function `{func}`"),
+            NodeKind::Op { op, .. } => format!("raised by operator `{}`", op_name(*op)),
+            NodeKind::Index { .. } => "raised by the lookup `[]`".to_string(),
+            NodeKind::Field { field, .. } => format!("raised by the field access `->{field}`"),
+            NodeKind::CallValue { .. } => "raised by a call of a function value".to_string(),
+            NodeKind::Param(_) => "raised while binding a parameter".to_string(),
+            _ => "raised by the runtime".to_string(),
+        };
+        Diagnostic::new(Stage::Stream, f.err.message(), node.span).with_note(what)
+    }
+}
+
+/// Replaces `id`'s dependency edges `old` by `new` in the dependencies' reverse lists.
+fn relink(insts: &mut [Inst], id: InstId, old: &[InstId], new: &[InstId]) {
+    // Large fan-ins (a map over thousands of elements) use sets; small ones scan.
+    const SMALL: usize = 16;
+    if old.len() <= SMALL && new.len() <= SMALL {
+        for (i, d) in old.iter().enumerate() {
+            if !new.contains(d) && !old[..i].contains(d) {
+                remove_rdep(&mut insts[*d as usize].rdeps, id);
+            }
+        }
+        for (i, d) in new.iter().enumerate() {
+            if !old.contains(d) && !new[..i].contains(d) {
+                insts[*d as usize].rdeps.push(id);
+            }
+        }
+    } else {
+        let old_set: HashSet<InstId> = old.iter().copied().collect();
+        let new_set: HashSet<InstId> = new.iter().copied().collect();
+        for d in old_set.difference(&new_set) {
+            remove_rdep(&mut insts[*d as usize].rdeps, id);
+        }
+        for d in new.iter() {
+            if !old_set.contains(d) && !insts[*d as usize].rdeps.contains(&id) {
+                insts[*d as usize].rdeps.push(id);
+            }
+        }
+    }
+}
+
+fn remove_rdep(rdeps: &mut Vec<InstId>, id: InstId) {
+    if let Some(pos) = rdeps.iter().position(|r| *r == id) {
+        rdeps.swap_remove(pos);
+    }
+}
+
+/// Mark and sweep from the roots over the recorded dependency edges. Dead dynamic
+/// instances free their slot; dead static ones are reset; dead streams are cancelled.
+fn collect(st: &mut State) {
+    st.mark += 1;
+    let mark = st.mark;
+    let mut work = st.last_roots.clone();
+    while let Some(id) = work.pop() {
+        let inst = &mut st.insts[id as usize];
+        if inst.mark == mark {
+            continue;
+        }
+        inst.mark = mark;
+        work.extend_from_slice(&inst.deps);
+    }
+    for id in 0..st.insts.len() {
+        let inst = &st.insts[id];
+        if !inst.live || inst.mark == mark {
+            continue;
+        }
+        let deps = std::mem::take(&mut st.insts[id].deps);
+        for d in deps {
+            if st.insts[d as usize].mark == mark {
+                remove_rdep(&mut st.insts[d as usize].rdeps, id as InstId);
+            }
+        }
+        let inst = &mut st.insts[id];
+        if let Some(s) = inst.stream.take() {
+            s.stop();
+        }
+        st.stale.remove(&(id as InstId));
+        let generation = inst.generation.wrapping_add(1);
+        match inst.key.take() {
+            Some(key) => {
+                st.index.remove(&key);
+                *inst = Inst::new(inst.node, None, Env::empty(), generation, false);
+                st.free_slots.push(id as InstId);
+            }
+            None => *inst = Inst::new(inst.node, None, Env::empty(), generation, false),
+        }
+    }
+}
+
+/// Converts a built-in's result into a slot value raised at `origin`.
+pub(crate) fn from_result(r: FuncResult, origin: NodeId) -> Res {
+    r.map_err(|err| Failure { err, origin })
+}

@@ -1,0 +1,170 @@
+//! Identity of values for the runtime's caches: the equality used for the "unchanged
+//! value does not wake dependants" cut-off and for looking up per-environment instances,
+//! plus a hash consistent with it.
+//!
+//! It differs from `Value`'s `PartialEq` in two places, both on purpose: function values
+//! are equal when they are the same lambda with equal captured parameters (so a lambda
+//! that captures a loop variable is still cached per element), and `NaN` equals `NaN`
+//! (so a `NaN` result does not re-trigger its dependants forever).
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use lang::ir::NodeId;
+use lang::value::{Env, Value};
+
+/// True when two values are interchangeable for caching.
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x == y || (x.is_nan() && y.is_nan()),
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(x), Value::List(y)) => {
+            Arc::ptr_eq(x, y) || (x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b)))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len()
+                    && x.iter().zip(y.iter()).all(|((ka, va), (kb, vb))| same(ka, kb) && same(va, vb)))
+        }
+        (Value::Struct(x), Value::Struct(y)) => {
+            Arc::ptr_eq(x, y)
+                || (x.len() == y.len() && x.iter().zip(y.iter()).all(|((na, va), (nb, vb))| na == nb && same(va, vb)))
+        }
+        (Value::Func(x), Value::Func(y)) => x.lambda == y.lambda && same_env(&x.env, &y.env),
+        _ => false,
+    }
+}
+
+fn same_env(a: &Env, b: &Env) -> bool {
+    let (mut a, mut b) = (a.0.as_ref(), b.0.as_ref());
+    loop {
+        match (a, b) {
+            (None, None) => return true,
+            (Some(fa), Some(fb)) => {
+                if Arc::ptr_eq(fa, fb) {
+                    return true;
+                }
+                if fa.param != fb.param || !same(&fa.value, &fb.value) {
+                    return false;
+                }
+                a = fa.parent.0.as_ref();
+                b = fb.parent.0.as_ref();
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// A hash consistent with [`same`].
+pub(crate) fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
+    match v {
+        Value::Bool(b) => {
+            h.write_u8(0);
+            b.hash(h);
+        }
+        Value::Int(i) => {
+            h.write_u8(1);
+            i.hash(h);
+        }
+        Value::Float(f) => {
+            h.write_u8(2);
+            // 0.0 == -0.0 and all NaNs are one value under `same`.
+            let bits = if *f == 0.0 {
+                0
+            } else if f.is_nan() {
+                u64::MAX
+            } else {
+                f.to_bits()
+            };
+            bits.hash(h);
+        }
+        Value::Str(s) => {
+            h.write_u8(3);
+            s.hash(h);
+        }
+        Value::List(l) => {
+            h.write_u8(4);
+            h.write_usize(l.len());
+            l.iter().for_each(|x| hash_value(x, h));
+        }
+        Value::Map(m) => {
+            h.write_u8(5);
+            h.write_usize(m.len());
+            for (k, x) in m.iter() {
+                hash_value(k, h);
+                hash_value(x, h);
+            }
+        }
+        Value::Struct(fs) => {
+            h.write_u8(6);
+            for (n, x) in fs.iter() {
+                n.hash(h);
+                hash_value(x, h);
+            }
+        }
+        Value::Func(c) => {
+            // Captured values are left out: equal closures still hash equally.
+            h.write_u8(7);
+            c.lambda.hash(h);
+        }
+    }
+}
+
+/// Identifies one dynamic instance: a node plus the values of its free parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct InstKey {
+    pub node: NodeId,
+    pub vals: Arc<[Value]>,
+}
+
+impl PartialEq for InstKey {
+    fn eq(&self, other: &InstKey) -> bool {
+        self.node == other.node
+            && self.vals.len() == other.vals.len()
+            && self.vals.iter().zip(other.vals.iter()).all(|(a, b)| same(a, b))
+    }
+}
+
+impl Eq for InstKey {}
+
+impl Hash for InstKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.node.hash(h);
+        self.vals.iter().for_each(|v| hash_value(v, h));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lang::ir::ParamId;
+    use lang::value::Closure;
+    use std::collections::hash_map::DefaultHasher;
+
+    fn hash(v: &Value) -> u64 {
+        let mut h = DefaultHasher::new();
+        hash_value(v, &mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn closures_with_equal_captures_are_the_same() {
+        let env = |v: i64| Env::empty().bind(ParamId(0), Value::Int(v));
+        let a = Value::Func(Closure { lambda: NodeId(3), env: env(1) });
+        let b = Value::Func(Closure { lambda: NodeId(3), env: env(1) });
+        let c = Value::Func(Closure { lambda: NodeId(3), env: env(2) });
+        assert!(same(&a, &b));
+        assert!(!same(&a, &c));
+        assert_eq!(hash(&a), hash(&b));
+    }
+
+    #[test]
+    fn float_corner_cases() {
+        assert!(same(&Value::Float(f64::NAN), &Value::Float(f64::NAN)));
+        assert!(same(&Value::Float(0.0), &Value::Float(-0.0)));
+        assert_eq!(hash(&Value::Float(0.0)), hash(&Value::Float(-0.0)));
+        assert!(!same(&Value::Float(1.0), &Value::Int(1)));
+    }
+}

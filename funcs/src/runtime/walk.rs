@@ -1,0 +1,200 @@
+//! The statement walk: evaluates what the program's statements need, in program
+//! order, and turns it into an [`Output`]. Only the active branch of an `if` is walked;
+//! loop bodies are walked once per element with the loop parameters bound.
+
+use lang::diag::{Diagnostic, Stage};
+use lang::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId};
+use lang::output::{BodyEdge, EdgeDecl, EdgeEnd, Output, ResDecl};
+use lang::span::Span;
+use lang::value::{Env, Value};
+
+use crate::runtime::engine::Engine;
+
+/// What one walk produced.
+pub(crate) enum Walked {
+    Ready(Output),
+    /// Some needed value is not known yet (a stream has not produced).
+    Pending,
+    /// An error reached a statement.
+    Failed(Diagnostic),
+}
+
+pub(crate) fn walk(engine: &Engine) -> Walked {
+    let graph = engine.graph.clone();
+    let mut w = Walker { engine, out: Output::default(), pending: false };
+    match w.stmts(&graph.stmts, &Env::empty()) {
+        Err(d) => Walked::Failed(d),
+        Ok(()) if w.pending => Walked::Pending,
+        Ok(()) => Walked::Ready(w.out),
+    }
+}
+
+struct Walker<'a> {
+    engine: &'a Engine,
+    out: Output,
+    /// Set when a value was missing; the walk goes on so that every stream starts.
+    pending: bool,
+}
+
+type Step<T> = Result<Option<T>, Diagnostic>;
+
+impl Walker<'_> {
+    fn stmts(&mut self, stmts: &[IrStmt], env: &Env) -> Result<(), Diagnostic> {
+        stmts.iter().try_for_each(|s| self.stmt(s, env))
+    }
+
+    fn stmt(&mut self, stmt: &IrStmt, env: &Env) -> Result<(), Diagnostic> {
+        match stmt {
+            IrStmt::Resource(r) => self.resource(r, env),
+            IrStmt::Edge(e) => self.edge(e, env),
+            IrStmt::If { cond, then, els, .. } => match self.flag(*cond, env)? {
+                Some(true) => self.stmts(then, env),
+                Some(false) => self.stmts(els, env),
+                None => Ok(()),
+            },
+            IrStmt::For { iter, key, value, body, span, .. } => match self.value(*iter, env)? {
+                None => Ok(()),
+                Some(Value::List(items)) => items.iter().enumerate().try_for_each(|(i, v)| {
+                    self.stmts(body, &env.bind(*key, Value::Int(i as i64)).bind(*value, v.clone()))
+                }),
+                Some(Value::Map(m)) => {
+                    m.iter().try_for_each(|(k, v)| self.stmts(body, &env.bind(*key, k.clone()).bind(*value, v.clone())))
+                }
+                Some(other) => Err(Diagnostic::new(
+                    Stage::Stream,
+                    format!("can't iterate over {other}: expected a list or a map"),
+                    *span,
+                )),
+            },
+            IrStmt::Panic { check, span } => match self.value(*check, env)? {
+                Some(Value::Bool(true)) => Err(Diagnostic::new(Stage::Stream, "bool panic occurred", *span)),
+                _ => Ok(()),
+            },
+        }
+    }
+
+    fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
+        let names = self.names(r.name, env, r.span)?;
+        let mut params = Vec::new();
+        for f in &r.fields {
+            if self.holds(f.cond, env)?
+                && let Some(v) = self.value(f.value, env)?
+            {
+                params.push((f.name.clone(), v, f.span));
+            }
+        }
+        let mut metas = Vec::new();
+        for m in &r.metas {
+            if !self.holds(m.cond, env)? {
+                continue;
+            }
+            match (self.value(m.value, env)?, &m.name) {
+                (None, _) => {}
+                (Some(v), Some(name)) => metas.push((name.clone(), v, m.span)),
+                (Some(Value::Struct(fields)), None) => {
+                    metas.extend(fields.iter().map(|(n, v)| (n.clone(), v.clone(), m.span)));
+                }
+                (Some(other), None) => {
+                    return Err(Diagnostic::new(Stage::Stream, format!("Meta must be a struct, got {other}"), m.span));
+                }
+            }
+        }
+        let mut edges = Vec::new();
+        for e in &r.edges {
+            if !self.holds(e.cond, env)? {
+                continue;
+            }
+            for name in self.names(e.target.name, env, e.target.span)?.unwrap_or_default() {
+                edges.push(BodyEdge { prop: e.prop, kind: e.target.kind.clone(), name, span: e.span });
+            }
+        }
+        for name in names.unwrap_or_default() {
+            self.out.resources.push(ResDecl {
+                kind: r.kind.clone(),
+                name,
+                params: params.clone(),
+                metas: metas.clone(),
+                edges: edges.clone(),
+                collect: r.collect,
+                span: r.span,
+            });
+        }
+        Ok(())
+    }
+
+    fn edge(&mut self, e: &IrEdge, env: &Env) -> Result<(), Diagnostic> {
+        let mut ends: Vec<Vec<EdgeEnd>> = Vec::with_capacity(e.halves.len());
+        for half in &e.halves {
+            ends.push(self.ends(half, env)?.unwrap_or_default());
+        }
+        for pair in ends.windows(2) {
+            for from in &pair[0] {
+                for to in &pair[1] {
+                    self.out.edges.push(EdgeDecl { from: from.clone(), to: to.clone(), span: e.span });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn ends(&mut self, half: &IrEdgeHalf, env: &Env) -> Step<Vec<EdgeEnd>> {
+        Ok(self.names(half.name, env, half.span)?.map(|names| {
+            names.into_iter().map(|name| EdgeEnd { kind: half.kind.clone(), name, field: half.field.clone() }).collect()
+        }))
+    }
+
+    /// A resource or edge name: `str`, `[]str`, or (for `collect`) a list of
+    /// `struct{name str; host str}`.
+    fn names(&mut self, node: NodeId, env: &Env, span: Span) -> Step<Vec<String>> {
+        let Some(v) = self.value(node, env)? else { return Ok(None) };
+        let bad = |v: &Value| {
+            Diagnostic::new(Stage::Stream, format!("a resource name must be a str or a []str, got {v}"), span)
+        };
+        match &v {
+            Value::Str(s) => Ok(Some(vec![s.to_string()])),
+            Value::List(items) => items
+                .iter()
+                .map(|item| match item {
+                    Value::Str(s) => Ok(s.to_string()),
+                    Value::Struct(_) => {
+                        item.field("name").and_then(Value::as_str).map(str::to_string).ok_or_else(|| bad(item))
+                    }
+                    other => Err(bad(other)),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            other => Err(bad(other)),
+        }
+    }
+
+    /// An optional elvis condition: absent means it holds; a pending one does not.
+    fn holds(&mut self, cond: Option<NodeId>, env: &Env) -> Result<bool, Diagnostic> {
+        match cond {
+            None => Ok(true),
+            Some(c) => Ok(self.flag(c, env)? == Some(true)),
+        }
+    }
+
+    fn flag(&mut self, node: NodeId, env: &Env) -> Step<bool> {
+        match self.value(node, env)? {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(b)),
+            Some(other) => Err(Diagnostic::new(
+                Stage::Stream,
+                format!("expected a bool condition, got {other}"),
+                self.engine.graph.node(node).span,
+            )),
+        }
+    }
+
+    fn value(&mut self, node: NodeId, env: &Env) -> Step<Value> {
+        match self.engine.get(node, env) {
+            None => {
+                self.pending = true;
+                Ok(None)
+            }
+            Some(Ok(v)) => Ok(Some(v)),
+            Some(Err(f)) => Err(self.engine.diagnostic(&f)),
+        }
+    }
+}
