@@ -69,6 +69,8 @@ pub fn resolve_with(
     let loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
     let mut ctx = Ctx {
         catalog,
+        sources,
+        suppressed: std::collections::BTreeSet::new(),
         files: &loaded.files,
         targets: &loaded.targets,
         graph: FuncGraph::default(),
@@ -132,6 +134,11 @@ enum Hit {
 /// The elaboration context.
 struct Ctx<'a> {
     catalog: &'a Catalog,
+    /// Every file, for the positions quoted inside wrapped import errors.
+    sources: &'a SourceMap,
+    /// Errors already reported wrapped in an import failure: repeats of them (a module's
+    /// func inlined again later) are dropped.
+    suppressed: std::collections::BTreeSet<(String, Option<Span>)>,
     /// Every loaded file, the entry file first.
     files: &'a [ast::File],
     /// What each import statement (by span) refers to.
@@ -169,7 +176,9 @@ impl<'a> Ctx<'a> {
     }
 
     fn error(&mut self, d: Diagnostic) {
-        self.diags.push(d);
+        if !self.suppressed.contains(&(d.message.clone(), d.span)) {
+            self.diags.push(d);
+        }
     }
 
     /// Reports a recursion found while elaborating, unless the ordering analysis already
@@ -281,20 +290,49 @@ impl<'a> Ctx<'a> {
         self.error(d);
     }
 
-    /// The top frame of an imported module, built on first use.
-    fn module_frame(&mut self, module: usize) -> Option<FrameId> {
+    /// The top frame of an imported module, built on first use by the import statement at
+    /// `import_span` (written `path`). Errors found while building it (its binds and the
+    /// funcs nothing called) fail that import: they are wrapped as
+    /// ``local import of `path` failed: ...`` at the import statement.
+    fn module_frame(&mut self, module: usize, import_span: Span, path: &str) -> Option<FrameId> {
         match self.modules.get(&module).copied().unwrap_or(Lazy::Pending) {
             Lazy::Done(fid) => Some(fid),
             Lazy::Active => None,
             Lazy::Pending => {
                 self.modules.insert(module, Lazy::Active);
+                let before = self.diags.len();
                 let fid = self.new_frame(Frame::child(FrameId(0)));
                 let stmts = &self.files[module].stmts;
                 self.declare(fid, stmts);
                 self.modules.insert(module, Lazy::Done(fid));
                 self.finish(fid);
+                self.wrap_import_errors(before, import_span, path);
                 Some(fid)
             }
+        }
+    }
+
+    /// Rewrites the diagnostics pushed since `before` as failures of one import.
+    fn wrap_import_errors(&mut self, before: usize, import_span: Span, path: &str) {
+        let mut items = std::mem::take(&mut self.diags).into_vec();
+        let inner: Vec<Diagnostic> = items.split_off(before.min(items.len()));
+        for d in items {
+            self.diags.push(d);
+        }
+        for d in inner {
+            self.suppressed.insert((d.message.clone(), d.span));
+            let quoted = match d.span {
+                Some(span) => format!("{}: {}", d.message, self.sources.byline(span)),
+                None => d.message.clone(),
+            };
+            let mut wrapped =
+                Diagnostic::new(Stage::SetScope, format!("local import of `{path}` failed: {quoted}"), import_span);
+            if let Some(span) = d.span {
+                wrapped = wrapped.with_label(span, d.message.clone());
+            }
+            wrapped.labels.extend(d.labels);
+            wrapped.notes.extend(d.notes);
+            self.diags.push(wrapped);
         }
     }
 }

@@ -365,7 +365,30 @@ fn imports_are_per_file() {
         ("/main.mcl", "import \"fmt\"\nimport \"lib.mcl\"\ntest [lib.f()] {}\n"),
         ("/lib.mcl", "func f() {\n\tfmt.printf(\"a\")\n}\n"),
     ]);
-    assert_eq!(out.lines(), vec!["func `fmt.printf` does not exist in this scope: /lib.mcl @ 2:2-2:17"]);
+    assert_eq!(
+        out.lines(),
+        vec![
+            "local import of `lib.mcl` failed: func `fmt.printf` does not exist in this scope: \
+             /lib.mcl @ 2:2-2:17: /main.mcl @ 2:1-2:17"
+        ]
+    );
+    assert_eq!(out.labels(0), vec!["/lib.mcl @ 2:2-2:17"]);
+}
+
+#[test]
+fn errors_in_nested_imports_are_wrapped_once_per_level() {
+    let out = resolve_files(&[
+        ("/main.mcl", "import \"a.mcl\"\ntest [a.f(), a.f()] {}\n"),
+        ("/a.mcl", "import \"b.mcl\"\nfunc f() {\n\tb.g()\n}\n"),
+        ("/b.mcl", "func g() {\n\t$nope\n}\n"),
+    ]);
+    assert_eq!(
+        out.lines(),
+        vec![
+            "local import of `a.mcl` failed: local import of `b.mcl` failed: var `$nope` does not exist in this \
+             scope: /b.mcl @ 2:2-2:7: /a.mcl @ 1:1-1:15: /main.mcl @ 1:1-1:15"
+        ]
+    );
 }
 
 #[test]

@@ -45,7 +45,7 @@ impl<'a> Ctx<'a> {
                     let target = self.targets.get(&stmt.span).cloned().unwrap_or(ImportTarget::Failed);
                     let entry = match target {
                         ImportTarget::System(pkg) => AliasEntry::System(pkg),
-                        ImportTarget::Module(m) => match self.module_frame(m) {
+                        ImportTarget::Module(m) => match self.module_frame(m, stmt.span, path) {
                             Some(f) => AliasEntry::Frame(f),
                             None => AliasEntry::Failed,
                         },
