@@ -150,22 +150,29 @@ pub fn sprintf(format: &str, args: &[Value], types: &[Type]) -> Result<String, S
 /// Best-effort type of a value when the call site's types are not known (empty
 /// containers print their element type as `variant`).
 pub fn type_of(v: &Value) -> String {
-    fn ty(v: &Value) -> Type {
-        match v {
-            Value::Bool(_) => Type::Bool,
-            Value::Str(_) => Type::Str,
-            Value::Int(_) => Type::Int,
-            Value::Float(_) => Type::Float,
-            Value::List(l) => Type::list(l.first().map(ty).unwrap_or(Type::Variant)),
-            Value::Map(m) => match m.iter().next() {
-                Some((k, v)) => Type::map(ty(k), ty(v)),
-                None => Type::map(Type::Variant, Type::Variant),
-            },
-            Value::Struct(fs) => Type::Struct(fs.iter().map(|(n, v)| (n.clone(), ty(v))).collect()),
-            Value::Func(_) => Type::Func(Vec::new(), Box::new(Type::Variant)),
-        }
+    value_type(v).to_string()
+}
+
+/// The type of a value as far as the value shows it (`variant` for the element type
+/// of empty containers and for function values' signatures).
+pub fn value_type(v: &Value) -> Type {
+    ty(v)
+}
+
+fn ty(v: &Value) -> Type {
+    match v {
+        Value::Bool(_) => Type::Bool,
+        Value::Str(_) => Type::Str,
+        Value::Int(_) => Type::Int,
+        Value::Float(_) => Type::Float,
+        Value::List(l) => Type::list(l.first().map(ty).unwrap_or(Type::Variant)),
+        Value::Map(m) => match m.iter().next() {
+            Some((k, v)) => Type::map(ty(k), ty(v)),
+            None => Type::map(Type::Variant, Type::Variant),
+        },
+        Value::Struct(fs) => Type::Struct(fs.iter().map(|(n, v)| (n.clone(), ty(v))).collect()),
+        Value::Func(_) => Type::Func(Vec::new(), Box::new(Type::Variant)),
     }
-    ty(v).to_string()
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ fn format_bool(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `strconv.ParseBool`.
-pub(crate) fn go_parse_bool(s: &str) -> Result<bool, FuncError> {
+pub fn go_parse_bool(s: &str) -> Result<bool, FuncError> {
     match s {
         "1" | "t" | "T" | "true" | "TRUE" | "True" => Ok(true),
         "0" | "f" | "F" | "false" | "FALSE" | "False" => Ok(false),
@@ -33,7 +33,7 @@ fn parse_bool(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `strconv.ParseFloat(s, 64)` (decimal forms, `inf`, `nan`, underscores not allowed).
-pub(crate) fn go_parse_float(s: &str) -> Result<f64, FuncError> {
+pub fn go_parse_float(s: &str) -> Result<f64, FuncError> {
     let bad = || FuncError::catchable(format!("parsing {}: invalid syntax", lang::value::quote_str(s)));
     let lower = s.to_ascii_lowercase();
     let body = lower.trim_start_matches(['+', '-']);
@@ -55,7 +55,7 @@ fn str_to_float(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `strconv.ParseInt(s, base, 64)` for bases 2..=36 (base 0 infers from a prefix).
-pub(crate) fn go_parse_int(s: &str, base: i64) -> Result<i64, FuncError> {
+pub fn go_parse_int(s: &str, base: i64) -> Result<i64, FuncError> {
     let q = lang::value::quote_str(s);
     let (neg, digits) = match s.strip_prefix('-') {
         Some(d) => (true, d),

@@ -21,7 +21,7 @@ pub fn register(r: &mut Registry) {
 }
 
 /// A Unix time in the given zone; negative times are catchable errors.
-pub(crate) fn zoned(secs: i64, tz: &TimeZone) -> Result<Zoned, FuncError> {
+pub fn zoned(secs: i64, tz: &TimeZone) -> Result<Zoned, FuncError> {
     if secs < 0 {
         return Err(FuncError::catchable(format!("the time must not be negative, got {secs}")));
     }

@@ -37,7 +37,7 @@ pub fn register(r: &mut Registry) {
 }
 
 /// The normalized deploy path (`/a/b`) of a user path; `..` may not leave the root.
-pub(crate) fn deploy_path(p: &str) -> Result<String, FuncError> {
+pub fn deploy_path(p: &str) -> Result<String, FuncError> {
     let mut parts: Vec<&str> = Vec::new();
     for c in Path::new(p).components() {
         match c {
@@ -56,7 +56,7 @@ pub(crate) fn deploy_path(p: &str) -> Result<String, FuncError> {
 }
 
 /// Where a deploy path lives on disk.
-pub(crate) fn disk_path(host: &Host, p: &str) -> Result<PathBuf, FuncError> {
+pub fn disk_path(host: &Host, p: &str) -> Result<PathBuf, FuncError> {
     let dp = deploy_path(p)?;
     Ok(host.root.join(dp.trim_start_matches('/')))
 }

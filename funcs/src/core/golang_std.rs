@@ -173,7 +173,7 @@ fn strconv(r: &mut Registry) {
     );
 }
 
-pub(crate) fn format_int(n: i64, base: i64) -> FuncResult {
+pub fn format_int(n: i64, base: i64) -> FuncResult {
     if !(2..=36).contains(&base) {
         return Err(FuncError::fatal(format!("strconv: illegal AppendInt/FormatInt base {base}")));
     }
@@ -195,7 +195,7 @@ pub(crate) fn format_int(n: i64, base: i64) -> FuncResult {
 }
 
 /// Go's `strconv.Unquote` for `"..."`, `` `...` `` and `'c'`.
-pub(crate) fn unquote(s: &str) -> Result<String, FuncError> {
+pub fn unquote(s: &str) -> Result<String, FuncError> {
     let bad = || FuncError::catchable("invalid syntax");
     if s.len() >= 2 && s.starts_with('`') && s.ends_with('`') {
         return Ok(s[1..s.len() - 1].replace('\r', ""));
@@ -250,7 +250,7 @@ pub(crate) fn unquote(s: &str) -> Result<String, FuncError> {
 }
 
 /// Go's `path.Clean`.
-pub(crate) fn go_clean(p: &str) -> String {
+pub fn go_clean(p: &str) -> String {
     if p.is_empty() {
         return ".".into();
     }
@@ -277,7 +277,7 @@ pub(crate) fn go_clean(p: &str) -> String {
     }
 }
 
-pub(crate) fn go_base(p: &str) -> String {
+pub fn go_base(p: &str) -> String {
     if p.is_empty() {
         return ".".into();
     }
@@ -288,12 +288,12 @@ pub(crate) fn go_base(p: &str) -> String {
     t.rsplit('/').next().unwrap_or(t).to_string()
 }
 
-pub(crate) fn go_dir(p: &str) -> String {
+pub fn go_dir(p: &str) -> String {
     let i = p.rfind('/').map(|i| i + 1).unwrap_or(0);
     go_clean(&p[..i])
 }
 
-pub(crate) fn go_ext(p: &str) -> String {
+pub fn go_ext(p: &str) -> String {
     for (i, c) in p.char_indices().rev() {
         match c {
             '/' => break,
@@ -466,7 +466,7 @@ fn math(r: &mut Registry) {
 }
 
 /// Go's `os.Expand` with `$NAME`/`${NAME}` from the environment.
-pub(crate) fn expand_env(s: &str, lookup: impl Fn(&str) -> String) -> String {
+pub fn expand_env(s: &str, lookup: impl Fn(&str) -> String) -> String {
     let mut out = String::new();
     let b = s.as_bytes();
     let mut i = 0;
@@ -614,7 +614,7 @@ fn os(r: &mut Registry) {
     );
 }
 
-pub(crate) fn look_path(file: &str) -> FuncResult {
+pub fn look_path(file: &str) -> FuncResult {
     use std::os::unix::fs::PermissionsExt;
     let is_exec =
         |p: &std::path::Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
@@ -636,7 +636,7 @@ pub(crate) fn look_path(file: &str) -> FuncResult {
     Err(FuncError::catchable(format!("exec: {file:?}: executable file not found in $PATH")))
 }
 
-pub(crate) fn html_escape(s: &str) -> String {
+pub fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -652,7 +652,7 @@ pub(crate) fn html_escape(s: &str) -> String {
 }
 
 /// Decodes numeric entities and the common named ones.
-pub(crate) fn html_unescape(s: &str) -> String {
+pub fn html_unescape(s: &str) -> String {
     const NAMED: &[(&str, char)] = &[
         ("lt", '<'),
         ("gt", '>'),

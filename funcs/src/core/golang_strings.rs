@@ -22,7 +22,7 @@ fn opt_index(i: Option<usize>) -> Value {
 }
 
 /// Go's `strings.SplitN`/`SplitAfterN`.
-pub(crate) fn go_split_n(s: &str, sep: &str, n: i64, after: bool) -> Vec<String> {
+pub fn go_split_n(s: &str, sep: &str, n: i64, after: bool) -> Vec<String> {
     if n == 0 {
         return Vec::new();
     }
@@ -49,7 +49,7 @@ pub(crate) fn go_split_n(s: &str, sep: &str, n: i64, after: bool) -> Vec<String>
 }
 
 /// Go's `strings.Title`: upper-cases the first letter of each word.
-pub(crate) fn go_title(s: &str) -> String {
+pub fn go_title(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut prev_letter = false;
     for c in s.chars() {

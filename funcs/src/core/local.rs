@@ -44,7 +44,7 @@ fn safe_rel(p: &str) -> Result<PathBuf, FuncError> {
     Ok(out)
 }
 
-pub(crate) fn vardir_in(base: &Path, p: &str) -> FuncResult {
+pub fn vardir_in(base: &Path, p: &str) -> FuncResult {
     let dir = base.join("local").join(safe_rel(p)?);
     std::fs::create_dir_all(&dir).map_err(|e| FuncError::fatal(format!("can't create {}: {e}", dir.display())))?;
     let mut s = dir.display().to_string();
@@ -62,7 +62,7 @@ static POOL_LOCK: Mutex<()> = Mutex::new(());
 
 /// Looks up or allocates the number of `uid` in the pool file of `namespace`: the
 /// smallest integer >= 1 not used yet. The file holds `uid=number` lines.
-pub(crate) fn pool_in(base: &Path, namespace: &str, uid: &str) -> FuncResult {
+pub fn pool_in(base: &Path, namespace: &str, uid: &str) -> FuncResult {
     let _guard = POOL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let dir = base.join("local").join("pool");
     std::fs::create_dir_all(&dir).map_err(|e| FuncError::fatal(format!("can't create {}: {e}", dir.display())))?;

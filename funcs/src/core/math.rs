@@ -53,7 +53,7 @@ fn minus1(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `math.Mod`: the result has the sign of x.
-pub(crate) fn float_mod(x: f64, y: f64) -> FuncResult {
+pub fn float_mod(x: f64, y: f64) -> FuncResult {
     let r = x % y;
     if r.is_nan() || r.is_infinite() {
         return Err(FuncError::catchable(format!("mod of {x} by {y} is not a number ({r})")));

@@ -38,7 +38,7 @@ fn bad(what: &str, s: &str) -> FuncError {
 }
 
 /// `addr/prefix` -> (addr, prefix).
-pub(crate) fn parse_cidr(s: &str) -> Result<(IpAddr, u32), FuncError> {
+pub fn parse_cidr(s: &str) -> Result<(IpAddr, u32), FuncError> {
     let (a, p) = s.split_once('/').ok_or_else(|| bad("CIDR address", s))?;
     let ip: IpAddr = a.parse().map_err(|_| bad("CIDR address", s))?;
     let bits = if ip.is_ipv4() { 32 } else { 128 };
@@ -108,7 +108,7 @@ fn ip_in_cidr(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// The six bytes of a MAC written with `:` or `-` separators.
-pub(crate) fn parse_mac(s: &str) -> Option<[u8; 6]> {
+pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     let sep = if s.contains(':') { ':' } else { '-' };
     let parts: Vec<&str> = s.split(sep).collect();
     if parts.len() != 6 {
@@ -141,7 +141,7 @@ fn oldmacfmt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `net.SplitHostPort`.
-pub(crate) fn split_host_port(s: &str) -> Result<(String, String), FuncError> {
+pub fn split_host_port(s: &str) -> Result<(String, String), FuncError> {
     let missing = || FuncError::catchable(format!("address {s}: missing port in address"));
     if let Some(rest) = s.strip_prefix('[') {
         let (host, tail) =
@@ -167,7 +167,7 @@ fn unhex(b: u8) -> Option<u8> {
 }
 
 /// Percent-decoding as Go's URL path unescaping does it.
-pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
+pub fn percent_decode(s: &str) -> Result<String, String> {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -188,7 +188,7 @@ pub(crate) fn percent_decode(s: &str) -> Result<String, String> {
 }
 
 /// The parts of a URL the way Go's `url.Parse` splits them.
-pub(crate) fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError> {
+pub fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError> {
     let err = |why: &str| FuncError::catchable(format!("parse {s:?}: {why}"));
     let s_nofrag = s.split_once('#').map(|(a, _)| a).unwrap_or(s);
     let (mut scheme, mut rest) = (String::new(), s_nofrag);
@@ -233,7 +233,7 @@ fn url_parser(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// (name, MAC) of every non-loopback interface, sorted by name.
-pub(crate) fn local_macs() -> Vec<(String, String)> {
+pub fn local_macs() -> Vec<(String, String)> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir("/sys/class/net") {
         for e in rd.flatten() {

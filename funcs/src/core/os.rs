@@ -68,7 +68,7 @@ fn current_home() -> Result<String, FuncError> {
 }
 
 /// `~` -> `$HOME`, `~user` -> that user's home; anything else unchanged.
-pub(crate) fn expand_home_path(p: &str) -> Result<String, FuncError> {
+pub fn expand_home_path(p: &str) -> Result<String, FuncError> {
     let Some(rest) = p.strip_prefix('~') else {
         return Ok(p.to_string());
     };
@@ -91,7 +91,7 @@ fn uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Key/value pairs of an os-release file (quotes removed).
-pub(crate) fn parse_os_release(text: &str) -> Vec<(String, String)> {
+pub fn parse_os_release(text: &str) -> Vec<(String, String)> {
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
@@ -115,7 +115,7 @@ fn os_release() -> Vec<(String, String)> {
 }
 
 /// The family of a distro from its os-release `ID` and `ID_LIKE`.
-pub(crate) fn family_of(rel: &[(String, String)]) -> &'static str {
+pub fn family_of(rel: &[(String, String)]) -> &'static str {
     let get = |k: &str| rel.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or("");
     let ids: Vec<&str> = std::iter::once(get("ID")).chain(get("ID_LIKE").split_whitespace()).collect();
     for id in ids {
@@ -165,7 +165,7 @@ fn release(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
 }
 
 /// `fedora39-x86_64` -> (`fedora`, `39`, `x86_64`); `None` when it has another shape.
-pub(crate) fn split_distro_uid(uid: &str) -> Option<(String, String, String)> {
+pub fn split_distro_uid(uid: &str) -> Option<(String, String, String)> {
     let (head, arch) = uid.split_once('-')?;
     let cut = head.find(|c: char| c.is_ascii_digit())?;
     let (distro, version) = head.split_at(cut);
@@ -182,7 +182,7 @@ fn parse_distro_uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 
 /// Emits `read(path)` now and whenever something changes in the file's directory (via
 /// inotify), plus a slow safety poll for directories that do not exist yet.
-pub(crate) async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
+pub async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
 where
     F: Fn(&Path) -> FuncResult,
 {
@@ -219,7 +219,7 @@ where
     }
 }
 
-pub(crate) fn read_file(p: &Path) -> FuncResult {
+pub fn read_file(p: &Path) -> FuncResult {
     match std::fs::read(p) {
         Ok(b) => Ok(Value::str(String::from_utf8_lossy(&b))),
         Err(e) => Err(FuncError::catchable(format!("can't read file {}: {e}", p.display()))),

@@ -73,7 +73,7 @@ fn right_pad(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `strings.Replace(s, old, new, -1)`: an empty `old` inserts `new` around every char.
-pub(crate) fn go_replace(s: &str, old: &str, new: &str, n: i64) -> String {
+pub fn go_replace(s: &str, old: &str, new: &str, n: i64) -> String {
     if old.is_empty() {
         let mut out = String::new();
         let mut done = 0;
@@ -97,7 +97,7 @@ fn replace_all(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Go's `strings.Split`: an empty separator splits into UTF-8 characters.
-pub(crate) fn go_split(s: &str, sep: &str) -> Vec<String> {
+pub fn go_split(s: &str, sep: &str) -> Vec<String> {
     if sep.is_empty() {
         return s.chars().map(|c| c.to_string()).collect();
     }

@@ -47,7 +47,7 @@ fn hostname(ctx: StreamCtx) -> BoxFuture<'static, ()> {
 }
 
 /// Counts the CPUs of a `/sys/devices/system/cpu/online` list like `0-3,5`.
-pub(crate) fn count_cpu_list(list: &str) -> Option<i64> {
+pub fn count_cpu_list(list: &str) -> Option<i64> {
     let mut n = 0;
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
         n += match part.split_once('-') {
@@ -75,7 +75,7 @@ fn cpu_count(ctx: StreamCtx) -> BoxFuture<'static, ()> {
 }
 
 /// Parses `/proc/loadavg`.
-pub(crate) fn parse_loadavg(text: &str) -> Option<(f64, f64, f64)> {
+pub fn parse_loadavg(text: &str) -> Option<(f64, f64, f64)> {
     let mut it = text.split_whitespace().map(|s| s.parse::<f64>());
     Some((it.next()?.ok()?, it.next()?.ok()?, it.next()?.ok()?))
 }

@@ -57,7 +57,7 @@ fn check_panic(t: &Type) -> Result<(), String> {
     }
 }
 
-pub(crate) fn len(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
+pub fn len(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     let n = match arg(args, 0)? {
         Value::Str(s) => s.len(),
         Value::List(l) => l.len(),
@@ -77,7 +77,7 @@ fn concat(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
 }
 
 /// Indexes a list; a missing or negative index is catchable.
-pub(crate) fn lookup_list(list: &[Value], index: i64) -> FuncResult {
+pub fn lookup_list(list: &[Value], index: i64) -> FuncResult {
     if index < 0 {
         return Err(FuncError::catchable(format!("list index negative, got: {index}")));
     }
@@ -90,11 +90,11 @@ pub(crate) fn lookup_list(list: &[Value], index: i64) -> FuncResult {
     })
 }
 
-pub(crate) fn list_lookup(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
+pub fn list_lookup(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     lookup_list(arg_list(args, 0)?, arg_int(args, 1)?)
 }
 
-pub(crate) fn map_lookup(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
+pub fn map_lookup(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     let m = arg_map(args, 0)?;
     let key = arg(args, 1)?;
     m.get(key).cloned().ok_or_else(|| FuncError::catchable(format!("map key not present, want: {key} in {}", args[0])))
@@ -189,7 +189,7 @@ fn random1(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     }))
 }
 
-pub(crate) fn random_string(n: usize) -> String {
+pub fn random_string(n: usize) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut rng = rand::rng();
     (0..n).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()

@@ -19,7 +19,7 @@ pub fn register(r: &mut Registry) {
 
 /// The host name a MAC -> host name map gives this machine: `""` when none of the
 /// local MACs is listed, an error when they map to different names.
-pub(crate) fn map_hostname(map: &BTreeMap<Value, Value>, local: &[[u8; 6]]) -> FuncResult {
+pub fn map_hostname(map: &BTreeMap<Value, Value>, local: &[[u8; 6]]) -> FuncResult {
     let mut found: Option<&str> = None;
     for (k, v) in map {
         let (Some(mac), Some(host)) = (k.as_str(), v.as_str()) else { continue };
