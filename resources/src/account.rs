@@ -1,0 +1,227 @@
+//! `user` and `group`: local accounts through the host's [`Accounts`] backend (the shadow
+//! tools on a real host). Both watch the account files.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::host::{Accounts, Host, UserSpec};
+use crate::params::{BuildError, Params};
+use crate::util::watch::watch_loop;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct UserParams {
+    pub state: String,
+    pub uid: Option<u32>,
+    pub gid: Option<u32>,
+    pub group: Option<String>,
+    pub groups: Option<Vec<String>>,
+    pub homedir: Option<String>,
+    pub shell: Option<String>,
+    pub allowduplicateuid: bool,
+}
+
+pub struct User {
+    raw: Raw,
+    params: UserParams,
+    accounts: Arc<dyn Accounts>,
+}
+
+impl User {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<User, BuildError> {
+        let raw = Raw::new("user", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            Ok(UserParams {
+                state: p.str("state")?,
+                uid: p.opt_int_in("uid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
+                gid: p.opt_int_in("gid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
+                group: p.opt_str("group")?,
+                groups: p.opt_list_str("groups")?,
+                homedir: p.opt_str("homedir")?,
+                shell: p.opt_str("shell")?,
+                allowduplicateuid: p.bool("allowduplicateuid")?,
+            })
+        })?;
+        Ok(User { raw, params, accounts: host.accounts.clone() })
+    }
+
+    fn err(&self, field: &str, message: &str) -> ResError {
+        res_error(BuildError {
+            kind: "user".into(),
+            name: self.raw.name.clone(),
+            field: Some(field.into()),
+            message: message.into(),
+        })
+    }
+
+    /// What differs between the account and the params (everything, for a missing user).
+    async fn wanted(&self) -> Result<Option<UserSpec>, ResError> {
+        let p = &self.params;
+        let primary = p.group.clone().or_else(|| p.gid.map(|g| g.to_string()));
+        let Some(info) = self.accounts.user(&self.raw.name).await? else {
+            return Ok(Some(UserSpec {
+                uid: p.uid,
+                group: primary,
+                groups: p.groups.clone(),
+                home: p.homedir.clone(),
+                shell: p.shell.clone(),
+                allow_duplicate_uid: p.allowduplicateuid,
+            }));
+        };
+        let mut spec = UserSpec { allow_duplicate_uid: p.allowduplicateuid, ..UserSpec::default() };
+        spec.uid = p.uid.filter(|u| *u != info.uid);
+        if let Some(g) = &primary {
+            let gid = match g.parse::<u32>() {
+                Ok(n) => Some(n),
+                Err(_) => self.accounts.group(g).await?,
+            };
+            if gid != Some(info.gid) {
+                spec.group = Some(g.clone());
+            }
+        }
+        if let Some(groups) = &p.groups
+            && groups.iter().cloned().collect::<std::collections::BTreeSet<_>>() != info.groups
+        {
+            spec.groups = Some(groups.clone());
+        }
+        spec.home = p.homedir.clone().filter(|h| h.trim_end_matches('/') != info.home.trim_end_matches('/'));
+        spec.shell = p.shell.clone().filter(|s| *s != info.shell);
+        let unchanged = UserSpec { allow_duplicate_uid: p.allowduplicateuid, ..UserSpec::default() };
+        Ok((spec != unchanged).then_some(spec))
+    }
+}
+
+#[async_trait]
+impl Resource for User {
+    fn validate(&self) -> Result<(), ResError> {
+        let p = &self.params;
+        if !matches!(p.state.as_str(), "exists" | "absent") {
+            return Err(self.err("state", "must be `exists` or `absent`"));
+        }
+        if p.gid.is_some() && p.group.is_some() {
+            return Err(self.err("group", "cannot be combined with gid"));
+        }
+        if let (Some(groups), Some(primary)) = (&p.groups, &p.group)
+            && groups.contains(primary)
+        {
+            return Err(self.err("groups", "must not repeat the primary group"));
+        }
+        if p.homedir.as_ref().is_some_and(|h| !h.starts_with('/') || !h.ends_with('/')) {
+            return Err(self.err("homedir", "must be an absolute path ending in `/`"));
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        watch_loop(self.accounts.files(), false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let name = self.raw.name.clone();
+        let exists = self.accounts.user(&name).await?.is_some();
+        if self.params.state == "absent" {
+            if !exists {
+                return Ok(true);
+            }
+            if apply {
+                self.accounts.delete_user(&name).await?;
+            } else {
+                ctx.report(format!("user[{name}]: would delete the user"));
+            }
+            return Ok(false);
+        }
+        let Some(spec) = self.wanted().await? else { return Ok(true) };
+        if !apply {
+            ctx.report(format!("user[{name}]: would {} the user: {spec:?}", if exists { "modify" } else { "add" }));
+            return Ok(false);
+        }
+        if exists {
+            self.accounts.modify_user(&name, &spec).await?;
+        } else {
+            self.accounts.add_user(&name, &spec).await?;
+        }
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupParams {
+    pub state: String,
+    pub gid: Option<u32>,
+}
+
+pub struct Group {
+    raw: Raw,
+    params: GroupParams,
+    accounts: Arc<dyn Accounts>,
+}
+
+impl Group {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Group, BuildError> {
+        let raw = Raw::new("group", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            Ok(GroupParams {
+                state: p.str("state")?,
+                gid: p.opt_int_in("gid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
+            })
+        })?;
+        Ok(Group { raw, params, accounts: host.accounts.clone() })
+    }
+}
+
+#[async_trait]
+impl Resource for Group {
+    fn validate(&self) -> Result<(), ResError> {
+        if !matches!(self.params.state.as_str(), "exists" | "absent") {
+            return Err(res_error(BuildError {
+                kind: "group".into(),
+                name: self.raw.name.clone(),
+                field: Some("state".into()),
+                message: "must be `exists` or `absent`".into(),
+            }));
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        watch_loop(self.accounts.files(), false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let name = self.raw.name.clone();
+        let current = self.accounts.group(&name).await?;
+        let (ok, action) = match (self.params.state.as_str(), current, self.params.gid) {
+            ("absent", None, _) => (true, ""),
+            ("absent", Some(_), _) => (false, "delete"),
+            (_, None, _) => (false, "add"),
+            (_, Some(have), Some(want)) if have != want => (false, "modify"),
+            _ => (true, ""),
+        };
+        if ok {
+            return Ok(true);
+        }
+        if !apply {
+            ctx.report(format!("group[{name}]: would {action} the group"));
+            return Ok(false);
+        }
+        match action {
+            "delete" => self.accounts.delete_group(&name).await?,
+            "add" => self.accounts.add_group(&name, self.params.gid).await?,
+            _ => self.accounts.modify_group(&name, self.params.gid.unwrap_or_default()).await?,
+        }
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}

@@ -1,0 +1,69 @@
+//! Plumbing every kind shares: keeping the raw param values so send/recv can replace one
+//! and re-decode, converting between engine payloads and language values, and error
+//! conversion.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use engine::{Payload, ResError};
+use lang::value::Value;
+
+use crate::params::{BuildError, Params};
+
+/// A kind's raw params, kept so a received value can be decoded like a declared one.
+#[derive(Clone, Debug)]
+pub(crate) struct Raw {
+    pub(crate) kind: &'static str,
+    pub(crate) name: String,
+    pub(crate) values: BTreeMap<String, Value>,
+}
+
+impl Raw {
+    pub(crate) fn new(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Raw {
+        Raw { kind, name: name.to_string(), values: values.clone() }
+    }
+
+    /// Decodes `values` with `decode` after checking every field exists.
+    pub(crate) fn decode<T>(&self, decode: impl Fn(&Params<'_>) -> Result<T, BuildError>) -> Result<T, BuildError> {
+        decode(&Params::new(self.kind, &self.name, &self.values)?)
+    }
+
+    /// Stores a received value into `key` and re-decodes; returns whether the typed params
+    /// changed. A value of the wrong type is an error and leaves everything as it was.
+    pub(crate) fn recv<T: PartialEq>(
+        &mut self,
+        key: &str,
+        payload: &Payload,
+        current: &mut T,
+        decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
+    ) -> Result<bool, ResError> {
+        let value = value_of(payload)?.clone();
+        let mut values = self.values.clone();
+        values.insert(key.to_string(), value);
+        let params = Params::new(self.kind, &self.name, &values).map_err(res_error)?;
+        let new = decode(&params).map_err(res_error)?;
+        self.values = values;
+        let changed = new != *current;
+        *current = new;
+        Ok(changed)
+    }
+}
+
+/// Wraps a language value for a send/recv edge.
+pub fn payload(value: Value) -> Payload {
+    Arc::new(value)
+}
+
+/// The language value inside a payload.
+pub fn value_of(payload: &Payload) -> Result<&Value, ResError> {
+    payload.downcast_ref::<Value>().ok_or_else(|| ResError::new("received a value that is not an mcl value"))
+}
+
+pub(crate) fn res_error(e: BuildError) -> ResError {
+    ResError::new(e.to_string())
+}
+
+/// A send map from `(field, value)` pairs.
+pub(crate) fn sends(fields: Vec<(&str, Value)>) -> BTreeMap<String, Payload> {
+    fields.into_iter().map(|(k, v)| (k.to_string(), payload(v))).collect()
+}

@@ -1,0 +1,347 @@
+//! `exec`: runs a command, guarded by `creates`, `ifcmd` (+ `ifequals`), `nifcmd` and
+//! `mtimes`; optionally follows up with `donecmd`. Sends `output`, `stdout`, `stderr` and
+//! `exitcode` of the last run (kept in the var dir so they survive restarts).
+//!
+//! Watch: `watchcmd` (each non-empty stdout line is an event, its exit a watch error) plus
+//! `watchfiles`, `creates` and `mtimes` through the shared file watcher. Not refreshable.
+//! A shell runs only when `shell` is set; otherwise `cmd` is split on whitespace (or `args`
+//! is the argv). The environment is exactly `env` (nothing inherited) when given.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::{Duration, SystemTime};
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+use nix::sys::signal::Signal;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{Raw, res_error, sends};
+use crate::params::{BuildError, Params};
+use crate::util::command::{self, CmdOutput, CmdSpec};
+use crate::util::fs::{atomic_write, lookup_gid, lookup_uid};
+use crate::util::watch::FileWatch;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExecParams {
+    pub cmd: String,
+    pub args: Vec<String>,
+    pub cwd: String,
+    pub shell: String,
+    pub env: Option<BTreeMap<String, String>>,
+    pub sig: String,
+    /// Seconds; 0 = none (prefer `Meta:timeout`).
+    pub timeout: u64,
+    pub watchcmd: String,
+    pub watchcwd: String,
+    pub watchshell: String,
+    pub watchfiles: Vec<String>,
+    pub ifcmd: String,
+    pub ifcwd: String,
+    pub ifshell: String,
+    pub ifequals: Option<String>,
+    pub ifequals_stdout: Option<String>,
+    pub nifcmd: String,
+    pub nifcwd: String,
+    pub nifshell: String,
+    pub creates: String,
+    pub mtimes: Vec<String>,
+    pub donecmd: String,
+    pub donecwd: String,
+    pub doneshell: String,
+    pub user: String,
+    pub group: String,
+    pub send_output: Option<String>,
+    pub send_stdout: Option<String>,
+    pub send_stderr: Option<String>,
+}
+
+impl ExecParams {
+    fn decode(p: &Params<'_>) -> Result<ExecParams, BuildError> {
+        Ok(ExecParams {
+            cmd: p.str_or("cmd", p.name)?,
+            args: p.list_str("args")?,
+            cwd: p.str("cwd")?,
+            shell: p.str("shell")?,
+            env: p.map_str("env")?,
+            sig: p.str("sig")?,
+            timeout: p.opt_int_in("timeout", 0, i64::MAX, "uint64")?.unwrap_or(0) as u64,
+            watchcmd: p.str("watchcmd")?,
+            watchcwd: p.str("watchcwd")?,
+            watchshell: p.str("watchshell")?,
+            watchfiles: p.list_str("watchfiles")?,
+            ifcmd: p.str("ifcmd")?,
+            ifcwd: p.str("ifcwd")?,
+            ifshell: p.str("ifshell")?,
+            ifequals: p.opt_str("ifequals")?,
+            ifequals_stdout: p.opt_str("ifequals_stdout")?,
+            nifcmd: p.str("nifcmd")?,
+            nifcwd: p.str("nifcwd")?,
+            nifshell: p.str("nifshell")?,
+            creates: p.str("creates")?,
+            mtimes: p.list_str("mtimes")?,
+            donecmd: p.str("donecmd")?,
+            donecwd: p.str("donecwd")?,
+            doneshell: p.str("doneshell")?,
+            user: p.str("user")?,
+            group: p.str("group")?,
+            send_output: p.opt_str("send_output")?,
+            send_stdout: p.opt_str("send_stdout")?,
+            send_stderr: p.opt_str("send_stderr")?,
+        })
+    }
+
+    fn validate(&self) -> Result<(), (&'static str, String)> {
+        if self.cmd.trim().is_empty() {
+            return Err(("cmd", "must not be empty".into()));
+        }
+        if !self.args.is_empty() && !self.shell.is_empty() {
+            return Err(("args", "cannot be combined with shell (put the whole command line in cmd)".into()));
+        }
+        if !self.args.is_empty() && self.cmd.contains(char::is_whitespace) {
+            return Err(("args", "cannot be combined with arguments in cmd".into()));
+        }
+        if !self.sig.is_empty() {
+            signal(&self.sig).map_err(|e| ("sig", e))?;
+        }
+        if (self.ifequals.is_some() || self.ifequals_stdout.is_some()) && self.ifcmd.is_empty() {
+            return Err(("ifequals", "needs ifcmd".into()));
+        }
+        for (field, paths) in [
+            ("creates", std::slice::from_ref(&self.creates)),
+            ("watchfiles", &self.watchfiles),
+            ("mtimes", &self.mtimes),
+        ] {
+            if let Some(bad) = paths.iter().find(|p| !p.is_empty() && !p.starts_with('/')) {
+                return Err((field, format!("path `{bad}` must be absolute")));
+            }
+        }
+        if let Some(env) = &self.env
+            && env.keys().any(|k| k.is_empty() || k.contains('='))
+        {
+            return Err(("env", "variable names must be non-empty and contain no `=`".into()));
+        }
+        Ok(())
+    }
+}
+
+fn signal(name: &str) -> Result<Signal, String> {
+    let full = if name.starts_with("SIG") { name.to_string() } else { format!("SIG{name}") };
+    Signal::from_str(&full.to_uppercase()).map_err(|_| format!("unknown signal `{name}`"))
+}
+
+pub struct Exec {
+    raw: Raw,
+    params: ExecParams,
+    /// The last run's output; restored from the var dir at init.
+    last: Option<CmdOutput>,
+    var_dir: Option<PathBuf>,
+}
+
+impl Exec {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Exec, BuildError> {
+        let raw = Raw::new("exec", name, values);
+        let params = raw.decode(ExecParams::decode)?;
+        Ok(Exec { raw, params, last: None, var_dir: None })
+    }
+
+    fn spec(&self, cmd: &str, cwd: &str, shell: &str, args: &[String]) -> Result<CmdSpec, ResError> {
+        let p = &self.params;
+        Ok(CmdSpec {
+            cmd: cmd.to_string(),
+            args: args.to_vec(),
+            shell: shell.to_string(),
+            cwd: cwd.to_string(),
+            env: p.env.clone(),
+            uid: if p.user.is_empty() { None } else { Some(lookup_uid(&p.user).map_err(ResError::new)?) },
+            gid: if p.group.is_empty() { None } else { Some(lookup_gid(&p.group).map_err(ResError::new)?) },
+            signal: if p.sig.is_empty() { None } else { Some(signal(&p.sig).map_err(ResError::new)?) },
+            timeout: (p.timeout > 0).then(|| Duration::from_secs(p.timeout)),
+        })
+    }
+
+    /// Whether a guard says the command must not run.
+    async fn guarded(&self, cancel: &CancellationToken) -> Result<bool, ResError> {
+        let p = &self.params;
+        if !p.creates.is_empty() && fs::symlink_metadata(&p.creates).is_ok() {
+            return Ok(true);
+        }
+        if !p.ifcmd.is_empty() {
+            let out = command::run(&self.spec(&p.ifcmd, &p.ifcwd, &p.ifshell, &[])?, cancel).await?;
+            if !out.success() {
+                return Ok(true);
+            }
+            if p.ifequals.as_ref().is_some_and(|want| *want == out.output)
+                || p.ifequals_stdout.as_ref().is_some_and(|want| *want == out.stdout)
+            {
+                return Ok(true);
+            }
+        }
+        if !p.nifcmd.is_empty() {
+            let out = command::run(&self.spec(&p.nifcmd, &p.nifcwd, &p.nifshell, &[])?, cancel).await?;
+            if out.success() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Whether an `mtimes` file changed after the last successful run (forces a run).
+    fn mtimes_newer(&self) -> Result<bool, ResError> {
+        if self.params.mtimes.is_empty() {
+            return Ok(false);
+        }
+        let last =
+            self.var_dir.as_ref().and_then(|d| fs::metadata(d.join("lastrun")).ok()).and_then(|m| m.modified().ok());
+        for path in &self.params.mtimes {
+            let modified = fs::metadata(path)
+                .and_then(|m| m.modified())
+                .map_err(|e| ResError::new(format!("exec: mtimes file `{path}`: {e}")))?;
+            if last.is_none_or(|l| modified > l) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    fn persist(&self, out: &CmdOutput) {
+        let Some(dir) = &self.var_dir else { return };
+        let saved = fs::create_dir_all(dir).and_then(|()| {
+            atomic_write(&dir.join("stdout"), out.stdout.as_bytes(), None)?;
+            atomic_write(&dir.join("stderr"), out.stderr.as_bytes(), None)?;
+            atomic_write(&dir.join("output"), out.output.as_bytes(), None)?;
+            atomic_write(&dir.join("exitcode"), out.code.unwrap_or(-1).to_string().as_bytes(), None)?;
+            atomic_write(&dir.join("lastrun"), format!("{:?}", SystemTime::now()).as_bytes(), None)
+        });
+        if let Err(e) = saved {
+            tracing::warn!(resource = %format!("exec[{}]", self.raw.name), error = %e, "cannot save the output");
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for Exec {
+    fn validate(&self) -> Result<(), ResError> {
+        self.params.validate().map_err(|(field, message)| {
+            res_error(BuildError {
+                kind: "exec".into(),
+                name: self.raw.name.clone(),
+                field: Some(field.into()),
+                message,
+            })
+        })
+    }
+
+    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
+        let dir = ctx.var_dir.clone();
+        let read = |f: &str| fs::read_to_string(dir.join(f)).ok();
+        if let (Some(stdout), Some(stderr), Some(output)) = (read("stdout"), read("stderr"), read("output")) {
+            let code = read("exitcode").and_then(|c| c.trim().parse().ok());
+            self.last = Some(CmdOutput { stdout, stderr, output, code });
+        }
+        self.var_dir = Some(dir);
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let p = self.params.clone();
+        let spec = self.spec(&p.watchcmd, &p.watchcwd, &p.watchshell, &[]);
+        let mut files: Vec<PathBuf> = p.watchfiles.iter().chain(&p.mtimes).map(PathBuf::from).collect();
+        if !p.creates.is_empty() {
+            files.push(PathBuf::from(&p.creates));
+        }
+        Box::pin(async move {
+            let mut file_watch = if files.is_empty() { None } else { Some(FileWatch::new(files, false)?) };
+            let mut lines = None;
+            let mut child = None;
+            if !p.watchcmd.is_empty() {
+                let mut spawned = spec?
+                    .command()?
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| ResError::new(format!("cannot run watchcmd `{}`: {e}", p.watchcmd)))?;
+                lines = spawned.stdout.take().map(|out| BufReader::new(out).lines());
+                child = Some(spawned);
+            }
+            ctx.event();
+            loop {
+                tokio::select! {
+                    _ = ctx.cancelled() => {
+                        if let Some(child) = child.as_mut() {
+                            command::stop(child, None).await;
+                        }
+                        return Ok(());
+                    }
+                    changed = async { match file_watch.as_mut() { Some(w) => w.changed().await, None => std::future::pending().await } } => {
+                        changed?;
+                        ctx.event();
+                    }
+                    line = async { match lines.as_mut() { Some(l) => l.next_line().await, None => std::future::pending().await } } => {
+                        match line? {
+                            Some(line) if line.trim().is_empty() => {}
+                            Some(_) => ctx.event(),
+                            None => return Err(ResError::new(format!("watchcmd `{}` exited", p.watchcmd))),
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let forced = self.mtimes_newer()?;
+        if !forced && self.guarded(&ctx.cancel).await? {
+            return Ok(true);
+        }
+        let p = self.params.clone();
+        if !apply {
+            ctx.report(format!("exec[{}]: would run `{}`", self.raw.name, p.cmd));
+            return Ok(false);
+        }
+        let out = command::run(&self.spec(&p.cmd, &p.cwd, &p.shell, &p.args)?, &ctx.cancel).await?;
+        self.persist(&out);
+        self.last = Some(out.clone());
+        if !out.success() {
+            let status = out.code.map(|c| format!("exit status {c}")).unwrap_or_else(|| "a signal".into());
+            let stderr = out.stderr.trim();
+            let detail = if stderr.is_empty() { String::new() } else { format!(": {stderr}") };
+            return Err(ResError::new(format!("exec[{}]: `{}` failed with {status}{detail}", self.raw.name, p.cmd)));
+        }
+        if !p.donecmd.is_empty() {
+            let done = command::run(&self.spec(&p.donecmd, &p.donecwd, &p.doneshell, &[])?, &ctx.cancel).await?;
+            if !done.success() {
+                return Err(ResError::new(format!("exec[{}]: donecmd `{}` failed", self.raw.name, p.donecmd)));
+            }
+        }
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn sends(&self) -> Option<BTreeMap<String, Payload>> {
+        let p = &self.params;
+        let (output, stdout, stderr, code) = match &self.last {
+            Some(out) => (out.output.clone(), out.stdout.clone(), out.stderr.clone(), out.code.unwrap_or(-1)),
+            None => (
+                p.send_output.clone().unwrap_or_default(),
+                p.send_stdout.clone().unwrap_or_default(),
+                p.send_stderr.clone().unwrap_or_default(),
+                0,
+            ),
+        };
+        Some(sends(vec![
+            ("output", Value::str(output)),
+            ("stdout", Value::str(stdout)),
+            ("stderr", Value::str(stderr)),
+            ("exitcode", Value::Int(i64::from(code))),
+        ]))
+    }
+}

@@ -1,0 +1,486 @@
+//! `file`: manages a file, a directory (path ends in `/`) or a symlink: existence, content
+//! (literal, copied from a source, or concatenated fragments), owner, group and mode.
+//!
+//! Sub-checks run in order: state, type, content/source/fragments, symlink, owner/group,
+//! mode; the first failure aborts. Without `state => "exists"` a missing path is an error
+//! when anything else is managed (no implicit create, as in mgmt). Writes are atomic
+//! (`util::fs::atomic_write`); a symlink at the path is never followed, and is replaced only
+//! with `force`. `selinux` is declared but rejected by validation (not supported).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::params::{BuildError, Params};
+use crate::util::fs::{atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff};
+use crate::util::watch::FileWatch;
+
+/// The params, as the user sees them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FileParams {
+    /// Absolute path (from `path`, `dirname`, `basename` or the name); a trailing `/`
+    /// means a directory.
+    pub path: String,
+    /// `exists`, `absent`, or empty (never create or delete).
+    pub state: String,
+    pub content: Option<String>,
+    pub source: String,
+    pub fragments: Vec<String>,
+    pub owner: String,
+    pub group: String,
+    pub mode: String,
+    pub recurse: bool,
+    pub force: bool,
+    pub purge: bool,
+    pub symlink: bool,
+    pub selinux: Option<String>,
+}
+
+pub struct File {
+    raw: Raw,
+    params: FileParams,
+}
+
+impl FileParams {
+    fn decode(p: &Params<'_>) -> Result<FileParams, BuildError> {
+        let values: BTreeMap<String, Value> = ["path", "dirname", "basename"]
+            .iter()
+            .filter_map(|k| p.get(k).map(|v| (k.to_string(), v.clone())))
+            .collect();
+        for field in values.keys() {
+            p.str(field)?;
+        }
+        Ok(FileParams {
+            path: crate::autoedge::file_path(p.name, &values),
+            state: p.str("state")?,
+            content: p.opt_str("content")?,
+            source: p.str("source")?,
+            fragments: p.list_str("fragments")?,
+            owner: p.str("owner")?,
+            group: p.str("group")?,
+            mode: p.str("mode")?,
+            recurse: p.bool("recurse")?,
+            force: p.bool("force")?,
+            purge: p.bool("purge")?,
+            symlink: p.bool("symlink")?,
+            selinux: p.opt_str("selinux")?,
+        })
+    }
+
+    fn is_dir(&self) -> bool {
+        self.path.ends_with('/')
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !self.path.starts_with('/') {
+            return Err(format!("path `{}` must be absolute", self.path));
+        }
+        if !matches!(self.state.as_str(), "" | "exists" | "absent") {
+            return Err(format!("state must be `exists`, `absent` or empty, not `{}`", self.state));
+        }
+        let sources = [self.content.is_some(), !self.source.is_empty(), !self.fragments.is_empty()];
+        if sources.iter().filter(|s| **s).count() > 1 {
+            return Err("only one of content, source and fragments may be set".into());
+        }
+        if self.state == "absent" && (self.content.is_some() || !self.fragments.is_empty()) {
+            return Err("an absent file cannot have content".into());
+        }
+        if self.is_dir() && (self.content.is_some() || !self.fragments.is_empty() || self.symlink) {
+            return Err("a directory (path ending in `/`) cannot have content, fragments or be a symlink".into());
+        }
+        if self.purge && !self.recurse {
+            return Err("purge needs recurse".into());
+        }
+        if self.recurse && !self.is_dir() && !self.source.is_empty() {
+            return Err("recurse only applies to directories (end the path with `/`)".into());
+        }
+        if self.symlink && self.source.is_empty() {
+            return Err("a symlink needs a source (its target)".into());
+        }
+        if !self.source.is_empty() && !self.symlink && !self.source.starts_with('/') {
+            return Err(format!("source `{}` must be absolute", self.source));
+        }
+        for frag in &self.fragments {
+            if !frag.starts_with('/') {
+                return Err(format!("fragment `{frag}` must be absolute"));
+            }
+            if frag.trim_end_matches('/') == self.path.trim_end_matches('/') {
+                return Err(format!("fragment `{frag}` is the file itself"));
+            }
+        }
+        if !self.mode.is_empty() {
+            parse_mode(&self.mode, 0)?;
+        }
+        if self.selinux.is_some() {
+            return Err("selinux contexts are not supported".into());
+        }
+        Ok(())
+    }
+}
+
+impl File {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<File, BuildError> {
+        let raw = Raw::new("file", name, values);
+        let params = raw.decode(FileParams::decode)?;
+        Ok(File { raw, params })
+    }
+
+    pub fn params(&self) -> &FileParams {
+        &self.params
+    }
+}
+
+/// What is at the path right now (never following a symlink there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Found {
+    Missing,
+    File,
+    Dir,
+    Symlink,
+}
+
+fn found(path: &Path) -> io::Result<Found> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Ok(Found::Symlink),
+        Ok(m) if m.is_dir() => Ok(Found::Dir),
+        Ok(_) => Ok(Found::File),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Found::Missing),
+        Err(e) => Err(e),
+    }
+}
+
+/// Applies one sub-check's outcome: `ok` stays true only if nothing was wrong.
+struct Run<'a> {
+    ctx: &'a mut ApplyCtx,
+    apply: bool,
+    ok: bool,
+    path: &'a str,
+}
+
+impl Run<'_> {
+    fn wrong(&mut self, what: String) {
+        self.ok = false;
+        if !self.apply {
+            self.ctx.report(format!("file[{}]: would {what}", self.path));
+        }
+    }
+}
+
+#[async_trait]
+impl Resource for File {
+    fn validate(&self) -> Result<(), ResError> {
+        self.params.validate().map_err(|m| res_error(self.raw_error(m)))
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let p = &self.params;
+        let mut targets = vec![PathBuf::from(&p.path)];
+        if !p.source.is_empty() && p.source.starts_with('/') {
+            targets.push(PathBuf::from(&p.source));
+        }
+        targets.extend(p.fragments.iter().map(PathBuf::from));
+        let recursive = p.recurse;
+        Box::pin(async move {
+            let mut watch = FileWatch::new(targets, recursive)?;
+            ctx.event();
+            loop {
+                tokio::select! {
+                    changed = watch.changed() => { changed?; ctx.event(); }
+                    _ = ctx.cancelled() => return Ok(()),
+                }
+            }
+        })
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let p = self.params.clone();
+        let mut run = Run { ctx, apply, ok: true, path: &p.path };
+        check(&p, &mut run).map_err(|e| ResError::new(format!("file[{}]: {e}", p.path)))?;
+        Ok(run.ok)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
+        self.raw.recv(key, value, &mut self.params, FileParams::decode)
+    }
+}
+
+impl File {
+    fn raw_error(&self, message: String) -> BuildError {
+        BuildError { kind: "file".into(), name: self.raw.name.clone(), field: None, message }
+    }
+}
+
+/// The sub-checks in order; errors are plain messages, prefixed by the caller.
+fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
+    let path = Path::new(p.path.trim_end_matches('/'));
+    let path = if path.as_os_str().is_empty() { Path::new("/") } else { path };
+    let now = found(path).map_err(|e| e.to_string())?;
+    let managed = p.content.is_some()
+        || !p.source.is_empty()
+        || !p.fragments.is_empty()
+        || !p.owner.is_empty()
+        || !p.group.is_empty()
+        || !p.mode.is_empty();
+
+    match p.state.as_str() {
+        "absent" => return remove(p, path, now, run),
+        "" if now == Found::Missing => {
+            return if managed { Err("does not exist (set state => \"exists\" to create it)".into()) } else { Ok(()) };
+        }
+        _ => {}
+    }
+
+    // Type: the right kind of thing at the path, converting only with force.
+    let want = if p.symlink {
+        Found::Symlink
+    } else if p.is_dir() {
+        Found::Dir
+    } else {
+        Found::File
+    };
+    let mut now = now;
+    if now != Found::Missing && now != want {
+        if !p.force {
+            return Err(
+                format!("is a {now:?} but should be a {want:?} (set force => true to replace it)").to_lowercase()
+            );
+        }
+        run.wrong(format!("replace the {now:?} with a {want:?}").to_lowercase());
+        if run.apply {
+            remove_any(path, now).map_err(|e| format!("cannot remove: {e}"))?;
+        }
+        now = Found::Missing;
+    }
+
+    if now == Found::Missing {
+        match want {
+            Found::Dir => {
+                run.wrong("create the directory".into());
+                if run.apply {
+                    let made = if p.recurse { fs::create_dir_all(path) } else { fs::create_dir(path) };
+                    made.map_err(|e| format!("cannot create the directory: {e}"))?;
+                }
+            }
+            Found::File if desired_content(p)?.is_none() => {
+                run.wrong("create an empty file".into());
+                if run.apply {
+                    atomic_write(path, b"", new_mode(p)?).map_err(|e| format!("cannot create: {e}"))?;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    if let Some(desired) = desired_content(p)? {
+        content(p, path, &desired, run)?;
+    }
+    if p.is_dir() && !p.source.is_empty() {
+        sync_tree(Path::new(&p.source), path, p.purge, run)?;
+    }
+    if p.symlink {
+        symlink(p, path, run)?;
+    }
+    if !run.apply && found(path).map_err(|e| e.to_string())? == Found::Missing {
+        return Ok(()); // Nothing more to compare against in noop mode.
+    }
+    ownership(p, path, run)?;
+    mode(p, path, run)?;
+    Ok(())
+}
+
+fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<(), String> {
+    if now == Found::Missing {
+        return Ok(());
+    }
+    run.wrong("remove it".into());
+    if !run.apply {
+        return Ok(());
+    }
+    if now == Found::Dir && !p.recurse {
+        return fs::remove_dir(path)
+            .map_err(|e| format!("cannot remove the directory (set recurse to remove its contents): {e}"));
+    }
+    remove_any(path, now).map_err(|e| format!("cannot remove: {e}"))
+}
+
+fn remove_any(path: &Path, now: Found) -> io::Result<()> {
+    match now {
+        Found::Dir => fs::remove_dir_all(path),
+        Found::Missing => Ok(()),
+        Found::File | Found::Symlink => fs::remove_file(path),
+    }
+}
+
+/// The bytes the file must hold, if its content is managed: literal content, a file
+/// source, or the concatenated fragments.
+fn desired_content(p: &FileParams) -> Result<Option<Vec<u8>>, String> {
+    if let Some(c) = &p.content {
+        return Ok(Some(c.as_bytes().to_vec()));
+    }
+    if !p.fragments.is_empty() {
+        let mut out = Vec::new();
+        for frag in &p.fragments {
+            if frag.ends_with('/') {
+                let mut entries: Vec<PathBuf> = fs::read_dir(frag)
+                    .map_err(|e| format!("fragment directory `{frag}`: {e}"))?
+                    .filter_map(|e| e.ok())
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                    .map(|e| e.path())
+                    .collect();
+                entries.sort();
+                for entry in entries {
+                    out.extend(fs::read(&entry).map_err(|e| format!("fragment `{}`: {e}", entry.display()))?);
+                }
+            } else {
+                out.extend(fs::read(frag).map_err(|e| format!("fragment `{frag}`: {e}"))?);
+            }
+        }
+        return Ok(Some(out));
+    }
+    if !p.source.is_empty() && !p.symlink && !p.is_dir() {
+        return fs::read(&p.source).map(Some).map_err(|e| format!("source `{}`: {e}", p.source));
+    }
+    Ok(None)
+}
+
+/// Mode for a file created here: the `mode` param, else the source's mode, else 0644.
+fn new_mode(p: &FileParams) -> Result<Option<u32>, String> {
+    if !p.mode.is_empty() {
+        return parse_mode(&p.mode, 0o644).map(Some);
+    }
+    if !p.source.is_empty() && !p.symlink {
+        return Ok(fs::metadata(&p.source).ok().map(|m| m.mode() & 0o7777));
+    }
+    Ok(None)
+}
+
+fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Result<(), String> {
+    let current = match fs::read(path) {
+        Ok(c) => c,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(format!("cannot read: {e}")),
+    };
+    if sha256(&current) == sha256(desired) && found(path).map_err(|e| e.to_string())? != Found::Missing {
+        return Ok(());
+    }
+    run.ok = false;
+    if !run.apply {
+        let diff = unified_diff(&p.path, &String::from_utf8_lossy(&current), &String::from_utf8_lossy(desired));
+        run.ctx.report(format!("file[{}]: would change content:\n{diff}", p.path));
+        return Ok(());
+    }
+    let mode = if found(path).map_err(|e| e.to_string())? == Found::Missing { new_mode(p)? } else { None };
+    atomic_write(path, desired, mode).map_err(|e| format!("cannot write: {e}"))
+}
+
+fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+    let target = fs::read_link(path).ok();
+    if target.as_deref() == Some(Path::new(&p.source)) {
+        return Ok(());
+    }
+    run.wrong(format!("point the symlink at `{}`", p.source));
+    if run.apply {
+        if target.is_some() {
+            fs::remove_file(path).map_err(|e| format!("cannot replace the symlink: {e}"))?;
+        }
+        std::os::unix::fs::symlink(&p.source, path).map_err(|e| format!("cannot create the symlink: {e}"))?;
+    }
+    Ok(())
+}
+
+/// rsync-like copy of a source directory into `dest` (recursing into subdirectories);
+/// `purge` deletes entries the source does not have.
+fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Result<(), String> {
+    let src_meta = fs::metadata(source).map_err(|e| format!("source `{}`: {e}", source.display()))?;
+    if !src_meta.is_dir() {
+        return Err(format!("source `{}` is not a directory", source.display()));
+    }
+    if found(dest).map_err(|e| e.to_string())? == Found::Missing {
+        run.wrong(format!("create the directory {}", dest.display()));
+        if !run.apply {
+            return Ok(());
+        }
+        fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+    }
+    let mut names = Vec::new();
+    for entry in fs::read_dir(source).map_err(|e| e.to_string())? {
+        let entry = entry.map_err(|e| e.to_string())?;
+        let (from, to) = (entry.path(), dest.join(entry.file_name()));
+        names.push(entry.file_name());
+        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        if kind.is_dir() {
+            sync_tree(&from, &to, purge, run)?;
+        } else if kind.is_file() {
+            let data = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+            let same = fs::read(&to).is_ok_and(|cur| sha256(&cur) == sha256(&data));
+            if !same {
+                run.wrong(format!("copy {} to {}", from.display(), to.display()));
+                if run.apply {
+                    let mode = fs::metadata(&from).map(|m| m.mode() & 0o7777).ok();
+                    atomic_write(&to, &data, mode).map_err(|e| format!("{}: {e}", to.display()))?;
+                }
+            }
+        }
+    }
+    if purge {
+        for entry in fs::read_dir(dest).map_err(|e| e.to_string())? {
+            let entry = entry.map_err(|e| e.to_string())?;
+            if !names.contains(&entry.file_name()) {
+                run.wrong(format!("purge {}", entry.path().display()));
+                if run.apply {
+                    let kind = found(&entry.path()).map_err(|e| e.to_string())?;
+                    remove_any(&entry.path(), kind).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn ownership(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+    if p.owner.is_empty() && p.group.is_empty() {
+        return Ok(());
+    }
+    let meta = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    let uid = if p.owner.is_empty() { None } else { Some(lookup_uid(&p.owner)?) };
+    let gid = if p.group.is_empty() { None } else { Some(lookup_gid(&p.group)?) };
+    let wrong_uid = uid.filter(|u| *u != meta.uid());
+    let wrong_gid = gid.filter(|g| *g != meta.gid());
+    if wrong_uid.is_none() && wrong_gid.is_none() {
+        return Ok(());
+    }
+    run.wrong(format!("change ownership to {}:{}", p.owner, p.group));
+    if run.apply {
+        lchown(path, wrong_uid, wrong_gid).map_err(|e| format!("cannot change ownership: {e}"))?;
+    }
+    Ok(())
+}
+
+fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+    if p.mode.is_empty() || p.symlink {
+        return Ok(());
+    }
+    let meta = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    let current = meta.mode() & 0o7777;
+    let desired = parse_mode(&p.mode, current)?;
+    if current == desired {
+        return Ok(());
+    }
+    run.wrong(format!("change mode from {current:04o} to {desired:04o}"));
+    if run.apply {
+        fs::set_permissions(path, fs::Permissions::from_mode(desired)).map_err(|e| format!("cannot set mode: {e}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,130 @@
+//! `hostname`: the static (`/etc/hostname`), pretty (`PRETTY_HOSTNAME` in
+//! `/etc/machine-info`) and transient (kernel) hostnames; `hostname` is the fallback for
+//! all three. Files are written directly rather than through systemd-hostnamed.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::Raw;
+use crate::host::{Host, HostnameSetter};
+use crate::params::{BuildError, Params};
+use crate::util::fs::atomic_write;
+use crate::util::watch::watch_loop;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostnameParams {
+    pub pretty: Option<String>,
+    pub static_name: Option<String>,
+    pub transient: Option<String>,
+}
+
+pub struct Hostname {
+    raw: Raw,
+    params: HostnameParams,
+    etc_hostname: PathBuf,
+    machine_info: PathBuf,
+    setter: Arc<dyn HostnameSetter>,
+}
+
+impl Hostname {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Hostname, BuildError> {
+        let raw = Raw::new("hostname", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            let fallback = p.opt_str("hostname")?;
+            let pick =
+                |f: &str| -> Result<Option<String>, BuildError> { Ok(p.opt_str(f)?.or_else(|| fallback.clone())) };
+            Ok(HostnameParams {
+                pretty: pick("pretty_hostname")?,
+                static_name: pick("static_hostname")?,
+                transient: pick("transient_hostname")?,
+            })
+        })?;
+        Ok(Hostname {
+            raw,
+            params,
+            etc_hostname: host.path("/etc/hostname"),
+            machine_info: host.path("/etc/machine-info"),
+            setter: host.hostnames.clone(),
+        })
+    }
+}
+
+/// `machine-info` with `PRETTY_HOSTNAME` set (other lines kept).
+fn with_pretty(text: &str, pretty: &str) -> String {
+    let mut out: Vec<String> =
+        text.lines().filter(|l| !l.starts_with("PRETTY_HOSTNAME=")).map(str::to_string).collect();
+    out.push(format!("PRETTY_HOSTNAME=\"{}\"", pretty.replace('"', "\\\"")));
+    out.join("\n") + "\n"
+}
+
+#[async_trait]
+impl Resource for Hostname {
+    fn validate(&self) -> Result<(), ResError> {
+        let p = &self.params;
+        if p.pretty.is_none() && p.static_name.is_none() && p.transient.is_none() {
+            return Err(ResError::new(format!("hostname[{}]: at least one hostname field is required", self.raw.name)));
+        }
+        for name in [&p.static_name, &p.transient].into_iter().flatten() {
+            if name.is_empty()
+                || name.len() > 64
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+            {
+                return Err(ResError::new(format!("hostname[{}]: `{name}` is not a valid hostname", self.raw.name)));
+            }
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        watch_loop(vec![self.etc_hostname.clone(), self.machine_info.clone()], false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let mut ok = true;
+        let key = format!("hostname[{}]", self.raw.name);
+        if let Some(name) = &self.params.static_name {
+            let current = std::fs::read_to_string(&self.etc_hostname).unwrap_or_default();
+            if current.trim() != name {
+                ok = false;
+                if apply {
+                    atomic_write(&self.etc_hostname, format!("{name}\n").as_bytes(), Some(0o644))?;
+                } else {
+                    ctx.report(format!("{key}: would set the static hostname to {name}"));
+                }
+            }
+        }
+        if let Some(pretty) = &self.params.pretty {
+            let current = std::fs::read_to_string(&self.machine_info).unwrap_or_default();
+            let wanted = with_pretty(&current, pretty);
+            if current != wanted {
+                ok = false;
+                if apply {
+                    atomic_write(&self.machine_info, wanted.as_bytes(), Some(0o644))?;
+                } else {
+                    ctx.report(format!("{key}: would set the pretty hostname to {pretty}"));
+                }
+            }
+        }
+        if let Some(name) = &self.params.transient
+            && self.setter.transient()? != *name
+        {
+            ok = false;
+            if apply {
+                self.setter.set_transient(name)?;
+            } else {
+                ctx.report(format!("{key}: would set the transient hostname to {name}"));
+            }
+        }
+        Ok(ok)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}

@@ -1,0 +1,192 @@
+//! `kv`: a key/value pair in the local store under `<state_dir>/kv/` (one file per key;
+//! per host under `<key>/<hostname>` when `mapped`). An unset `value` deletes the key;
+//! `skiplessthan` keeps a stored value that compares greater (as integers, or as strings
+//! with `skipcmpstyle => 1`) unless a notification forces the write. The cluster-wide store
+//! of mgmt needs a world backend; this is the single-host equivalent.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::params::{BuildError, Params};
+use crate::util::fs::atomic_write;
+use crate::util::watch::FileWatch;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct KvParams {
+    pub key: String,
+    pub value: Option<String>,
+    pub mapped: bool,
+    pub skiplessthan: bool,
+    pub skipcmpstyle: i64,
+}
+
+impl KvParams {
+    fn decode(p: &Params<'_>) -> Result<KvParams, BuildError> {
+        Ok(KvParams {
+            key: p.str_or("key", p.name)?,
+            value: p.opt_str("value")?,
+            mapped: p.bool("mapped")?,
+            skiplessthan: p.bool("skiplessthan")?,
+            skipcmpstyle: p.opt_int("skipcmpstyle")?.unwrap_or(0),
+        })
+    }
+}
+
+pub struct Kv {
+    raw: Raw,
+    params: KvParams,
+    /// The file holding this key, known after init.
+    path: Option<PathBuf>,
+}
+
+impl Kv {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Kv, BuildError> {
+        let raw = Raw::new("kv", name, values);
+        let params = raw.decode(KvParams::decode)?;
+        Ok(Kv { raw, params, path: None })
+    }
+
+    fn path_in(&self, state_dir: &std::path::Path) -> PathBuf {
+        let safe = |s: &str| -> String {
+            s.bytes()
+                .map(|b| {
+                    if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                        (b as char).to_string()
+                    } else {
+                        format!("%{b:02x}")
+                    }
+                })
+                .collect()
+        };
+        let dir = state_dir.join("kv").join(safe(&self.params.key));
+        if self.params.mapped {
+            let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
+            dir.join(safe(&host))
+        } else {
+            dir.join("value")
+        }
+    }
+}
+
+/// Whether the stored value should win under `skiplessthan`.
+fn stored_is_greater(stored: &str, new: &str, style: i64) -> bool {
+    if style == 1 {
+        return stored > new;
+    }
+    match (stored.trim().parse::<i64>(), new.trim().parse::<i64>()) {
+        (Ok(a), Ok(b)) => a > b,
+        _ => false,
+    }
+}
+
+#[async_trait]
+impl Resource for Kv {
+    fn validate(&self) -> Result<(), ResError> {
+        let err = |field: &str, message: &str| {
+            res_error(BuildError {
+                kind: "kv".into(),
+                name: self.raw.name.clone(),
+                field: Some(field.into()),
+                message: message.into(),
+            })
+        };
+        if self.params.key.is_empty() {
+            return Err(err("key", "must not be empty"));
+        }
+        if !(0..=1).contains(&self.params.skipcmpstyle) {
+            return Err(err("skipcmpstyle", "must be 0 (integer compare) or 1 (string compare)"));
+        }
+        Ok(())
+    }
+
+    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
+        self.path = Some(self.path_in(&ctx.state_dir));
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let path = self.path.clone();
+        Box::pin(async move {
+            let path = path.ok_or_else(|| ResError::new("kv: watch before init"))?;
+            let mut watch = FileWatch::new(vec![path], false)?;
+            ctx.event();
+            loop {
+                tokio::select! {
+                    changed = watch.changed() => { changed?; ctx.event(); }
+                    _ = ctx.cancelled() => return Ok(()),
+                }
+            }
+        })
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let path = self.path.clone().ok_or_else(|| ResError::new("kv: check-apply before init"))?;
+        let stored = fs::read_to_string(&path).ok();
+        let key = format!("kv[{}]", self.raw.name);
+        match &self.params.value {
+            None => {
+                if stored.is_none() {
+                    return Ok(true);
+                }
+                if apply {
+                    fs::remove_file(&path)?;
+                } else {
+                    ctx.report(format!("{key}: would delete key `{}`", self.params.key));
+                }
+                Ok(false)
+            }
+            Some(value) => {
+                if stored.as_ref() == Some(value) {
+                    return Ok(true);
+                }
+                if let Some(stored) = &stored
+                    && self.params.skiplessthan
+                    && !ctx.refresh
+                    && stored_is_greater(stored, value, self.params.skipcmpstyle)
+                {
+                    return Ok(true);
+                }
+                if !apply {
+                    ctx.report(format!("{key}: would set `{}` to `{value}`", self.params.key));
+                    return Ok(false);
+                }
+                if let Some(dir) = path.parent() {
+                    fs::create_dir_all(dir)?;
+                }
+                atomic_write(&path, value.as_bytes(), None)?;
+                Ok(false)
+            }
+        }
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn refreshable(&self) -> bool {
+        true
+    }
+
+    fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
+        self.raw.recv(key, value, &mut self.params, KvParams::decode)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::stored_is_greater;
+
+    #[test]
+    fn skiplessthan_compares_ints_or_strings() {
+        assert!(stored_is_greater("10", "9", 0));
+        assert!(!stored_is_greater("10", "9", 1));
+        assert!(!stored_is_greater("x", "9", 0));
+    }
+}

@@ -1,0 +1,172 @@
+//! `line`: makes sure a (possibly multi-line) block of text is present in a file (appended
+//! at the end when missing) or absent (every occurrence removed). Lines are compared
+//! exactly, or with surrounding whitespace ignored when `trim` is set.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::params::{BuildError, Params};
+use crate::util::fs::{atomic_write, unified_diff};
+use crate::util::watch::watch_loop;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LineParams {
+    pub file: String,
+    pub state: String,
+    pub content: String,
+    pub trim: bool,
+}
+
+impl LineParams {
+    fn decode(p: &Params<'_>) -> Result<LineParams, BuildError> {
+        Ok(LineParams {
+            file: p.str("file")?,
+            state: p.str("state")?,
+            content: p.str("content")?,
+            trim: p.bool("trim")?,
+        })
+    }
+}
+
+pub struct Line {
+    raw: Raw,
+    params: LineParams,
+}
+
+impl Line {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Line, BuildError> {
+        let raw = Raw::new("line", name, values);
+        let params = raw.decode(LineParams::decode)?;
+        Ok(Line { raw, params })
+    }
+
+    /// `~user/` paths expand to that user's home directory.
+    fn path(&self) -> Result<PathBuf, ResError> {
+        let file = &self.params.file;
+        if let Some(rest) = file.strip_prefix('~') {
+            let (user, tail) = rest.split_once('/').unwrap_or((rest, ""));
+            let home = if user.is_empty() {
+                std::env::var("HOME").map(PathBuf::from).map_err(|_| ResError::new("line: HOME is not set"))?
+            } else {
+                nix::unistd::User::from_name(user)
+                    .ok()
+                    .flatten()
+                    .map(|u| u.dir)
+                    .ok_or_else(|| ResError::new(format!("line: user `{user}` does not exist")))?
+            };
+            return Ok(home.join(tail));
+        }
+        Ok(PathBuf::from(file))
+    }
+}
+
+/// The new text, or `None` when it is already right.
+fn edit(text: &str, block: &[&str], present: bool, trim: bool) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let eq = |a: &str, b: &str| if trim { a.trim() == b.trim() } else { a == b };
+    let matches_at =
+        |i: usize| i + block.len() <= lines.len() && block.iter().enumerate().all(|(j, b)| eq(lines[i + j], b));
+    let found = (0..lines.len()).any(matches_at);
+    if present {
+        if found {
+            return None;
+        }
+        let mut out = text.to_string();
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        for l in block {
+            out.push_str(l);
+            out.push('\n');
+        }
+        return Some(out);
+    }
+    if !found {
+        return None;
+    }
+    let mut kept = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if matches_at(i) {
+            i += block.len();
+        } else {
+            kept.push(lines[i]);
+            i += 1;
+        }
+    }
+    let mut out = kept.join("\n");
+    if !kept.is_empty() {
+        out.push('\n');
+    }
+    Some(out)
+}
+
+#[async_trait]
+impl Resource for Line {
+    fn validate(&self) -> Result<(), ResError> {
+        let err = |field: &str, message: &str| {
+            res_error(BuildError {
+                kind: "line".into(),
+                name: self.raw.name.clone(),
+                field: Some(field.into()),
+                message: message.into(),
+            })
+        };
+        if !self.params.file.starts_with('/') && !self.params.file.starts_with('~') {
+            return Err(err("file", "must be an absolute path or start with `~user/`"));
+        }
+        if !matches!(self.params.state.as_str(), "exists" | "absent") {
+            return Err(err("state", "must be `exists` or `absent`"));
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        watch_loop(self.path().into_iter().collect(), false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let block: Vec<&str> = self.params.content.lines().collect();
+        if block.is_empty() {
+            return Ok(true);
+        }
+        let path = self.path()?;
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.params.state == "absent" => return Ok(true),
+            Err(e) => return Err(ResError::new(format!("line[{}]: {}: {e}", self.raw.name, path.display()))),
+        };
+        let Some(new) = edit(&text, &block, self.params.state == "exists", self.params.trim) else { return Ok(true) };
+        if !apply {
+            ctx.report(unified_diff(&path.display().to_string(), &text, &new));
+            return Ok(false);
+        }
+        atomic_write(&path, new.as_bytes(), None)?;
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edit;
+
+    #[test]
+    fn appends_and_removes_blocks() {
+        assert_eq!(edit("a\nb\n", &["c"], true, false).as_deref(), Some("a\nb\nc\n"));
+        assert_eq!(edit("a\nb", &["c"], true, false).as_deref(), Some("a\nb\nc\n"));
+        assert_eq!(edit("a\nb\n", &["b"], true, false), None);
+        assert_eq!(edit("a\n  b \n", &["b"], true, true), None);
+        assert_eq!(edit("x\na\nb\ny\na\nb\n", &["a", "b"], false, false).as_deref(), Some("x\ny\n"));
+        assert_eq!(edit("x\n", &["a"], false, false), None);
+    }
+}

@@ -1,0 +1,174 @@
+//! `mount`: the resource name is the mount point. `state => "exists"` keeps an fstab entry
+//! (`device`, `type`, `options`, `freq`, `passno`) and the live mount; `absent` removes
+//! both. fstab edits are atomic and keep every other line; the live mount goes through the
+//! host's [`Mounter`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::host::{Host, Mounter};
+use crate::params::{BuildError, Params};
+use crate::util::fs::{atomic_write, unified_diff};
+use crate::util::watch::watch_loop;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MountParams {
+    pub state: String,
+    pub device: String,
+    pub fstype: String,
+    pub options: BTreeMap<String, String>,
+    pub freq: i64,
+    pub passno: i64,
+}
+
+pub struct Mount {
+    raw: Raw,
+    params: MountParams,
+    mounts: Arc<dyn Mounter>,
+    fstab: PathBuf,
+    filesystems: PathBuf,
+}
+
+impl Mount {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Mount, BuildError> {
+        let raw = Raw::new("mount", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            Ok(MountParams {
+                state: p.str("state")?,
+                device: p.str("device")?,
+                fstype: p.str("type")?,
+                options: p
+                    .map_str("options")?
+                    .unwrap_or_else(|| BTreeMap::from([("defaults".to_string(), String::new())])),
+                freq: p.opt_int_in("freq", 0, i64::from(i32::MAX), "int")?.unwrap_or(0),
+                passno: p.opt_int_in("passno", 0, i64::from(i32::MAX), "int")?.unwrap_or(0),
+            })
+        })?;
+        Ok(Mount {
+            raw,
+            params,
+            mounts: host.mounts.clone(),
+            fstab: host.path("/etc/fstab"),
+            filesystems: host.path("/proc/filesystems"),
+        })
+    }
+
+    fn entry(&self) -> String {
+        let p = &self.params;
+        let options: Vec<String> =
+            p.options.iter().map(|(k, v)| if v.is_empty() { k.clone() } else { format!("{k}={v}") }).collect();
+        format!("{}\t{}\t{}\t{}\t{} {}", p.device, self.raw.name, p.fstype, options.join(","), p.freq, p.passno)
+    }
+
+    /// The fstab text with this mount point's entry set (or removed when `None`).
+    fn edited(&self, text: &str, entry: Option<&str>) -> String {
+        let mut out = Vec::new();
+        let mut placed = false;
+        for line in text.lines() {
+            let is_ours =
+                !line.trim_start().starts_with('#') && line.split_whitespace().nth(1) == Some(self.raw.name.as_str());
+            if !is_ours {
+                out.push(line.to_string());
+            } else if let Some(e) = entry
+                && !placed
+            {
+                out.push(e.to_string());
+                placed = true;
+            }
+        }
+        if let Some(e) = entry
+            && !placed
+        {
+            out.push(e.to_string());
+        }
+        let mut text = out.join("\n");
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text
+    }
+}
+
+#[async_trait]
+impl Resource for Mount {
+    fn validate(&self) -> Result<(), ResError> {
+        let err = |field: Option<&str>, message: String| {
+            res_error(BuildError {
+                kind: "mount".into(),
+                name: self.raw.name.clone(),
+                field: field.map(Into::into),
+                message,
+            })
+        };
+        let p = &self.params;
+        if !self.raw.name.starts_with('/') {
+            return Err(err(None, "the name must be an absolute mount point".into()));
+        }
+        if !matches!(p.state.as_str(), "exists" | "absent") {
+            return Err(err(Some("state"), "must be `exists` or `absent`".into()));
+        }
+        if p.state == "exists" {
+            if p.device.is_empty() {
+                return Err(err(Some("device"), "is required".into()));
+            }
+            // Like mgmt, the type must be one the kernel knows (when we can tell).
+            if let Ok(known) = std::fs::read_to_string(&self.filesystems)
+                && !p.fstype.is_empty()
+                && !known.lines().any(|l| l.split_whitespace().last() == Some(p.fstype.as_str()))
+            {
+                return Err(err(Some("type"), format!("`{}` is not listed in /proc/filesystems", p.fstype)));
+            }
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        watch_loop(vec![self.fstab.clone()], false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let point = self.raw.name.clone();
+        let key = format!("mount[{point}]");
+        let exists = self.params.state == "exists";
+        let text = std::fs::read_to_string(&self.fstab).unwrap_or_default();
+        let entry = self.entry();
+        let wanted = self.edited(&text, exists.then_some(entry.as_str()));
+        let mut ok = true;
+        if !exists && self.mounts.is_mounted(&point).await? {
+            ok = false;
+            if apply {
+                self.mounts.unmount(&point).await?;
+            } else {
+                ctx.report(format!("{key}: would unmount"));
+            }
+        }
+        if wanted != text {
+            ok = false;
+            if apply {
+                atomic_write(&self.fstab, wanted.as_bytes(), None)?;
+            } else {
+                ctx.report(unified_diff(&self.fstab.display().to_string(), &text, &wanted));
+            }
+        }
+        if exists && !self.mounts.is_mounted(&point).await? {
+            ok = false;
+            if apply {
+                self.mounts.mount(&point).await?;
+            } else {
+                ctx.report(format!("{key}: would mount"));
+            }
+        }
+        Ok(ok)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}

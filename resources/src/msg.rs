@@ -1,0 +1,99 @@
+//! `msg`: logs `body` once per instance at `priority` (and again on every notification),
+//! with structured `fields`. `journal` and `syslog` are accepted; output goes through the
+//! process log (`tracing`), not to journald directly.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource};
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::params::{BuildError, Params};
+
+const PRIORITIES: &[&str] = &["Emerg", "Alert", "Crit", "Err", "Warning", "Notice", "Info", "Debug"];
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct MsgParams {
+    pub body: String,
+    pub priority: String,
+    pub fields: BTreeMap<String, String>,
+    pub journal: bool,
+    pub syslog: bool,
+}
+
+impl MsgParams {
+    fn decode(p: &Params<'_>) -> Result<MsgParams, BuildError> {
+        Ok(MsgParams {
+            body: p.str("body")?,
+            priority: p.str("priority")?,
+            fields: p.map_str("fields")?.unwrap_or_default(),
+            journal: p.bool("journal")?,
+            syslog: p.bool("syslog")?,
+        })
+    }
+}
+
+pub struct Msg {
+    raw: Raw,
+    params: MsgParams,
+    logged: bool,
+}
+
+impl Msg {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Msg, BuildError> {
+        let raw = Raw::new("msg", name, values);
+        let params = raw.decode(MsgParams::decode)?;
+        Ok(Msg { raw, params, logged: false })
+    }
+
+    fn error(&self, field: &str, message: String) -> ResError {
+        res_error(BuildError { kind: "msg".into(), name: self.raw.name.clone(), field: Some(field.into()), message })
+    }
+}
+
+#[async_trait]
+impl Resource for Msg {
+    fn validate(&self) -> Result<(), ResError> {
+        if !PRIORITIES.contains(&self.params.priority.as_str()) {
+            return Err(self.error("priority", format!("must be one of {}", PRIORITIES.join(", "))));
+        }
+        for key in self.params.fields.keys() {
+            if key.is_empty() || key.starts_with('_') || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(
+                    self.error("fields", format!("invalid field name `{key}` (use [A-Za-z0-9_], no leading `_`)"))
+                );
+            }
+        }
+        Ok(())
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        if self.logged && !ctx.refresh {
+            return Ok(true);
+        }
+        let key = format!("msg[{}]", self.raw.name);
+        if !apply {
+            ctx.report(format!("{key}: would log: {}", self.params.body));
+            return Ok(false);
+        }
+        let fields = format!("{:?}", self.params.fields);
+        let body = &self.params.body;
+        match self.params.priority.as_str() {
+            "Emerg" | "Alert" | "Crit" | "Err" => tracing::error!(target: "msg", resource = %key, fields, "{body}"),
+            "Warning" => tracing::warn!(target: "msg", resource = %key, fields, "{body}"),
+            "Debug" => tracing::debug!(target: "msg", resource = %key, fields, "{body}"),
+            _ => tracing::info!(target: "msg", resource = %key, fields, "{body}"),
+        }
+        self.logged = true;
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn refreshable(&self) -> bool {
+        true
+    }
+}

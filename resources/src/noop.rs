@@ -1,0 +1,56 @@
+//! `noop`: always in the right state; logs notifications. A junction vertex.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource};
+use lang::value::Value;
+
+use crate::common::Raw;
+use crate::params::BuildError;
+
+pub struct Noop {
+    raw: Raw,
+    comment: String,
+}
+
+impl Noop {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Noop, BuildError> {
+        let raw = Raw::new("noop", name, values);
+        let comment = raw.decode(|p| p.str("comment"))?;
+        Ok(Noop { raw, comment })
+    }
+}
+
+#[async_trait]
+impl Resource for Noop {
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+        if ctx.refresh {
+            tracing::info!(resource = %format!("noop[{}]", self.raw.name), "received a notification");
+        }
+        Ok(true)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.comment)
+    }
+
+    fn refreshable(&self) -> bool {
+        true
+    }
+}
+
+/// `_panic`: the inert resource a `panic(...)` statement produces; always in the right
+/// state.
+pub struct Panic;
+
+#[async_trait]
+impl Resource for Panic {
+    async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+        Ok(true)
+    }
+
+    fn fingerprint(&self) -> String {
+        String::new()
+    }
+}

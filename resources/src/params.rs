@@ -1,0 +1,236 @@
+//! Decoding a resource's params from language values: unknown fields are rejected (with a
+//! did-you-mean), every typed getter names the field in its error, and integers are
+//! range-checked for the Go widths mgmt uses.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use lang::types::Type;
+use lang::value::Value;
+
+use crate::schema;
+
+/// Why a resource could not be built or is invalid; names the field when one is at fault.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub struct BuildError {
+    pub kind: String,
+    pub name: String,
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl fmt::Display for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}[{}]: ", self.kind, self.name)?;
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// A read-only view of one resource's params with typed getters.
+pub struct Params<'a> {
+    pub kind: &'a str,
+    pub name: &'a str,
+    values: &'a BTreeMap<String, Value>,
+}
+
+impl<'a> Params<'a> {
+    /// Checks that the kind exists and every param is one it declares.
+    pub fn new(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Result<Params<'a>, BuildError> {
+        let params = Params { kind, name, values };
+        let decl =
+            schema::decl(kind).ok_or_else(|| params.error(None, format!("no resource kind `{kind}` available")))?;
+        for (field, value) in values {
+            if let Some(param) = decl.param(field) {
+                if !conforms(value, &param.ty) {
+                    return Err(
+                        params.error(Some(field), format!("expected a value of type {}, found {value}", param.ty))
+                    );
+                }
+            } else {
+                let known: Vec<&str> = decl.params.iter().map(|p| p.name.as_str()).collect();
+                let hint = did_you_mean(field, &known).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                return Err(params.error(Some(field), format!("field does not exist in `{kind}` resource{hint}")));
+            }
+        }
+        Ok(params)
+    }
+
+    pub fn error(&self, field: Option<&str>, message: impl Into<String>) -> BuildError {
+        BuildError {
+            kind: self.kind.to_string(),
+            name: self.name.to_string(),
+            field: field.map(str::to_string),
+            message: message.into(),
+        }
+    }
+
+    fn wrong(&self, field: &str, expected: &str, found: &Value) -> BuildError {
+        self.error(Some(field), format!("expected {expected}, found {found}"))
+    }
+
+    pub fn get(&self, field: &str) -> Option<&'a Value> {
+        self.values.get(field)
+    }
+
+    pub fn opt_str(&self, field: &str) -> Result<Option<String>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Str(s)) => Ok(Some(s.to_string())),
+            Some(other) => Err(self.wrong(field, "a str", other)),
+        }
+    }
+
+    pub fn str(&self, field: &str) -> Result<String, BuildError> {
+        Ok(self.opt_str(field)?.unwrap_or_default())
+    }
+
+    pub fn str_or(&self, field: &str, default: &str) -> Result<String, BuildError> {
+        Ok(self.opt_str(field)?.unwrap_or_else(|| default.to_string()))
+    }
+
+    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(other) => Err(self.wrong(field, "a bool", other)),
+        }
+    }
+
+    pub fn bool(&self, field: &str) -> Result<bool, BuildError> {
+        Ok(self.opt_bool(field)?.unwrap_or(false))
+    }
+
+    pub fn bool_or(&self, field: &str, default: bool) -> Result<bool, BuildError> {
+        Ok(self.opt_bool(field)?.unwrap_or(default))
+    }
+
+    /// An int that must fit `[min, max]` (the Go field's width), named like Go in errors.
+    pub fn opt_int_in(&self, field: &str, min: i64, max: i64, go_type: &str) -> Result<Option<i64>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Int(i)) if *i < min && min == 0 => {
+                Err(self.error(Some(field), format!("can't store negative int `{i}` into unsigned `{go_type}` field")))
+            }
+            Some(Value::Int(i)) if *i < min || *i > max => {
+                Err(self.error(Some(field), format!("int `{i}` does not fit into `{go_type}` field")))
+            }
+            Some(Value::Int(i)) => Ok(Some(*i)),
+            Some(other) => Err(self.wrong(field, "an int", other)),
+        }
+    }
+
+    pub fn opt_int(&self, field: &str) -> Result<Option<i64>, BuildError> {
+        self.opt_int_in(field, i64::MIN, i64::MAX, "int64")
+    }
+
+    pub fn opt_float(&self, field: &str) -> Result<Option<f64>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Float(f)) => Ok(Some(*f)),
+            Some(other) => Err(self.wrong(field, "a float", other)),
+        }
+    }
+
+    pub fn list_str(&self, field: &str) -> Result<Vec<String>, BuildError> {
+        match self.get(field) {
+            None => Ok(Vec::new()),
+            Some(Value::List(items)) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| self.wrong(field, "a []str", v)))
+                .collect(),
+            Some(other) => Err(self.wrong(field, "a []str", other)),
+        }
+    }
+
+    pub fn opt_list_str(&self, field: &str) -> Result<Option<Vec<String>>, BuildError> {
+        if self.get(field).is_none() { Ok(None) } else { self.list_str(field).map(Some) }
+    }
+
+    pub fn map_str(&self, field: &str) -> Result<Option<BTreeMap<String, String>>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Map(m)) => m
+                .iter()
+                .map(|(k, v)| match (k.as_str(), v.as_str()) {
+                    (Some(k), Some(v)) => Ok((k.to_string(), v.to_string())),
+                    _ => Err(self.error(Some(field), format!("expected a map{{str: str}}, found entry {k}: {v}"))),
+                })
+                .collect::<Result<_, _>>()
+                .map(Some),
+            Some(other) => Err(self.wrong(field, "a map{str: str}", other)),
+        }
+    }
+}
+
+/// Whether `value` has type `ty` (`variant` accepts anything).
+pub fn conforms(value: &Value, ty: &Type) -> bool {
+    match (ty, value) {
+        (Type::Variant | Type::Var(_), _) => true,
+        (Type::Bool, Value::Bool(_)) | (Type::Str, Value::Str(_)) | (Type::Int, Value::Int(_)) => true,
+        (Type::Float, Value::Float(_)) | (Type::Func(..), Value::Func(_)) => true,
+        (Type::List(t), Value::List(items)) => items.iter().all(|v| conforms(v, t)),
+        (Type::Map(k, v), Value::Map(m)) => m.iter().all(|(mk, mv)| conforms(mk, k) && conforms(mv, v)),
+        (Type::Struct(fields), Value::Struct(values)) => {
+            fields.len() == values.len()
+                && fields.iter().zip(values.iter()).all(|((fname, fty), (vname, v))| fname == vname && conforms(v, fty))
+        }
+        _ => false,
+    }
+}
+
+/// The closest known name within edit distance 2, for error hints.
+pub fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
+    known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= 2).min().map(|(_, k)| k)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_with_a_hint() {
+        let v = values(&[("contnet", Value::str("x"))]);
+        let err = Params::new("file", "/tmp/x", &v).err().expect("rejected");
+        assert_eq!(
+            err.to_string(),
+            "file[/tmp/x]: field `contnet`: field does not exist in `file` resource (did you mean `content`?)"
+        );
+        let err = Params::new("nosuch", "x", &v).err().expect("rejected");
+        assert!(err.to_string().contains("no resource kind `nosuch` available"));
+    }
+
+    #[test]
+    fn getters_name_the_field_and_check_widths() {
+        let v = values(&[("uint8", Value::Int(-1)), ("int8", Value::Int(300))]);
+        let p = Params::new("test", "t", &v).expect("known fields");
+        let err = p.opt_int_in("uint8", 0, 255, "uint8").unwrap_err();
+        assert_eq!(err.message, "can't store negative int `-1` into unsigned `uint8` field");
+        assert!(p.opt_int_in("int8", -128, 127, "int8").is_err());
+        assert_eq!(p.str("anotherstr").unwrap(), "");
+        let wrong = values(&[("str", Value::Int(1))]);
+        let err = Params::new("test", "t", &wrong).err().expect("type mismatch");
+        assert_eq!(err.field.as_deref(), Some("str"));
+        assert_eq!(err.message, "expected a value of type str, found 1");
+    }
+}

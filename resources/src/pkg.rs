@@ -1,0 +1,93 @@
+//! `pkg`: a package through the host's [`PackageManager`] (dpkg/apt on a real host):
+//! `state` is `installed` (default), `uninstalled`, `newest`, or an exact version.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource};
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::host::{Host, PackageManager};
+use crate::params::{BuildError, Params};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PkgParams {
+    pub state: String,
+    pub allowdowngrade: bool,
+    pub allowuntrusted: bool,
+    pub allownonfree: bool,
+    pub allowunsupported: bool,
+}
+
+pub struct Pkg {
+    raw: Raw,
+    params: PkgParams,
+    packages: Arc<dyn PackageManager>,
+}
+
+impl Pkg {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Pkg, BuildError> {
+        let raw = Raw::new("pkg", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            Ok(PkgParams {
+                state: p.str_or("state", "installed")?,
+                allowdowngrade: p.bool("allowdowngrade")?,
+                allowuntrusted: p.bool("allowuntrusted")?,
+                allownonfree: p.bool("allownonfree")?,
+                allowunsupported: p.bool("allowunsupported")?,
+            })
+        })?;
+        Ok(Pkg { raw, params, packages: host.packages.clone() })
+    }
+}
+
+#[async_trait]
+impl Resource for Pkg {
+    fn validate(&self) -> Result<(), ResError> {
+        let err = |message: &str| {
+            res_error(BuildError {
+                kind: "pkg".into(),
+                name: self.raw.name.clone(),
+                field: Some("state".into()),
+                message: message.into(),
+            })
+        };
+        match self.params.state.as_str() {
+            "" => Err(err("must not be empty")),
+            "latest" => Err(err("`latest` is not a state: did you mean `newest`?")),
+            _ => Ok(()),
+        }
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let name = self.raw.name.clone();
+        let installed = self.packages.installed(&name).await?;
+        let state = self.params.state.as_str();
+        let action: Option<(&str, Option<String>)> = match state {
+            "uninstalled" => installed.is_some().then_some(("remove", None)),
+            "installed" => installed.is_none().then_some(("install", None)),
+            "newest" => {
+                let candidate = self.packages.candidate(&name).await?;
+                (candidate.is_some() && installed != candidate).then_some(("install", None))
+            }
+            version => (installed.as_deref() != Some(version)).then(|| ("install", Some(version.to_string()))),
+        };
+        let Some((action, version)) = action else { return Ok(true) };
+        if !apply {
+            let what = version.as_deref().map(|v| format!("{name}={v}")).unwrap_or(name.clone());
+            ctx.report(format!("pkg[{name}]: would {action} {what}"));
+            return Ok(false);
+        }
+        match action {
+            "remove" => self.packages.remove(&name).await?,
+            _ => self.packages.install(&name, version.as_deref(), self.params.allowdowngrade).await?,
+        }
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}

@@ -1,0 +1,71 @@
+//! `print`: logs `msg` when it changed since the last print (or on every notification with
+//! `refresh_only`, and only then). Printing counts as a change, so it notifies.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, Payload, ResError, Resource};
+use lang::value::Value;
+
+use crate::common::Raw;
+use crate::params::{BuildError, Params};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrintParams {
+    pub msg: String,
+    pub refresh_only: bool,
+}
+
+impl PrintParams {
+    fn decode(p: &Params<'_>) -> Result<PrintParams, BuildError> {
+        Ok(PrintParams { msg: p.str("msg")?, refresh_only: p.bool("refresh_only")? })
+    }
+}
+
+pub struct Print {
+    raw: Raw,
+    params: PrintParams,
+    printed: Option<String>,
+}
+
+impl Print {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Print, BuildError> {
+        let raw = Raw::new("print", name, values);
+        let params = raw.decode(PrintParams::decode)?;
+        Ok(Print { raw, params, printed: None })
+    }
+}
+
+#[async_trait]
+impl Resource for Print {
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let due = if self.params.refresh_only {
+            ctx.refresh
+        } else {
+            ctx.refresh || self.printed.as_ref() != Some(&self.params.msg)
+        };
+        if !due {
+            return Ok(true);
+        }
+        let key = format!("print[{}]", self.raw.name);
+        if !apply {
+            ctx.report(format!("{key}: would print: {}", self.params.msg));
+            return Ok(false);
+        }
+        tracing::info!(target: "print", resource = %key, msg = %self.params.msg, "{key}: msg: {}", self.params.msg);
+        self.printed = Some(self.params.msg.clone());
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn refreshable(&self) -> bool {
+        true
+    }
+
+    fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
+        self.raw.recv(key, value, &mut self.params, PrintParams::decode)
+    }
+}

@@ -1,0 +1,123 @@
+//! `sysctl`: a kernel parameter, named by its dotted key. `runtime` (default true) writes
+//! `/proc/sys/<key as path>`; `persist` (default true) writes `<key> = <value>` to `path`
+//! (default `/etc/sysctl.d/99-<key>.conf`). Both are watched.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use lang::value::Value;
+
+use crate::common::{Raw, res_error};
+use crate::host::Host;
+use crate::params::{BuildError, Params};
+use crate::util::fs::atomic_write;
+use crate::util::watch::watch_loop;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SysctlParams {
+    pub value: String,
+    pub runtime: bool,
+    pub persist: bool,
+    pub path: String,
+}
+
+pub struct Sysctl {
+    raw: Raw,
+    params: SysctlParams,
+    proc_path: PathBuf,
+    conf_path: PathBuf,
+}
+
+impl Sysctl {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Sysctl, BuildError> {
+        let raw = Raw::new("sysctl", name, values);
+        let params = raw.decode(|p: &Params<'_>| {
+            Ok(SysctlParams {
+                value: p.str("value")?,
+                runtime: p.bool_or("runtime", true)?,
+                persist: p.bool_or("persist", true)?,
+                path: p.str_or("path", &format!("/etc/sysctl.d/99-{name}.conf"))?,
+            })
+        })?;
+        let proc_path = host.path(&format!("/proc/sys/{}", name.replace('.', "/")));
+        let conf_path = host.path(&params.path);
+        Ok(Sysctl { raw, params, proc_path, conf_path })
+    }
+
+    fn line(&self) -> String {
+        format!("{} = {}\n", self.raw.name, self.params.value)
+    }
+}
+
+#[async_trait]
+impl Resource for Sysctl {
+    fn validate(&self) -> Result<(), ResError> {
+        let err = |field: Option<&str>, message: &str| {
+            res_error(BuildError {
+                kind: "sysctl".into(),
+                name: self.raw.name.clone(),
+                field: field.map(Into::into),
+                message: message.into(),
+            })
+        };
+        let name = &self.raw.name;
+        if name.contains('/') || name.contains('=') || name.starts_with('.') || name.ends_with('.') {
+            return Err(err(None, "the name must be a dotted key without `/` or `=`"));
+        }
+        let v = &self.params.value;
+        if v.is_empty() || v.trim() != v {
+            return Err(err(Some("value"), "must be non-empty without surrounding whitespace"));
+        }
+        if !self.params.path.starts_with('/') {
+            return Err(err(Some("path"), "must be absolute"));
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        // /proc/sys does not support inotify; only the persisted file is watched.
+        let targets = if self.params.persist { vec![self.conf_path.clone()] } else { Vec::new() };
+        watch_loop(targets, false, ctx)
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let mut ok = true;
+        let key = format!("sysctl[{}]", self.raw.name);
+        if self.params.runtime {
+            let current = std::fs::read_to_string(&self.proc_path)
+                .map_err(|e| ResError::new(format!("{key}: {}: {e}", self.proc_path.display())))?;
+            let normalized: Vec<&str> = current.split_whitespace().collect();
+            let wanted: Vec<&str> = self.params.value.split_whitespace().collect();
+            if normalized != wanted {
+                ok = false;
+                if apply {
+                    std::fs::write(&self.proc_path, format!("{}\n", self.params.value))?;
+                } else {
+                    ctx.report(format!("{key}: would set runtime value to {}", self.params.value));
+                }
+            }
+        }
+        if self.params.persist {
+            let line = self.line();
+            if std::fs::read_to_string(&self.conf_path).ok().as_deref() != Some(line.as_str()) {
+                ok = false;
+                if apply {
+                    if let Some(dir) = self.conf_path.parent() {
+                        std::fs::create_dir_all(dir)?;
+                    }
+                    atomic_write(&self.conf_path, line.as_bytes(), Some(0o644))?;
+                } else {
+                    ctx.report(format!("{key}: would write {}", self.params.path));
+                }
+            }
+        }
+        Ok(ok)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}

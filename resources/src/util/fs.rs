@@ -1,0 +1,178 @@
+//! File helpers: atomic writes (temp file in the same directory, fsync, rename, fsync of
+//! the directory), mode parsing (octal or symbolic assignments), owner/group lookup,
+//! checksums and unified diffs for noop reports.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use nix::unistd::{Gid, Group, Uid, User};
+use sha2::{Digest, Sha256};
+
+/// Replaces `path` with `data` atomically. The new file gets `mode` if given, else the
+/// mode of the file it replaces, else 0644. Never follows a symlink at `path`: the rename
+/// replaces the link itself.
+pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.mode() & 0o7777);
+    let mut tmp = tempfile::Builder::new().prefix(".tend-").tempfile_in(dir)?;
+    tmp.write_all(data)?;
+    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(existing).unwrap_or(0o644)))?;
+    if let Ok(meta) = fs::symlink_metadata(path).filter_ok(|m| m.is_file()) {
+        // Keep ownership of the file being replaced (best effort: needs privileges).
+        let _best_effort = std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()));
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    fs::File::open(dir)?.sync_all()
+}
+
+trait FilterOk<T> {
+    fn filter_ok(self, pred: impl FnOnce(&T) -> bool) -> io::Result<T>;
+}
+
+impl<T> FilterOk<T> for io::Result<T> {
+    fn filter_ok(self, pred: impl FnOnce(&T) -> bool) -> io::Result<T> {
+        match self {
+            Ok(v) if pred(&v) => Ok(v),
+            Ok(_) => Err(io::Error::other("filtered")),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Parses a mode: octal (`0644`, `755`, `1777`) or comma-separated symbolic assignments
+/// (`u=rw,go=r`, `a=rx`); `+`/`-` forms are rejected as in mgmt. Symbolic assignments start
+/// from `current` (only the classes named are replaced).
+pub fn parse_mode(text: &str, current: u32) -> Result<u32, String> {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit()) {
+        let mode = u32::from_str_radix(text, 8).map_err(|_| format!("`{text}` is not an octal mode"))?;
+        if mode > 0o7777 {
+            return Err(format!("mode `{text}` is out of range"));
+        }
+        return Ok(mode);
+    }
+    let mut mode = current & 0o7777;
+    for clause in text.split(',') {
+        let Some((who, perms)) = clause.split_once('=') else {
+            return Err(format!(
+                "mode clause `{clause}` must be an assignment like `u=rw` (`+` and `-` are not supported)"
+            ));
+        };
+        let mut bits = 0;
+        for c in perms.chars() {
+            bits |= match c {
+                'r' => 4,
+                'w' => 2,
+                'x' => 1,
+                _ => return Err(format!("unknown permission `{c}` in mode clause `{clause}`")),
+            };
+        }
+        let who = if who.is_empty() { "a" } else { who };
+        for c in who.chars() {
+            let shifts: &[u32] = match c {
+                'u' => &[6],
+                'g' => &[3],
+                'o' => &[0],
+                'a' => &[6, 3, 0],
+                _ => return Err(format!("unknown class `{c}` in mode clause `{clause}`")),
+            };
+            for shift in shifts {
+                mode = (mode & !(0o7 << shift)) | (bits << shift);
+            }
+        }
+    }
+    Ok(mode)
+}
+
+/// A user name or numeric uid.
+pub fn lookup_uid(owner: &str) -> Result<u32, String> {
+    if let Ok(n) = owner.parse::<u32>() {
+        return Ok(n);
+    }
+    match User::from_name(owner) {
+        Ok(Some(u)) => Ok(u.uid.as_raw()),
+        Ok(None) => Err(format!("user `{owner}` does not exist")),
+        Err(e) => Err(format!("looking up user `{owner}`: {e}")),
+    }
+}
+
+/// A group name or numeric gid.
+pub fn lookup_gid(group: &str) -> Result<u32, String> {
+    if let Ok(n) = group.parse::<u32>() {
+        return Ok(n);
+    }
+    match Group::from_name(group) {
+        Ok(Some(g)) => Ok(g.gid.as_raw()),
+        Ok(None) => Err(format!("group `{group}` does not exist")),
+        Err(e) => Err(format!("looking up group `{group}`: {e}")),
+    }
+}
+
+/// Changes owner and/or group of `path` without following a symlink there.
+pub fn lchown(path: &Path, uid: Option<u32>, gid: Option<u32>) -> io::Result<()> {
+    nix::unistd::fchownat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        uid.map(Uid::from_raw),
+        gid.map(Gid::from_raw),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .map_err(io::Error::from)
+}
+
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
+/// A unified diff of two texts with `path` in the headers (for noop reports).
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new).unified_diff().header(path, path).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes() {
+        assert_eq!(parse_mode("0644", 0), Ok(0o644));
+        assert_eq!(parse_mode("1777", 0), Ok(0o1777));
+        assert_eq!(parse_mode("u=rw,go=r", 0o777), Ok(0o644));
+        assert_eq!(parse_mode("g=", 0o775), Ok(0o705));
+        assert_eq!(parse_mode("a=rx", 0), Ok(0o555));
+        assert!(parse_mode("u+x", 0).is_err());
+        assert!(parse_mode("99999", 0).is_err());
+        assert!(parse_mode("u=q", 0).is_err());
+    }
+
+    #[test]
+    fn atomic_write_replaces_and_keeps_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        atomic_write(&path, b"one", Some(0o600)).unwrap();
+        atomic_write(&path, b"two", None).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp file left behind");
+    }
+
+    #[test]
+    fn atomic_write_replaces_a_symlink_not_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("target");
+        fs::write(&target, "keep").unwrap();
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        atomic_write(&link, b"new", None).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
+        assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    }
+
+    #[test]
+    fn diffs_are_unified() {
+        let d = unified_diff("/etc/x", "a\nb\n", "a\nc\n");
+        assert!(d.contains("--- /etc/x") && d.contains("-b") && d.contains("+c"), "{d}");
+    }
+}

@@ -1,0 +1,298 @@
+//! The process-wide file watcher: one inotify instance (notify 8) multiplexing every path
+//! any resource watches, so a large graph does not run into `max_user_instances`.
+//!
+//! A subscription names target paths. For each target the hub watches the target itself
+//! when it is a directory (recursively if asked) and its nearest existing ancestor
+//! directory otherwise, so creation, deletion and atomic replacement are all seen, even of
+//! paths that do not exist yet. After every event a subscription re-resolves its watch
+//! points (a directory may have appeared). Events are spurious-friendly: anything touching a
+//! target, something inside it, or one of its ancestors counts.
+//!
+//! Lock order: the callback (on notify's thread) takes only `subs`; code that calls into
+//! the watcher takes `watcher` and never `subs` at the same time, because notify's
+//! `watch()` waits for its event thread, which may be inside the callback.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use engine::ResError;
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+
+/// A live subscription; dropping it releases its watch points.
+pub struct FileWatch {
+    id: u64,
+    rx: mpsc::UnboundedReceiver<()>,
+}
+
+struct Hub {
+    /// Created lazily on first use; `None` forever if inotify is unavailable.
+    watcher: Mutex<Option<RecommendedWatcher>>,
+    /// Reference counts of watched directories, with whether any user wants recursion.
+    dirs: Mutex<HashMap<PathBuf, DirWatch>>,
+    subs: Arc<Mutex<HashMap<u64, Sub>>>,
+    next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct DirWatch {
+    plain: usize,
+    recursive: usize,
+}
+
+struct Sub {
+    targets: Vec<PathBuf>,
+    recursive: bool,
+    tx: mpsc::UnboundedSender<()>,
+    /// Directories this subscription holds watches on, with the recursion used.
+    points: Vec<(PathBuf, bool)>,
+}
+
+fn hub() -> &'static Hub {
+    static HUB: OnceLock<Hub> = OnceLock::new();
+    HUB.get_or_init(|| Hub {
+        watcher: Mutex::new(None),
+        dirs: Mutex::new(HashMap::new()),
+        subs: Arc::new(Mutex::new(HashMap::new())),
+        next_id: AtomicU64::new(1),
+    })
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl FileWatch {
+    /// Watches `targets` (absolute paths). `recursive`: changes anywhere below a directory
+    /// target count.
+    pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
+        let hub = hub();
+        hub.ensure_watcher()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = hub.next_id.fetch_add(1, Ordering::SeqCst);
+        lock(&hub.subs).insert(id, Sub { targets, recursive, tx, points: Vec::new() });
+        hub.rearm(id)?;
+        Ok(FileWatch { id, rx })
+    }
+
+    /// Waits for the next change (coalescing a burst), then re-resolves the watch points.
+    pub async fn changed(&mut self) -> Result<(), ResError> {
+        if self.rx.recv().await.is_none() {
+            return Err(ResError::new("file watcher stopped"));
+        }
+        while self.rx.try_recv().is_ok() {}
+        hub().rearm(self.id)
+    }
+}
+
+/// A complete watch loop for resources whose state lives in `targets`: one startup event,
+/// then one per change, until cancelled.
+pub fn watch_loop(
+    targets: Vec<PathBuf>,
+    recursive: bool,
+    ctx: engine::WatchCtx,
+) -> futures::future::BoxFuture<'static, Result<(), ResError>> {
+    Box::pin(async move {
+        let mut watch = if targets.is_empty() { None } else { Some(FileWatch::new(targets, recursive)?) };
+        ctx.event();
+        loop {
+            tokio::select! {
+                changed = async { match watch.as_mut() { Some(w) => w.changed().await, None => std::future::pending().await } } => {
+                    changed?;
+                    ctx.event();
+                }
+                _ = ctx.cancelled() => return Ok(()),
+            }
+        }
+    })
+}
+
+impl Drop for FileWatch {
+    fn drop(&mut self) {
+        let hub = hub();
+        let points = lock(&hub.subs).remove(&self.id).map(|s| s.points).unwrap_or_default();
+        hub.release(&points);
+    }
+}
+
+impl Hub {
+    fn ensure_watcher(&self) -> Result<(), ResError> {
+        let mut watcher = lock(&self.watcher);
+        if watcher.is_some() {
+            return Ok(());
+        }
+        let subs = self.subs.clone();
+        let created = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let subs = lock(&subs);
+            match event {
+                Ok(event) => {
+                    for sub in subs.values() {
+                        if event.paths.iter().any(|p| sub.concerns(p)) {
+                            let _closed = sub.tx.send(());
+                        }
+                    }
+                }
+                // Overflow or a watcher error: tell everyone, spurious events are fine.
+                Err(_) => {
+                    for sub in subs.values() {
+                        let _closed = sub.tx.send(());
+                    }
+                }
+            }
+        })
+        .map_err(|e| ResError::new(format!("cannot start the file watcher: {e}")))?;
+        *watcher = Some(created);
+        Ok(())
+    }
+
+    /// Recomputes a subscription's watch points and adjusts the shared watches.
+    fn rearm(&self, id: u64) -> Result<(), ResError> {
+        let (wanted, old) = {
+            let mut subs = lock(&self.subs);
+            let Some(sub) = subs.get_mut(&id) else { return Ok(()) };
+            let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
+            for target in &sub.targets {
+                for point in watch_points(target, sub.recursive) {
+                    if !wanted.contains(&point) {
+                        wanted.push(point);
+                    }
+                }
+            }
+            let old = std::mem::replace(&mut sub.points, wanted.clone());
+            (wanted, old)
+        };
+        if wanted == old {
+            return Ok(());
+        }
+        let result = self.acquire(&wanted);
+        self.release(&old);
+        result
+    }
+
+    fn acquire(&self, points: &[(PathBuf, bool)]) -> Result<(), ResError> {
+        let mut dirs = lock(&self.dirs);
+        let mut watcher = lock(&self.watcher);
+        let Some(watcher) = watcher.as_mut() else { return Err(ResError::new("file watcher is not running")) };
+        for (dir, recursive) in points {
+            let entry = dirs.entry(dir.clone()).or_default();
+            let was = mode_of(entry);
+            if *recursive {
+                entry.recursive += 1;
+            } else {
+                entry.plain += 1;
+            }
+            let now = mode_of(entry);
+            if was != now {
+                if was.is_some() {
+                    let _not_watched = watcher.unwatch(dir);
+                }
+                if let Some(mode) = now
+                    && let Err(e) = watcher.watch(dir, mode)
+                {
+                    // The directory may have vanished meanwhile; the next event re-arms.
+                    tracing::debug!(path = %dir.display(), error = %e, "cannot watch");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn release(&self, points: &[(PathBuf, bool)]) {
+        let mut dirs = lock(&self.dirs);
+        let mut watcher = lock(&self.watcher);
+        for (dir, recursive) in points {
+            let Some(entry) = dirs.get_mut(dir) else { continue };
+            let was = mode_of(entry);
+            if *recursive {
+                entry.recursive = entry.recursive.saturating_sub(1);
+            } else {
+                entry.plain = entry.plain.saturating_sub(1);
+            }
+            let now = mode_of(entry);
+            if was != now
+                && let Some(w) = watcher.as_mut()
+            {
+                let _not_watched = w.unwatch(dir);
+                if let Some(mode) = now {
+                    let _vanished = w.watch(dir, mode);
+                }
+            }
+            if now.is_none() {
+                dirs.remove(dir);
+            }
+        }
+    }
+}
+
+fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
+    if d.recursive > 0 {
+        Some(RecursiveMode::Recursive)
+    } else if d.plain > 0 {
+        Some(RecursiveMode::NonRecursive)
+    } else {
+        None
+    }
+}
+
+impl Sub {
+    fn concerns(&self, path: &Path) -> bool {
+        self.targets.iter().any(|t| path == t || path.starts_with(t) || t.starts_with(path))
+    }
+}
+
+/// Where to watch for `target`: the target directory itself (to see its contents) and the
+/// nearest existing ancestor directory (to see the target appear, vanish or be replaced).
+fn watch_points(target: &Path, recursive: bool) -> Vec<(PathBuf, bool)> {
+    let mut points = Vec::new();
+    if std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
+        points.push((target.to_path_buf(), recursive));
+    }
+    let mut ancestor = target.parent();
+    while let Some(dir) = ancestor {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+            points.push((dir.to_path_buf(), false));
+            break;
+        }
+        ancestor = dir.parent();
+    }
+    points
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    async fn expect_event(w: &mut FileWatch) {
+        tokio::time::timeout(Duration::from_secs(5), w.changed()).await.expect("event in time").expect("watching");
+    }
+
+    #[tokio::test]
+    async fn sees_a_file_created_inside_a_directory_that_appears_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a/b/file");
+        let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        expect_event(&mut w).await;
+        std::fs::create_dir(dir.path().join("a/b")).unwrap();
+        expect_event(&mut w).await;
+        std::fs::write(&target, "x").unwrap();
+        expect_event(&mut w).await;
+    }
+
+    #[tokio::test]
+    async fn ignores_siblings_and_releases_watches_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("mine");
+        let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
+        std::fs::write(dir.path().join("other"), "x").unwrap();
+        assert!(tokio::time::timeout(Duration::from_millis(200), w.changed()).await.is_err());
+        std::fs::write(&target, "x").unwrap();
+        expect_event(&mut w).await;
+        drop(w);
+        assert!(!lock(&hub().dirs).contains_key(dir.path()));
+    }
+}

@@ -1,0 +1,115 @@
+//! `value`: holds a value of any type, keeps it in the process-wide value store under the
+//! resource name (so the program can read it back, e.g. through `value.get`), and sends it
+//! as `any`. A received value overrides the param for the life of the instance.
+//!
+//! The store is in memory ([`store`]) and mirrored as text under
+//! `<state_dir>/value/<name>` for people looking at the host.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use async_trait::async_trait;
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource};
+use lang::value::Value;
+use tokio::sync::watch;
+
+use crate::common::{Raw, sends};
+use crate::params::BuildError;
+use crate::util::fs::atomic_write;
+
+/// The process-wide store the `value` resources write.
+pub struct ValueStore {
+    values: Mutex<BTreeMap<String, Value>>,
+    /// Bumped on every change, for readers that want to react (e.g. a `value.get` func).
+    version: watch::Sender<u64>,
+}
+
+impl ValueStore {
+    pub fn get(&self, name: &str) -> Option<Value> {
+        self.values.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    /// Subscribe to change notifications.
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.version.subscribe()
+    }
+
+    fn set(&self, name: &str, value: Value) -> bool {
+        let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
+        if values.get(name) == Some(&value) {
+            return false;
+        }
+        values.insert(name.to_string(), value);
+        self.version.send_modify(|v| *v += 1);
+        true
+    }
+}
+
+/// The process-wide value store.
+pub fn store() -> &'static ValueStore {
+    static STORE: OnceLock<ValueStore> = OnceLock::new();
+    STORE.get_or_init(|| ValueStore { values: Mutex::new(BTreeMap::new()), version: watch::Sender::new(0) })
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueParams {
+    pub any: Option<Value>,
+}
+
+pub struct ValueRes {
+    raw: Raw,
+    params: ValueParams,
+    mirror: Option<PathBuf>,
+}
+
+impl ValueRes {
+    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<ValueRes, BuildError> {
+        let raw = Raw::new("value", name, values);
+        let params = raw.decode(|p| Ok(ValueParams { any: p.get("any").cloned() }))?;
+        Ok(ValueRes { raw, params, mirror: None })
+    }
+}
+
+#[async_trait]
+impl Resource for ValueRes {
+    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
+        self.mirror = Some(ctx.state_dir.join("value"));
+        Ok(())
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        let Some(value) = self.params.any.clone() else { return Ok(true) };
+        let name = &self.raw.name;
+        if store().get(name).as_ref() == Some(&value) {
+            return Ok(true);
+        }
+        if !apply {
+            ctx.report(format!("value[{name}]: would store {value}"));
+            return Ok(false);
+        }
+        store().set(name, value.clone());
+        if let Some(dir) = &self.mirror {
+            let safe: String =
+                name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+            let written = std::fs::create_dir_all(dir)
+                .and_then(|()| atomic_write(&dir.join(safe), value.to_string().as_bytes(), None));
+            if let Err(e) = written {
+                tracing::warn!(resource = %format!("value[{name}]"), error = %e, "cannot mirror the value to disk");
+            }
+        }
+        Ok(false)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+
+    fn sends(&self) -> Option<BTreeMap<String, Payload>> {
+        self.params.any.clone().map(|v| sends(vec![("any", v)]))
+    }
+
+    fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
+        self.raw.recv(key, value, &mut self.params, |p| Ok(ValueParams { any: p.get("any").cloned() }))
+    }
+}

@@ -1,0 +1,182 @@
+//! The `file` kind on real files in temporary directories.
+
+mod support;
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+use engine::{Graph, Meta, ResKey, Resource};
+use lang::value::Value;
+use resources::file::File;
+use support::{WAIT, check, converge, engine, eventually, params, s, strs};
+
+fn file(name: &str, pairs: &[(&str, Value)]) -> File {
+    File::build(name, &params(pairs)).expect("builds")
+}
+
+#[tokio::test]
+async fn creates_a_file_with_content_and_mode_then_finds_it_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conf");
+    let p = path.to_str().unwrap();
+    let mut f = file(p, &[("state", s("exists")), ("content", s("hello\n")), ("mode", s("0640"))]);
+    converge(&mut f).await;
+    assert_eq!(fs::read_to_string(&path).unwrap(), "hello\n");
+    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o640);
+}
+
+#[tokio::test]
+async fn noop_reports_a_unified_diff_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conf");
+    fs::write(&path, "a\nb\n").unwrap();
+    let mut f = file(path.to_str().unwrap(), &[("content", s("a\nc\n"))]);
+    let (ok, reports) = check(&mut f, false).await.unwrap();
+    assert!(!ok);
+    assert_eq!(fs::read_to_string(&path).unwrap(), "a\nb\n");
+    let diff = reports.join("\n");
+    assert!(diff.contains("-b") && diff.contains("+c") && diff.contains("@@"), "{diff}");
+}
+
+#[tokio::test]
+async fn a_missing_file_is_not_created_without_state_exists() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nope");
+    let mut f = file(path.to_str().unwrap(), &[("content", s("x"))]);
+    let err = check(&mut f, true).await.unwrap_err();
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!path.exists());
+}
+
+#[tokio::test]
+async fn absent_removes_files_and_only_empty_directories_without_recurse() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gone");
+    fs::write(&path, "x").unwrap();
+    converge(&mut file(path.to_str().unwrap(), &[("state", s("absent"))])).await;
+    assert!(!path.exists());
+
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    fs::write(sub.join("inner"), "x").unwrap();
+    let name = format!("{}/", sub.display());
+    let err = check(&mut file(&name, &[("state", s("absent"))]), true).await.unwrap_err();
+    assert!(err.contains("recurse"), "{err}");
+    converge(&mut file(&name, &[("state", s("absent")), ("recurse", Value::Bool(true))])).await;
+    assert!(!sub.exists());
+}
+
+#[tokio::test]
+async fn directories_are_created_recursively_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("a/b/c");
+    let name = format!("{}/", deep.display());
+    let err = check(&mut file(&name, &[("state", s("exists"))]), true).await.unwrap_err();
+    assert!(err.contains("cannot create the directory"), "{err}");
+    converge(&mut file(&name, &[("state", s("exists")), ("recurse", Value::Bool(true))])).await;
+    assert!(deep.is_dir());
+}
+
+#[tokio::test]
+async fn fragments_concatenate_files_and_directory_entries_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let frags = dir.path().join("frags");
+    fs::create_dir(&frags).unwrap();
+    fs::write(frags.join("2-b"), "b\n").unwrap();
+    fs::write(frags.join("1-a"), "a\n").unwrap();
+    let head = dir.path().join("head");
+    fs::write(&head, "head\n").unwrap();
+    let out = dir.path().join("out");
+    let fragments = strs(&[head.to_str().unwrap(), &format!("{}/", frags.display())]);
+    converge(&mut file(out.to_str().unwrap(), &[("state", s("exists")), ("fragments", fragments)])).await;
+    assert_eq!(fs::read_to_string(&out).unwrap(), "head\na\nb\n");
+}
+
+#[tokio::test]
+async fn a_copied_file_gets_the_source_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::write(&src, "#!/bin/sh\n").unwrap();
+    fs::set_permissions(&src, fs::Permissions::from_mode(0o750)).unwrap();
+    let dst = dir.path().join("dst");
+    converge(&mut file(dst.to_str().unwrap(), &[("state", s("exists")), ("source", s(src.to_str().unwrap()))])).await;
+    assert_eq!(fs::read_to_string(&dst).unwrap(), "#!/bin/sh\n");
+    assert_eq!(fs::metadata(&dst).unwrap().mode() & 0o777, 0o750);
+}
+
+#[tokio::test]
+async fn a_source_directory_is_synced_and_purged() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir_all(src.join("nested")).unwrap();
+    fs::write(src.join("one"), "1").unwrap();
+    fs::write(src.join("nested/two"), "2").unwrap();
+    let dst = dir.path().join("dst");
+    fs::create_dir(&dst).unwrap();
+    fs::write(dst.join("stale"), "x").unwrap();
+    let name = format!("{}/", dst.display());
+    let pairs = [
+        ("state", s("exists")),
+        ("source", s(src.to_str().unwrap())),
+        ("recurse", Value::Bool(true)),
+        ("purge", Value::Bool(true)),
+    ];
+    converge(&mut file(&name, &pairs)).await;
+    assert_eq!(fs::read_to_string(dst.join("nested/two")).unwrap(), "2");
+    assert!(!dst.join("stale").exists());
+}
+
+#[tokio::test]
+async fn symlinks_are_managed_and_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target");
+    fs::write(&target, "precious").unwrap();
+    let link = dir.path().join("link");
+    let link_name = link.to_str().unwrap();
+    let pairs = [("state", s("exists")), ("symlink", Value::Bool(true)), ("source", s(target.to_str().unwrap()))];
+    converge(&mut file(link_name, &pairs)).await;
+    assert_eq!(fs::read_link(&link).unwrap(), target);
+
+    // Managing content at a symlink refuses to write through it (or over it) without force.
+    let err = check(&mut file(link_name, &[("content", s("overwritten"))]), true).await.unwrap_err();
+    assert!(err.contains("force"), "{err}");
+    assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+    converge(&mut file(link_name, &[("content", s("own")), ("force", Value::Bool(true))])).await;
+    assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    assert_eq!(fs::read_to_string(&target).unwrap(), "precious");
+}
+
+#[tokio::test]
+async fn validation_names_the_problem() {
+    let both = file("/tmp/x", &[("content", s("a")), ("source", s("/etc/hostname"))]);
+    assert!(both.validate().unwrap_err().message.contains("only one of content, source and fragments"));
+    let relative = file("relative", &[]);
+    assert!(relative.validate().unwrap_err().message.contains("must be absolute"));
+    let purge = file("/tmp/d/", &[("purge", Value::Bool(true))]);
+    assert!(purge.validate().unwrap_err().message.contains("purge needs recurse"));
+    let mode = file("/tmp/x", &[("mode", s("u+x"))]);
+    assert!(mode.validate().is_err());
+    let unknown = File::build("/tmp/x", &params(&[("contents", s("a"))])).err().expect("unknown field");
+    assert_eq!(unknown.field.as_deref(), Some("contents"));
+    let wrong_type = File::build("/tmp/x", &params(&[("content", Value::Int(3))])).err().expect("wrong type");
+    assert_eq!(wrong_type.field.as_deref(), Some("content"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_engine_repairs_drift_noticed_by_the_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("watched");
+    let name = path.to_str().unwrap().to_string();
+    let engine = engine(&dir.path().join("state"));
+    let mut g = Graph::new();
+    let res = resources::build("file", &name, &params(&[("state", s("exists")), ("content", s("wanted\n"))])).unwrap();
+    g.add_vertex(ResKey::new("file", &name), Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(fs::read_to_string(&path).unwrap(), "wanted\n");
+    fs::write(&path, "tampered\n").unwrap();
+    assert!(eventually(|| fs::read_to_string(&path).is_ok_and(|c| c == "wanted\n")).await, "drift repaired");
+    fs::remove_file(&path).unwrap();
+    assert!(eventually(|| fs::read_to_string(&path).is_ok_and(|c| c == "wanted\n")).await, "deletion repaired");
+    engine.shutdown(WAIT).await;
+}

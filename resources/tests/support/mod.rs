@@ -1,0 +1,57 @@
+//! Helpers for resource tests: param maps, direct check-apply calls, and running a graph
+//! of real resources through the engine.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use engine::{ApplyCtx, Engine, EngineConfig, Resource};
+use lang::value::Value;
+
+pub fn params(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+    pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+}
+
+pub fn s(text: &str) -> Value {
+    Value::str(text)
+}
+
+pub fn strs(items: &[&str]) -> Value {
+    Value::list(items.iter().map(|i| Value::str(i)).collect())
+}
+
+/// One check-apply; returns (state was OK, reports).
+pub async fn check(res: &mut dyn Resource, apply: bool) -> Result<(bool, Vec<String>), String> {
+    let mut ctx = ApplyCtx::detached();
+    let ok = res.check_apply(&mut ctx, apply).await.map_err(|e| e.message)?;
+    Ok((ok, ctx.reports().to_vec()))
+}
+
+/// Validate + apply + confirm: the first apply-mode run changes something, the second
+/// finds everything right.
+pub async fn converge(res: &mut dyn Resource) {
+    res.validate().expect("valid");
+    let (ok, _) = check(res, true).await.expect("first apply");
+    assert!(!ok, "the first run should have changed something");
+    let (ok, _) = check(res, true).await.expect("second apply");
+    assert!(ok, "the second run should find nothing to do");
+}
+
+pub fn engine(dir: &std::path::Path) -> Engine {
+    Engine::new(EngineConfig { state_dir: dir.to_path_buf(), stop_timeout: Duration::from_secs(5) })
+}
+
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Polls `cond` until true or the timeout.
+pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + WAIT;
+    while std::time::Instant::now() < until {
+        if cond() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
