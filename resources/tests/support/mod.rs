@@ -18,7 +18,7 @@ pub fn s(text: &str) -> Value {
 }
 
 pub fn strs(items: &[&str]) -> Value {
-    Value::list(items.iter().map(|i| Value::str(i)).collect())
+    Value::list(items.iter().map(Value::str).collect())
 }
 
 /// One check-apply; returns (state was OK, reports).
