@@ -90,7 +90,8 @@ fn interpolated_parts_must_be_str() {
     let diags = b.unify(&catalog());
     let d = only(&diags, Stage::Unify);
     assert_eq!(d.message, "type error: str != bool");
-    assert_eq!(d.span, Some(b.span(flag)));
+    assert_eq!(d.span, Some(b.span(s)));
+    assert!(d.labels.iter().any(|l| l.span == b.span(flag) && l.message == "found `bool` here"));
 }
 
 #[test]
@@ -103,7 +104,8 @@ fn list_elements_share_one_type() {
     let d = b.unify(&catalog());
     let d = only(&d, Stage::Unify);
     assert_eq!(d.message, "type error: int != str");
-    assert_eq!(d.span, Some(b.span(s)));
+    assert_eq!(d.span, Some(b.span(l)));
+    assert!(d.labels.iter().any(|l| l.span == b.span(one) && l.message == "expected `int` because of this"));
 }
 
 #[test]

@@ -64,11 +64,11 @@ fn names_use_static_speculation() {
     let f = b.str("%s");
     let a = b.str("a");
     let name = b.call("fmt.printf", vec![f, a]);
-    b.res("test", name, vec![]);
+    let (stmt, _) = b.res("test", name, vec![]);
     let d = b.unify(&catalog());
     let d = only(&d, Stage::Unify);
     assert_eq!(d.message, "type error: list != str");
-    assert_eq!(d.span, Some(b.span(name)));
+    assert_eq!(d.span, Some(stmt));
     assert!(d.notes.iter().any(|n| n.contains("[$x]")));
 
     // An interpolation of a list: the interpolation forces str.

@@ -167,7 +167,7 @@ impl<'a> Ctx<'a> {
                     None => self.table.fresh(),
                 };
                 for item in items.iter().skip(1) {
-                    self.eq(elem, Self::var(*item), self.span(*item));
+                    self.eq(elem, Self::var(*item), span);
                 }
                 self.has_shape(v, Shape::List(elem), span, span);
             }
@@ -177,8 +177,8 @@ impl<'a> Ctx<'a> {
                     None => (self.table.fresh(), self.table.fresh()),
                 };
                 for (ek, ev) in entries.iter().skip(1) {
-                    self.eq(k, Self::var(*ek), self.span(*ek));
-                    self.eq(val, Self::var(*ev), self.span(*ev));
+                    self.eq(k, Self::var(*ek), span);
+                    self.eq(val, Self::var(*ev), span);
                 }
                 self.has_shape(v, Shape::Map(k, val), span, span);
                 self.maps.push(node);
@@ -193,7 +193,7 @@ impl<'a> Ctx<'a> {
             }
             NodeKind::Interp(parts) => {
                 for part in parts {
-                    self.has_type(Self::var(*part), &Type::Str, span, self.span(*part));
+                    self.has_type(Self::var(*part), &Type::Str, span, span);
                 }
                 self.has_type(v, &Type::Str, span, span);
             }
@@ -212,8 +212,8 @@ impl<'a> Ctx<'a> {
                 self.has_shape(v, Shape::Func(args, Self::var(*body)), span, span);
             }
             NodeKind::If { cond, then, els } => {
-                self.has_type(Self::var(*cond), &Type::Bool, span, self.span(*cond));
-                self.eq(Self::var(*then), Self::var(*els), self.span(*els));
+                self.has_type(Self::var(*cond), &Type::Bool, span, span);
+                self.eq(Self::var(*then), Self::var(*els), span);
                 self.eq(Self::var(*then), v, span);
             }
             NodeKind::Op { op, args } => self.op(node, *op, args),
@@ -280,7 +280,7 @@ impl<'a> Ctx<'a> {
         let mut record = CallRecord { node, func: func.to_string(), args: Vec::new(), ret: 0 };
         for ((name, pty), arg) in params.iter().zip(args) {
             let pv = self.table.instantiate(pty, &mut subst, span);
-            self.eq(pv, Self::var(*arg), self.span(*arg));
+            self.eq(pv, Self::var(*arg), span);
             record.args.push((name.clone(), pv));
         }
         let rv = self.table.instantiate(&ret, &mut subst, span);
@@ -312,7 +312,7 @@ impl<'a> Ctx<'a> {
         let bool_of = |ctx: &mut Self, x: Var, at: Span| ctx.has_type(x, &Type::Bool, span, at);
         match op {
             Op::Not => {
-                bool_of(self, a, self.span(args[0]));
+                bool_of(self, a, span);
                 bool_of(self, v, span);
             }
             Op::Bin(bin) => {
@@ -331,12 +331,12 @@ impl<'a> Ctx<'a> {
                         bool_of(self, v, span);
                     }
                     BinOp::And | BinOp::Or => {
-                        bool_of(self, a, self.span(args[0]));
-                        bool_of(self, b, self.span(args[1]));
+                        bool_of(self, a, span);
+                        bool_of(self, b, span);
                         bool_of(self, v, span);
                     }
                     BinOp::In => {
-                        self.has_shape(b, Shape::List(a), span, self.span(args[1]));
+                        self.has_shape(b, Shape::List(a), span, span);
                         bool_of(self, v, span);
                     }
                 }
@@ -363,7 +363,7 @@ impl<'a> Ctx<'a> {
                     },
                 };
                 if is_list {
-                    self.has_type(i, &Type::Int, span, self.span(*index));
+                    self.has_type(i, &Type::Int, span, span);
                     self.has_shape(b, Shape::List(v), span, span);
                 } else {
                     self.has_shape(b, Shape::Map(i, v), span, span);
@@ -408,7 +408,7 @@ impl<'a> Ctx<'a> {
                 };
                 match fields.iter().find(|(n, _)| n == field) {
                     Some((_, fv)) => {
-                        self.eq(*fv, Self::var(*default), self.span(*default));
+                        self.eq(*fv, Self::var(*default), span);
                         self.eq(*fv, v, span);
                     }
                     None => {

@@ -33,8 +33,8 @@ impl<'a> Ctx<'a> {
         match stmt {
             IrStmt::Resource(res) => self.resource(res),
             IrStmt::Edge(edge) => self.edge(edge),
-            IrStmt::If { cond, then, els, .. } => {
-                self.bool_node(*cond);
+            IrStmt::If { cond, then, els, span } => {
+                self.bool_node(*cond, *span);
                 then.iter().for_each(|s| self.stmt(s));
                 els.iter().for_each(|s| self.stmt(s));
             }
@@ -42,33 +42,33 @@ impl<'a> Ctx<'a> {
                 self.visit(*iter);
                 let (k, v) = (self.param_var(*key), self.param_var(*value));
                 let shape = if *kv { Shape::Map(k, v) } else { Shape::List(v) };
-                self.has_shape(Ctx::var(*iter), shape, *span, self.span(*iter));
+                self.has_shape(Ctx::var(*iter), shape, *span, *span);
                 if !*kv {
                     self.has_type(k, &Type::Int, *span, *span);
                 }
                 body.iter().for_each(|s| self.stmt(s));
             }
-            IrStmt::Panic { check, .. } => self.bool_node(*check),
+            IrStmt::Panic { check, span } => self.bool_node(*check, *span),
         }
     }
 
-    fn bool_node(&mut self, node: NodeId) {
+    /// `node` must be a `bool`; `span` is the statement or entry that says so.
+    fn bool_node(&mut self, node: NodeId, span: Span) {
         self.visit(node);
-        let span = self.span(node);
         self.has_type(Ctx::var(node), &Type::Bool, span, span);
     }
 
-    fn cond(&mut self, cond: Option<NodeId>) {
+    fn cond(&mut self, cond: Option<NodeId>, span: Span) {
         if let Some(c) = cond {
-            self.bool_node(c);
+            self.bool_node(c, span);
         }
     }
 
     /// Types a resource or edge name by the static rule: `str` when speculation says so,
-    /// else a list form is required.
-    fn name(&mut self, node: NodeId, rule: NameRule, stmt_span: Span) {
+    /// else a list form is required. Errors point at the statement (or edge half): the
+    /// name node itself may be a bind defined elsewhere.
+    fn name(&mut self, node: NodeId, rule: NameRule, span: Span) {
         self.visit(node);
-        let span = self.span(node);
         let v = Ctx::var(node);
         let known = self.static_type(node);
         let str_list = Type::list(Type::Str);
@@ -81,7 +81,7 @@ impl<'a> Ctx<'a> {
             }
         };
         let before = self.diags.len();
-        self.has_type(v, &required, stmt_span, span);
+        self.has_type(v, &required, span, span);
         if self.diags.len() > before && required != Type::Str {
             let note = "a name is `str` only when that is obvious without inference (a string, an interpolation, \
                         an annotated value); otherwise it must be a list: write `\"${x}\"` for one name or `[$x]`";
@@ -119,7 +119,7 @@ impl<'a> Ctx<'a> {
         }
         for field in &res.fields {
             self.visit(field.value);
-            self.cond(field.cond);
+            self.cond(field.cond, field.span);
             let Some(decl) = decl else { continue };
             match decl.param(&field.name) {
                 Some(p) => {
@@ -140,7 +140,7 @@ impl<'a> Ctx<'a> {
             }
         }
         for edge in &res.edges {
-            self.cond(edge.cond);
+            self.cond(edge.cond, edge.span);
             self.name(edge.target.name, NameRule::Plain, edge.target.span);
             if let Some(field) = &edge.target.field {
                 let msg = format!("a send/recv field (`.{field}`) is not allowed in a resource body edge");
@@ -149,7 +149,7 @@ impl<'a> Ctx<'a> {
         }
         for meta in &res.metas {
             self.visit(meta.value);
-            self.cond(meta.cond);
+            self.cond(meta.cond, meta.span);
             let v = Ctx::var(meta.value);
             match &meta.name {
                 Some(name) => match meta_param_type(name) {
