@@ -100,7 +100,11 @@ fn printf(site: &CallSite) -> Result<Type, String> {
 }
 
 /// Resource kinds of the corpus (spec 8.5), as the type checker sees them.
-const KINDS: &[(&str, &[(&str, &str)], &[(&str, &str)], bool)] = &[
+/// `(name, type)` pairs of params or send fields.
+type Fields = &'static [(&'static str, &'static str)];
+
+/// `(kind, params, sends, can_recv)`.
+const KINDS: &[(&str, Fields, Fields, bool)] = &[
     (
         "test",
         &[
