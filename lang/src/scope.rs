@@ -78,6 +78,7 @@ pub fn resolve_with(
         frames: vec![Frame::default()],
         modules: BTreeMap::new(),
         instances: BTreeMap::new(),
+        bind_orders: BTreeMap::new(),
         static_recursion,
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
@@ -151,6 +152,9 @@ struct Ctx<'a> {
     modules: BTreeMap<usize, Lazy<FrameId>>,
     /// Class instances: body frame -> (class body, frame holding the class entry, key).
     instances: BTreeMap<FrameId, (&'a ast::Block, FrameId, String)>,
+    /// [`order::bind_order`] of each block, by the address of its first statement (the
+    /// syntax trees do not move while elaborating).
+    bind_orders: BTreeMap<usize, std::rc::Rc<Vec<String>>>,
     /// The ordering analysis found a cycle: recursion met during elaboration is a
     /// consequence of it and is not reported again.
     static_recursion: bool,
@@ -305,6 +309,7 @@ impl<'a> Ctx<'a> {
                 let stmts = &self.files[module].stmts;
                 self.declare(fid, stmts);
                 self.modules.insert(module, Lazy::Done(fid));
+                self.force_binds_in_order(fid, stmts);
                 self.finish(fid);
                 self.wrap_import_errors(before, import_span, path);
                 Some(fid)

@@ -465,3 +465,27 @@ fn star_imports_merge_and_later_ones_win() {
     let NodeKind::List(items) = out.kind(out.resources()[0].name) else { panic!() };
     assert!(matches!(out.kind(items[0]), NodeKind::Const(Value::Str(s)) if &**s == "b"));
 }
+
+#[test]
+fn a_long_chain_of_binds_written_backwards_resolves() {
+    // Each bind uses the next one: forcing them lazily from the top would recurse once
+    // per link; binds are elaborated dependencies first instead.
+    let n = 3000;
+    let mut text = String::from("test $x0 {}\n");
+    for i in 0..n {
+        text.push_str(&format!("$x{i} = $x{} + \"a\"\n", i + 1));
+    }
+    text.push_str(&format!("$x{n} = \"z\"\n"));
+    let out = resolve(&text);
+    out.ok();
+    assert_eq!(out.count(|k| matches!(k, NodeKind::Op { .. })), n);
+}
+
+#[test]
+fn cycle_labels_name_both_ends() {
+    let out = resolve("$a = $b\n$b = $a\n");
+    let labels: Vec<&str> = out.diags[0].labels.iter().map(|l| l.message.as_str()).collect();
+    assert_eq!(labels, vec!["`$a` refers to `$b` here", "`$b` refers to `$a` here"]);
+    let out = resolve("func f() {\n\tf()\n}\n");
+    assert_eq!(out.diags[0].labels[0].message, "func `f` refers to itself here");
+}

@@ -41,6 +41,16 @@ impl Key {
             None => Key::Class(name.to_string()),
         }
     }
+    /// How a definition is named in cycle labels.
+    fn shown(&self) -> String {
+        match self {
+            Key::Var(n) => format!("`${n}`"),
+            Key::Func(n) => format!("func `{n}`"),
+            Key::Class(n) => format!("class `{n}`"),
+            Key::Scoped(n) => format!("`{n}`"),
+        }
+    }
+
     fn describe(&self) -> String {
         match self {
             Key::Var(n) => format!("var:{n}"),
@@ -56,12 +66,47 @@ pub(crate) fn check_file(file: &ast::File, diags: &mut Diagnostics) {
     check_block(&file.stmts, diags);
 }
 
-fn check_block(stmts: &[ast::Stmt], diags: &mut Diagnostics) {
-    let defs = definitions(stmts, diags);
+/// The binds of a block, dependencies first (a topological order of the block's
+/// definition graph; members of a cycle, already reported, come in any order). Forcing
+/// binds in this order keeps elaboration shallow: a long chain of binds written
+/// bottom-up would otherwise recurse once per link.
+pub(crate) fn bind_order(stmts: &[ast::Stmt]) -> Vec<String> {
+    let defs = definitions(stmts, &mut Diagnostics::new());
+    let edges = def_edges(&defs);
+    let mut state = vec![0u8; defs.len()]; // 0 new, 1 on the path, 2 done
+    let mut out = Vec::new();
+    for root in 0..defs.len() {
+        if state[root] != 0 {
+            continue;
+        }
+        state[root] = 1;
+        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
+        while let Some(&mut (v, ref mut i)) = work.last_mut() {
+            if let Some(&(w, _)) = edges[v].get(*i) {
+                *i += 1;
+                if state[w] == 0 {
+                    state[w] = 1;
+                    work.push((w, 0));
+                }
+            } else {
+                work.pop();
+                state[v] = 2;
+                if let Key::Var(name) = &defs[v].key {
+                    out.push(name.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// For each definition, the definitions of the same block it uses, with the span of its
+/// first use, in order of first use.
+fn def_edges(defs: &[Def<'_>]) -> Vec<Vec<(usize, Span)>> {
     let index: BTreeMap<&Key, usize> = defs.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
     // edges[i]: (target, first use span), in source order of first use.
     let mut edges: Vec<Vec<(usize, Span)>> = Vec::with_capacity(defs.len());
-    for def in &defs {
+    for def in defs {
         let mut uses = Vec::new();
         def_uses(def.stmt, &mut uses);
         let mut seen = BTreeSet::new();
@@ -75,14 +120,23 @@ fn check_block(stmts: &[ast::Stmt], diags: &mut Diagnostics) {
         }
         edges.push(out);
     }
-    for cycle in cycles(&edges) {
-        let mut spans: Vec<Span> = cycle;
-        spans.sort();
-        spans.dedup();
-        let Some(&first) = spans.first() else { continue };
+    edges
+}
+
+fn check_block(stmts: &[ast::Stmt], diags: &mut Diagnostics) {
+    let defs = definitions(stmts, diags);
+    let edges = def_edges(&defs);
+    for mut cycle in cycles(&edges) {
+        cycle.sort_by_key(|e| e.span);
+        let Some(first) = cycle.first().map(|e| e.span) else { continue };
         let mut d = Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", first);
-        for s in &spans {
-            d = d.with_label(*s, "this reference is part of a cycle");
+        for e in &cycle {
+            let label = if e.from == e.to {
+                format!("{} refers to itself here", defs[e.from].key.shown())
+            } else {
+                format!("{} refers to {} here", defs[e.from].key.shown(), defs[e.to].key.shown())
+            };
+            d = d.with_label(e.span, label);
         }
         diags.push(d.with_note("definitions may not refer to themselves, directly or through other definitions"));
     }
@@ -366,9 +420,16 @@ fn inner_blocks(stmt: &ast::Stmt) -> Vec<&ast::Block> {
     }
 }
 
-/// One cycle per strongly connected component that has one, as the use spans of its
-/// edges. Components in order of their smallest vertex.
-fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<Span>> {
+/// One edge of a cycle: definition `from` uses definition `to` at `span`.
+struct CycleEdge {
+    from: usize,
+    to: usize,
+    span: Span,
+}
+
+/// One cycle per strongly connected component that has one, as its edges. Components in
+/// order of their smallest vertex.
+fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<CycleEdge>> {
     let comps = tarjan(edges);
     let mut out = Vec::new();
     for comp in comps {
@@ -399,13 +460,13 @@ fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<Span>> {
             }
         }
         let Some((mut v, span)) = found else { continue };
-        let mut spans = vec![span];
+        let mut cycle = vec![CycleEdge { from: v, to: start, span }];
         while v != start {
             let Some(&(p, s)) = prev.get(&v) else { break };
-            spans.push(s);
+            cycle.push(CycleEdge { from: p, to: v, span: s });
             v = p;
         }
-        out.push((start, spans));
+        out.push((start, cycle));
     }
     out.sort_by_key(|(s, _)| *s);
     out.into_iter().map(|(_, s)| s).collect()

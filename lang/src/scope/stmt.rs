@@ -15,6 +15,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn block(&mut self, parent: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
         let fid = self.new_frame(Frame::child(parent));
         self.declare(fid, stmts);
+        self.force_binds_in_order(fid, stmts);
         let out = self.block_stmts(fid, stmts);
         self.finish(fid);
         out
@@ -62,6 +63,24 @@ impl<'a> Ctx<'a> {
                     }
                 }
                 _ => {}
+            }
+        }
+    }
+
+    /// Elaborates the binds of a block, dependencies first (see [`super::order::bind_order`]).
+    pub(super) fn force_binds_in_order(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) {
+        let key = stmts.as_ptr() as usize;
+        let order = match self.bind_orders.get(&key) {
+            Some(order) => order.clone(),
+            None => {
+                let order = std::rc::Rc::new(super::order::bind_order(stmts));
+                self.bind_orders.insert(key, order.clone());
+                order
+            }
+        };
+        for name in order.iter() {
+            if matches!(self.frame(fid).vars.get(name), Some(VarEntry::Bind { state: Lazy::Pending, .. })) {
+                self.force_bind(fid, name);
             }
         }
     }
@@ -291,6 +310,7 @@ impl<'a> Ctx<'a> {
             return Vec::new();
         }
         self.with_class_active(owner, &key, 1);
+        self.force_binds_in_order(body_frame, &body.stmts);
         let out = self.block_stmts(body_frame, &body.stmts);
         self.finish(body_frame);
         self.with_class_active(owner, &key, -1);
