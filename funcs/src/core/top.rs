@@ -120,17 +120,34 @@ fn panic_debug(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
 /// `history(value, index)`: the first value at once, then, as time passes, the newest
 /// value that is at least `index` milliseconds old.
 fn history(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    let mut inputs = ctx.inputs.clone();
     boxed(async move {
-        let out = ctx.out.clone();
-        let cancel = ctx.cancel.clone();
+        let StreamCtx { mut inputs, out, cancel, .. } = ctx;
         // (arrival time, value), oldest first; the front is the value currently emitted.
         let mut buf: VecDeque<(Instant, Value)> = VecDeque::new();
         let mut delay = Duration::ZERO;
         let mut emitted: Option<Value> = None;
         let mut inputs_open = true;
+        let mut pending = true;
         loop {
-            // Drop values superseded by an older-than-delay successor.
+            if pending {
+                pending = false;
+                let latest = inputs.borrow_and_update().clone();
+                if let Some(args) = latest {
+                    let (Some(v), Some(ms)) = (args.first().cloned(), args.get(1).and_then(Value::as_int)) else {
+                        let _ = out.send(Err(FuncError::fatal("history: bad arguments"))).await;
+                        return;
+                    };
+                    if ms < 0 {
+                        let _ = out.send(Err(FuncError::fatal(format!("history: negative index {ms}")))).await;
+                        return;
+                    }
+                    delay = Duration::from_millis(ms as u64);
+                    if buf.back().map(|(_, b)| b) != Some(&v) {
+                        buf.push_back((Instant::now(), v));
+                    }
+                }
+            }
+            // Drop values superseded by a successor that is old enough.
             let now = Instant::now();
             while buf.len() > 1 && buf[1].0 + delay <= now {
                 buf.pop_front();
@@ -150,26 +167,17 @@ fn history(ctx: StreamCtx) -> BoxFuture<'static, ()> {
             }
             tokio::select! {
                 _ = cancel.cancelled() => return,
-                _ = async { match next_due { Some(t) => tokio::time::sleep_until(t).await, None => std::future::pending().await } } => {}
+                _ = async {
+                    match next_due {
+                        Some(t) => tokio::time::sleep_until(t).await,
+                        None => std::future::pending().await,
+                    }
+                } => {}
                 r = inputs.changed(), if inputs_open => {
                     if r.is_err() {
                         inputs_open = false;
-                        continue;
-                    }
-                    let latest = inputs.borrow_and_update().clone();
-                    if let Some(args) = latest {
-                        let (Some(v), Some(ms)) = (args.first().cloned(), args.get(1).and_then(Value::as_int)) else {
-                            let _ = out.send(Err(FuncError::fatal("history: bad arguments"))).await;
-                            return;
-                        };
-                        if ms < 0 {
-                            let _ = out.send(Err(FuncError::fatal(format!("history: negative index {ms}")))).await;
-                            return;
-                        }
-                        delay = Duration::from_millis(ms as u64);
-                        if buf.back().map(|(_, b)| b) != Some(&v) {
-                            buf.push_back((Instant::now(), v));
-                        }
+                    } else {
+                        pending = true;
                     }
                 }
             }
