@@ -14,6 +14,7 @@ pub mod common;
 pub mod cron;
 pub mod exec;
 pub mod file;
+pub mod graph;
 pub mod host;
 pub mod hostname;
 pub mod kv;

@@ -1,0 +1,188 @@
+//! From the interpreter's [`ResGraph`] to what runs: kind-specific checks reported as
+//! `errInterpret` diagnostics (Go field widths, each kind's validation), automatic edges,
+//! and the engine graph with built resources and metaparams.
+
+use engine::{Graph, ResKey};
+use lang::diag::{Diagnostic, Diagnostics, Stage};
+use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, Vertex};
+
+use crate::autoedge::{AutoRes, autoedges};
+use crate::host::Host;
+use crate::params::BuildError;
+
+/// Builds every vertex and validates the non-hidden ones (hidden resources skip their own
+/// validation, as in mgmt). One diagnostic per failing vertex, at the field when known.
+pub fn check(graph: &ResGraph) -> Diagnostics {
+    let host = Host::system();
+    let mut diags = Diagnostics::new();
+    for v in &graph.vertices {
+        match crate::build_with(&host, &v.kind, &v.name, &v.params) {
+            Err(e) => diags.push(build_diagnostic(v, &e)),
+            Ok(res) if !v.meta.hidden => {
+                if let Err(e) = res.validate() {
+                    let msg = format!("{} did not Validate: {}", v.key(), strip_key(&e.message, v));
+                    diags.push(Diagnostic::new(Stage::Interpret, msg, v.span));
+                }
+            }
+            Ok(_) => {}
+        }
+    }
+    diags
+}
+
+/// Adds the automatic edges (engine.md 2.14) between vertices that allow them, skipping
+/// pairs already joined by an edge.
+pub fn add_autoedges(graph: &mut ResGraph) {
+    let enabled: Vec<usize> = (0..graph.vertices.len()).filter(|i| graph.vertices[*i].meta.autoedge).collect();
+    let found = {
+        let res: Vec<AutoRes<'_>> = enabled
+            .iter()
+            .map(|i| {
+                let v = &graph.vertices[*i];
+                (v.kind.as_str(), v.name.as_str(), &v.params)
+            })
+            .collect();
+        autoedges(&res)
+    };
+    for (a, b) in found {
+        let (from, to) = (enabled[a], enabled[b]);
+        if graph.edges.iter().any(|e| (e.from, e.to) == (from, to)) {
+            continue;
+        }
+        let span = graph.vertices[to].span;
+        graph.edges.push(Edge { from, to, notify: false, send_recv: Vec::new(), span });
+    }
+    graph.edges.sort_by_key(|e| (e.from, e.to));
+}
+
+/// The engine graph for `graph`; `noop` forces `Meta:noop` everywhere (`--noop`).
+pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
+    let mut out = Graph::new();
+    let mut diags = Diagnostics::new();
+    for v in &graph.vertices {
+        match crate::build_with(host, &v.kind, &v.name, &v.params) {
+            Ok(res) => {
+                let mut meta = engine_meta(&v.meta);
+                meta.noop |= noop;
+                out.add_vertex(key(v), meta, res);
+            }
+            Err(e) => diags.push(build_diagnostic(v, &e)),
+        }
+    }
+    if !diags.is_empty() {
+        return Err(diags);
+    }
+    for e in &graph.edges {
+        let (from, to) = (key(&graph.vertices[e.from]), key(&graph.vertices[e.to]));
+        out.add_edge(from.clone(), to.clone(), e.notify);
+        for sr in &e.send_recv {
+            out.add_sendrecv(from.clone(), &sr.send, to.clone(), &sr.recv);
+        }
+    }
+    Ok(out)
+}
+
+/// The engine's metaparams from the interpreter's.
+pub fn engine_meta(m: &LangMeta) -> engine::Meta {
+    engine::Meta {
+        noop: m.noop,
+        retry: m.retry,
+        retryreset: m.retryreset,
+        delay: m.delay,
+        timeout: m.timeout,
+        poll: m.poll,
+        limit: m.limit,
+        burst: m.burst.clamp(0, i64::from(u32::MAX)) as u32,
+        reset: m.reset,
+        sema: m.sema.clone(),
+        rewatch: m.rewatch,
+        realize: m.realize,
+        dollar: m.dollar,
+        hidden: m.hidden,
+        export: m.export.clone(),
+        reverse: m.reverse,
+        autoedge: m.autoedge,
+        autogroup: m.autogroup,
+    }
+}
+
+fn key(v: &Vertex) -> ResKey {
+    ResKey::new(&v.kind, &v.name)
+}
+
+fn build_diagnostic(v: &Vertex, e: &BuildError) -> Diagnostic {
+    let span = e.field.as_ref().and_then(|f| v.param_spans.get(f)).copied().unwrap_or(v.span);
+    let message = match &e.field {
+        Some(field) => format!("error building resource {}: field `{field}`: {}", v.key(), e.message),
+        None => format!("error building resource {}: {}", v.key(), e.message),
+    };
+    Diagnostic::new(Stage::Interpret, message, span)
+}
+
+/// Validation messages start with `kind[name]: `; the diagnostic already names it.
+fn strip_key<'a>(message: &'a str, v: &Vertex) -> &'a str {
+    message.strip_prefix(&format!("{}: ", v.key())).unwrap_or(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use lang::span::Span;
+    use lang::value::Value;
+
+    use super::*;
+
+    fn vertex(kind: &str, name: &str, params: &[(&str, Value)]) -> Vertex {
+        Vertex {
+            kind: kind.into(),
+            name: name.into(),
+            params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            param_spans: BTreeMap::new(),
+            meta: LangMeta::default(),
+            collected: false,
+            span: Span::default(),
+        }
+    }
+
+    #[test]
+    fn kind_validation_and_widths_become_interpret_errors() {
+        let mut hidden = vertex("test", "h", &[("validatebool", Value::Bool(true))]);
+        hidden.meta.hidden = true;
+        let graph = ResGraph {
+            vertices: vec![
+                vertex("test", "a", &[("validatebool", Value::Bool(true))]),
+                vertex("test", "b", &[("uint64", Value::Int(-1))]),
+                hidden,
+                vertex("test", "ok", &[]),
+            ],
+            edges: Vec::new(),
+        };
+        let diags = check(&graph).into_vec();
+        assert_eq!(diags.len(), 2);
+        assert!(diags.iter().all(|d| d.stage == Stage::Interpret));
+        assert!(diags[0].message.contains("test[a] did not Validate: field `validatebool`"), "{}", diags[0].message);
+        assert!(diags[1].message.contains("can't store negative int `-1` into unsigned `uint64` field"));
+    }
+
+    #[test]
+    fn autoedges_respect_the_metaparam_and_existing_edges() {
+        let mut off = vertex("file", "/tmp/d/off", &[]);
+        off.meta.autoedge = false;
+        let mut graph = ResGraph {
+            vertices: vec![vertex("file", "/tmp/d/", &[]), vertex("file", "/tmp/d/a", &[]), off],
+            edges: Vec::new(),
+        };
+        add_autoedges(&mut graph);
+        add_autoedges(&mut graph);
+        assert_eq!(
+            graph.to_lines(),
+            [
+                "Edge: file[/tmp/d/] -> file[/tmp/d/a] # file[/tmp/d/] -> file[/tmp/d/a]",
+                "Vertex: file[/tmp/d/]",
+                "Vertex: file[/tmp/d/a]",
+                "Vertex: file[/tmp/d/off]",
+            ]
+        );
+    }
+}
