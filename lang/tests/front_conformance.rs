@@ -101,6 +101,9 @@ fn front_end_stages_match_the_conformance_corpus() {
                 Expect::Pass => got.is_none(),
                 stage => got == Some(stage),
             };
+            if std::env::var_os("FRONT_VERBOSE").is_some() && got.is_some() {
+                println!("{}: {}", path.display(), render(main, &diags));
+            }
             if ok {
                 passed[slot] += 1;
             } else {

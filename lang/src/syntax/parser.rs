@@ -330,7 +330,8 @@ impl<'t> Parser<'t> {
         } else if !self.at(close) {
             loop {
                 if self.at(&Tok::Comma) {
-                    return Err(self.unexpected(&format!("{what} or {close_text}")));
+                    let expected = if items.is_empty() { format!("{what} or {close_text}") } else { what.to_string() };
+                    return Err(self.unexpected(&expected));
                 }
                 items.push(item(self)?);
                 if self.eat(&Tok::Comma).is_none() {
