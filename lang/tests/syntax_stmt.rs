@@ -239,3 +239,15 @@ fn unclosed_delimiters_are_labelled_at_the_opening() {
     let first = diags.iter().next().expect("an error");
     assert!(!first.labels.is_empty(), "{first:#?}");
 }
+
+#[test]
+fn common_mistakes_get_a_hint() {
+    let call = parse_err("fmt.printf(\"x\")\n");
+    assert!(call[0].notes.iter().any(|n| n.contains("not a statement")), "{call:#?}");
+    let bare = parse_err("x = 1\n");
+    assert!(bare[0].notes.iter().any(|n| n.contains("with a `$`")), "{bare:#?}");
+    let bang = parse_err("$x = !$y\n");
+    assert!(bang[0].notes.iter().any(|n| n.contains("`not`")), "{bang:#?}");
+    let keyword = parse_err("$x = func($str) { 1 }\n");
+    assert!(keyword[0].notes.iter().any(|n| n.contains("is a keyword")), "{keyword:#?}");
+}

@@ -306,7 +306,11 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
             Ok(raw) => convert(raw, slice, span, &mut diags),
             Err(()) => {
                 let ch = text[range.start..].chars().next().unwrap_or('?');
-                diags.push(Diagnostic::new(Stage::LexParse, format!("unrecognized: `{}`", ch.escape_debug()), span));
+                let mut diag = Diagnostic::new(Stage::LexParse, format!("unrecognized: `{}`", ch.escape_debug()), span);
+                if let Some(note) = unrecognized_note(ch) {
+                    diag = diag.with_note(note);
+                }
+                diags.push(diag);
                 Tok::Error
             }
         };
@@ -314,6 +318,21 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
     }
     tokens.push((Tok::Eof, Span::new(file, text.len(), text.len())));
     (tokens, diags)
+}
+
+/// A hint for characters that people coming from other languages often type.
+fn unrecognized_note(ch: char) -> Option<&'static str> {
+    Some(match ch {
+        '!' => "negation is written `not`; inequality is `!=`",
+        '&' => "logical and is written `and`",
+        '|' => "logical or is written `or`; `<|>` is the fallback operator",
+        '%' => "there is no modulo operator; use `math.mod`",
+        '\'' => "strings use double quotes",
+        '?' => "`?:` is only used in resource bodies (`field => $cond ?: value,`)",
+        '_' => "names start with a letter and do not end with `_`",
+        '@' | '~' | '^' | '`' => "this character has no meaning in mcl",
+        _ => return None,
+    })
 }
 
 fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Diagnostics) -> Tok {

@@ -240,6 +240,16 @@ impl Parser<'_> {
     /// `resource = colon_name expr "{" { NL | entry } "}"`.
     fn resource(&mut self, collect: bool) -> PResult<Resource> {
         let kind = self.colon_name()?;
+        let note = match self.peek() {
+            Tok::LParen | Tok::Dot => {
+                Some("a function call is an expression, not a statement: bind its value with `$x = ...`")
+            }
+            Tok::Equals => Some("variables are written with a `$`: `$x = ...`"),
+            _ => None,
+        };
+        if note.is_some() {
+            return Err(self.unexpected_note("a resource name after the resource kind", note));
+        }
         if self.at(&Tok::LBrace) {
             let note = "a resource needs a name: `file \"/tmp/x\" { ... }`";
             return Err(self.unexpected_note("the resource name", Some(note)));
