@@ -16,6 +16,7 @@ pub mod convert;
 pub mod datetime;
 pub mod deploy;
 pub mod encoding;
+pub mod example;
 pub mod fmt;
 pub mod golang;
 pub mod golang_std;
@@ -31,6 +32,7 @@ pub mod regexp;
 pub mod streams;
 pub mod strings;
 pub mod sys;
+pub mod test;
 pub mod top;
 pub mod util;
 
@@ -63,6 +65,8 @@ pub fn register_all(r: &mut Registry) {
     golang::register(r);
     golang_strings::register(r);
     golang_std::register(r);
+    test::register(r);
+    example::register(r);
     constants::register(r);
 }
 

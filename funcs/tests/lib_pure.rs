@@ -328,3 +328,19 @@ fn deploy_package_reads_relative_to_the_root() {
     assert_eq!(c("deploy.bootstrap_packages", vec![s("fedora")]).unwrap(), strs(&[]));
     assert!(matches!(c("deploy.bootstrap_packages", vec![s("beos")]), Err(funcs::api::FuncError::Catchable(_))));
 }
+
+#[test]
+fn test_and_example_packages() {
+    assert_eq!(ok("test.one_instance_a", vec![]), s("hello"));
+    assert_eq!(ok("test.one_instance_h", vec![]), s("hello"));
+    assert_eq!(ok("test.one_stream", vec![i(3)]), s("xxx"));
+    fatal("test.one_stream", vec![i(-3)]);
+    assert_eq!(ok("example.answer", vec![]), i(42));
+    assert_eq!(ok("example.int2str", vec![i(42)]), s("42"));
+    assert_eq!(ok("example.str2int", vec![s("42")]), i(42));
+    assert_eq!(ok("example.str2int", vec![s("x")]), i(0));
+    assert_eq!(ok("example.plus", vec![s("a"), s("b")]), s("ab"));
+    assert_eq!(ok("example.errorbool", vec![b(false)]), s("set false"));
+    fatal("example.errorbool", vec![b(true)]);
+    assert_eq!(ok("example/nested.hello", vec![]), s("Hello!"));
+}

@@ -38,10 +38,10 @@ fn start(name: &str, inputs: Option<Vec<Value>>) -> Running {
 
 impl Running {
     async fn next(&mut self) -> FuncResult {
-        match tokio::time::timeout(Duration::from_secs(5), self.out.recv()).await {
+        match tokio::time::timeout(Duration::from_secs(30), self.out.recv()).await {
             Ok(Some(r)) => r,
             Ok(None) => panic!("stream ended"),
-            Err(_) => panic!("no value within 5 s"),
+            Err(_) => panic!("no value within 30 s"),
         }
     }
     async fn value(&mut self) -> Value {
@@ -231,4 +231,30 @@ fn machine_fact_parsers() {
     assert_eq!(count_cpu_list("x"), None);
     assert_eq!(parse_loadavg("0.52 0.58 0.59 1/123 4567"), Some((0.52, 0.58, 0.59)));
     assert_eq!(parse_loadavg("bad"), None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn test_package_streams() {
+    let mut r = start("test.forkvloop", Some(vec![]));
+    assert_eq!(r.value().await, m(vec![(s("foo"), s("bar"))]));
+    r.stop().await;
+    let mut r = start("test.forloop", Some(vec![]));
+    assert_eq!(r.value().await, strs(&["foo"]));
+    let t = tokio::time::Instant::now();
+    assert_eq!(r.value().await, strs(&["bar"]));
+    assert_eq!(t.elapsed(), Duration::from_secs(5));
+    r.stop().await;
+    let mut r = start("test.fastcount", Some(vec![]));
+    assert_eq!(r.value().await, i(0));
+    assert_eq!(r.value().await, i(1));
+    r.stop().await;
+    let mut r = start("test.slow_string", Some(vec![]));
+    let t = tokio::time::Instant::now();
+    assert_eq!(r.value().await, s("slow"));
+    assert_eq!(t.elapsed(), Duration::from_secs(5));
+    r.stop().await;
+    let mut r = start("example.flipflop", Some(vec![]));
+    assert_eq!(r.value().await, b(false));
+    assert_eq!(r.value().await, b(true));
+    r.stop().await;
 }
