@@ -494,3 +494,39 @@ fn large_graphs_are_fast() {
     assert!(took.as_secs_f64() < 5.0, "took {took:?}");
     assert!(matches!(b.g.node(acc).kind, NodeKind::Op { .. }));
 }
+
+#[test]
+fn large_mixed_graphs_are_fast() {
+    // 10k resources, each `test "r${i}" { anotherstr => fmt.printf("%d", $l[0] + 1),
+    // int8 => func($x) { $x * 2 }(len($s)), }` over shared binds `$l` and `$s`: about
+    // 100k nodes with calls, lambdas, lookups and operators.
+    let mut b = B::new();
+    let one = b.int(1);
+    let l = b.list(vec![one]);
+    let s = b.str("abc");
+    let fmt = b.str("%d");
+    for i in 0..10_000 {
+        let prefix = b.str("r");
+        let n = b.str(&i.to_string());
+        let name = b.interp(vec![prefix, n]);
+        let zero = b.int(0);
+        let first = b.index(l, zero);
+        let plus = b.bin(BinOp::Add, first, one);
+        let text = b.call("fmt.printf", vec![fmt, plus]);
+        let (p, x) = b.param("x");
+        let two = b.int(2);
+        let times = b.bin(BinOp::Mul, x, two);
+        let double = b.lambda(vec![p], times);
+        let len = b.call("len", vec![s]);
+        let applied = b.call_value(double, vec![len]);
+        b.res("test", name, vec![("anotherstr", text), ("int8", applied)]);
+    }
+    assert!(b.g.nodes.len() >= 100_000);
+    let started = std::time::Instant::now();
+    let d = b.unify(&catalog());
+    let took = started.elapsed();
+    println!("unified {} nodes in {took:?}", b.g.nodes.len());
+    assert!(d.is_empty(), "{:?}", d.first());
+    assert!(b.g.types.iter().all(Option::is_some));
+    assert!(took.as_secs_f64() < 5.0, "took {took:?}");
+}

@@ -228,10 +228,8 @@ impl<'a> Ctx<'a> {
             }
         }
         if let Some(anns) = self.anns.get(&node).cloned() {
-            let spans: Vec<Span> = graph.annotations.iter().filter(|a| a.node == node).map(|a| a.span).collect();
-            for (i, ty) in anns.iter().enumerate() {
-                let at = spans.get(i).copied().unwrap_or(span);
-                self.has_type(v, ty, at, at);
+            for (ty, at) in &anns {
+                self.has_type(v, ty, *at, *at);
             }
         }
     }

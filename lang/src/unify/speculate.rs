@@ -6,17 +6,18 @@
 //! recurse.
 
 use crate::ir::{FuncGraph, NodeId, NodeKind};
+use crate::span::Span;
 use crate::types::Type;
 use crate::value::Value;
 use std::collections::{BTreeMap, HashMap};
 
-/// The annotation types of nodes, first annotation first.
-pub(crate) type AnnotationIndex = HashMap<NodeId, Vec<Type>>;
+/// The annotations of nodes (type and where it was written), first annotation first.
+pub(crate) type AnnotationIndex = HashMap<NodeId, Vec<(Type, Span)>>;
 
 pub(crate) fn annotation_index(graph: &FuncGraph) -> AnnotationIndex {
     let mut index: AnnotationIndex = HashMap::new();
     for ann in &graph.annotations {
-        index.entry(ann.node).or_default().push(ann.ty.clone());
+        index.entry(ann.node).or_default().push((ann.ty.clone(), ann.span));
     }
     index
 }
@@ -96,7 +97,7 @@ impl<'a> Speculator<'a> {
 
     /// The speculated type of `node` from the memoized types of its inputs.
     fn combine(&self, node: NodeId) -> Option<Type> {
-        if let Some(ty) = self.anns.get(&node).and_then(|a| a.first()) {
+        if let Some((ty, _)) = self.anns.get(&node).and_then(|a| a.first()) {
             return Some(ty.clone());
         }
         let known = |n: &NodeId| self.memo.get(n).cloned().flatten();
