@@ -26,6 +26,10 @@ pub(crate) struct Node {
     pub(crate) event_pending: AtomicBool,
     /// Counts wake-ups, so a worker can tell whether one arrived during its run.
     pub(crate) wake_seq: AtomicU64,
+    /// This vertex back-poked its stale parents and has not run since: it will run (and
+    /// poke its children) when they answer, so children need not back-poke it again. This
+    /// keeps startup of a long chain linear instead of quadratic.
+    pub(crate) waiting: AtomicBool,
     pub(crate) links: RwLock<Links>,
     /// The latest values published by a run of check-apply.
     pub(crate) sends: Mutex<Option<BTreeMap<String, Payload>>>,
@@ -57,6 +61,7 @@ impl Node {
             wake: Notify::new(),
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
+            waiting: AtomicBool::new(false),
             links: RwLock::new(Links::default()),
             sends: Mutex::new(None),
             fingerprint: Mutex::new(fingerprint),

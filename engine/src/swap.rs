@@ -148,8 +148,9 @@ fn plan(running: &Running, graph: &Graph) -> Plan {
             _ => plan.stop.push(key.clone()),
         }
     }
+    let unchanged: BTreeSet<&ResKey> = plan.unchanged.iter().collect();
     for key in candidate.keys() {
-        if !plan.unchanged.contains(key) {
+        if !unchanged.contains(key) {
             plan.start.insert((*key).clone());
         }
     }
@@ -247,7 +248,17 @@ pub(crate) async fn swap(
     let stopping: Vec<RunningVertex> = plan.stop.iter().filter_map(|k| running.vertices.remove(k)).collect();
     stop(shared, stopping, stop_timeout).await;
 
-    let _pause = shared.gate.write().await;
+    // Pause: wait for in-flight process steps, but not forever: a check-apply of a kept
+    // resource that ignores cancellation must not block every future swap (mgmt would
+    // wait). Relinking without the pause is safe; at worst a notification produced by
+    // that straggling run on an edge created by this swap is lost.
+    let _pause = match tokio::time::timeout(stop_timeout, shared.gate.write()).await {
+        Ok(guard) => Some(guard),
+        Err(_) => {
+            tracing::warn!("a check-apply is still running; swapping without waiting for it");
+            None
+        }
+    };
     let mut started = Vec::new();
     let mut workers = Vec::new();
     for v in fresh {
@@ -265,6 +276,15 @@ pub(crate) async fn swap(
         let join = tokio::spawn(worker.run());
         if let Some(v) = running.vertices.get_mut(&key) {
             v.join = join;
+        }
+    }
+    // A kept vertex waiting on its parents may have lost the parent it waited for; let it
+    // re-evaluate against its new links.
+    for key in &plan.unchanged {
+        if let Some(v) = running.vertices.get(key)
+            && v.node.waiting.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            v.node.poke(&shared.converger);
         }
     }
     lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));

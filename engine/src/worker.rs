@@ -182,11 +182,13 @@ impl Worker {
         let mine = self.node.ts();
         let stale: Vec<&Arc<Node>> = links.parents.iter().map(|p| &p.node).filter(|n| n.ts() <= mine).collect();
         if !stale.is_empty() {
-            for parent in stale {
+            self.node.waiting.store(true, Ordering::SeqCst);
+            for parent in stale.into_iter().filter(|p| !p.waiting.load(Ordering::SeqCst)) {
                 parent.poke(&self.shared.converger);
             }
             return Ok(Outcome::BackPoked);
         }
+        self.node.waiting.store(false, Ordering::SeqCst);
         let _permits = self.acquire_semas().await?;
         self.transfer(&links)?;
 

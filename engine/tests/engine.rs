@@ -389,3 +389,34 @@ async fn a_hundred_swaps_leak_no_tasks_or_fds() {
     assert_eq!(open_fds(), before, "open fds before and after 100 swaps");
     engine.shutdown(WAIT).await;
 }
+
+#[tokio::test]
+async fn a_child_blocked_by_a_failed_parent_runs_once_the_parent_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let broken = Scripted::new("broken", &log);
+    broken.probe.fail_times.store(100, Ordering::SeqCst);
+    engine.apply(graph(vec![broken, Scripted::new("child", &log)], &[("broken", "child", false)])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(log.count("child"), 0);
+    let report = engine.apply(graph(vec![Scripted::new("child", &log)], &[])).await.unwrap();
+    assert_eq!(report.unchanged, [key("child")]);
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.count("child"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_diamond_runs_the_join_once_after_both_branches() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let res = ["top", "left", "right", "bottom"].map(|n| Scripted::new(n, &log)).into_iter().collect();
+    let edges =
+        [("top", "left", false), ("top", "right", false), ("left", "bottom", false), ("right", "bottom", false)];
+    engine.apply(graph(res, &edges)).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.count("bottom"), 1, "{:?}", log.entries());
+    assert!(log.position("top") < log.position("left") && log.position("top") < log.position("right"));
+    assert!(log.position("left") < log.position("bottom") && log.position("right") < log.position("bottom"));
+}

@@ -2,6 +2,8 @@
 //! told to fail N times, to report a change, to take time, to send a value, and counts its
 //! watch starts and cleanups.
 
+#![allow(dead_code)]
+
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,7 +119,9 @@ impl Resource for Scripted {
             let n = now.fetch_add(1, Ordering::SeqCst) + 1;
             max.fetch_max(n, Ordering::SeqCst);
         }
-        tokio::time::sleep(self.work).await;
+        if !self.work.is_zero() {
+            tokio::time::sleep(self.work).await;
+        }
         if let Some((now, _)) = &self.running {
             now.fetch_sub(1, Ordering::SeqCst);
         }

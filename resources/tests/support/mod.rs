@@ -55,3 +55,20 @@ pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Polls an async probe until it returns a non-empty map (or the timeout), returning the
+/// last value.
+pub async fn eventually_async<K, V, F, Fut>(mut probe: F) -> BTreeMap<K, V>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = BTreeMap<K, V>>,
+{
+    let until = std::time::Instant::now() + WAIT;
+    loop {
+        let out = probe().await;
+        if !out.is_empty() || std::time::Instant::now() >= until {
+            return out;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
