@@ -85,6 +85,7 @@ impl Engine {
             retries: std::sync::Mutex::new(Default::default()),
             gate: tokio::sync::RwLock::new(()),
             watch_stop_timeout: config.stop_timeout / 2,
+            exit: Arc::new(watch::Sender::new(None)),
         });
         Engine {
             shared,
@@ -137,6 +138,11 @@ impl Engine {
     pub async fn wait_converged(&self, timeout: Duration) -> bool {
         let mut rx = self.converged();
         tokio::time::timeout(timeout, rx.wait_for(|c| *c)).await.is_ok_and(|r| r.is_ok())
+    }
+
+    /// The exit code a resource asked for (the `exit` kind), once one did.
+    pub fn exit_requested(&self) -> watch::Receiver<Option<i32>> {
+        self.shared.exit.subscribe()
     }
 
     /// Events from now on (swaps, starts, applies, failures, converged transitions).

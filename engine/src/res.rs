@@ -178,6 +178,8 @@ pub struct ApplyCtx {
     pub cancel: CancellationToken,
     /// Human-readable notes about what changed or would change (noop diffs).
     pub(crate) reports: Vec<String>,
+    /// Where [`ApplyCtx::request_exit`] goes; `None` outside the engine.
+    pub(crate) exit: Option<Arc<tokio::sync::watch::Sender<Option<i32>>>>,
 }
 
 impl ApplyCtx {
@@ -188,6 +190,19 @@ impl ApplyCtx {
             recv_changed: BTreeSet::new(),
             cancel: CancellationToken::new(),
             reports: Vec::new(),
+            exit: None,
+        }
+    }
+
+    /// Asks the program running the engine to shut down with `code` (the `exit` kind).
+    /// Returns false outside an engine.
+    pub fn request_exit(&self, code: i32) -> bool {
+        match &self.exit {
+            Some(tx) => {
+                tx.send_replace(Some(code));
+                true
+            }
+            None => false,
         }
     }
 

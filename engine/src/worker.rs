@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub(crate) gate: RwLock<()>,
     /// How long a worker waits for its watch to return after cancellation.
     pub(crate) watch_stop_timeout: Duration,
+    /// Exit requests from resources, read by the app through [`crate::Engine::exit_requested`].
+    pub(crate) exit: Arc<tokio::sync::watch::Sender<Option<i32>>>,
 }
 
 impl Shared {
@@ -206,6 +208,7 @@ impl Worker {
                 recv_changed: self.recv_changed.clone(),
                 cancel: self.cancel.clone(),
                 reports: Vec::new(),
+                exit: Some(self.shared.exit.clone()),
             };
             let check_ok = self.check_apply(&mut ctx, !noop).await?;
             ran = true;

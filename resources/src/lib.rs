@@ -24,6 +24,7 @@ pub mod mount;
 pub mod msg;
 pub mod noop;
 pub mod params;
+pub mod password;
 pub mod pkg;
 pub mod print;
 pub mod schema;
@@ -69,6 +70,8 @@ pub fn build_with(
         "msg" => Box::new(msg::Msg::build(name, params)?),
         "timer" => Box::new(timer::Timer::build(name, params)?),
         "kv" => Box::new(kv::Kv::build(name, params)?),
+        "password" => Box::new(password::Password::build(name, params)?),
+        "exit" => Box::new(password::Exit::build(name, params)?),
         "_panic" => Box::new(noop::Panic),
         other => return host.build(other, name, params),
     })

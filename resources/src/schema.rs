@@ -250,12 +250,21 @@ const SVC: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const PASSWORD: KindSpec = KindSpec {
+    kind: "password",
+    params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
+    sends: &[("password", "str")],
+    can_recv: false,
+};
+
+const EXIT: KindSpec = KindSpec { kind: "exit", params: &[("code", "int")], sends: &[], can_recv: false };
+
 const PANIC: KindSpec = KindSpec { kind: "_panic", params: &[], sends: &[], can_recv: false };
 
 /// Every kind tend supports, in registration order (`grep KINDS` shows what exists).
 const KINDS: &[KindSpec] = &[
     FILE, EXEC, PRINT, TEST, NOOP, VALUE, MSG, TIMER, KV, HOSTNAME, USER, GROUP, LINE, SYSCTL, CRON, MOUNT, PKG, SVC,
-    PANIC,
+    PASSWORD, EXIT, PANIC,
 ];
 
 /// Registers a [`ResourceDecl`] for every supported kind.

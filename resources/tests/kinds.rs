@@ -269,3 +269,36 @@ async fn every_declared_kind_can_be_built() {
         assert!(build_with(&host, &decl.kind, "/x", &params(&[])).is_ok(), "{}", decl.kind);
     }
 }
+
+#[tokio::test]
+async fn password_is_generated_saved_and_regenerated_on_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = build("password", "db", &params(&[("length", Value::Int(16)), ("saved", Value::Bool(true))])).unwrap();
+    p.init(&init_ctx(dir.path(), "password", "db")).await.unwrap();
+    converge(p.as_mut()).await;
+    let first = value_of(&p.sends().unwrap()["password"]).unwrap().clone();
+    assert_eq!(first.as_str().map(str::len), Some(16));
+    let mut again =
+        build("password", "db", &params(&[("length", Value::Int(16)), ("saved", Value::Bool(true))])).unwrap();
+    again.init(&init_ctx(dir.path(), "password", "db")).await.unwrap();
+    assert!(check(again.as_mut(), true).await.unwrap().0, "the saved password is reused");
+    assert_eq!(value_of(&again.sends().unwrap()["password"]).unwrap(), &first);
+    let mut ctx = ApplyCtx::detached();
+    ctx.refresh = true;
+    assert!(!again.check_apply(&mut ctx, true).await.unwrap());
+    assert_ne!(value_of(&again.sends().unwrap()["password"]).unwrap(), &first);
+}
+
+#[tokio::test]
+async fn exit_asks_the_engine_to_stop_with_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = support::engine(dir.path());
+    let mut exit = engine.exit_requested();
+    let mut g = engine::Graph::new();
+    let res = build("exit", "bye", &params(&[("code", Value::Int(42))])).unwrap();
+    g.add_vertex(ResKey::new("exit", "bye"), engine::Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    let code = tokio::time::timeout(support::WAIT, exit.wait_for(Option::is_some)).await.unwrap().unwrap();
+    assert_eq!(*code, Some(42));
+    assert!(build("exit", "x", &params(&[("code", Value::Int(200))])).is_err());
+}
