@@ -258,3 +258,16 @@ async fn test_package_streams() {
     assert_eq!(r.value().await, b(true));
     r.stop().await;
 }
+
+#[tokio::test]
+async fn interface_cidr_of_loopback() {
+    if std::process::Command::new("ip").arg("-V").output().is_err() {
+        println!("skipping: the `ip` command is not available");
+        return;
+    }
+    let mut r = start("net.interface_cidr", Some(vec![s("lo")]));
+    assert_eq!(r.value().await, s("127.0.0.1/8"));
+    r.set(vec![s("no-such-iface0")]);
+    assert!(matches!(r.next().await, Err(FuncError::Catchable(_))));
+    r.stop().await;
+}

@@ -273,12 +273,13 @@ fn wired_interface(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(5), first_wired)))
 }
 
-/// The first IPv4 `addr/prefix` of an interface, from `/proc/net/fib_trie`-free sources:
-/// `ip -o -4 addr show dev IFACE`.
-fn iface_cidr(name: &str) -> FuncResult {
-    let out = std::process::Command::new("ip")
+/// The first IPv4 `addr/prefix` of an interface, from `ip -o -4 addr show dev IFACE`.
+async fn iface_cidr(name: &str) -> FuncResult {
+    let out = tokio::process::Command::new("ip")
         .args(["-o", "-4", "addr", "show", "dev", name])
+        .kill_on_drop(true)
         .output()
+        .await
         .map_err(|e| FuncError::catchable(format!("can't run `ip addr`: {e}")))?;
     if !out.status.success() {
         return Err(FuncError::catchable(format!("interface {name:?} not found")));
@@ -291,6 +292,16 @@ fn iface_cidr(name: &str) -> FuncResult {
 fn interface_cidr(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, |args, em| async move {
         let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-        poll(em, Duration::from_secs(5), move || iface_cidr(&name)).await
+        let mut last: Option<FuncResult> = None;
+        loop {
+            let r = iface_cidr(&name).await;
+            if last.as_ref() != Some(&r) {
+                if !em.send(r.clone()).await {
+                    return;
+                }
+                last = Some(r);
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
     }))
 }
