@@ -420,3 +420,81 @@ async fn a_diamond_runs_the_join_once_after_both_branches() {
     assert!(log.position("top") < log.position("left") && log.position("top") < log.position("right"));
     assert!(log.position("left") < log.position("bottom") && log.position("right") < log.position("bottom"));
 }
+
+async fn applied_after_triggers(meta: Meta) -> Duration {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let res = Scripted::new("limited", &log);
+    let probe = res.probe();
+    engine.apply(graph_with_meta(vec![(res, meta)], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let started = tokio::time::Instant::now();
+    for n in 2..=4 {
+        probe.drift.store(true, Ordering::SeqCst);
+        probe.trigger.notify_one();
+        while log.count("limited") < n {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    started.elapsed()
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_rate_limit_spaces_out_watch_events() {
+    let limited = applied_after_triggers(Meta { limit: 2.0, burst: 1, ..Meta::default() }).await;
+    assert!(limited >= Duration::from_millis(1000), "three events at 2/s after the burst: {limited:?}");
+    let free = applied_after_triggers(Meta::default()).await;
+    assert!(free < Duration::from_millis(200), "{free:?}");
+}
+
+#[tokio::test]
+async fn rewatch_restarts_a_failed_resource_on_the_next_swap() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let meta = |rewatch| Meta { rewatch, reset: true, ..Meta::default() };
+    let failing = |log: &Log| {
+        let r = Scripted::new("f", log);
+        r.probe.fail_times.store(1, Ordering::SeqCst);
+        r
+    };
+    engine.apply(graph_with_meta(vec![(failing(&log), meta(false))], &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(engine.failures().await.contains_key(&key("f")));
+    // Same params, no rewatch: the failed worker is kept as it is.
+    let report = engine.apply(graph_with_meta(vec![(Scripted::new("f", &log), meta(false))], &[])).await.unwrap();
+    assert_eq!(report.unchanged, [key("f")]);
+    // Rewatch differs in meta, so this swap replaces it; a later identical swap with
+    // rewatch set keeps restarting it only while it is failed.
+    engine.apply(graph_with_meta(vec![(failing(&log), meta(true))], &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(engine.failures().await.contains_key(&key("f")));
+    let report = engine.apply(graph_with_meta(vec![(Scripted::new("f", &log), meta(true))], &[])).await.unwrap();
+    assert_eq!(report.started, [key("f")], "a failed worker with rewatch is restarted");
+    assert!(engine.wait_converged(WAIT).await);
+    assert!(engine.failures().await.is_empty());
+    assert_eq!(log.count("f"), 3);
+}
+
+#[tokio::test]
+async fn the_retry_budget_survives_a_param_change_unless_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let failing = |param: &str| {
+        let r = Scripted::new("f", &log).param(param);
+        r.probe.fail_times.store(100, Ordering::SeqCst);
+        r
+    };
+    let meta = |reset| Meta { retry: 1, reset, ..Meta::default() };
+    engine.apply(graph_with_meta(vec![(failing("1"), meta(false))], &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(log.count("f"), 2, "one try and one retry");
+    engine.apply(graph_with_meta(vec![(failing("2"), meta(false))], &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(log.count("f"), 3, "the budget was already spent");
+    engine.apply(graph_with_meta(vec![(failing("3"), meta(true))], &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(log.count("f"), 5, "reset refills the budget");
+}
