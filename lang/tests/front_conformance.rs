@@ -9,10 +9,10 @@ use lang::diag::Diagnostics;
 use lang::span::{FileId, SourceFile, SourceMap};
 use lang::{init, interpolate, syntax};
 
-/// `../shared` next to the workspace root; `TEND_SHARED` overrides it (for worktrees that
+/// `../shared` next to the workspace root; `TEND_SHARED_DIR` overrides it (for worktrees that
 /// live elsewhere).
 fn shared_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TEND_SHARED") {
+    let dir = match std::env::var_os("TEND_SHARED_DIR") {
         Some(dir) => PathBuf::from(dir),
         None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")),
     };
