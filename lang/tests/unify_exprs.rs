@@ -530,3 +530,17 @@ fn large_mixed_graphs_are_fast() {
     assert!(b.g.types.iter().all(Option::is_some));
     assert!(took.as_secs_f64() < 5.0, "took {took:?}");
 }
+
+#[test]
+fn infer_hooks_see_through_inlined_functions() {
+    // `func fmt() { "%d" }` then `fmt.printf(fmt(), 1)`.
+    let mut b = B::new();
+    let body = b.str("%d");
+    let f = b.node(NodeKind::Inline { func: "fmt".into(), body });
+    let n = b.str("not an int");
+    let call = b.call("fmt.printf", vec![f, n]);
+    b.use_str(call);
+    let d = b.unify(&catalog());
+    // The format is known, so the verb types the argument.
+    assert_eq!(only(&d, Stage::Unify).message, "type error: int != str");
+}

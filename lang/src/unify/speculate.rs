@@ -156,7 +156,7 @@ pub(crate) fn value_type(v: &Value) -> Option<Type> {
 const MAX_CONST_DEPTH: usize = 256;
 
 /// The statically known value of a node: literals and constants, and list/map/struct
-/// literals, interpolations and if-expressions made only of those.
+/// literals, interpolations, if-expressions and inlined `func` bodies made only of those.
 pub(crate) fn const_value(graph: &FuncGraph, node: NodeId) -> Option<Value> {
     const_value_at(graph, node, 0)
 }
@@ -186,6 +186,8 @@ fn const_value_at(graph: &FuncGraph, node: NodeId, depth: usize) -> Option<Value
             }
             Some(Value::str(out))
         }
+        // The body of an inlined `func` call is its value.
+        NodeKind::Inline { body, .. } => sub(*body),
         NodeKind::If { cond, then, els } => {
             if sub(*cond)?.as_bool()? {
                 sub(*then)
