@@ -135,3 +135,37 @@ async fn for_statement_walks_the_body_per_element() {
     assert_eq!(v(&out, "b-1"), Some(Value::str("b")));
     assert_eq!(count("for.body"), 2);
 }
+
+#[tokio::test]
+async fn a_replaced_element_among_many_is_wired_for_later_changes() {
+    // test.map($ids, func($id) { test.input($id) }) over 40 ids (past the small-list
+    // paths of the dependency bookkeeping); replace one id, then change the new one.
+    let mut g = G::new();
+    let ids = g.input("many.ids", list_ty(Type::Str));
+    let (p, pid) = g.param("id", Type::Str);
+    let body = g.call("test.input", vec![pid], Type::Int);
+    let lambda = g.node(NodeKind::Lambda { params: vec![p], body }, Type::func(vec![Type::Str], Type::Int));
+    let mapped = g.call("test.map", vec![ids, lambda], list_ty(Type::Int));
+    g.output("out", mapped);
+    let id_list = |ids: &[String]| Value::list(ids.iter().map(Value::str).collect());
+    let mut names: Vec<String> = (0..40).map(|i| format!("many.{i}")).collect();
+    for (i, n) in names.iter().enumerate() {
+        set(n, Value::Int(i as i64));
+    }
+    set("many.new", Value::Int(1000));
+    set("many.ids", id_list(&names));
+    let mut df = Dataflow::start(g.finish(), registry(), Host::default());
+    next(&mut df).await.expect("no error");
+    names[7] = "many.new".into();
+    set("many.ids", id_list(&names));
+    let expect = |x: i64| {
+        let mut want: Vec<i64> = (0..40).collect();
+        want[7] = x;
+        ints(&want)
+    };
+    until(&mut df, |o| v(o, "out") == Some(expect(1000))).await;
+    assert!(eventually(|| live("many.7") == 0).await);
+    set("many.new", Value::Int(1001));
+    until(&mut df, |o| v(o, "out") == Some(expect(1001))).await;
+    df.shutdown().await;
+}

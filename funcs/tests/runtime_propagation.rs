@@ -109,3 +109,19 @@ async fn static_nodes_are_computed_once() {
     assert_eq!(count("static.shared"), 1);
     df.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_deep_chain_does_not_overflow_the_stack() {
+    let mut g = G::new();
+    let mut x = g.input("deep.s", Type::Int);
+    for _ in 0..20_000 {
+        x = g.add1(x);
+    }
+    g.output("out", x);
+    set("deep.s", Value::Int(0));
+    let mut df = Dataflow::start(g.finish(), registry(), Host::default());
+    assert_eq!(v(&next(&mut df).await.expect("no error"), "out"), Some(Value::Int(20_000)));
+    set("deep.s", Value::Int(1));
+    until(&mut df, |o| v(o, "out") == Some(Value::Int(20_001))).await;
+    df.shutdown().await;
+}

@@ -442,7 +442,9 @@ impl Engine {
 
 /// Replaces `id`'s dependency edges `old` by `new` in the dependencies' reverse lists.
 fn relink(insts: &mut [Inst], id: InstId, old: &[InstId], new: &[InstId]) {
-    // Large fan-ins (a map over thousands of elements) use sets; small ones scan.
+    // Small lists scan; a large one that changed in a few positions (a map over
+    // thousands of elements where one element changed) diffs those positions only;
+    // anything else goes through sets.
     const SMALL: usize = 16;
     if old.len() <= SMALL && new.len() <= SMALL {
         for (i, d) in old.iter().enumerate() {
@@ -455,17 +457,33 @@ fn relink(insts: &mut [Inst], id: InstId, old: &[InstId], new: &[InstId]) {
                 insts[*d as usize].rdeps.push(id);
             }
         }
-    } else {
-        let old_set: HashSet<InstId> = old.iter().copied().collect();
-        let new_set: HashSet<InstId> = new.iter().copied().collect();
-        for d in old_set.difference(&new_set) {
-            remove_rdep(&mut insts[*d as usize].rdeps, id);
-        }
-        for d in new.iter() {
-            if !old_set.contains(d) && !insts[*d as usize].rdeps.contains(&id) {
-                insts[*d as usize].rdeps.push(id);
+        return;
+    }
+    if old.len() == new.len() {
+        let differing: Vec<usize> = (0..old.len()).filter(|i| old[*i] != new[*i]).collect();
+        if differing.len() <= SMALL {
+            for i in &differing {
+                let d = old[*i];
+                if !new.contains(&d) {
+                    remove_rdep(&mut insts[d as usize].rdeps, id);
+                }
             }
+            for i in &differing {
+                let d = new[*i];
+                if !insts[d as usize].rdeps.contains(&id) {
+                    insts[d as usize].rdeps.push(id);
+                }
+            }
+            return;
         }
+    }
+    let old_set: HashSet<InstId> = old.iter().copied().collect();
+    let new_set: HashSet<InstId> = new.iter().copied().collect();
+    for d in old_set.difference(&new_set) {
+        remove_rdep(&mut insts[*d as usize].rdeps, id);
+    }
+    for d in new_set.difference(&old_set) {
+        insts[*d as usize].rdeps.push(id);
     }
 }
 

@@ -21,7 +21,7 @@ impl Engine {
     /// Computes instance `id` of `node` in `env`. Operands are obtained with
     /// [`Engine::get`], which records them as dependencies.
     pub(crate) fn eval(&self, id: InstId, node: NodeId, env: &Env) -> Slot {
-        let graph = self.graph.clone();
+        let graph = &*self.graph;
         let fail = |err: FuncError| Some(Err(Failure { err, origin: node }));
         match &graph.node(node).kind {
             NodeKind::Const(v) => Some(Ok(v.clone())),
