@@ -251,3 +251,12 @@ fn common_mistakes_get_a_hint() {
     let keyword = parse_err("$x = func($str) { 1 }\n");
     assert!(keyword[0].notes.iter().any(|n| n.contains("is a keyword")), "{keyword:#?}");
 }
+
+#[test]
+fn single_line_lists_broken_by_a_newline_point_at_their_bracket() {
+    let text = "$x = f(1, 2\n$y = 1\n";
+    let diags = parse_err(text);
+    assert_eq!(diags.len(), 1, "{diags:#?}");
+    assert_eq!(diags[0].labels.len(), 1);
+    assert_eq!(byline(text, diags[0].labels[0].span), "/main.mcl @ 1:7-1:8");
+}

@@ -132,9 +132,18 @@ impl<'t> Parser<'t> {
 
     /// [`Parser::unexpected`] with a note explaining the rule that was broken.
     fn unexpected_note(&mut self, expected: &str, note: Option<&str>) -> Fail {
+        if let Some(diag) = self.unexpected_diag(expected, note) {
+            self.diags.push(diag);
+        }
+        Fail
+    }
+
+    /// The "unexpected ..., expected ..." diagnostic for the current token, or `None` when
+    /// the token is one the lexer already reported.
+    fn unexpected_diag(&self, expected: &str, note: Option<&str>) -> Option<Diagnostic> {
         let found = self.peek();
         if matches!(found, Tok::Error) {
-            return Fail;
+            return None;
         }
         let message = format!("syntax error: unexpected {found}, expected {expected}");
         let mut diag = Diagnostic::new(Stage::LexParse, message, self.span());
@@ -147,8 +156,7 @@ impl<'t> Parser<'t> {
         if let Some(note) = note {
             diag = diag.with_note(note);
         }
-        self.diags.push(diag);
-        Fail
+        Some(diag)
     }
 
     /// Reports an error with a custom message at `span`.
@@ -343,6 +351,14 @@ impl<'t> Parser<'t> {
                     return Err(self.unexpected_note(what, Some(note)));
                 }
             }
+        }
+        if self.at(&Tok::Newline) && !items.is_empty() {
+            let note = "a list that starts on the line of its opening bracket must end on that line too";
+            if let Some(diag) = self.unexpected_diag(&format!("`,` or {close_text}"), Some(note)) {
+                let label = format!("this `{}` is not closed on its line", open.text().unwrap_or("?"));
+                self.diags.push(diag.with_label(open_span, label));
+            }
+            return Err(Fail);
         }
         let close_span = self.close(close, &format!("`,` or {close_text}"))?;
         Ok((items, open_span.to(close_span)))
