@@ -892,10 +892,13 @@ impl Exec<'_> {
                                 None => return Err(e(self, format!("index out of range: {i}"))),
                             }
                         }
+                        // Like Go, a missing key gives the zero value of the element type.
                         (Value::Map(m), k) => match m.get(k) {
                             Some(x) => x.clone(),
-                            // Go returns the zero value; we have no element type here.
-                            None => return Err(e(self, format!("map has no entry for key {}", go_print(k)))),
+                            None => match m.values().next() {
+                                Some(any) => Value::zero(&crate::printf::value_type(any)),
+                                None => Value::str(""),
+                            },
                         },
                         (other, _) => return Err(e(self, format!("can't index item of type {}", go_type(other)))),
                     };

@@ -187,6 +187,7 @@ fn template_errors() {
     assert!(tpl("{{ end }}", b(true)).unwrap_err().starts_with("template: parse error"));
     assert!(tpl("{{ nosuchfunc 1 }}", b(true)).unwrap_err().contains("not defined"));
     assert!(tpl("{{ index . 5 }}", ints(&[1])).unwrap_err().contains("out of range"));
+    assert_eq!(tpl("[{{ index . \"x\" }}]", m(vec![(s("a"), i(1))])).unwrap(), "[0]");
     assert!(tpl("{{ .X", b(true)).unwrap_err().contains("unclosed action"));
     assert!(tpl("{{ range . }}{{ end }}", b(true)).unwrap_err().contains("can't iterate"));
 }

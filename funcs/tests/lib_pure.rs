@@ -312,6 +312,10 @@ fn deploy_package_reads_relative_to_the_root() {
     let host = funcs::api::Host { root: dir.path().to_path_buf(), args: vec![] };
     let c = |n: &str, a: Vec<lang::value::Value>| call_host(n, a, Type::Str, &host);
     assert_eq!(c("deploy.abspath", vec![s("/files/file1")]).unwrap(), s("/files/file1"));
+    use funcs::core::deploy::module_path;
+    assert_eq!(module_path("/mod1/", "/files/file3").unwrap(), "/mod1/files/file3");
+    assert_eq!(module_path("/", "files/x/").unwrap(), "/files/x/");
+    assert!(module_path("/mod1/", "/../../x").is_err());
     assert_eq!(c("deploy.abspath", vec![s("files/../files/file1")]).unwrap(), s("/files/file1"));
     assert_eq!(c("deploy.readfile", vec![s("/files/file1")]).unwrap(), s("one\n"));
     assert_eq!(c("deploy.readfileabs", vec![s("/files/file1")]).unwrap(), s("one\n"));

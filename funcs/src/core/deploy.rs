@@ -61,8 +61,26 @@ pub fn disk_path(host: &Host, p: &str) -> Result<PathBuf, FuncError> {
     Ok(host.root.join(dp.trim_start_matches('/')))
 }
 
-fn abspath(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    deploy_path(arg_str(a, 0)?).map(Value::str)
+/// The deploy path of `p` written in the module whose root directory is `module` (`/`
+/// for the main program, `/mod1/` for a module): `/files/f` in `/mod1/` is
+/// `/mod1/files/f`; `..` may not leave the module.
+pub fn module_path(module: &str, p: &str) -> Result<String, FuncError> {
+    let inner = deploy_path(p)?;
+    let base = deploy_path(module)?;
+    let base = base.trim_end_matches('/');
+    Ok(format!("{base}{inner}"))
+}
+
+/// The root directory of the module a call is in.
+///
+/// Calls do not carry their module yet (see the crate's integration notes): every call
+/// is treated as part of the main program, whose module root is the deploy root.
+fn calling_module(_ctx: &CallCtx<'_>) -> &'static str {
+    "/"
+}
+
+fn abspath(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    module_path(calling_module(ctx), arg_str(a, 0)?).map(Value::str)
 }
 
 fn read(host: &Host, p: &str) -> FuncResult {
@@ -73,13 +91,14 @@ fn read(host: &Host, p: &str) -> FuncResult {
 }
 
 fn readfile(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    read(ctx.host, arg_str(a, 0)?)
+    read(ctx.host, &module_path(calling_module(ctx), arg_str(a, 0)?)?)
 }
 fn readfileabs(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
     read(ctx.host, arg_str(a, 0)?)
 }
 fn file_exists(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(disk_path(ctx.host, arg_str(a, 0)?)?.exists()))
+    let p = module_path(calling_module(ctx), arg_str(a, 0)?)?;
+    Ok(Value::Bool(disk_path(ctx.host, &p)?.exists()))
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -100,7 +119,7 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 /// Copies a deploy directory to a stable local directory (named from a hash of its
 /// source) and returns that path with a trailing `/`.
 fn directory(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let p = arg_str(a, 0)?;
+    let p = &module_path(calling_module(ctx), arg_str(a, 0)?)?;
     let src = disk_path(ctx.host, p)?;
     if !src.is_dir() {
         return Err(FuncError::fatal(format!("deploy directory {p} does not exist")));
