@@ -296,12 +296,27 @@ enum Raw {
 /// diagnostics and leave a [`Tok::Error`] in the stream.
 pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
     let mut tokens = Vec::new();
-    let mut diags = Diagnostics::new();
+    let mut diags: Vec<Diagnostic> = Vec::new();
     let mut lexer = Raw::lexer(text);
+    let mut carriage_returns = 0;
+    let mut first_carriage_return = 0;
     while let Some(raw) = lexer.next() {
         let range = lexer.span();
         let span = Span::new(file, range.start, range.end);
         let slice = lexer.slice();
+        if raw == Ok(Raw::CarriageReturn) {
+            // Reported once (below); skipped like a space so that the rest of a file with
+            // Windows line endings still parses and its real errors are found.
+            carriage_returns += 1;
+            if carriage_returns == 1 {
+                first_carriage_return = diags.len();
+                diags.push(
+                    Diagnostic::new(Stage::LexParse, "unrecognized carriage return", span)
+                        .with_note("mcl files must use `\\n` line endings, without `\\r`"),
+                );
+            }
+            continue;
+        }
         let tok = match raw {
             Ok(raw) => convert(raw, slice, span, &mut diags),
             Err(()) => {
@@ -316,8 +331,16 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
         };
         tokens.push((tok, span));
     }
+    if carriage_returns > 1 {
+        let note = format!("the file has {carriage_returns} carriage returns (Windows line endings?)");
+        if let Some(d) = diags.get_mut(first_carriage_return) {
+            d.notes.push(note);
+        }
+    }
     tokens.push((Tok::Eof, Span::new(file, text.len(), text.len())));
-    (tokens, diags)
+    let mut out = Diagnostics::new();
+    diags.into_iter().for_each(|d| out.push(d));
+    (tokens, out)
 }
 
 /// A hint for characters that people coming from other languages often type.
@@ -335,16 +358,11 @@ fn unrecognized_note(ch: char) -> Option<&'static str> {
     })
 }
 
-fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Diagnostics) -> Tok {
+fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> Tok {
     match raw {
         Raw::Newline => Tok::Newline,
-        Raw::CarriageReturn => {
-            diags.push(
-                Diagnostic::new(Stage::LexParse, "unrecognized carriage return", span)
-                    .with_note("mcl files must use `\\n` line endings"),
-            );
-            Tok::Error
-        }
+        // Handled in `lex`.
+        Raw::CarriageReturn => Tok::Error,
         Raw::Ident => Tok::Ident(slice.to_string()),
         Raw::Cap => Tok::Cap(slice.to_lowercase()),
         Raw::Int => match slice.parse::<i64>() {
@@ -495,6 +513,8 @@ mod tests {
     #[test]
     fn carriage_return_outside_strings_is_an_error() {
         assert_eq!(errors("$x = 1\r\n"), vec!["unrecognized carriage return"]);
+        assert_eq!(errors("$x = 1\r\n$y = 2\r\n$z = 3\r\n"), vec!["unrecognized carriage return"]);
+        assert_eq!(toks("$x\r\n"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Newline, Tok::Eof]);
         assert!(errors("$x = \"a\r\"\n").is_empty());
     }
 
