@@ -35,6 +35,7 @@ pub mod sys;
 pub mod test;
 pub mod top;
 pub mod util;
+pub mod value;
 
 use crate::api::{Builtin, FuncError, FuncImpl, PureFn, StreamFn};
 use crate::registry::Registry;
@@ -66,6 +67,7 @@ pub fn register_all(r: &mut Registry) {
     golang_strings::register(r);
     golang_std::register(r);
     test::register(r);
+    value::register(r);
     example::register(r);
     constants::register(r);
 }

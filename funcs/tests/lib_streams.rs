@@ -271,3 +271,34 @@ async fn interface_cidr_of_loopback() {
     assert!(matches!(r.next().await, Err(FuncError::Catchable(_))));
     r.stop().await;
 }
+
+#[tokio::test]
+async fn value_get_follows_the_store() {
+    use funcs::core::value::mem_values;
+    let b_ = registry().get("value.get_str").unwrap();
+    let FuncImpl::Stream(f) = b_.imp else { panic!() };
+    let (itx, irx) = watch::channel(Some(vec![s("lib-test-key")]));
+    let (otx, mut orx) = mpsc::channel(4);
+    let cancel = CancellationToken::new();
+    let ret = lang::types::parse_type("struct{value str; ready bool}").unwrap();
+    let ctx = StreamCtx {
+        arg_types: vec![Type::Str],
+        ret_type: ret,
+        host: Host::default(),
+        inputs: irx,
+        out: otx,
+        cancel: cancel.clone(),
+    };
+    let task = tokio::spawn(f(ctx));
+    let next = async |rx: &mut mpsc::Receiver<FuncResult>| {
+        tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap()
+    };
+    assert_eq!(next(&mut orx).await.unwrap(), st(vec![("value", s("")), ("ready", b(false))]));
+    mem_values().set("lib-test-key", s("wow"));
+    assert_eq!(next(&mut orx).await.unwrap(), st(vec![("value", s("wow")), ("ready", b(true))]));
+    mem_values().set("lib-test-key", i(42));
+    assert!(matches!(next(&mut orx).await, Err(FuncError::Catchable(_))));
+    drop(itx);
+    cancel.cancel();
+    tokio::time::timeout(Duration::from_secs(2), task).await.unwrap().unwrap();
+}
