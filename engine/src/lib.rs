@@ -7,6 +7,40 @@
 //! candidate is checked and diffed against what runs (startup is a swap from the empty
 //! graph); unchanged vertices keep running with their watches; the rest stop or start.
 //!
+//! ```
+//! use async_trait::async_trait;
+//! use engine::{ApplyCtx, Engine, EngineConfig, Graph, Meta, ResError, ResKey, Resource};
+//! use std::time::Duration;
+//!
+//! /// A resource that is right after its first run.
+//! struct Once(bool);
+//!
+//! #[async_trait]
+//! impl Resource for Once {
+//!     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+//!         let was_right = self.0;
+//!         self.0 |= apply;
+//!         Ok(was_right)
+//!     }
+//!     fn fingerprint(&self) -> String {
+//!         String::new()
+//!     }
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let engine = Engine::new(EngineConfig::default());
+//! let mut graph = Graph::new();
+//! graph.add_vertex(ResKey::new("once", "a"), Meta::default(), Box::new(Once(false)));
+//! graph.add_vertex(ResKey::new("once", "b"), Meta::default(), Box::new(Once(false)));
+//! graph.add_edge(ResKey::new("once", "a"), ResKey::new("once", "b"), false);
+//! let report = engine.apply(graph).await.expect("valid graph");
+//! assert_eq!(report.started.len(), 2);
+//! assert!(engine.wait_converged(Duration::from_secs(5)).await);
+//! engine.shutdown(Duration::from_secs(5)).await;
+//! # }
+//! ```
+//!
 //! Invariants:
 //! - A candidate that fails validation or init is rejected whole; the running graph stays.
 //! - A failing resource never stops the engine or unrelated resources; its dependents wait.
