@@ -36,9 +36,10 @@ fn unknown_fields_and_kinds() {
     assert_eq!(d.span, Some(fields[0]));
     assert!(d.notes.contains(&"did you mean `anotherstr`?".to_string()));
 
+    // One error, not also ambiguities for values whose field types are unknown.
     let mut b = B::new();
     let name = b.str("t");
-    let v = b.str("x");
+    let v = b.list(vec![]);
     b.res("notaresource", name, vec![("x", v)]);
     let d = b.unify(&catalog());
     assert_eq!(only(&d, Stage::Unify).message, "no resource kind `notaresource` available");

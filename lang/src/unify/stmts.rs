@@ -120,7 +120,11 @@ impl<'a> Ctx<'a> {
         for field in &res.fields {
             self.visit(field.value);
             self.cond(field.cond, field.span);
-            let Some(decl) = decl else { continue };
+            let Some(decl) = decl else {
+                // Already reported: the field's type is unknown, not ambiguous.
+                self.table.poison_deep(Ctx::var(field.value));
+                continue;
+            };
             match decl.param(&field.name) {
                 Some(p) => {
                     self.has_type(Ctx::var(field.value), &p.ty, field.span, field.span);
@@ -135,7 +139,7 @@ impl<'a> Ctx<'a> {
                         d = d.with_note(format!("did you mean `{s}`?"));
                     }
                     self.diags.push(d);
-                    self.table.poison(Ctx::var(field.value));
+                    self.table.poison_deep(Ctx::var(field.value));
                 }
             }
         }
