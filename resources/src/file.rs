@@ -20,7 +20,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
-use crate::util::fs::{atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff};
+use crate::util::fs::{TEMP_PREFIX, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff};
 use crate::util::watch::FileWatch;
 
 /// The params, as the user sees them.
@@ -47,6 +47,8 @@ pub struct FileParams {
 pub struct File {
     raw: Raw,
     params: FileParams,
+    /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
+    spared: Vec<PathBuf>,
 }
 
 impl FileParams {
@@ -130,7 +132,14 @@ impl File {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<File, BuildError> {
         let raw = Raw::new("file", name, values);
         let params = raw.decode(FileParams::decode)?;
-        Ok(File { raw, params })
+        Ok(File { raw, params, spared: Vec::new() })
+    }
+
+    /// Tells a purging directory which paths other resources manage (mgmt spares them).
+    pub fn spare(mut self, paths: impl IntoIterator<Item = PathBuf>) -> File {
+        self.spared = paths.into_iter().collect();
+        self.spared.sort();
+        self
     }
 
     pub fn params(&self) -> &FileParams {
@@ -163,6 +172,7 @@ struct Run<'a> {
     apply: bool,
     ok: bool,
     path: &'a str,
+    spared: &'a [PathBuf],
 }
 
 impl Run<'_> {
@@ -202,13 +212,13 @@ impl Resource for File {
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let p = self.params.clone();
-        let mut run = Run { ctx, apply, ok: true, path: &p.path };
+        let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: &self.spared };
         check(&p, &mut run).map_err(|e| ResError::new(format!("file[{}]: {e}", p.path)))?;
         Ok(run.ok)
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        format!("{:?} spared {:?}", self.params, self.spared)
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
@@ -437,7 +447,12 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
     if purge {
         for entry in fs::read_dir(dest).map_err(|e| e.to_string())? {
             let entry = entry.map_err(|e| e.to_string())?;
-            if !names.contains(&entry.file_name()) {
+            // Temp files of atomic writes in flight (another resource writing a spared file
+            // in this directory) are not strays.
+            let in_flight = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX);
+            let spared =
+                in_flight || run.spared.iter().any(|p| p.as_path() == entry.path() || p.starts_with(entry.path()));
+            if !names.contains(&entry.file_name()) && !spared {
                 run.wrong(format!("purge {}", entry.path().display()));
                 if run.apply {
                     let kind = found(&entry.path()).map_err(|e| e.to_string())?;

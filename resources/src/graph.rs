@@ -59,8 +59,23 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let mut diags = Diagnostics::new();
+    let file_paths: Vec<std::path::PathBuf> = graph
+        .vertices
+        .iter()
+        .filter(|v| v.kind == "file")
+        .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
+        .collect();
     for v in &graph.vertices {
-        match crate::build_with(host, &v.kind, &v.name, &v.params) {
+        let built = if v.kind == "file" {
+            crate::file::File::build(&v.name, &v.params).map(|f| {
+                let own = std::path::PathBuf::from(f.params().path.trim_end_matches('/'));
+                let spared = file_paths.iter().filter(|p| p.starts_with(&own) && **p != own).cloned();
+                Box::new(f.spare(spared)) as Box<dyn engine::Resource>
+            })
+        } else {
+            crate::build_with(host, &v.kind, &v.name, &v.params)
+        };
+        match built {
             Ok(res) => {
                 let mut meta = engine_meta(&v.meta);
                 meta.noop |= noop;
@@ -184,5 +199,47 @@ mod tests {
                 "Vertex: file[/tmp/d/off]",
             ]
         );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_purging_directory_spares_files_the_graph_manages() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, dst) = (dir.path().join("src"), dir.path().join("dst"));
+        std::fs::create_dir(&src).unwrap();
+        std::fs::write(src.join("one"), "1").unwrap();
+        std::fs::create_dir(&dst).unwrap();
+        std::fs::write(dst.join("stray"), "x").unwrap();
+        let dst_name = format!("{}/", dst.display());
+        let managed = dst.join("managed").display().to_string();
+        let mut graph = ResGraph {
+            vertices: vec![
+                vertex(
+                    "file",
+                    &dst_name,
+                    &[
+                        ("state", Value::str("exists")),
+                        ("source", Value::str(src.to_str().unwrap())),
+                        ("recurse", Value::Bool(true)),
+                        ("purge", Value::Bool(true)),
+                    ],
+                ),
+                vertex("file", &managed, &[("state", Value::str("exists")), ("content", Value::str("mine"))]),
+            ],
+            edges: Vec::new(),
+        };
+        add_autoedges(&mut graph);
+        assert_eq!(graph.edges.len(), 1, "the directory comes first");
+        let engine = engine::Engine::new(engine::EngineConfig {
+            state_dir: dir.path().join("state"),
+            stop_timeout: std::time::Duration::from_secs(5),
+        });
+        let g = to_engine(&Host::sandbox(dir.path()), &graph, false).expect("builds");
+        engine.apply(g).await.expect("valid");
+        assert!(engine.wait_converged(std::time::Duration::from_secs(10)).await);
+        assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);
+        assert_eq!(std::fs::read_to_string(dst.join("managed")).unwrap(), "mine");
+        assert_eq!(std::fs::read_to_string(dst.join("one")).unwrap(), "1");
+        assert!(!dst.join("stray").exists());
+        engine.shutdown(std::time::Duration::from_secs(5)).await;
     }
 }

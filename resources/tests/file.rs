@@ -180,3 +180,25 @@ async fn the_engine_repairs_drift_noticed_by_the_watch() {
     assert!(eventually(|| fs::read_to_string(&path).is_ok_and(|c| c == "wanted\n")).await, "deletion repaired");
     engine.shutdown(WAIT).await;
 }
+
+#[tokio::test]
+async fn purge_spares_paths_other_resources_manage() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    fs::create_dir(&src).unwrap();
+    fs::write(src.join("one"), "1").unwrap();
+    let dst = dir.path().join("dst");
+    fs::create_dir(&dst).unwrap();
+    fs::write(dst.join("managed"), "by someone else").unwrap();
+    fs::write(dst.join("stray"), "x").unwrap();
+    let name = format!("{}/", dst.display());
+    let pairs = [
+        ("state", s("exists")),
+        ("source", s(src.to_str().unwrap())),
+        ("recurse", Value::Bool(true)),
+        ("purge", Value::Bool(true)),
+    ];
+    converge(&mut file(&name, &pairs).spare([dst.join("managed")])).await;
+    assert!(dst.join("managed").exists());
+    assert!(!dst.join("stray").exists());
+}

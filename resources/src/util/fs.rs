@@ -10,13 +10,16 @@ use std::path::Path;
 use nix::unistd::{Gid, Group, Uid, User};
 use sha2::{Digest, Sha256};
 
+/// Name prefix of the temporary files [`atomic_write`] creates next to their target.
+pub const TEMP_PREFIX: &str = ".tend-";
+
 /// Replaces `path` with `data` atomically. The new file gets `mode` if given, else the
 /// mode of the file it replaces, else 0644. Never follows a symlink at `path`: the rename
 /// replaces the link itself.
 pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.mode() & 0o7777);
-    let mut tmp = tempfile::Builder::new().prefix(".tend-").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
     tmp.write_all(data)?;
     tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(existing).unwrap_or(0o644)))?;
     if let Ok(meta) = fs::symlink_metadata(path).filter_ok(|m| m.is_file()) {
