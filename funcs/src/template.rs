@@ -593,6 +593,11 @@ impl Template {
 // ---------------------------------------------------------------------------------------
 // Execution
 
+/// The longest `range` over an int.
+const RANGE_LIMIT: i64 = 10_000_000;
+/// The widest `printf` field width or precision.
+const WIDTH_LIMIT: usize = 10_000;
+
 enum Flow {
     Normal,
     Break,
@@ -685,6 +690,14 @@ impl Exec<'_> {
                             l.iter().enumerate().map(|(i, e)| (Value::Int(i as i64), e.clone())).collect()
                         }
                         Value::Map(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                        Value::Int(n) if *n > RANGE_LIMIT => {
+                            let at = p.cmds.first().map(|c| c.text.as_str()).unwrap_or("");
+                            return Err(self.err(
+                                p.pos,
+                                at,
+                                format!("range over {n} is too long (the limit is {RANGE_LIMIT})"),
+                            ));
+                        }
                         Value::Int(n) => (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect(),
                         other => {
                             let at = p.cmds.first().map(|c| c.text.as_str()).unwrap_or("");
@@ -1067,7 +1080,7 @@ pub fn go_sprintf(format: &str, args: &[Value]) -> String {
                 p.push(d);
                 it.next();
             }
-            prec = Some(p.parse().unwrap_or(0));
+            prec = Some(if p.is_empty() { 0 } else { p.parse::<usize>().unwrap_or(WIDTH_LIMIT).min(WIDTH_LIMIT) });
         }
         let Some(verb) = it.next() else {
             out.push_str("%!(NOVERB)");
@@ -1120,7 +1133,9 @@ pub fn go_sprintf(format: &str, args: &[Value]) -> String {
             ('g', Value::Float(f)) => go_float(*f),
             _ => bad(),
         };
-        let w: usize = width.parse().unwrap_or(0);
+        // Digits only, so a parse failure means too large.
+        let w: usize =
+            if width.is_empty() { 0 } else { width.parse::<usize>().unwrap_or(WIDTH_LIMIT).min(WIDTH_LIMIT) };
         let n = body.chars().count();
         if n >= w {
             out.push_str(&body);

@@ -52,12 +52,18 @@ fn join_nonempty(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
     Ok(Value::str(parts.join(arg_str(a, 1)?)))
 }
 
+/// The longest string the padding and repeating functions build.
+pub const MAX_STRING: i64 = 1 << 26;
+
 fn pad(a: &[Value], left: bool) -> FuncResult {
     let s = arg_str(a, 0)?;
     let pad = arg_str(a, 1)?;
     let want = arg_int(a, 2)?;
     if pad.is_empty() {
         return Ok(Value::str(s));
+    }
+    if want > MAX_STRING {
+        return Err(FuncError::fatal(format!("can't pad to {want} bytes (the limit is {MAX_STRING})")));
     }
     let mut extra = String::new();
     while ((s.len() + extra.len()) as i64) < want {
