@@ -544,3 +544,42 @@ fn infer_hooks_see_through_inlined_functions() {
     // The format is known, so the verb types the argument.
     assert_eq!(only(&d, Stage::Unify).message, "type error: int != str");
 }
+
+#[test]
+fn nested_conflicts_name_the_outer_types() {
+    let mut b = B::new();
+    let one = b.int(1);
+    let l = b.list(vec![one]);
+    let ann = b.annotate(l, "[]str");
+    b.use_any(l);
+    let d = b.unify(&catalog());
+    let d = only(&d, Stage::Unify);
+    assert_eq!(d.message, "type error: str != int");
+    assert_eq!(d.span, Some(ann));
+    assert!(d.notes.contains(&"while matching `[]str` with `[]int`".to_string()), "{d:#?}");
+}
+
+#[test]
+fn a_failed_constraint_changes_nothing() {
+    // `if c { struct{a => [], b => 1} } else { struct{a => ["x"], b => "y"} }`: the `b`
+    // conflict must not leave `a`'s element type merged halfway, so the empty list stays
+    // ambiguous only through its own uses (here: none, so it is poisoned by the error).
+    let mut b = B::new();
+    let empty = b.list(vec![]);
+    let one = b.int(1);
+    let s1 = b.strukt(vec![("a", empty), ("b", one)]);
+    let x = b.str("x");
+    let lx = b.list(vec![x]);
+    let y = b.str("y");
+    let s2 = b.strukt(vec![("a", lx), ("b", y)]);
+    let c = b.bool(true);
+    let pick = b.iff(c, s1, s2);
+    b.use_any(pick);
+    let d = b.unify(&catalog());
+    let d = only(&d, Stage::Unify);
+    assert_eq!(d.message, "type error: int != str");
+    assert!(
+        d.notes.iter().any(|n| n.contains("struct{a []?1; b int}") && n.contains("struct{a []str; b str}")),
+        "{d:#?}"
+    );
+}

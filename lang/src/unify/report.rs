@@ -39,7 +39,9 @@ pub(crate) fn mismatch(table: &mut Table, m: Mismatch, expected_top: Var, found_
     if let Some(o) = table.origin(found).filter(|o| *o != span) {
         d = d.with_label(o, format!("found `{f}` here"));
     }
-    if (et != e || ft != f) && !matches!(m, Mismatch::Occurs { .. }) {
+    // The outer types are shown as far as they were merged before the conflict; when that
+    // makes them look alike the note would only confuse.
+    if (et != e || ft != f) && et != ft && !matches!(m, Mismatch::Occurs { .. }) {
         d = d.with_note(format!("while matching `{et}` with `{ft}`"));
     }
     d

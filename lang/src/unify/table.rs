@@ -83,6 +83,18 @@ pub(crate) enum Mismatch {
     },
 }
 
+/// How to take back one merge of [`Table::unify`]: the child's own origin and flags were
+/// never changed, so only the root's state and both shapes are kept.
+struct Undo {
+    root: Var,
+    child: Var,
+    rank: u8,
+    flags: u8,
+    origin: Option<Span>,
+    root_shape: Option<Shape>,
+    child_shape: Option<Shape>,
+}
+
 /// Per-class flags, OR-ed on union.
 const VARIANT_OK: u8 = 1;
 const POISONED: u8 = 2;
@@ -227,13 +239,25 @@ impl Table {
         self.shaped(shape, origin)
     }
 
-    /// Makes `expected` and `found` the same type. Stops at the first mismatch; merges done
-    /// before it stay (the classes involved in the mismatch itself are left apart).
+    /// Makes `expected` and `found` the same type, or changes nothing: on a mismatch every
+    /// merge this call made is undone, so the message can show both sides as they were.
     pub(crate) fn unify(&mut self, expected: Var, found: Var) -> Result<(), Mismatch> {
+        let mut trail = Vec::new();
+        let out = self.unify_inner(expected, found, &mut trail);
+        if out.is_err() {
+            for undo in trail.into_iter().rev() {
+                self.undo(undo);
+            }
+        }
+        out
+    }
+
+    fn unify_inner(&mut self, expected: Var, found: Var, trail: &mut Vec<Undo>) -> Result<(), Mismatch> {
         let mut stack = vec![(expected, found)];
         while let Some((a, b)) = stack.pop() {
-            let ra = self.find(a);
-            let rb = self.find(b);
+            // No path compression here: it would survive an undo of the links it follows.
+            let ra = self.root(a);
+            let rb = self.root(b);
             if ra == rb {
                 continue;
             }
@@ -242,7 +266,7 @@ impl Table {
             match (sa, sb) {
                 (None, None) => {
                     let o = self.origin[ra as usize].or(self.origin[rb as usize]);
-                    self.link(ra, rb, None, o);
+                    self.link(ra, rb, None, None, None, o, trail);
                 }
                 (Some(s), None) => {
                     if self.occurs(rb, &s) {
@@ -250,7 +274,7 @@ impl Table {
                         return Err(Mismatch::Occurs { var: b, ty: a });
                     }
                     let o = self.origin[ra as usize];
-                    self.link(ra, rb, Some(s), o);
+                    self.link(ra, rb, Some(s.clone()), None, Some(s), o, trail);
                 }
                 (None, Some(s)) => {
                     if self.occurs(ra, &s) {
@@ -258,7 +282,7 @@ impl Table {
                         return Err(Mismatch::Occurs { var: a, ty: b });
                     }
                     let o = self.origin[rb as usize];
-                    self.link(ra, rb, Some(s), o);
+                    self.link(ra, rb, None, Some(s.clone()), Some(s), o, trail);
                 }
                 (Some(s1), Some(s2)) => {
                     let err = if !s1.same_constructor(&s2) {
@@ -286,8 +310,8 @@ impl Table {
                     }
                     let pairs: Vec<(Var, Var)> = s1.children().into_iter().zip(s2.children()).collect();
                     let o = self.origin[ra as usize];
-                    let merged = merge_arg_names(s1, &s2);
-                    self.link(ra, rb, Some(merged), o);
+                    let merged = merge_arg_names(s1.clone(), &s2);
+                    self.link(ra, rb, Some(s1), Some(s2), Some(merged), o, trail);
                     stack.extend(pairs.into_iter().rev());
                 }
             }
@@ -295,8 +319,40 @@ impl Table {
         Ok(())
     }
 
-    fn link(&mut self, ra: Var, rb: Var, shape: Option<Shape>, origin: Option<Span>) {
-        let (root, child) = if self.rank[ra as usize] >= self.rank[rb as usize] { (ra, rb) } else { (rb, ra) };
+    /// The root of `v`'s class without compressing the path.
+    fn root(&self, v: Var) -> Var {
+        let mut r = v;
+        while self.parent[r as usize] != r {
+            r = self.parent[r as usize];
+        }
+        r
+    }
+
+    /// Merges the classes `ra` and `rb` (whose shapes were taken out: `shape_a`/`shape_b`)
+    /// into one with `shape`, recording how to undo it.
+    #[allow(clippy::too_many_arguments)]
+    fn link(
+        &mut self,
+        ra: Var,
+        rb: Var,
+        shape_a: Option<Shape>,
+        shape_b: Option<Shape>,
+        shape: Option<Shape>,
+        origin: Option<Span>,
+        trail: &mut Vec<Undo>,
+    ) {
+        let a_is_root = self.rank[ra as usize] >= self.rank[rb as usize];
+        let (root, child) = if a_is_root { (ra, rb) } else { (rb, ra) };
+        let (root_shape, child_shape) = if a_is_root { (shape_a, shape_b) } else { (shape_b, shape_a) };
+        trail.push(Undo {
+            root,
+            child,
+            rank: self.rank[root as usize],
+            flags: self.flags[root as usize],
+            origin: self.origin[root as usize],
+            root_shape,
+            child_shape,
+        });
         if self.rank[root as usize] == self.rank[child as usize] {
             self.rank[root as usize] += 1;
         }
@@ -305,6 +361,15 @@ impl Table {
         self.shape[root as usize] = shape;
         self.shape[child as usize] = None;
         self.origin[root as usize] = origin;
+    }
+
+    fn undo(&mut self, u: Undo) {
+        self.parent[u.child as usize] = u.child;
+        self.rank[u.root as usize] = u.rank;
+        self.flags[u.root as usize] = u.flags;
+        self.origin[u.root as usize] = u.origin;
+        self.shape[u.root as usize] = u.root_shape;
+        self.shape[u.child as usize] = u.child_shape;
     }
 
     /// Whether the class `root` occurs anywhere inside `shape`.
@@ -316,7 +381,7 @@ impl Table {
         }
         let mut stack = shape.children();
         while let Some(v) = stack.pop() {
-            let r = self.find(v);
+            let r = self.root(v);
             if r == root {
                 return true;
             }
