@@ -230,7 +230,9 @@ async fn tick<F: FnMut(i64) -> FuncResult>(em: Emitter, mut f: F) {
     let mut last: Option<FuncResult> = None;
     let mut n: u64 = 0;
     loop {
-        let r = f(start_wall + n as i64);
+        // The tokio clock drives the ticks (so paused time works in tests); the wall
+        // clock wins when it is ahead (suspend, clock steps).
+        let r = f((start_wall + n as i64).max(unix_now()));
         if last.as_ref() != Some(&r) {
             if !em.send(r.clone()).await {
                 return;

@@ -182,8 +182,8 @@ pub fn register(r: &mut Registry) {
             if n < 0 {
                 return Err(FuncError::fatal("strings: negative Repeat count"));
             }
-            if (s.len() as u128) * (n as u128) > 1 << 30 {
-                return Err(FuncError::fatal("strings: Repeat output length overflow"));
+            if (s.len() as u128) * (n as u128) > super::strings::MAX_STRING as u128 {
+                return Err(FuncError::fatal("strings: Repeat output is too long"));
             }
             Ok(Value::str(s.repeat(n as usize)))
         }),
