@@ -172,3 +172,20 @@ async fn operators_lookups_and_literals() {
     assert_eq!(v(&out, "missing"), Some(Value::Int(0)));
     assert_eq!(v(&out, "looked"), Some(Value::Int(2)), "a later duplicate key wins");
 }
+
+#[tokio::test]
+async fn an_error_inside_a_lambda_is_reported_at_its_call() {
+    // func($x) { test.fatal($x) }("boom"): reported at the call, labelled inside.
+    let mut g = G::new();
+    let (x, px) = g.param("x", Type::Str);
+    let body = g.call("test.fatal", vec![px], Type::Str);
+    let lambda = g.node(NodeKind::Lambda { params: vec![x], body }, Type::func(vec![Type::Str], Type::Str));
+    let arg = g.str("boom");
+    let call = g.node(NodeKind::CallValue { callee: lambda, args: vec![arg] }, Type::Str);
+    g.output("out", call);
+    let err = first_output(g.finish(), registry(), Host::default(), WAIT).await.expect_err("fails");
+    assert_eq!(err.message, "boom");
+    assert_eq!(err.span, Some(G::span_of(call)));
+    assert_eq!(err.labels.first().map(|l| l.span), Some(G::span_of(body)));
+    assert!(err.notes.iter().any(|n| n.contains("test.fatal")), "{:?}", err.notes);
+}

@@ -38,11 +38,27 @@ use crate::runtime::key::{InstKey, same};
 use crate::runtime::ops::op_name;
 use crate::runtime::stream::{Event, InstId, Spawner, StreamInst};
 
-/// An error value flowing through the graph, with the node that raised it.
+/// An error value flowing through the graph, with the node it is reported at.
+///
+/// An error raised inside a lambda is reported at the call that ran the lambda (a
+/// `CallValue` or the higher-order built-in), as mgmt does; `inner` keeps the node
+/// inside the lambda that raised it, for a secondary label.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Failure {
     pub err: FuncError,
     pub origin: NodeId,
+    pub inner: Option<NodeId>,
+}
+
+impl Failure {
+    pub fn new(err: FuncError, origin: NodeId) -> Failure {
+        Failure { err, origin, inner: None }
+    }
+
+    /// The same error, now reported at the call `at` that ran the lambda it came from.
+    pub fn through_call(self, at: NodeId) -> Failure {
+        Failure { inner: self.inner.or(Some(self.origin)), origin: at, err: self.err }
+    }
 }
 
 pub(crate) type Res = Result<Value, Failure>;
@@ -165,9 +181,11 @@ impl Engine {
         match &self.graph.node(node).kind {
             NodeKind::Const(v) => return Some(Ok(v.clone())),
             NodeKind::Param(p) => {
-                return Some(env.get(*p).cloned().ok_or_else(|| Failure {
-                    err: FuncError::fatal(format!("parameter `{}` is not bound", self.graph.params[p.0 as usize].name)),
-                    origin: node,
+                return Some(env.get(*p).cloned().ok_or_else(|| {
+                    Failure::new(
+                        FuncError::fatal(format!("parameter `{}` is not bound", self.graph.params[p.0 as usize].name)),
+                        node,
+                    )
                 }));
             }
             _ => {}
@@ -202,13 +220,10 @@ impl Engine {
             match env.get(*p) {
                 Some(v) => vals.push(v.clone()),
                 None => {
-                    return Err(Failure {
-                        err: FuncError::fatal(format!(
-                            "parameter `{}` is not bound",
-                            self.graph.params[p.0 as usize].name
-                        )),
-                        origin: node,
-                    });
+                    return Err(Failure::new(
+                        FuncError::fatal(format!("parameter `{}` is not bound", self.graph.params[p.0 as usize].name)),
+                        node,
+                    ));
                 }
             }
         }
@@ -417,16 +432,18 @@ impl Engine {
         }
     }
 
-    /// Where an error returned by a built-in came from: the lambda that raised it, if
-    /// the built-in only passed it on, else the call itself.
-    pub fn origin_of(&self, err: &FuncError, call: NodeId) -> NodeId {
+    /// A built-in's error at its call site `call`, remembering the node inside a lambda
+    /// that raised it when the built-in only passed on what `Caller` gave it.
+    pub fn builtin_failure(&self, err: FuncError, call: NodeId) -> Failure {
         let st = self.st.borrow();
-        st.frames.last().and_then(|f| f.origins.iter().rev().find(|(e, _)| e == err).map(|(_, o)| *o)).unwrap_or(call)
+        let inner = st.frames.last().and_then(|f| f.origins.iter().rev().find(|(e, _)| *e == err).map(|(_, o)| *o));
+        Failure { err, origin: call, inner }
     }
 
     /// The errStream diagnostic for an error that reached a statement.
     pub fn diagnostic(&self, f: &Failure) -> Diagnostic {
-        let node = self.graph.node(f.origin);
+        let at = self.graph.node(f.origin);
+        let node = self.graph.node(f.inner.unwrap_or(f.origin));
         let what = match &node.kind {
             NodeKind::Call { func, .. } => format!("raised by function `{func}`"),
             NodeKind::Op { op, .. } => format!("raised by operator `{}`", op_name(*op)),
@@ -436,7 +453,11 @@ impl Engine {
             NodeKind::Param(_) => "raised while binding a parameter".to_string(),
             _ => "raised by the runtime".to_string(),
         };
-        Diagnostic::new(Stage::Stream, f.err.message(), node.span).with_note(what)
+        let d = Diagnostic::new(Stage::Stream, f.err.message(), at.span).with_note(what);
+        match f.inner {
+            Some(_) => d.with_label(node.span, "raised here, inside the function value"),
+            None => d,
+        }
     }
 }
 
@@ -537,5 +558,5 @@ fn collect(st: &mut State) {
 
 /// Converts a built-in's result into a slot value raised at `origin`.
 pub(crate) fn from_result(r: FuncResult, origin: NodeId) -> Res {
-    r.map_err(|err| Failure { err, origin })
+    r.map_err(|err| Failure::new(err, origin))
 }

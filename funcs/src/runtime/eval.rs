@@ -22,7 +22,7 @@ impl Engine {
     /// [`Engine::get`], which records them as dependencies.
     pub(crate) fn eval(&self, id: InstId, node: NodeId, env: &Env) -> Slot {
         let graph = &*self.graph;
-        let fail = |err: FuncError| Some(Err(Failure { err, origin: node }));
+        let fail = |err: FuncError| Some(Err(Failure::new(err, node)));
         match &graph.node(node).kind {
             NodeKind::Const(v) => Some(Ok(v.clone())),
             NodeKind::Param(_) => self.get(node, env),
@@ -59,10 +59,7 @@ impl Engine {
                                 host: &self.host,
                             };
                             let r = f(&ctx, &vals);
-                            Some(r.map_err(|err| {
-                                let origin = self.origin_of(&err, node);
-                                Failure { err, origin }
-                            }))
+                            Some(r.map_err(|err| self.builtin_failure(err, node)))
                         }
                     },
                     Some(FuncImpl::Stream(f)) => {
@@ -93,7 +90,9 @@ impl Engine {
                 match (f, g) {
                     (Some(Err(e)), _) | (_, Gathered::Failed(e)) => Some(Err(e)),
                     (None, _) | (_, Gathered::Pending) => None,
-                    (Some(Ok(Value::Func(c))), Gathered::Ready(vals)) => self.call_closure(&c, vals, node),
+                    (Some(Ok(Value::Func(c))), Gathered::Ready(vals)) => {
+                        self.call_closure(&c, vals, node).map(|r| r.map_err(|f| f.through_call(node)))
+                    }
                     (Some(Ok(other)), _) => fail(FuncError::fatal(format!("can't call a non-function value {other}"))),
                 }
             }
@@ -175,7 +174,7 @@ impl Engine {
     /// The body instance becomes a dependency of the running computation, keyed by the
     /// argument values, so repeated calls with the same arguments are cache hits.
     pub(crate) fn call_closure(&self, f: &Closure, args: Vec<Value>, at: NodeId) -> Slot {
-        let fail = |msg: String| Some(Err(Failure { err: FuncError::fatal(msg), origin: at }));
+        let fail = |msg: String| Some(Err(Failure::new(FuncError::fatal(msg), at)));
         let Some(node) = self.graph.nodes.get(f.lambda.0 as usize) else {
             return fail("function value refers to no lambda".into());
         };
@@ -216,7 +215,7 @@ impl Caller for EngineCaller<'_> {
             }
             Some(Ok(v)) => Ok(v),
             Some(Err(failure)) => {
-                self.engine.note_origin(&failure.err, failure.origin);
+                self.engine.note_origin(&failure.err, failure.inner.unwrap_or(failure.origin));
                 Err(failure.err)
             }
         }
