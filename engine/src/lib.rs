@@ -67,6 +67,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 pub use event::EngineEvent;
 pub use graph::{Edge, Graph, GraphError, SendRecv, Vertex};
 pub use meta::{Meta, MetaError, parse_sema};
+pub use node::WorkerState;
 pub use res::{ApplyCtx, InitCtx, Payload, ResError, ResKey, Resource, WatchCtx};
 pub use swap::{Rejection, SwapError, SwapReport};
 
@@ -188,6 +189,33 @@ impl Engine {
     pub async fn failures(&self) -> BTreeMap<ResKey, String> {
         let running = self.running.lock().await;
         running.vertices.iter().filter_map(|(k, v)| v.node.failure().map(|e| (k.clone(), e))).collect()
+    }
+
+    /// What every worker is doing, by key.
+    pub async fn status(&self) -> BTreeMap<ResKey, WorkerState> {
+        let running = self.running.lock().await;
+        running.vertices.iter().map(|(k, v)| (k.clone(), v.node.state())).collect()
+    }
+
+    /// Waits until the graph has stayed converged for `hold` without interruption (mgmt's
+    /// `--converger-timeout`); false if that did not happen within `timeout`.
+    pub async fn wait_converged_for(&self, hold: Duration, timeout: Duration) -> bool {
+        let mut rx = self.converged();
+        let settle = async {
+            loop {
+                if rx.wait_for(|c| *c).await.is_err() {
+                    return false;
+                }
+                // Any change after the value seen above, even one already undone, is
+                // activity that restarts the hold.
+                match tokio::time::timeout(hold, rx.changed()).await {
+                    Err(_) => return true,
+                    Ok(Err(_)) => return false,
+                    Ok(Ok(())) => {}
+                }
+            }
+        };
+        tokio::time::timeout(timeout, settle).await.unwrap_or(false)
     }
 
     /// The keys of the running graph, sorted.

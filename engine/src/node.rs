@@ -37,6 +37,24 @@ pub(crate) struct Node {
     pub(crate) fingerprint: Mutex<String>,
     /// Set when the worker stopped for good after exhausting its retries.
     pub(crate) failed: Mutex<Option<String>>,
+    pub(crate) state: Mutex<WorkerState>,
+}
+
+/// What a worker is doing, for [`crate::Engine::status`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkerState {
+    /// Waiting for its watch to report that it is listening.
+    Starting,
+    /// Waiting for a parent to finish a run (it back-poked its stale parents).
+    Waiting,
+    /// Running check-apply.
+    Applying,
+    /// Last run succeeded.
+    Idle,
+    /// Last run failed; another try is scheduled.
+    Retrying { error: String },
+    /// Gave up after exhausting its retries.
+    Failed { error: String },
 }
 
 #[derive(Clone, Default)]
@@ -66,6 +84,7 @@ impl Node {
             sends: Mutex::new(None),
             fingerprint: Mutex::new(fingerprint),
             failed: Mutex::new(None),
+            state: Mutex::new(WorkerState::Starting),
         }
     }
 
@@ -99,6 +118,14 @@ impl Node {
     pub(crate) fn parents_newer(&self) -> bool {
         let mine = self.ts();
         self.links().parents.iter().all(|p| p.node.ts() > mine)
+    }
+
+    pub(crate) fn set_state(&self, state: WorkerState) {
+        *lock(&self.state) = state;
+    }
+
+    pub(crate) fn state(&self) -> WorkerState {
+        lock(&self.state).clone()
     }
 
     pub(crate) fn failure(&self) -> Option<String> {

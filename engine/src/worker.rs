@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::converger::Converger;
 use crate::event::EngineEvent;
 use crate::meta::{Meta, parse_sema};
-use crate::node::{Links, Node, lock};
+use crate::node::{Links, Node, WorkerState, lock};
 use crate::res::{ApplyCtx, ResError, ResKey, Resource, WatchCtx};
 
 /// Engine-wide state the workers share.
@@ -127,9 +127,11 @@ impl Worker {
                         watch_budget -= 1;
                     }
                     self.report_retry(&error);
+                    self.node.set_state(WorkerState::Retrying { error: error.to_string() });
                     if !self.sleep(self.meta.delay).await {
                         break;
                     }
+                    self.node.set_state(WorkerState::Starting);
                     watch = Some(self.spawn_watch(watch_cancel.child_token()));
                     continue;
                 }
@@ -151,17 +153,19 @@ impl Worker {
             }
             match self.process().await {
                 Ok(Outcome::Done) => {
+                    self.node.set_state(WorkerState::Idle);
                     self.shared.converger.set_if(&key, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
                     if self.meta.retryreset {
                         lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
                     }
                 }
-                Ok(Outcome::BackPoked) => {}
+                Ok(Outcome::BackPoked) => self.node.set_state(WorkerState::Waiting),
                 Err(error) => {
                     if !self.take_retry() {
                         self.fail(error);
                         break;
                     }
+                    self.node.set_state(WorkerState::Retrying { error: error.to_string() });
                     self.report_retry(&error);
                     if !self.sleep(self.meta.delay).await {
                         break;
@@ -210,6 +214,7 @@ impl Worker {
                 reports: Vec::new(),
                 exit: Some(self.shared.exit.clone()),
             };
+            self.node.set_state(WorkerState::Applying);
             let check_ok = self.check_apply(&mut ctx, !noop).await?;
             ran = true;
             let changed = !check_ok;
@@ -380,6 +385,7 @@ impl Worker {
     fn fail(&self, error: ResError) {
         tracing::error!(resource = %self.node.key, error = %error, "failed");
         *lock(&self.node.failed) = Some(error.to_string());
+        self.node.set_state(WorkerState::Failed { error: error.to_string() });
         self.shared.converger.unregister(&self.node.key);
         self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: false });
     }

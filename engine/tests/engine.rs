@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use engine::{EngineEvent, Graph, Meta, SwapError};
+use engine::{EngineEvent, Graph, Meta, SwapError, WorkerState};
 use support::{Log, Scripted, WAIT, engine, graph, graph_with_meta, key};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,6 +123,10 @@ async fn an_exhausted_resource_blocks_only_its_dependents() {
     assert_eq!(failures.keys().cloned().collect::<Vec<_>>(), [key("broken")]);
     // Its dependent never converges, as in mgmt.
     assert!(!engine.is_converged());
+    let status = engine.status().await;
+    assert!(matches!(&status[&key("broken")], WorkerState::Failed { error } if error == "told to fail"));
+    assert_eq!(status[&key("child")], WorkerState::Waiting);
+    assert_eq!(status[&key("other")], WorkerState::Idle);
     // The engine still accepts graphs.
     let log2 = Log::default();
     engine.apply(graph(vec![Scripted::new("fresh", &log2)], &[])).await.unwrap();
@@ -497,4 +501,28 @@ async fn the_retry_budget_survives_a_param_change_unless_reset() {
     engine.apply(graph_with_meta(vec![(failing("3"), meta(true))], &[])).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(log.count("f"), 5, "reset refills the budget");
+}
+
+#[tokio::test(start_paused = true)]
+async fn converged_for_waits_out_the_hold_time_and_restarts_it_on_activity() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let res = Scripted::new("r", &log);
+    let probe = res.probe();
+    engine.apply(graph(vec![res], &[])).await.unwrap();
+    let started = tokio::time::Instant::now();
+    let poke_later = async {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        probe.trigger.notify_one();
+    };
+    let (settled, ()) =
+        tokio::join!(engine.wait_converged_for(Duration::from_secs(5), Duration::from_secs(60)), poke_later);
+    assert!(settled);
+    assert!(
+        started.elapsed() >= Duration::from_secs(7),
+        "the event at 2 s restarted the 5 s hold: {:?}",
+        started.elapsed()
+    );
+    assert!(!engine.wait_converged_for(Duration::from_secs(5), Duration::from_secs(1)).await, "times out");
 }
