@@ -1,12 +1,20 @@
 //! One module per resource kind (file, exec, print, ...), implementing the engine's
 //! resource contract, plus the kinds' declarations for the type checker ([`declare`]), the
-//! automatic edges between them ([`autoedges`]), and the constructor the interpreter uses
-//! ([`build`]).
+//! automatic edges between them ([`autoedges`]), the constructor the interpreter uses
+//! ([`build`]) and the glue from the interpreter's resource graph to the engine
+//! ([`graph::check`], [`graph::add_autoedges`], [`graph::to_engine`]).
 //!
-//! Building decodes and type-checks params (unknown fields rejected, naming the field);
-//! semantic checks happen in `Resource::validate`, which the engine skips for hidden
-//! resources. Kinds that touch the host beyond plain files (svc, pkg, user, group, mount,
-//! cron, hostname, sysctl) go through [`host::Host`], which tests replace with fakes.
+//! Building decodes and type-checks params (unknown fields rejected, naming the field,
+//! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
+//! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
+//! pkg, user, group, mount, cron, hostname, sysctl) go through [`host::Host`], which tests
+//! replace with a temporary root and in-memory fakes.
+//!
+//! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
+//! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
+//! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
+//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`, `exit`,
+//! `_panic`. Not implemented: autogrouping, reversal, exports, `file`'s `selinux`.
 
 pub mod account;
 pub mod autoedge;
