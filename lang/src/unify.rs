@@ -10,7 +10,9 @@
 //!
 //! Nodes nothing reachable uses are never type-checked (their type stays `None`).
 
+mod finish;
 mod infer;
+mod lookup;
 mod meta;
 mod report;
 mod speculate;

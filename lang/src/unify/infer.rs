@@ -1,26 +1,27 @@
-//! Constraint generation for expression nodes, the queue of lookups waiting for their
-//! container's type, and reading the solved types back.
+//! The unification context and constraint generation for expression nodes (literals,
+//! calls, lambdas, operators, annotations). Lookups live in [`super::lookup`], the
+//! post-solve checks and reading types back in [`super::finish`].
 //!
 //! Variables: node `i` is variable `i`, parameter `p` is variable `nodes.len() + p`,
 //! everything after that is a fresh variable of some signature or literal.
 
-use super::report::{self, describe_node};
+use super::report;
 use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value};
-use super::table::{Shape, Table, Var, rename_vars};
+use super::table::{Shape, Table, Var};
 use crate::catalog::{CallSite, Catalog};
 use crate::diag::{Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
 use crate::types::Type;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// One call of a catalog function whose instantiated signature is checked after solving.
-struct CallRecord {
-    node: NodeId,
-    func: String,
-    args: Vec<(String, Var)>,
-    ret: Var,
+pub(super) struct CallRecord {
+    pub(super) node: NodeId,
+    pub(super) func: String,
+    pub(super) args: Vec<(String, Var)>,
+    pub(super) ret: Var,
 }
 
 pub(crate) struct Ctx<'a> {
@@ -28,22 +29,22 @@ pub(crate) struct Ctx<'a> {
     pub(super) catalog: &'a Catalog,
     pub(super) table: Table,
     pub(super) diags: Diagnostics,
-    anns: AnnotationIndex,
+    pub(super) anns: AnnotationIndex,
     pub(super) speculator_memo: Option<HashMap<NodeId, Option<Type>>>,
     /// 0 = unseen, 1 = on the DFS stack, 2 = constrained.
-    state: Vec<u8>,
+    pub(super) state: Vec<u8>,
     /// Reachable nodes in the order they were constrained.
-    order: Vec<NodeId>,
+    pub(super) order: Vec<NodeId>,
     /// `Index`/`Field`/`FieldOr` nodes whose container type was not known yet.
-    deferred: Vec<NodeId>,
-    calls: Vec<CallRecord>,
+    pub(super) deferred: Vec<NodeId>,
+    pub(super) calls: Vec<CallRecord>,
     /// Calls whose argument count matched no signature: reported after solving, when
     /// the argument types are known.
-    arity_errors: Vec<NodeId>,
+    pub(super) arity_errors: Vec<NodeId>,
     /// Operator nodes, checked for allowed kinds after solving.
-    ops: Vec<NodeId>,
+    pub(super) ops: Vec<NodeId>,
     /// Map literals, checked for hashable keys after solving.
-    maps: Vec<NodeId>,
+    pub(super) maps: Vec<NodeId>,
 }
 
 impl<'a> Ctx<'a> {
@@ -341,242 +342,6 @@ impl<'a> Ctx<'a> {
             }
         }
         self.ops.push(node);
-    }
-
-    /// `Index`, `Field` and `FieldOr`: returns false when the container's type is not
-    /// known yet (unless `force`, which picks the default form or reports).
-    fn lookup(&mut self, node: NodeId, force: bool) -> bool {
-        let graph = self.graph;
-        let span = self.span(node);
-        let v = Self::var(node);
-        match &graph.node(node).kind {
-            NodeKind::Index { base, index } => {
-                let (b, i) = (Self::var(*base), Self::var(*index));
-                let is_list = match self.table.shape(b) {
-                    Some(Shape::List(_)) => true,
-                    Some(_) => false,
-                    None => match self.table.shape(i) {
-                        Some(Shape::Int) | None if !force => return false,
-                        _ => false,
-                    },
-                };
-                if is_list {
-                    self.has_type(i, &Type::Int, span, span);
-                    self.has_shape(b, Shape::List(v), span, span);
-                } else {
-                    self.has_shape(b, Shape::Map(i, v), span, span);
-                }
-                true
-            }
-            NodeKind::Field { base, field } => {
-                let fields = match self.struct_fields(*base, node, field, force) {
-                    Lookup::Pending => return false,
-                    Lookup::Failed => return true,
-                    Lookup::Fields(fields) => fields,
-                };
-                match fields.iter().find(|(n, _)| n == field) {
-                    Some((_, fv)) => {
-                        self.eq(*fv, v, span);
-                    }
-                    None => {
-                        let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
-                        let msg = format!(
-                            "error setting type: `{}`, error: field {field} was not found in struct",
-                            describe_node(graph, node)
-                        );
-                        let mut d = Diagnostic::new(Stage::Unify, msg, span);
-                        if let Some(s) = report::did_you_mean(field, names.iter().copied()) {
-                            d = d.with_note(format!("did you mean `{s}`?"));
-                        } else if names.is_empty() {
-                            d = d.with_note("the struct has no fields");
-                        } else {
-                            d = d.with_note(format!("the struct has fields: {}", names.join(", ")));
-                        }
-                        self.diags.push(d);
-                        self.table.poison(v);
-                    }
-                }
-                true
-            }
-            NodeKind::FieldOr { base, field, default } => {
-                let fields = match self.struct_fields(*base, node, field, force) {
-                    Lookup::Pending => return false,
-                    Lookup::Failed => return true,
-                    Lookup::Fields(fields) => fields,
-                };
-                match fields.iter().find(|(n, _)| n == field) {
-                    Some((_, fv)) => {
-                        self.eq(*fv, Self::var(*default), span);
-                        self.eq(*fv, v, span);
-                    }
-                    None => {
-                        self.eq(Self::var(*default), v, span);
-                    }
-                }
-                true
-            }
-            _ => true,
-        }
-    }
-
-    /// The fields of the struct `base` must be. With `force`, a container that is still
-    /// unknown is reported; one that is not a struct always is.
-    fn struct_fields(&mut self, base: NodeId, node: NodeId, field: &str, force: bool) -> Lookup {
-        let b = Self::var(base);
-        let span = self.span(node);
-        match self.table.shape(b).cloned() {
-            Some(Shape::Struct(fields)) => Lookup::Fields(fields),
-            None if !force => Lookup::Pending,
-            None => {
-                if !self.table.is_poisoned(b) {
-                    let desc = describe_node(self.graph, base);
-                    let msg =
-                        format!("cannot look up field `{field}`: the type of `{desc}` is not known to be a struct");
-                    let d = Diagnostic::new(Stage::Unify, msg, span)
-                        .with_note("add a type annotation that says which struct it is");
-                    self.diags.push(d);
-                }
-                self.table.poison(b);
-                self.table.poison(Self::var(node));
-                Lookup::Failed
-            }
-            Some(other) => {
-                let ty = self.table.resolve(b);
-                let d = Diagnostic::new(Stage::Unify, format!("type error: struct != {}", other.kind_name()), span)
-                    .with_note(format!("`->{field}` needs a struct, but this value has type `{ty}`"));
-                let d = match self.table.origin(b) {
-                    Some(o) if o != span => d.with_label(o, format!("found `{}` here", other.kind_name())),
-                    _ => d,
-                };
-                self.diags.push(d);
-                self.table.poison(Self::var(node));
-                Lookup::Failed
-            }
-        }
-    }
-
-    // ----- after the statements -----------------------------------------------------
-
-    /// Resolves the queued lookups: first every one whose container became known, until
-    /// nothing moves; then the rest with their default forms.
-    pub(crate) fn solve_deferred(&mut self) {
-        loop {
-            let before = self.deferred.len();
-            let pending = std::mem::take(&mut self.deferred);
-            for node in pending {
-                if !self.lookup(node, false) {
-                    self.deferred.push(node);
-                }
-            }
-            if self.deferred.is_empty() {
-                return;
-            }
-            if self.deferred.len() == before {
-                // No progress: force the first one, which may unlock the others.
-                let node = self.deferred.remove(0);
-                self.lookup(node, true);
-            }
-        }
-    }
-
-    /// Checks that need solved types: arity errors (with the argument types), built-in
-    /// `check` hooks, operator kinds, hashable map keys.
-    pub(crate) fn post_checks(&mut self) {
-        for node in std::mem::take(&mut self.arity_errors) {
-            let d = report::bad_call(self, node);
-            self.diags.push(d);
-        }
-        for call in std::mem::take(&mut self.calls) {
-            let Some(check) = self.catalog.func(&call.func).and_then(|d| d.check) else { continue };
-            let args: Vec<(String, Type)> =
-                call.args.iter().map(|(n, v)| (n.clone(), self.table.resolve(*v))).collect();
-            let ty = Type::Func(args, Box::new(self.table.resolve(call.ret)));
-            if !ty.is_concrete() {
-                continue;
-            }
-            if let Err(reason) = check(&ty) {
-                let desc = describe_node(self.graph, call.node);
-                let msg = format!("error setting type: `{desc}` as `{ty}`, error: {reason}");
-                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(call.node)));
-                self.table.poison(Self::var(call.node));
-            }
-        }
-        for node in std::mem::take(&mut self.ops) {
-            if let Some(d) = report::check_op(self, node) {
-                self.diags.push(d);
-            }
-        }
-        for node in std::mem::take(&mut self.maps) {
-            let ty = self.table.resolve(Self::var(node));
-            if let Type::Map(k, _) = &ty
-                && k.is_concrete()
-                && !k.is_hashable()
-            {
-                let msg = format!("error setting type: `{ty}`, error: map key type {k} is not hashable");
-                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(node)));
-            }
-        }
-    }
-
-    /// Reads the solved types back; leftover variables are ambiguities, reported once per
-    /// variable at the first (innermost) expression that has it.
-    pub(crate) fn finish(mut self) -> (Vec<Option<Type>>, Diagnostics) {
-        let mut types = vec![None; self.graph.nodes.len()];
-        let mut reported: HashSet<Var> = HashSet::new();
-        for node in std::mem::take(&mut self.order) {
-            let v = Self::var(node);
-            let ty = self.table.resolve(v);
-            if ty.is_concrete() {
-                types[node.0 as usize] = Some(ty);
-                continue;
-            }
-            if self.table.is_poisoned(v) {
-                continue;
-            }
-            let mut vars = Vec::new();
-            collect_vars(&ty, &mut vars);
-            let fresh: Vec<Var> = vars.into_iter().filter(|r| !self.table.is_poisoned(*r)).collect();
-            if fresh.is_empty() || fresh.iter().all(|r| reported.contains(r)) {
-                continue;
-            }
-            reported.extend(fresh);
-            let mut shown = [ty];
-            rename_vars(&mut shown);
-            let desc = describe_node(self.graph, node);
-            let d = Diagnostic::new(
-                Stage::Unify,
-                format!("expr: `{desc}` is ambiguous: {}", shown[0]),
-                self.span(node),
-            )
-            .with_note(
-                "its type cannot be inferred from how it is used; add a type annotation (e.g. `$x []str = ...`)",
-            );
-            self.diags.push(d);
-        }
-        (types, self.diags)
-    }
-}
-
-enum Lookup {
-    Fields(Vec<(String, Var)>),
-    Pending,
-    Failed,
-}
-
-fn collect_vars(t: &Type, out: &mut Vec<Var>) {
-    match t {
-        Type::Var(n) => out.push(*n),
-        Type::List(e) => collect_vars(e, out),
-        Type::Map(k, v) => {
-            collect_vars(k, out);
-            collect_vars(v, out);
-        }
-        Type::Struct(fs) => fs.iter().for_each(|(_, t)| collect_vars(t, out)),
-        Type::Func(args, r) => {
-            args.iter().for_each(|(_, t)| collect_vars(t, out));
-            collect_vars(r, out);
-        }
-        _ => {}
     }
 }
 
