@@ -1,9 +1,9 @@
 //! Interpretation (errInterpret): one evaluation's [`Output`] becomes a [`ResGraph`] by
 //! the rules of spec 3.12 and 3.6.
 //!
-//! Steps: build and validate every declared resource ([`build`]); merge duplicates
-//! ([`merge`]: hidden, exported and normal duplicates); resolve body edges and edge
-//! statements to vertices, deduplicate them and attach send/recv ([`edges`]); reject
+//! Steps: build and validate every declared resource (`build`); merge duplicates
+//! (`merge`: hidden, exported and normal duplicates); resolve body edges and edge
+//! statements to vertices, deduplicate them and attach send/recv (`edges`); reject
 //! cycles. A resource that fails is left out and the others go on, so one run reports
 //! every independent problem; edges to a resource that failed are not reported again.
 

@@ -6,7 +6,7 @@
 //! statement; lookups whose container is not yet known wait in a queue until it is; after
 //! solving, the post-solve checks run (operator kinds, built-in `check` hooks, hashable map
 //! keys, comparable `==`) and every type is read back, reporting leftover variables as
-//! ambiguities. Solving is a union-find over type variables ([`table`]).
+//! ambiguities. Solving is a union-find over type variables (`table`).
 //!
 //! Nodes nothing reachable uses are never type-checked (their type stays `None`).
 
