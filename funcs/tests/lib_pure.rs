@@ -316,6 +316,10 @@ fn deploy_package_reads_relative_to_the_root() {
     assert_eq!(module_path("/mod1/", "/files/file3").unwrap(), "/mod1/files/file3");
     assert_eq!(module_path("/", "files/x/").unwrap(), "/files/x/");
     assert!(module_path("/mod1/", "/../../x").is_err());
+    let wrapped = c("_deploy_module_path", vec![s("/mod1/"), s("/files/file3")]).unwrap();
+    assert_eq!(wrapped, s("/mod1/files/file3"));
+    // A root-relative path stays as it is when resolved again from the root.
+    assert_eq!(c("deploy.abspath", vec![wrapped]).unwrap(), s("/mod1/files/file3"));
     assert_eq!(c("deploy.abspath", vec![s("files/../files/file1")]).unwrap(), s("/files/file1"));
     assert_eq!(c("deploy.readfile", vec![s("/files/file1")]).unwrap(), s("one\n"));
     assert_eq!(c("deploy.readfileabs", vec![s("/files/file1")]).unwrap(), s("one\n"));

@@ -34,6 +34,13 @@ pub fn register(r: &mut Registry) {
         bootstrap_packages,
         "packages tend needs on a distro",
     );
+    pure(
+        r,
+        "_deploy_module_path",
+        "func(module str, path str) str",
+        body!(|a| module_path(arg_str(a, 0)?, arg_str(a, 1)?).map(Value::str)),
+        "internal: a module-relative deploy path made root-relative (for calls inside modules)",
+    );
 }
 
 /// The normalized deploy path (`/a/b`) of a user path; `..` may not leave the root.
@@ -73,8 +80,10 @@ pub fn module_path(module: &str, p: &str) -> Result<String, FuncError> {
 
 /// The root directory of the module a call is in.
 ///
-/// Calls do not carry their module yet (see the crate's integration notes): every call
-/// is treated as part of the main program, whose module root is the deploy root.
+/// Calls do not carry their module: every call is treated as part of the main program,
+/// whose module root is the deploy root. For calls inside a module (`/mod1/`), the front
+/// end wraps the path argument of `deploy.abspath/readfile/file_exists/directory` in
+/// `_deploy_module_path("/mod1/", path)`, which makes it root-relative first.
 fn calling_module(_ctx: &CallCtx<'_>) -> &'static str {
     "/"
 }
