@@ -160,6 +160,8 @@ impl Worker {
                     }
                 }
                 Ok(Outcome::BackPoked) => self.node.set_state(WorkerState::Waiting),
+                // Interrupted by a stop: not a failure of the resource.
+                Err(_) if self.cancel.is_cancelled() => break,
                 Err(error) => {
                     if !self.take_retry() {
                         self.fail(error);

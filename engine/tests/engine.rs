@@ -526,3 +526,22 @@ async fn converged_for_waits_out_the_hold_time_and_restarts_it_on_activity() {
     );
     assert!(!engine.wait_converged_for(Duration::from_secs(5), Duration::from_secs(1)).await, "times out");
 }
+
+#[tokio::test]
+async fn a_failing_watch_is_restarted_within_its_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let flaky = Scripted::new("flaky", &log);
+    flaky.probe.watch_failures.store(2, Ordering::SeqCst);
+    let flaky_probe = flaky.probe();
+    let doomed = Scripted::new("doomed", &log);
+    doomed.probe.watch_failures.store(5, Ordering::SeqCst);
+    let meta = Meta { retry: 2, delay: 10, ..Meta::default() };
+    engine.apply(graph_with_meta(vec![(flaky, meta.clone()), (doomed, meta)], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(flaky_probe.watch_starts.load(Ordering::SeqCst), 3);
+    assert_eq!(log.entries(), ["flaky"], "a resource whose watch never started never runs");
+    let failures = engine.failures().await;
+    assert_eq!(failures.get(&key("doomed")).map(String::as_str), Some("watch told to fail"));
+}

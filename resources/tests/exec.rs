@@ -164,3 +164,18 @@ async fn watchcmd_lines_trigger_runs() {
     let report = engine.shutdown(WAIT).await;
     assert!(report.stragglers.is_empty(), "the watch command was stopped");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_interrupts_a_long_running_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir.path().join("state"));
+    let mut g = Graph::new();
+    let res = resources::build("exec", "long", &params(&[("cmd", s("sleep 60"))])).unwrap();
+    g.add_vertex(ResKey::new("exec", "long"), Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let started = std::time::Instant::now();
+    let report = engine.shutdown(WAIT).await;
+    assert!(report.stragglers.is_empty());
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
+}

@@ -25,6 +25,8 @@ pub struct Probe {
     pub trigger: Arc<Notify>,
     /// Whether the next check-apply finds the state wrong.
     pub drift: Arc<AtomicBool>,
+    /// The watch fails this many times (right after starting) before it works.
+    pub watch_failures: Arc<AtomicUsize>,
 }
 
 /// The check-apply log shared by every resource in a test: `name`, `name+refresh`,
@@ -104,6 +106,10 @@ impl Resource for Scripted {
         let probe = self.probe.clone();
         Box::pin(async move {
             probe.watch_starts.fetch_add(1, Ordering::SeqCst);
+            if probe.watch_failures.load(Ordering::SeqCst) > 0 {
+                probe.watch_failures.fetch_sub(1, Ordering::SeqCst);
+                return Err(ResError::new("watch told to fail"));
+            }
             ctx.event();
             loop {
                 tokio::select! {
