@@ -95,7 +95,22 @@ fn describe_at(graph: &FuncGraph, node: NodeId, depth: usize) -> String {
         NodeKind::Map(_) => "{...}".into(),
         NodeKind::Struct(_) => "struct{...}".into(),
         NodeKind::Param(p) => format!("${}", graph.params[p.0 as usize].name),
-        NodeKind::Interp(_) => "\"...${...}...\"".into(),
+        NodeKind::Interp(parts) => {
+            let mut text = String::new();
+            for p in parts {
+                match &graph.node(*p).kind {
+                    NodeKind::Const(Value::Str(s)) => text.push_str(s),
+                    NodeKind::Param(id) => text.push_str(&format!("${{{}}}", graph.params[id.0 as usize].name)),
+                    _ => text.push_str("${...}"),
+                }
+            }
+            let quoted = crate::value::quote_str(&text);
+            if quoted.chars().count() > 40 {
+                format!("{}...\"", quoted.chars().take(36).collect::<String>())
+            } else {
+                quoted
+            }
+        }
         NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } => format!("{func}(...)"),
         NodeKind::CallValue { callee, .. } => format!("{}(...)", sub(callee)),
         NodeKind::Lambda { params, .. } => {
@@ -269,6 +284,18 @@ mod tests {
     fn suggests_close_names_only() {
         assert_eq!(did_you_mean("anotherstr", ["anotherstr2", "int", "bool"]), Some("anotherstr2"));
         assert_eq!(did_you_mean("xyz", ["anotherstr", "int"]), None);
+    }
+
+    #[test]
+    fn describes_interpolations_with_their_text() {
+        use crate::ir::NodeKind;
+        use crate::span::Span;
+        let mut g = FuncGraph::default();
+        let a = g.add(NodeKind::Const(Value::str("n-")), Span::default());
+        let p = g.add_param("x", Span::default());
+        let x = g.add(NodeKind::Param(p), Span::default());
+        let i = g.add(NodeKind::Interp(vec![a, x]), Span::default());
+        assert_eq!(describe_node(&g, i), "\"n-${x}\"");
     }
 
     #[test]
