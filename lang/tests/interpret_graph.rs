@@ -296,3 +296,46 @@ fn collected_resources_are_not_exported_again() {
     assert!(g.vertices[0].export().is_empty());
     assert!(g.vertices[0].collected);
 }
+
+#[test]
+fn edges_to_resources_that_failed_are_not_reported_again() {
+    let mut o = O::new();
+    o.res("notaresource", "x", &[], &[]);
+    o.res("test", "a", &[], &[]);
+    o.body_edge(EdgeProp::Depend, "Notaresource", "x");
+    o.edge(("Test", "a", None), ("Notaresource", "x", None));
+    let d = o.error();
+    assert!(d.message.contains("no resource kind `notaresource` available"), "{}", d.message);
+}
+
+#[test]
+fn unknown_params_are_build_errors() {
+    let mut o = O::new();
+    let span = o.res("test", "a", &[("nosuchfield", s("x"))], &[]);
+    let d = o.error();
+    assert_eq!(d.message, "error building resource: field `nosuchfield` does not exist in `test` resource");
+    assert_eq!(d.span, Some(span));
+}
+
+#[test]
+fn self_edges_are_cycles() {
+    let mut o = O::new();
+    o.res("test", "a", &[], &[]);
+    o.body_edge(EdgeProp::Before, "Test", "a");
+    assert_eq!(o.error().message, "resource graph has cycles: not a dag: test[a] -> test[a]");
+}
+
+#[test]
+fn list_edges_resolve_to_every_vertex_of_a_name() {
+    // A hidden and a normal `test[a]`: an edge to `test[a]` reaches both.
+    let mut o = O::new();
+    o.res("test", "a", &[], &[]);
+    o.res("test", "a", &[], &[("hidden", Value::Bool(true))]);
+    o.res("test", "b", &[], &[]);
+    o.edge(("Test", "b", None), ("Test", "a", None));
+    let (g, d) = o.run();
+    assert!(d.is_empty());
+    assert_eq!(g.vertices.len(), 3);
+    assert_eq!(g.edges.len(), 2);
+    assert!(g.edges.iter().all(|e| g.vertices[e.from].name == "b" && g.vertices[e.to].name == "a"));
+}
