@@ -1,8 +1,8 @@
 //! `svc`: a systemd service `<name>.service`: `state` (`running`, `stopped`, or "" to
 //! leave alone) and `startup` (`enabled`, `disabled`, or ""), through the host's
 //! [`ServiceManager`]. A notification triggers reload-or-try-restart unless this run just
-//! started or stopped the unit. Watch: the unit files (the D-Bus subscription of mgmt is not
-//! implemented; add `Meta:poll` to notice state changes made outside tend).
+//! started or stopped the unit. Watch: the unit files, plus the unit's active/enabled
+//! state polled every [`STATE_POLL`] (mgmt subscribes over D-Bus instead; not implemented).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -17,6 +17,9 @@ use crate::common::{Raw, res_error};
 use crate::host::{Host, ServiceManager};
 use crate::params::{BuildError, Params};
 use crate::util::watch::watch_loop;
+
+/// How often the watch asks the init system whether the unit's state changed.
+pub const STATE_POLL: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SvcParams {
@@ -72,7 +75,39 @@ impl Resource for Svc {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        watch_loop(self.unit_files.clone(), false, ctx)
+        let (services, unit, session) = (self.services.clone(), self.unit(), self.params.session);
+        let want_active = (!self.params.state.is_empty()).then(|| self.params.state == "running");
+        let want_enabled = (!self.params.startup.is_empty()).then(|| self.params.startup == "enabled");
+        let files = watch_loop(self.unit_files.clone(), false, ctx.clone());
+        Box::pin(async move {
+            // Unit files through the file watcher; the unit's state by polling it, with an
+            // event whenever it differs from what the params ask for.
+            let poll = async {
+                let mut ticker = tokio::time::interval(STATE_POLL);
+                ticker.tick().await;
+                loop {
+                    ticker.tick().await;
+                    if !services.exists(&unit, session).await? {
+                        continue;
+                    }
+                    let active_wrong = match want_active {
+                        Some(want) => services.is_active(&unit, session).await? != want,
+                        None => false,
+                    };
+                    let enabled_wrong = match want_enabled {
+                        Some(want) => services.is_enabled(&unit, session).await? != want,
+                        None => false,
+                    };
+                    if active_wrong || enabled_wrong {
+                        ctx.event();
+                    }
+                }
+            };
+            tokio::select! {
+                out = files => out,
+                out = poll => out,
+            }
+        })
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {

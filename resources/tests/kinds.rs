@@ -302,3 +302,29 @@ async fn exit_asks_the_engine_to_stop_with_its_code() {
     assert_eq!(*code, Some(42));
     assert!(build("exit", "x", &params(&[("code", Value::Int(200))])).is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn svc_notices_a_unit_stopped_behind_its_back() {
+    let root = tempfile::tempdir().unwrap();
+    let services = Arc::new(FakeServices::default());
+    let host = Host { services: services.clone(), ..Host::sandbox(root.path()) };
+    services.add("web.service");
+    let engine = support::engine(&root.path().join("state"));
+    let mut g = engine::Graph::new();
+    let res = build_with(&host, "svc", "web", &params(&[("state", s("running"))])).unwrap();
+    g.add_vertex(ResKey::new("svc", "web"), engine::Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(support::WAIT).await);
+    assert!(services.active("web.service"));
+    use resources::host::ServiceManager;
+    services.stop("web.service", false).await.unwrap();
+    tokio::time::sleep(resources::svc::STATE_POLL * 3).await;
+    assert!(engine.wait_converged(support::WAIT).await);
+    assert!(
+        services.active("web.service"),
+        "restarted after the poll noticed: {:?} {:?}",
+        engine.status().await,
+        services.calls()
+    );
+    engine.shutdown(support::WAIT).await;
+}
