@@ -15,6 +15,7 @@ pub mod constants;
 pub mod convert;
 pub mod datetime;
 pub mod deploy;
+pub mod dirwatch;
 pub mod encoding;
 pub mod example;
 pub mod fmt;

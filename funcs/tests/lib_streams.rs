@@ -302,3 +302,49 @@ async fn value_get_follows_the_store() {
     cancel.cancel();
     tokio::time::timeout(Duration::from_secs(2), task).await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn many_watched_files_share_one_watcher() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut runs = Vec::new();
+    // More than the default inotify instance limit (128).
+    for n in 0..200 {
+        let p = dir.path().join(format!("f{n}"));
+        std::fs::write(&p, format!("v{n}")).unwrap();
+        let mut r = start("os.readfile", Some(vec![s(p.to_str().unwrap())]));
+        assert_eq!(r.value().await, s(&format!("v{n}")));
+        runs.push(r);
+    }
+    std::fs::write(dir.path().join("f150"), "changed").unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(runs[150].value().await, s("changed"));
+    assert!(t.elapsed() < Duration::from_millis(100), "took {:?}", t.elapsed());
+    for r in runs {
+        r.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn os_readfile_in_a_directory_created_later() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("later");
+    let path = sub.join("f");
+    let mut r = start("os.readfile", Some(vec![s(path.to_str().unwrap())]));
+    assert!(matches!(r.next().await, Err(FuncError::Catchable(_))));
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(&path, "late").unwrap();
+    assert_eq!(r.value().await, s("late"));
+    // Once watched, changes are quick again.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    std::fs::write(&path, "later").unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(r.value().await, s("later"));
+    assert!(t.elapsed() < Duration::from_millis(100), "took {:?}", t.elapsed());
+    // Remove and recreate the directory.
+    std::fs::remove_dir_all(&sub).unwrap();
+    assert!(matches!(r.next().await, Err(FuncError::Catchable(_))));
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::write(&path, "again").unwrap();
+    assert_eq!(r.value().await, s("again"));
+    r.stop().await;
+}

@@ -181,24 +181,17 @@ fn parse_distro_uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
 }
 
 /// Emits `read(path)` now and whenever something changes in the file's directory (via
-/// inotify), plus a slow safety poll for directories that do not exist yet.
+/// the shared inotify watcher), plus a slow safety poll, and a fast one while the
+/// directory can't be watched (it does not exist yet).
 pub async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
 where
     F: Fn(&Path) -> FuncResult,
 {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let mut watcher = notify::recommended_watcher(move |_res: notify::Result<notify::Event>| {
-        let _ = tx.send(());
-    })
-    .ok();
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| ".".into());
-    let mut watching = false;
+    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into());
+    let mut watch = super::dirwatch::DirWatch::new(&dir);
     let mut last: Option<FuncResult> = None;
     loop {
-        if !watching && let Some(w) = watcher.as_mut() {
-            use notify::Watcher;
-            watching = w.watch(&dir, notify::RecursiveMode::NonRecursive).is_ok();
-        }
+        let watching = watch.ensure();
         let r = read(&path);
         if last.as_ref() != Some(&r) {
             if !em.send(r.clone()).await {
@@ -208,14 +201,9 @@ where
         }
         let safety = if watching { Duration::from_secs(5) } else { Duration::from_millis(250) };
         tokio::select! {
-            ev = rx.recv() => if ev.is_none() { watcher = None; watching = false; },
-            _ = tokio::time::sleep(safety) => {
-                // The directory may have been replaced; watch it again.
-                if watching && !dir.exists() { watching = false; }
-            }
+            _ = watch.changed() => {}
+            _ = tokio::time::sleep(safety) => {}
         }
-        // Coalesce a burst of events.
-        while rx.try_recv().is_ok() {}
     }
 }
 
