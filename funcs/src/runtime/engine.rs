@@ -34,7 +34,7 @@ use lang::value::{Env, Value};
 
 use crate::api::{FuncError, FuncResult, Host};
 use crate::runtime::info::GraphInfo;
-use crate::runtime::key::{InstKey, same};
+use crate::runtime::key::{FxBuild, InstKey, same};
 use crate::runtime::ops::op_name;
 use crate::runtime::stream::{Event, InstId, Spawner, StreamInst};
 
@@ -137,7 +137,7 @@ struct Frame {
 struct State {
     insts: Vec<Inst>,
     free_slots: Vec<InstId>,
-    index: HashMap<InstKey, InstId>,
+    index: HashMap<InstKey, InstId, FxBuild>,
     wave: u64,
     frames: Vec<Frame>,
     /// Instances the statement walk used in this wave.
