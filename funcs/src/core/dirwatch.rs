@@ -162,3 +162,29 @@ impl Drop for DirWatch {
 pub fn watched_dirs() -> usize {
     watches().lock().unwrap_or_else(|e| e.into_inner()).dirs.len()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn subscriptions_share_a_watch_and_release_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = DirWatch::new(dir.path());
+        let mut b = DirWatch::new(&dir.path().join("")); // same directory, other spelling
+        assert!(a.ensure() && b.ensure());
+        assert_eq!(watched_dirs(), 1);
+        std::fs::write(dir.path().join("x"), "1").unwrap();
+        for w in [&mut a, &mut b] {
+            tokio::time::timeout(Duration::from_secs(2), w.changed()).await.expect("no change seen");
+        }
+        drop(a);
+        assert_eq!(watched_dirs(), 1);
+        drop(b);
+        assert_eq!(watched_dirs(), 0);
+        let mut missing = DirWatch::new(&dir.path().join("nope"));
+        assert!(!missing.ensure());
+        assert_eq!(watched_dirs(), 0);
+    }
+}
