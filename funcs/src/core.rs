@@ -37,6 +37,7 @@ pub mod test;
 pub mod top;
 pub mod util;
 pub mod value;
+pub mod world;
 
 use crate::api::{Builtin, FuncError, FuncImpl, PureFn, StreamFn};
 use crate::registry::Registry;
@@ -69,6 +70,7 @@ pub fn register_all(r: &mut Registry) {
     golang_std::register(r);
     test::register(r);
     value::register(r);
+    world::register(r);
     example::register(r);
     constants::register(r);
 }

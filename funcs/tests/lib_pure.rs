@@ -361,3 +361,27 @@ fn huge_outputs_are_refused() {
     assert!(out.len() <= 10_000);
     assert!(funcs::template::render("{{ range 100000000000 }}{{ end }}", &i(0), &funcs::template::NoFuncs).is_err());
 }
+
+#[test]
+fn world_store_layout() {
+    use funcs::core::world::{escape, read_mapped, read_schedule, read_val, unescape};
+    assert_eq!(escape("a b/c"), "a%20b%2fc");
+    assert_eq!(unescape("a%20b%2fc"), "a b/c");
+    assert_eq!(unescape("100%"), "100%");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    assert_eq!(read_val(root, "k"), st(vec![("value", s("")), ("exists", b(false))]));
+    std::fs::create_dir_all(root.join("kv/k")).unwrap();
+    std::fs::write(root.join("kv/k/value"), "v1").unwrap();
+    assert_eq!(read_val(root, "k"), st(vec![("value", s("v1")), ("exists", b(true))]));
+    std::fs::create_dir_all(root.join("kv/ns")).unwrap();
+    std::fs::write(root.join("kv/ns/h1"), "one").unwrap();
+    std::fs::write(root.join("kv/ns/h%202"), "two").unwrap();
+    assert_eq!(read_mapped(root, "ns"), m(vec![(s("h1"), s("one")), (s("h 2"), s("two"))]));
+    assert_eq!(read_mapped(root, "missing"), m(vec![]));
+    assert_eq!(read_schedule(root, "sched"), strs(&[]));
+    std::fs::create_dir_all(root.join("schedule/sched")).unwrap();
+    std::fs::write(root.join("schedule/sched/h2"), "").unwrap();
+    std::fs::write(root.join("schedule/sched/h1"), "").unwrap();
+    assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]));
+}

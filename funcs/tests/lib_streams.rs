@@ -348,3 +348,24 @@ async fn os_readfile_in_a_directory_created_later() {
     assert_eq!(r.value().await, s("again"));
     r.stop().await;
 }
+
+#[tokio::test]
+async fn world_functions_follow_the_kv_store() {
+    let dir = tempfile::tempdir().unwrap();
+    funcs::core::world::set_state_dir(dir.path());
+    let mut g = start("world.getval", Some(vec![s("key1")]));
+    assert_eq!(g.value().await, st(vec![("value", s("")), ("exists", b(false))]));
+    std::fs::create_dir_all(dir.path().join("kv/key1")).unwrap();
+    std::fs::write(dir.path().join("kv/key1/value"), "hello").unwrap();
+    assert_eq!(g.value().await, st(vec![("value", s("hello")), ("exists", b(true))]));
+    g.stop().await;
+    let mut k = start("world.kvlookup", Some(vec![s("ns")]));
+    assert_eq!(k.value().await, m(vec![]));
+    std::fs::create_dir_all(dir.path().join("kv/ns")).unwrap();
+    std::fs::write(dir.path().join("kv/ns/h1"), "one").unwrap();
+    assert_eq!(k.value().await, m(vec![(s("h1"), s("one"))]));
+    k.stop().await;
+    let mut sc = start("world.schedule", Some(vec![s("xsched")]));
+    assert_eq!(sc.value().await, strs(&[]));
+    sc.stop().await;
+}

@@ -1,0 +1,183 @@
+//! The `world` package on a single host: the cluster-wide key/value store of mgmt is the
+//! local store the `kv` resource keeps under `<state dir>/kv/` (`<key>/value` for a plain
+//! key, `<key>/<hostname>` for a mapped one; names escaped as `%xx` outside
+//! `[A-Za-z0-9._-]`), and the scheduler's choices live under `<state dir>/schedule/<ns>/`
+//! (one entry per chosen host).
+//!
+//! The state directory must be the engine's: the app sets it with [`set_state_dir`]
+//! (default: `$TMPDIR/tend-state`, the engine's default).
+
+use super::dirwatch::DirWatch;
+use super::streams::{Emitter, boxed, per_input};
+use super::{stream, strukt};
+use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::registry::Registry;
+use futures::future::BoxFuture;
+use lang::value::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{OnceLock, RwLock};
+use std::time::Duration;
+
+pub fn register(r: &mut Registry) {
+    stream(r, "world.getval", "func(key str) struct{value str; exists bool}", getval, "a key of the kv store");
+    stream(r, "world.kvlookup", "func(namespace str) map{str: str}", kvlookup, "host name -> value of a mapped kv key");
+    stream(r, "world.schedule", "func(namespace str) []str", schedule, "the host names chosen for a namespace");
+}
+
+fn slot() -> &'static RwLock<Option<PathBuf>> {
+    static DIR: OnceLock<RwLock<Option<PathBuf>>> = OnceLock::new();
+    DIR.get_or_init(|| RwLock::new(None))
+}
+
+/// Tells the `world` functions where the engine keeps its state (for streams started
+/// afterwards).
+pub fn set_state_dir(dir: impl Into<PathBuf>) {
+    *slot().write().unwrap_or_else(|e| e.into_inner()) = Some(dir.into());
+}
+
+pub fn state_dir() -> PathBuf {
+    slot().read().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| std::env::temp_dir().join("tend-state"))
+}
+
+/// The file-name form of a key: `%xx` for every byte outside `[A-Za-z0-9._-]`.
+pub fn escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
+        })
+        .collect()
+}
+
+/// The inverse of [`escape`] (invalid escapes are kept as they are).
+pub fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `struct{value; exists}` of a plain key under `root`.
+pub fn read_val(root: &Path, key: &str) -> Value {
+    let path = root.join("kv").join(escape(key)).join("value");
+    match std::fs::read_to_string(path) {
+        Ok(v) => strukt([("value", Value::str(v)), ("exists", Value::Bool(true))]),
+        Err(_) => strukt([("value", Value::str("")), ("exists", Value::Bool(false))]),
+    }
+}
+
+/// Host name -> value of a mapped key under `root`.
+pub fn read_mapped(root: &Path, namespace: &str) -> Value {
+    let dir = root.join("kv").join(escape(namespace));
+    let mut m = BTreeMap::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == "value" || name.starts_with('.') {
+                continue;
+            }
+            if let Ok(v) = std::fs::read_to_string(e.path()) {
+                m.insert(Value::str(unescape(&name)), Value::str(v));
+            }
+        }
+    }
+    Value::map(m)
+}
+
+/// The hosts chosen for a namespace under `root`, sorted.
+pub fn read_schedule(root: &Path, namespace: &str) -> Value {
+    let dir = root.join("schedule").join(escape(namespace));
+    let mut hosts: Vec<String> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| !n.starts_with('.'))
+                .map(|n| unescape(&n))
+                .collect()
+        })
+        .unwrap_or_default();
+    hosts.sort();
+    Value::list(hosts.into_iter().map(Value::str).collect())
+}
+
+/// Emits `read()` now and whenever `dir` changes (or, while it does not exist, every
+/// 250 ms).
+async fn follow_dir<F: Fn() -> FuncResult>(dir: PathBuf, em: Emitter, read: F) {
+    let mut watch = DirWatch::new(&dir);
+    let mut last: Option<FuncResult> = None;
+    loop {
+        let watching = watch.ensure();
+        let r = read();
+        if last.as_ref() != Some(&r) {
+            if !em.send(r.clone()).await {
+                return;
+            }
+            last = Some(r);
+        }
+        let safety = if watching { Duration::from_secs(5) } else { Duration::from_millis(250) };
+        tokio::select! {
+            _ = watch.changed() => {}
+            _ = tokio::time::sleep(safety) => {}
+        }
+    }
+}
+
+fn key_arg(args: &[Value]) -> Result<String, FuncError> {
+    args.first().and_then(Value::as_str).map(str::to_string).ok_or_else(|| FuncError::fatal("expected a str argument"))
+}
+
+fn getval(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em: Emitter| async move {
+        let key = match key_arg(&args) {
+            Ok(k) => k,
+            Err(e) => {
+                em.send(Err(e)).await;
+                return;
+            }
+        };
+        let root = state_dir();
+        let dir = root.join("kv").join(escape(&key));
+        follow_dir(dir, em, move || Ok(read_val(&root, &key))).await
+    }))
+}
+
+fn kvlookup(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em: Emitter| async move {
+        let ns = match key_arg(&args) {
+            Ok(k) => k,
+            Err(e) => {
+                em.send(Err(e)).await;
+                return;
+            }
+        };
+        let root = state_dir();
+        let dir = root.join("kv").join(escape(&ns));
+        follow_dir(dir, em, move || Ok(read_mapped(&root, &ns))).await
+    }))
+}
+
+fn schedule(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, |args, em: Emitter| async move {
+        let ns = match key_arg(&args) {
+            Ok(k) => k,
+            Err(e) => {
+                em.send(Err(e)).await;
+                return;
+            }
+        };
+        let root = state_dir();
+        let dir = root.join("schedule").join(escape(&ns));
+        follow_dir(dir, em, move || Ok(read_schedule(&root, &ns))).await
+    }))
+}
