@@ -204,6 +204,9 @@ fn golang_template_calls_core_functions() {
     assert_eq!(ok("golang.template", vec![s("{{ golang_strings_join . \",\" }}"), strs(&["a", "b"])]), s("a,b"));
     assert_eq!(ok("golang.template", vec![s("{{ . | strings_to_upper }}"), s("abc")]), s("ABC"));
     assert_eq!(ok("golang.template", vec![s("{{ len . }}"), strs(&["a"])]), s("1"));
+    // Unambiguous short names work too; ambiguous ones (trim_space) do not.
+    assert_eq!(ok("golang.template", vec![s("an str is: {{ int2str . }}"), i(42)]), s("an str is: 42"));
+    assert!(fatal("golang.template", vec![s("{{ trim_space . }}"), s(" x ")]).contains("not defined"));
     let printed = ok("golang.template", vec![s("{{ datetime_print . }}"), i(0)]);
     assert!(printed.as_str().unwrap().starts_with("19"), "{printed}");
     // Wrong argument types and failures of the called function are fatal.

@@ -46,14 +46,34 @@ fn table() -> &'static BTreeMap<String, TemplateFunc> {
     static TABLE: OnceLock<BTreeMap<String, TemplateFunc>> = OnceLock::new();
     TABLE.get_or_init(|| {
         let reg = Registry::core();
-        reg.iter()
-            .filter(|b| b.decl.infer.is_none() && b.decl.name != "golang.template")
+        let simple: Vec<(&str, PureFn, &Vec<Type>)> = reg
+            .iter()
+            .filter(|b| b.decl.infer.is_none() && b.decl.name != "golang.template" && !b.decl.name.starts_with('_'))
             .filter(|b| !b.decl.sigs.iter().any(has_func_arg))
             .filter_map(|b| match b.imp {
-                FuncImpl::Pure(f) => Some((template_name(&b.decl.name), TemplateFunc { f, sigs: b.decl.sigs.clone() })),
+                FuncImpl::Pure(f) => Some((b.decl.name.as_str(), f, &b.decl.sigs)),
                 FuncImpl::Stream(_) => None,
             })
-            .collect()
+            .collect();
+        let mut table: BTreeMap<String, TemplateFunc> = simple
+            .iter()
+            .map(|(name, f, sigs)| (template_name(name), TemplateFunc { f: *f, sigs: (*sigs).clone() }))
+            .collect();
+        // Unambiguous short names too (`int2str` for `example.int2str`), as some mgmt
+        // examples use them; a full name always wins.
+        let mut short: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+        for (i, (name, _, _)) in simple.iter().enumerate() {
+            short.entry(name.rsplit(['.', '/']).next().unwrap_or(name)).or_default().push(i);
+        }
+        for (alias, users) in short {
+            if let [only] = users.as_slice()
+                && !table.contains_key(alias)
+            {
+                let (_, f, sigs) = simple[*only];
+                table.insert(alias.to_string(), TemplateFunc { f, sigs: sigs.clone() });
+            }
+        }
+        table
     })
 }
 
