@@ -36,7 +36,8 @@ pub struct Meta {
     pub hidden: bool,
     /// Hosts to export to (recorded; exporting needs a world backend).
     pub export: Vec<String>,
-    /// Recorded (reversal is not implemented).
+    /// Undo this resource when it leaves the graph ([`crate::Resource::reversal`]);
+    /// pending reversals live in memory, so they do not survive a restart.
     pub reverse: bool,
     /// Recorded for the autoedge pass that runs before the engine.
     pub autoedge: bool,

@@ -105,6 +105,15 @@ pub trait Resource: Send + Sync + 'static {
     /// one.
     fn fingerprint(&self) -> String;
 
+    /// For `Meta:reverse`: the resource that puts back the state found before this one
+    /// ever ran, computed from the system after `init` and before the first check-apply.
+    /// When this resource later leaves the graph, the engine runs the reversal in its place
+    /// until it succeeds. `Ok(None)`: this kind is not reversible. An `Err` rejects the
+    /// candidate graph.
+    fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
+        Ok(None)
+    }
+
     /// Whether notifications reach this resource ([`ApplyCtx::refresh`]).
     fn refreshable(&self) -> bool {
         false

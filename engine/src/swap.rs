@@ -14,8 +14,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Link, Links, Node, lock};
-use crate::res::{InitCtx, ResError, ResKey};
+use crate::node::{Link, Links, Node, WorkerState, lock};
+use crate::res::{InitCtx, ResError, ResKey, Resource};
 use crate::worker::{Shared, Worker};
 
 /// The running graph: one record per vertex, one per edge.
@@ -23,6 +23,11 @@ use crate::worker::{Shared, Worker};
 pub(crate) struct Running {
     pub(crate) vertices: BTreeMap<ResKey, RunningVertex>,
     pub(crate) edges: BTreeMap<(ResKey, ResKey), RunningEdge>,
+    /// Reversals captured when `Meta:reverse` vertices were first inited, waiting for
+    /// their vertex to leave the graph (in memory: they do not survive a restart).
+    pub(crate) pending_reversals: BTreeMap<ResKey, Box<dyn Resource>>,
+    /// Running vertices that are reversals; kept until they succeed once.
+    pub(crate) reversal_keys: BTreeSet<ResKey>,
 }
 
 pub(crate) struct RunningVertex {
@@ -139,12 +144,13 @@ pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(Re
 
 /// Diff by kind+name: same fingerprint and metaparams keep the running vertex, unless it
 /// failed and asks to be rewatched.
-fn plan(running: &Running, graph: &Graph) -> Plan {
+fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
     let mut plan = Plan { stop: Vec::new(), start: BTreeSet::new(), unchanged: Vec::new() };
     let candidate: BTreeMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
     for (key, old) in &running.vertices {
         match candidate.get(key) {
             Some(new) if same(old, new) => plan.unchanged.push(key.clone()),
+            None if keep.contains(key) => plan.unchanged.push(key.clone()),
             _ => plan.stop.push(key.clone()),
         }
     }
@@ -166,34 +172,82 @@ fn same(old: &RunningVertex, new: &Vertex) -> bool {
 
 /// Runs `init` on every vertex to start; on any failure cleans up those already inited and
 /// rejects the candidate.
-async fn init_new(
-    state_dir: &Path,
-    graph: Graph,
-    plan: &Plan,
-) -> Result<(Vec<Vertex>, BTreeMap<(ResKey, ResKey), Edge>), SwapError> {
+/// What [`init_new`] produced: the inited vertices with their captured reversals, and
+/// the candidate's edges.
+struct Inited {
+    vertices: Vec<Vertex>,
+    reversals: Vec<(ResKey, Box<dyn Resource>)>,
+    edges: BTreeMap<(ResKey, ResKey), Edge>,
+}
+
+/// On rejection, the vertices handed back (cleaned up) so injected reversals stay pending.
+type InitFailure = (SwapError, Vec<Vertex>);
+
+async fn init_new(state_dir: &Path, graph: Graph, plan: &Plan) -> Result<Inited, InitFailure> {
     let edges = graph.merged_edges();
     let mut inited: Vec<Vertex> = Vec::new();
+    let mut reversals = Vec::new();
     let mut problems = Vec::new();
-    for mut v in graph.vertices.into_iter().filter(|v| plan.start.contains(&v.key)) {
+    let mut rest = graph.vertices.into_iter().filter(|v| plan.start.contains(&v.key));
+    for mut v in rest.by_ref() {
         let ctx =
             InitCtx { key: v.key.clone(), var_dir: var_dir(state_dir, &v.key), state_dir: state_dir.to_path_buf() };
-        match v.res.init(&ctx).await {
-            Ok(()) => inited.push(v),
+        let outcome = match v.res.init(&ctx).await {
+            Ok(()) if v.meta.reverse => v.res.reversal(),
+            Ok(()) => Ok(None),
+            Err(error) => Err(error),
+        };
+        match outcome {
+            Ok(reversal) => {
+                reversals.extend(reversal.map(|r| (v.key.clone(), r)));
+                inited.push(v);
+            }
             Err(error) => {
                 problems.push(Rejection::Init { key: v.key.clone(), error });
+                inited.push(v);
                 break;
             }
         }
     }
     if problems.is_empty() {
-        return Ok((inited, edges));
+        return Ok(Inited { vertices: inited, reversals, edges });
     }
-    for mut v in inited {
+    for v in &mut inited {
         if let Err(error) = v.res.cleanup().await {
             tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
         }
     }
-    Err(SwapError::Rejected(problems))
+    inited.extend(rest);
+    Err((SwapError::Rejected(problems), inited))
+}
+
+/// Adds a pending reversal for every reversible vertex that leaves the graph, and lists
+/// the running reversals that must keep running because they have not succeeded yet.
+/// Returns the keys of the injected reversals and of the kept ones.
+fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKey>, BTreeSet<ResKey>) {
+    let candidate: BTreeSet<ResKey> = graph.vertices.iter().map(|v| v.key.clone()).collect();
+    let keep: BTreeSet<ResKey> = running
+        .reversal_keys
+        .iter()
+        .filter(|k| !candidate.contains(*k))
+        .filter(|k| running.vertices.get(*k).is_some_and(|v| v.node.state() != WorkerState::Idle))
+        .cloned()
+        .collect();
+    let due: Vec<ResKey> = running
+        .pending_reversals
+        .keys()
+        .filter(|k| !candidate.contains(*k) && running.vertices.contains_key(*k))
+        .cloned()
+        .collect();
+    let mut injected = BTreeSet::new();
+    for key in due {
+        if let Some(res) = running.pending_reversals.remove(&key) {
+            tracing::info!(resource = %key, "left the graph; running its reversal");
+            graph.vertices.push(Vertex { key: key.clone(), meta: Meta::default(), res });
+            injected.insert(key);
+        }
+    }
+    (injected, keep)
 }
 
 /// `<state>/engine/state/<kind>-<name with unsafe bytes escaped>`.
@@ -240,10 +294,24 @@ pub(crate) async fn swap(
     generation: u64,
 ) -> Result<SwapReport, SwapError> {
     validate(&graph)?;
+    let (injected, keep) = inject_reversals(running, &mut graph);
     let edges = graph.merged_edges();
     prefill(running, &mut graph, &edges);
-    let plan = plan(running, &graph);
-    let (fresh, edges) = init_new(state_dir, graph, &plan).await?;
+    let plan = plan(running, &graph, &keep);
+    let Inited { vertices: fresh, reversals, edges } = match init_new(state_dir, graph, &plan).await {
+        Ok(inited) => inited,
+        Err((error, handed_back)) => {
+            for v in handed_back.into_iter().filter(|v| injected.contains(&v.key)) {
+                running.pending_reversals.insert(v.key, v.res);
+            }
+            return Err(error);
+        }
+    };
+    for (key, reversal) in reversals {
+        // The first capture wins: it holds the state from before tend managed the resource.
+        running.pending_reversals.entry(key).or_insert(reversal);
+    }
+    running.reversal_keys = injected.into_iter().chain(keep).collect();
 
     let stopping: Vec<RunningVertex> = plan.stop.iter().filter_map(|k| running.vertices.remove(k)).collect();
     stop(shared, stopping, stop_timeout).await;

@@ -545,3 +545,29 @@ async fn a_failing_watch_is_restarted_within_its_budget() {
     let failures = engine.failures().await;
     assert_eq!(failures.get(&key("doomed")).map(String::as_str), Some("watch told to fail"));
 }
+
+#[tokio::test]
+async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let reversible = |param: &str| {
+        let mut r = Scripted::new("a", &log).param(param);
+        r.reversible = true;
+        (r, Meta { reverse: true, ..Meta::default() })
+    };
+    engine.apply(graph_with_meta(vec![reversible("1")], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    // A param change replaces it; the reversal captured first is kept.
+    engine.apply(graph_with_meta(vec![reversible("2")], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let report = engine.apply(Graph::new()).await.unwrap();
+    assert_eq!(report.started, [key("a")], "the reversal takes its place");
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.entries(), ["a", "a", "a~reversal"]);
+    let report = engine.apply(Graph::new()).await.unwrap();
+    assert_eq!(report.stopped, [key("a")], "a reversal that succeeded leaves");
+    assert!(engine.keys().await.is_empty());
+    engine.apply(Graph::new()).await.unwrap();
+    assert_eq!(log.count("a~reversal"), 1);
+}

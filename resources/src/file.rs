@@ -221,6 +221,40 @@ impl Resource for File {
         format!("{:?} spared {:?}", self.params, self.spared)
     }
 
+    /// The file as it is now: absent, or a regular file with its content, mode and
+    /// owner. Directories and source-copied files are refused, as in mgmt.
+    fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
+        let p = &self.params;
+        let refuse = |why: &str| Err(ResError::new(format!("file[{}]: cannot reverse {why}", self.raw.name)));
+        if p.is_dir() {
+            return refuse("a directory");
+        }
+        if !p.source.is_empty() {
+            return refuse("a file copied from a source");
+        }
+        let path = Path::new(&p.path);
+        let mut values = BTreeMap::from([("path".to_string(), Value::str(&p.path))]);
+        match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                values.insert("state".into(), Value::str("absent"));
+            }
+            Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.raw.name))),
+            Ok(m) if !m.is_file() => return refuse("something that is not a regular file"),
+            Ok(m) => {
+                let content = fs::read(path)?;
+                let Ok(content) = String::from_utf8(content) else { return refuse("binary content") };
+                values.insert("state".into(), Value::str("exists"));
+                values.insert("content".into(), Value::str(content));
+                values.insert("mode".into(), Value::str(format!("{:04o}", m.mode() & 0o7777)));
+                values.insert("owner".into(), Value::str(m.uid().to_string()));
+                values.insert("group".into(), Value::str(m.gid().to_string()));
+                values.insert("force".into(), Value::Bool(true));
+            }
+        }
+        let reverse = File::build(&self.raw.name, &values).map_err(|e| ResError::new(e.to_string()))?;
+        Ok(Some(Box::new(reverse)))
+    }
+
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
         self.raw.recv(key, value, &mut self.params, FileParams::decode)
     }

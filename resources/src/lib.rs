@@ -14,7 +14,8 @@
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
 //! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`, `exit`,
-//! `_panic`. Not implemented: autogrouping, reversal, exports, `file`'s `selinux`.
+//! `_panic`. `Meta:reverse` works for `file` (regular files; the reversal is kept in
+//! memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
 
 pub mod account;
 pub mod autoedge;

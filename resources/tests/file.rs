@@ -202,3 +202,41 @@ async fn purge_spares_paths_other_resources_manage() {
     assert!(dst.join("managed").exists());
     assert!(!dst.join("stray").exists());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn meta_reverse_restores_the_file_when_it_leaves_the_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir.path().join("state"));
+    let existing = dir.path().join("existing");
+    fs::write(&existing, "original\n").unwrap();
+    fs::set_permissions(&existing, fs::Permissions::from_mode(0o600)).unwrap();
+    let created = dir.path().join("created");
+    let reverse = Meta { reverse: true, ..Meta::default() };
+    let mut g = Graph::new();
+    for path in [&existing, &created] {
+        let name = path.to_str().unwrap();
+        let res =
+            resources::build("file", name, &params(&[("state", s("exists")), ("content", s("managed\n"))])).unwrap();
+        g.add_vertex(ResKey::new("file", name), reverse.clone(), res);
+    }
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(fs::read_to_string(&existing).unwrap(), "managed\n");
+    assert_eq!(fs::read_to_string(&created).unwrap(), "managed\n");
+
+    engine.apply(Graph::new()).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(fs::read_to_string(&existing).unwrap(), "original\n");
+    assert_eq!(fs::metadata(&existing).unwrap().mode() & 0o777, 0o600);
+    assert!(!created.exists(), "a file that did not exist is removed again");
+    engine.apply(Graph::new()).await.unwrap();
+    assert!(engine.keys().await.is_empty());
+
+    let d = format!("{}/", dir.path().join("d").display());
+    let mut g = Graph::new();
+    let res = resources::build("file", &d, &params(&[("state", s("exists"))])).unwrap();
+    g.add_vertex(ResKey::new("file", &d), reverse, res);
+    let err = engine.apply(g).await.unwrap_err();
+    assert!(err.to_string().contains("cannot reverse a directory"), "{err}");
+    engine.shutdown(WAIT).await;
+}

@@ -61,6 +61,8 @@ pub struct Scripted {
     pub running: Option<(Arc<AtomicUsize>, Arc<AtomicUsize>)>,
     pub invalid: bool,
     pub init_fails: bool,
+    /// Offer a reversal (a resource logging `NAME~reversal`).
+    pub reversible: bool,
 }
 
 impl Scripted {
@@ -77,6 +79,7 @@ impl Scripted {
             running: None,
             invalid: false,
             init_fails: false,
+            reversible: false,
         }
     }
     pub fn changing(self) -> Scripted {
@@ -169,6 +172,12 @@ impl Resource for Scripted {
 
     fn refreshable(&self) -> bool {
         self.refreshable
+    }
+
+    fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
+        Ok(self
+            .reversible
+            .then(|| Box::new(Scripted::new(&format!("{}~reversal", self.name), &self.probe.log)) as Box<dyn Resource>))
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {

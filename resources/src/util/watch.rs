@@ -191,8 +191,15 @@ impl Hub {
                 if let Some(mode) = now
                     && let Err(e) = watcher.watch(dir, mode)
                 {
-                    // The directory may have vanished meanwhile; the next event re-arms.
-                    tracing::debug!(path = %dir.display(), error = %e, "cannot watch");
+                    // The directory may have vanished meanwhile (the next event re-arms);
+                    // anything else (e.g. the inotify watch limit) means missed events.
+                    if matches!(&e.kind, notify::ErrorKind::PathNotFound)
+                        || matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+                    {
+                        tracing::debug!(path = %dir.display(), error = %e, "cannot watch");
+                    } else {
+                        tracing::warn!(path = %dir.display(), error = %e, "cannot watch; changes here will be missed");
+                    }
                 }
             }
         }
