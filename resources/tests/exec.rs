@@ -181,3 +181,30 @@ async fn shutdown_interrupts_a_long_running_command() {
     assert!(report.stragglers.is_empty());
     assert!(started.elapsed() < std::time::Duration::from_secs(3), "took {:?}", started.elapsed());
 }
+
+#[tokio::test]
+async fn mtimes_force_a_run_and_donecmd_follows_a_successful_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    fs::write(&input, "v1").unwrap();
+    let done = dir.path().join("done");
+    let pairs = [
+        ("cmd", s("true")),
+        ("creates", s(input.to_str().unwrap())),
+        ("mtimes", strs(&[input.to_str().unwrap()])),
+        ("donecmd", s(&format!("touch {}", done.display()))),
+    ];
+    let ctx =
+        InitCtx { key: ResKey::new("exec", "m"), var_dir: dir.path().join("var"), state_dir: dir.path().to_path_buf() };
+    let mut e = exec("m", &pairs);
+    e.init(&ctx).await.unwrap();
+    assert!(!check(&mut e, true).await.unwrap().0, "never ran: mtimes overrides the creates guard");
+    assert!(done.exists());
+    assert!(check(&mut e, true).await.unwrap().0, "nothing changed since the last run");
+    tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    fs::write(&input, "v2").unwrap();
+    assert!(!check(&mut e, true).await.unwrap().0, "the input changed");
+    let failing_done = [("cmd", s("true")), ("donecmd", s("false"))];
+    let err = check(&mut exec("d", &failing_done), true).await.unwrap_err();
+    assert!(err.contains("donecmd"), "{err}");
+}
