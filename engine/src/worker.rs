@@ -15,9 +15,9 @@ use std::time::Duration;
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::{OwnedSemaphorePermit, RwLock, Semaphore, broadcast};
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::converger::Converger;
 use crate::event::EngineEvent;
@@ -316,7 +316,7 @@ impl Worker {
     }
 
     /// Starts the watch, or the engine's substitute for it (poll, run-once, hidden).
-    fn spawn_watch(&self, cancel: CancellationToken) -> JoinHandle<Result<(), ResError>> {
+    fn spawn_watch(&self, cancel: CancellationToken) -> WatchTask {
         let ctx = WatchCtx { node: self.node.clone(), cancel, converger: self.shared.converger.clone() };
         let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
@@ -338,12 +338,12 @@ impl Worker {
         } else {
             self.res.watch(ctx)
         };
-        tokio::spawn(async move {
+        AbortOnDropHandle::new(tokio::spawn(async move {
             AssertUnwindSafe(fut)
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
-        })
+        }))
     }
 
     /// Sleeps `ms` milliseconds; false when cancelled meanwhile.
@@ -393,7 +393,7 @@ impl Worker {
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
-    async fn stop(mut self, watch: Option<JoinHandle<Result<(), ResError>>>, watch_cancel: CancellationToken) {
+    async fn stop(mut self, watch: Option<WatchTask>, watch_cancel: CancellationToken) {
         watch_cancel.cancel();
         if let Some(mut handle) = watch
             && tokio::time::timeout(self.shared.watch_stop_timeout, &mut handle).await.is_err()
@@ -409,9 +409,11 @@ impl Worker {
     }
 }
 
-async fn wait_watch(
-    watch: &mut Option<JoinHandle<Result<(), ResError>>>,
-) -> Result<Result<(), ResError>, tokio::task::JoinError> {
+/// The watch task; aborted when dropped, so a worker that is itself aborted (a straggler
+/// at shutdown) does not leave its watch running.
+type WatchTask = AbortOnDropHandle<Result<(), ResError>>;
+
+async fn wait_watch(watch: &mut Option<WatchTask>) -> Result<Result<(), ResError>, tokio::task::JoinError> {
     match watch.as_mut() {
         Some(handle) => handle.await,
         None => std::future::pending().await,

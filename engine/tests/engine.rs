@@ -571,3 +571,24 @@ async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
     engine.apply(Graph::new()).await.unwrap();
     assert_eq!(log.count("a~reversal"), 1);
 }
+
+#[tokio::test]
+async fn a_watch_that_ignores_cancellation_is_aborted_with_its_worker() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let res = Scripted::new("stubborn", &log);
+    res.probe.stubborn.store(true, Ordering::SeqCst);
+    let probe = res.probe();
+    engine.apply(graph(vec![res], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let report = engine.shutdown(Duration::from_millis(100)).await;
+    assert_eq!(report.stragglers, [key("stubborn")]);
+    for _ in 0..100 {
+        if probe.watch_dropped.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(probe.watch_dropped.load(Ordering::SeqCst), "the watch task did not outlive its worker");
+}

@@ -27,6 +27,19 @@ pub struct Probe {
     pub drift: Arc<AtomicBool>,
     /// The watch fails this many times (right after starting) before it works.
     pub watch_failures: Arc<AtomicUsize>,
+    /// The watch ignores cancellation (it must then be aborted).
+    pub stubborn: Arc<AtomicBool>,
+    /// Set when a watch future is dropped.
+    pub watch_dropped: Arc<AtomicBool>,
+}
+
+/// Sets a flag when dropped.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
 }
 
 /// The check-apply log shared by every resource in a test: `name`, `name+refresh`,
@@ -113,7 +126,11 @@ impl Resource for Scripted {
                 probe.watch_failures.fetch_sub(1, Ordering::SeqCst);
                 return Err(ResError::new("watch told to fail"));
             }
+            let _flag = DropFlag(probe.watch_dropped.clone());
             ctx.event();
+            if probe.stubborn.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
             loop {
                 tokio::select! {
                     _ = probe.trigger.notified() => ctx.event(),
