@@ -241,3 +241,15 @@ impl Engine {
         ShutdownReport { stopped, stragglers }
     }
 }
+
+/// Dropping the engine without [`Engine::shutdown`] still stops every worker (they exit
+/// and clean up on their own, as long as the runtime keeps running).
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Ok(running) = self.running.try_lock() {
+            for v in running.vertices.values() {
+                v.cancel.cancel();
+            }
+        }
+    }
+}

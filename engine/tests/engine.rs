@@ -592,3 +592,24 @@ async fn a_watch_that_ignores_cancellation_is_aborted_with_its_worker() {
     }
     assert!(probe.watch_dropped.load(Ordering::SeqCst), "the watch task did not outlive its worker");
 }
+
+#[tokio::test]
+async fn dropping_the_engine_stops_its_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let res = Scripted::new("r", &log);
+    let probe = res.probe();
+    {
+        let engine = engine(&dir);
+        engine.apply(graph(vec![res], &[])).await.unwrap();
+        assert!(engine.wait_converged(WAIT).await);
+    }
+    for _ in 0..100 {
+        if probe.cleanups.load(Ordering::SeqCst) == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(probe.cleanups.load(Ordering::SeqCst), 1);
+    assert!(probe.watch_dropped.load(Ordering::SeqCst));
+}
