@@ -328,3 +328,34 @@ async fn svc_notices_a_unit_stopped_behind_its_back() {
     );
     engine.shutdown(support::WAIT).await;
 }
+
+#[tokio::test]
+async fn the_shadow_tools_backend_edits_account_files_under_a_root() {
+    let root = tempfile::tempdir().unwrap();
+    let is_root = nix::unistd::Uid::effective().is_root();
+    if !is_root || !std::path::Path::new("/usr/sbin/useradd").exists() {
+        println!("skipped: needs root and the shadow tools (useradd --root)");
+        return;
+    }
+    let etc = root.path().join("etc");
+    fs::create_dir_all(&etc).unwrap();
+    fs::write(etc.join("passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+    fs::write(etc.join("group"), "root:x:0:\n").unwrap();
+    fs::write(etc.join("shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
+    fs::write(etc.join("gshadow"), "root:*::\n").unwrap();
+    let accounts = Arc::new(resources::host::ShadowTools { root: root.path().to_path_buf() });
+    let host = Host { accounts, ..Host::sandbox(root.path()) };
+    let mut group =
+        build_with(&host, "group", "staff", &params(&[("state", s("exists")), ("gid", Value::Int(500))])).unwrap();
+    converge(group.as_mut()).await;
+    let user_params = |shell: &str| {
+        params(&[("state", s("exists")), ("uid", Value::Int(1500)), ("group", s("staff")), ("shell", s(shell))])
+    };
+    converge(build_with(&host, "user", "alice", &user_params("/bin/sh")).unwrap().as_mut()).await;
+    let passwd = fs::read_to_string(etc.join("passwd")).unwrap();
+    assert!(passwd.contains("alice:x:1500:500:"), "{passwd}");
+    converge(build_with(&host, "user", "alice", &user_params("/bin/bash")).unwrap().as_mut()).await;
+    assert!(fs::read_to_string(etc.join("passwd")).unwrap().contains(":/bin/bash"));
+    converge(build_with(&host, "user", "alice", &params(&[("state", s("absent"))])).unwrap().as_mut()).await;
+    assert!(!fs::read_to_string(etc.join("passwd")).unwrap().contains("alice"));
+}
