@@ -359,3 +359,17 @@ async fn the_shadow_tools_backend_edits_account_files_under_a_root() {
     converge(build_with(&host, "user", "alice", &params(&[("state", s("absent"))])).unwrap().as_mut()).await;
     assert!(!fs::read_to_string(etc.join("passwd")).unwrap().contains("alice"));
 }
+
+#[tokio::test]
+async fn the_real_package_and_mount_backends_answer_read_only_queries() {
+    use resources::host::{Apt, MountTools, Mounter, PackageManager};
+    if std::path::Path::new("/usr/bin/dpkg-query").exists() {
+        let bash = Apt.installed("bash").await.unwrap();
+        assert!(bash.is_some_and(|v| !v.is_empty()), "bash is installed on a Debian host");
+        assert_eq!(Apt.installed("no-such-package-tend").await.unwrap(), None);
+    } else {
+        println!("skipped the dpkg part: no dpkg-query");
+    }
+    assert!(MountTools.is_mounted("/").await.unwrap());
+    assert!(!MountTools.is_mounted("/no/such/mount/point").await.unwrap());
+}
