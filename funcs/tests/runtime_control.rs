@@ -189,3 +189,14 @@ async fn an_error_inside_a_lambda_is_reported_at_its_call() {
     assert_eq!(err.labels.first().map(|l| l.span), Some(G::span_of(body)));
     assert!(err.notes.iter().any(|n| n.contains("test.fatal")), "{:?}", err.notes);
 }
+
+#[tokio::test]
+async fn a_panicking_builtin_becomes_a_diagnostic_at_its_call() {
+    let mut g = G::new();
+    let bad = g.call("test.panic", vec![], Type::Int);
+    g.output("out", bad);
+    let err = first_output(g.finish(), registry(), Host::default(), WAIT).await.expect_err("fails");
+    assert_eq!(err.stage, Stage::Stream);
+    assert_eq!(err.message, "function `test.panic` panicked: this built-in is broken");
+    assert_eq!(err.span, Some(G::span_of(bad)));
+}

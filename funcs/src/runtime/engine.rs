@@ -418,6 +418,16 @@ impl Engine {
         self.st.borrow_mut().stale.insert(id);
     }
 
+    /// How many computations are in progress (for unwinding after a panic).
+    pub fn frame_depth(&self) -> usize {
+        self.st.borrow().frames.len()
+    }
+
+    /// Drops the frames of computations a panic unwound through.
+    pub fn truncate_frames(&self, depth: usize) {
+        self.st.borrow_mut().frames.truncate(depth);
+    }
+
     /// Marks the running computation as waiting for a value.
     pub fn set_pending(&self) {
         if let Some(frame) = self.st.borrow_mut().frames.last_mut() {

@@ -1,6 +1,9 @@
 //! Computing one instance from its operands, per node kind, and calling lambdas (for
 //! `CallValue` and for built-ins, through [`Caller`]).
 
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use lang::ir::{NodeId, NodeKind};
 use lang::types::Type;
 use lang::value::{Closure, Env, Value};
@@ -58,7 +61,13 @@ impl Engine {
                                 caller: &EngineCaller { engine: self },
                                 host: &self.host,
                             };
-                            let r = f(&ctx, &vals);
+                            // A panicking built-in is a bug in it, but it should stop this
+                            // program with a diagnostic at the call, not take the engine down.
+                            let depth = self.frame_depth();
+                            let r = catch_unwind(AssertUnwindSafe(|| f(&ctx, &vals))).unwrap_or_else(|panic| {
+                                self.truncate_frames(depth);
+                                Err(FuncError::fatal(format!("function `{func}` panicked: {}", panic_message(&*panic))))
+                            });
                             Some(r.map_err(|err| self.builtin_failure(err, node)))
                         }
                     },
@@ -190,6 +199,15 @@ impl Engine {
         }
         self.get(*body, &env)
     }
+}
+
+/// The text of a panic payload.
+fn panic_message(panic: &(dyn Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string())
 }
 
 /// The [`Caller`] handed to pure built-ins while they run on the engine thread.

@@ -134,6 +134,11 @@ fn fatal(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     Err(FuncError::fatal(args[0].as_str().unwrap_or_default()))
 }
 
+/// `test.panic() ?1`: a buggy built-in.
+fn panicking(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
+    panic!("this built-in is broken")
+}
+
 /// `test.input(id str) ?1`: emits the value set with [`set`] for `id`, now and on
 /// every change.
 fn input_stream(ctx: StreamCtx) -> BoxFuture<'static, ()> {
@@ -220,6 +225,7 @@ pub fn registry() -> Arc<Registry> {
     pure(&mut r, "test.map", map);
     pure(&mut r, "test.fail", fail);
     pure(&mut r, "test.fatal", fatal);
+    pure(&mut r, "test.panic", panicking);
     stream(&mut r, "test.input", input_stream);
     stream(&mut r, "test.echo", echo_stream);
     stream(&mut r, "test.slowstop", slowstop_stream);
