@@ -1,0 +1,123 @@
+//! mcl programs all the way through: the real front end and dataflow (`lang`, `funcs`),
+//! interpretation, this crate's glue (`graph::check`, `add_autoedges`, `to_engine`) and
+//! the engine, on files in a temporary directory. What `tend run` does, minus the CLI.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use lang::loader::MemLoader;
+use resources::Host;
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Compiles and evaluates `program`, returning the interpreted resource graph (with kind
+/// checks and automatic edges) or the first error as `errSTAGE: message`.
+async fn resource_graph(program: &str) -> Result<lang::resgraph::ResGraph, String> {
+    let registry = funcs::registry::Registry::core();
+    let mut catalog = registry.catalog();
+    resources::declare(&mut catalog);
+    let first = |d: &lang::diag::Diagnostic| format!("{}: {}", d.stage.code(), d.message);
+    let graph = front_end(program, &catalog).map_err(|d| first(&d))?;
+    let host = funcs::api::Host { root: "/".into(), args: Vec::new() };
+    let output =
+        funcs::runtime::first_output(Arc::new(graph), Arc::new(registry), host, WAIT).await.map_err(|d| first(&d))?;
+    let (mut graph, diags) = lang::interpret::interpret(&output, &catalog);
+    if let Some(d) = diags.first() {
+        return Err(first(d));
+    }
+    let diags = resources::graph::check(&graph);
+    if let Some(d) = diags.first() {
+        return Err(first(d));
+    }
+    resources::graph::add_autoedges(&mut graph);
+    Ok(graph)
+}
+
+/// The front-end stages in order (what the app's compile step runs), stopping at the
+/// first stage with errors.
+fn front_end(program: &str, catalog: &lang::catalog::Catalog) -> Result<lang::ir::FuncGraph, lang::diag::Diagnostic> {
+    let stop = |diags: lang::diag::Diagnostics| diags.first().cloned();
+    let loader = MemLoader::new().with("/main.mcl", program);
+    let mut sources = lang::span::SourceMap::new();
+    let file = sources.add(lang::span::SourceFile::new("/main.mcl", program));
+    let (ast, diags) = lang::syntax::parse(file, program);
+    if let Some(d) = stop(diags) {
+        return Err(d);
+    }
+    if let Some(d) = stop(lang::init::check(&ast)) {
+        return Err(d);
+    }
+    let (ast, diags) = lang::interpolate::run(ast);
+    if let Some(d) = stop(diags) {
+        return Err(d);
+    }
+    let (mut graph, diags) = lang::scope::resolve(ast, "/main.mcl", &loader, catalog, &mut sources);
+    if let Some(d) = stop(diags) {
+        return Err(d);
+    }
+    if let Some(d) = stop(lang::unify::unify(&mut graph, catalog)) {
+        return Err(d);
+    }
+    if let Some(d) = stop(lang::graph_check::check(&graph)) {
+        return Err(d);
+    }
+    Ok(graph)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_converges_the_files_it_declares() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display();
+    let program = format!(
+        r#"import "fmt"
+
+$names = ["a", "b"]
+$root = "{root}"
+file "${{root}}/conf/" {{
+	state => "exists",
+}}
+for $i, $name in $names {{
+	file "${{root}}/conf/${{name}}" {{
+		state => "exists",
+		content => fmt.printf("name=%s index=%d\n", $name, $i),
+		mode => "0640",
+	}}
+}}
+exec "stamp" {{
+	cmd => "echo stamped",
+	Depend => File["${{root}}/conf/a"],
+}}
+Exec["stamp"].stdout -> File["${{root}}/stamp"].content
+file "${{root}}/stamp" {{
+	state => "exists",
+}}
+"#
+    );
+    let graph = resource_graph(&program).await.expect("the program compiles and interprets");
+    let lines = graph.to_lines();
+    let dir_edge =
+        format!("Edge: file[{root}/conf/] -> file[{root}/conf/a] # file[{root}/conf/] -> file[{root}/conf/a]");
+    assert!(lines.contains(&dir_edge), "the automatic edge: {lines:#?}");
+
+    let engine = engine::Engine::new(engine::EngineConfig {
+        state_dir: dir.path().join("state"),
+        stop_timeout: Duration::from_secs(5),
+    });
+    let g = resources::graph::to_engine(&Host::system(), &graph, false).expect("builds");
+    engine.apply(g).await.expect("valid");
+    assert!(engine.wait_converged(WAIT).await);
+    assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);
+    let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+    assert_eq!(read("conf/a"), "name=a index=0\n");
+    assert_eq!(read("conf/b"), "name=b index=1\n");
+    assert_eq!(read("stamp"), "stamped\n");
+    engine.shutdown(WAIT).await;
+}
+
+#[tokio::test]
+async fn kind_validation_fails_at_interpret() {
+    let err = resource_graph("test \"t\" {\n\tvalidatebool => true,\n}\n").await.unwrap_err();
+    assert!(err.starts_with("errInterpret: test[t] did not Validate"), "{err}");
+    let err = resource_graph("test \"t\" {\n\tuint8 => -1,\n}\n").await.unwrap_err();
+    assert!(err.contains("can't store negative int `-1` into unsigned `uint8` field"), "{err}");
+}
