@@ -121,3 +121,32 @@ async fn kind_validation_fails_at_interpret() {
     let err = resource_graph("test \"t\" {\n\tuint8 => -1,\n}\n").await.unwrap_err();
     assert!(err.contains("can't store negative int `-1` into unsigned `uint8` field"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editing_the_program_swaps_only_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display();
+    let version = |a: &str, b: &str| {
+        format!(
+            "file \"{root}/a\" {{\n\tstate => \"exists\",\n\tcontent => \"{a}\",\n}}\nfile \"{root}/b\" {{\n\tstate => \"exists\",\n\tcontent => \"{b}\",\n}}\n"
+        )
+    };
+    let engine = engine::Engine::new(engine::EngineConfig {
+        state_dir: dir.path().join("state"),
+        stop_timeout: Duration::from_secs(5),
+    });
+    let mut reports = Vec::new();
+    for program in [version("1", "1"), version("2", "1"), version("2", "1")] {
+        let graph = resource_graph(&program).await.expect("compiles");
+        let g = resources::graph::to_engine(&Host::system(), &graph, false).expect("builds");
+        reports.push(engine.apply(g).await.expect("valid"));
+        assert!(engine.wait_converged(WAIT).await);
+    }
+    let key = |n: &str| engine::ResKey::new("file", format!("{root}/{n}"));
+    assert_eq!(reports[1].stopped, [key("a")]);
+    assert_eq!(reports[1].started, [key("a")]);
+    assert_eq!(reports[1].unchanged, [key("b")]);
+    assert!(reports[2].started.is_empty() && reports[2].stopped.is_empty(), "an identical program changes nothing");
+    assert_eq!(std::fs::read_to_string(dir.path().join("a")).unwrap(), "2");
+    engine.shutdown(WAIT).await;
+}
