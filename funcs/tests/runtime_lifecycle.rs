@@ -148,3 +148,14 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
     let pairs: Vec<(EdgeEnd, EdgeEnd)> = out.edges.iter().map(|e| (e.from.clone(), e.to.clone())).collect();
     assert_eq!(pairs, vec![(end("r1"), end("t")), (end("r2"), end("t")), (end("t"), end("r1"))]);
 }
+
+#[tokio::test]
+async fn a_stream_that_ends_without_a_value_is_an_error() {
+    let mut g = G::new();
+    let q = g.call("test.quit", vec![], Type::Int);
+    g.output("out", q);
+    let err = first_output(g.finish(), registry(), Host::default(), WAIT).await.expect_err("fails");
+    assert_eq!(err.stage, lang::diag::Stage::Stream);
+    assert_eq!(err.message, "func `test.quit` stopped before it was loaded");
+    assert_eq!(err.span, Some(G::span_of(q)));
+}

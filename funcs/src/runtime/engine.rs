@@ -359,7 +359,8 @@ impl Engine {
     pub fn apply(&self, ev: Event) -> bool {
         let (inst, generation, result) = match ev {
             Event::Shutdown => return false,
-            Event::Emit { inst, generation, result } => (inst, generation, result),
+            Event::Emit { inst, generation, result } => (inst, generation, Some(result)),
+            Event::Ended { inst, generation } => (inst, generation, None),
         };
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
@@ -368,7 +369,19 @@ impl Engine {
             return true;
         }
         let Some(stream) = target.stream.as_mut() else { return true };
-        stream.emitted = Some(result);
+        match result {
+            Some(result) => stream.emitted = Some(result),
+            // A stream that ends after its last value keeps it; one that ends without any
+            // would leave the graph waiting forever.
+            None if stream.emitted.is_some() => return true,
+            None => {
+                let name = match &self.graph.node(target.node).kind {
+                    NodeKind::Call { func, .. } => func.as_str(),
+                    _ => "?",
+                };
+                stream.emitted = Some(Err(FuncError::fatal(format!("func `{name}` stopped before it was loaded"))));
+            }
+        }
         target.dirty = MUST;
         st.stale.remove(&inst);
         let mut work = vec![inst];

@@ -21,6 +21,8 @@ pub(crate) enum Event {
     /// A stream instance produced a value. `generation` tells apart reuses of the same arena slot,
     /// so values from a cancelled stream that were already queued are dropped.
     Emit { inst: InstId, generation: u32, result: FuncResult },
+    /// A stream task finished (it dropped its output channel) without being cancelled.
+    Ended { inst: InstId, generation: u32 },
     /// `Dataflow::shutdown` (or drop) asked the engine to stop.
     Shutdown,
 }
@@ -82,7 +84,10 @@ impl Spawner {
                                     break;
                                 }
                             }
-                            None => break,
+                            None => {
+                                let _ = events.send(Event::Ended { inst, generation });
+                                break;
+                            }
                         },
                     }
                 }

@@ -139,6 +139,11 @@ fn panicking(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
     panic!("this built-in is broken")
 }
 
+/// `test.quit() ?1`: a stream that ends without producing anything.
+fn quit_stream(_: StreamCtx) -> BoxFuture<'static, ()> {
+    Box::pin(async {})
+}
+
 /// `test.input(id str) ?1`: emits the value set with [`set`] for `id`, now and on
 /// every change.
 fn input_stream(ctx: StreamCtx) -> BoxFuture<'static, ()> {
@@ -228,6 +233,7 @@ pub fn registry() -> Arc<Registry> {
     pure(&mut r, "test.panic", panicking);
     stream(&mut r, "test.input", input_stream);
     stream(&mut r, "test.echo", echo_stream);
+    stream(&mut r, "test.quit", quit_stream);
     stream(&mut r, "test.slowstop", slowstop_stream);
     Arc::new(r)
 }
