@@ -2,67 +2,14 @@
 //! interpretation, this crate's glue (`graph::check`, `add_autoedges`, `to_engine`) and
 //! the engine, on files in a temporary directory. What `tend run` does, minus the CLI.
 
-use std::sync::Arc;
+mod e2e_support;
+
 use std::time::Duration;
 
-use lang::loader::MemLoader;
+use e2e_support::resource_graph;
 use resources::Host;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Compiles and evaluates `program`, returning the interpreted resource graph (with kind
-/// checks and automatic edges) or the first error as `errSTAGE: message`.
-async fn resource_graph(program: &str) -> Result<lang::resgraph::ResGraph, String> {
-    let registry = funcs::registry::Registry::core();
-    let mut catalog = registry.catalog();
-    resources::declare(&mut catalog);
-    let first = |d: &lang::diag::Diagnostic| format!("{}: {}", d.stage.code(), d.message);
-    let graph = front_end(program, &catalog).map_err(|d| first(&d))?;
-    let host = funcs::api::Host { root: "/".into(), args: Vec::new() };
-    let output =
-        funcs::runtime::first_output(Arc::new(graph), Arc::new(registry), host, WAIT).await.map_err(|d| first(&d))?;
-    let (mut graph, diags) = lang::interpret::interpret(&output, &catalog);
-    if let Some(d) = diags.first() {
-        return Err(first(d));
-    }
-    let diags = resources::graph::check(&graph);
-    if let Some(d) = diags.first() {
-        return Err(first(d));
-    }
-    resources::graph::add_autoedges(&mut graph);
-    Ok(graph)
-}
-
-/// The front-end stages in order (what the app's compile step runs), stopping at the
-/// first stage with errors.
-fn front_end(program: &str, catalog: &lang::catalog::Catalog) -> Result<lang::ir::FuncGraph, lang::diag::Diagnostic> {
-    let stop = |diags: lang::diag::Diagnostics| diags.first().cloned();
-    let loader = MemLoader::new().with("/main.mcl", program);
-    let mut sources = lang::span::SourceMap::new();
-    let file = sources.add(lang::span::SourceFile::new("/main.mcl", program));
-    let (ast, diags) = lang::syntax::parse(file, program);
-    if let Some(d) = stop(diags) {
-        return Err(d);
-    }
-    if let Some(d) = stop(lang::init::check(&ast)) {
-        return Err(d);
-    }
-    let (ast, diags) = lang::interpolate::run(ast);
-    if let Some(d) = stop(diags) {
-        return Err(d);
-    }
-    let (mut graph, diags) = lang::scope::resolve(ast, "/main.mcl", &loader, catalog, &mut sources);
-    if let Some(d) = stop(diags) {
-        return Err(d);
-    }
-    if let Some(d) = stop(lang::unify::unify(&mut graph, catalog)) {
-        return Err(d);
-    }
-    if let Some(d) = stop(lang::graph_check::check(&graph)) {
-        return Err(d);
-    }
-    Ok(graph)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_converges_the_files_it_declares() {
