@@ -228,3 +228,50 @@ async fn graph_corpus_through_the_runtime() {
     assert_eq!(stream_got, stream_want, "every errStream archive must fail in the runtime");
     assert!(good * 100 >= ran * 90, "only {good}/{ran} archives produce their expected graph");
 }
+
+/// Runs every example program that compiles with this catalog until its first snapshot,
+/// with a short timeout (some wait on the outside world, e.g. `sys.getenv` or network
+/// data): reports how many settle, fail or time out, and asserts no internal errors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_programs_run() {
+    let Some(shared) = shared_dir() else {
+        println!("skipping: ../shared (the conformance corpus) is not present");
+        return;
+    };
+    let registry = Arc::new(Registry::core());
+    let mut catalog = registry.catalog();
+    resources::schema::declare(&mut catalog);
+    let dir = shared.join("conformance").join("examples");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "mcl"));
+    files.sort();
+    let (mut settled, mut failed, mut timed_out, mut skipped) = (0, 0, 0, 0);
+    let mut internal = Vec::new();
+    for path in &files {
+        let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let Ok(text) = std::fs::read_to_string(path) else { continue };
+        let Ok((graph, sources)) = compile(&[("main.mcl".to_string(), text)], &catalog) else {
+            skipped += 1;
+            continue;
+        };
+        let host = Host { root: dir.clone(), args: Vec::new() };
+        match first_output(Arc::new(graph), registry.clone(), host, Duration::from_secs(2)).await {
+            Ok(_) => settled += 1,
+            Err(d) if d.message.starts_with("timeout") => timed_out += 1,
+            Err(d) => {
+                if d.message.contains("internal error") {
+                    internal.push(format!("{name}: {}", d.message));
+                }
+                println!("  {name}: {}", d.one_line(&sources));
+                failed += 1;
+            }
+        }
+    }
+    println!(
+        "examples: {settled} settled, {failed} failed, {timed_out} timed out, {skipped} did not compile here (of {})",
+        files.len()
+    );
+    assert!(internal.is_empty(), "internal runtime errors: {internal:?}");
+}
