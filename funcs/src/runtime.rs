@@ -13,6 +13,11 @@
 //!   queued; that walk's output is published. Instances the walk no longer reaches
 //!   (inactive branches, removed elements) are dropped and their streams cancelled.
 //!
+//! * Errors are values: a catchable error flows to the nearest `<|>`; any error that
+//!   reaches a statement stops the run with one errStream [`Diagnostic`] at the failing
+//!   node (at the call of a lambda for errors raised inside it, with a label inside). A
+//!   built-in that panics, or a stream that ends without a value, is such an error too.
+//!
 //! Evaluation runs on a dedicated thread: it is CPU-bound, must not stall the tokio
 //! workers, and recurses as deep as the graph is (a 10,000-node chain), which needs a
 //! larger stack than a runtime worker has.
