@@ -35,8 +35,9 @@ pub(crate) struct RunningVertex {
     pub(crate) meta: Meta,
     /// Cancelled to stop the worker; owned here, the worker holds a clone.
     pub(crate) cancel: CancellationToken,
-    /// The worker task, awaited when the vertex is stopped.
-    pub(crate) join: JoinHandle<()>,
+    /// The worker task, awaited when the vertex is stopped; `None` only between the
+    /// vertex's insertion and its worker's start within one swap.
+    pub(crate) join: Option<JoinHandle<()>>,
 }
 
 pub(crate) struct RunningEdge {
@@ -270,11 +271,13 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
     }
     let until = tokio::time::Instant::now() + deadline;
     let mut stragglers = Vec::new();
-    for mut v in vertices {
-        if tokio::time::timeout_at(until, &mut v.join).await.is_err() {
+    for v in vertices {
+        if let Some(mut join) = v.join
+            && tokio::time::timeout_at(until, &mut join).await.is_err()
+        {
             tracing::warn!(resource = %v.node.key, "did not stop before the deadline; aborting");
-            v.join.abort();
-            let _aborted = v.join.await;
+            join.abort();
+            let _aborted = join.await;
             stragglers.push(v.node.key.clone());
         }
         v.node.set_links(Links::default());
@@ -336,14 +339,14 @@ pub(crate) async fn swap(
         let worker = Worker::new(shared.clone(), node.clone(), v.meta.clone(), v.res, cancel.clone());
         workers.push(worker);
         started.push(v.key.clone());
-        running.vertices.insert(v.key, RunningVertex { node, meta: v.meta, cancel, join: tokio::spawn(async {}) });
+        running.vertices.insert(v.key, RunningVertex { node, meta: v.meta, cancel, join: None });
     }
     relink(running, edges, &plan);
     for worker in workers {
         let key = worker.node.key.clone();
         let join = tokio::spawn(worker.run());
         if let Some(v) = running.vertices.get_mut(&key) {
-            v.join = join;
+            v.join = Some(join);
         }
     }
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it
