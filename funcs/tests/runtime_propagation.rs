@@ -112,16 +112,29 @@ async fn static_nodes_are_computed_once() {
 
 #[tokio::test]
 async fn a_deep_chain_does_not_overflow_the_stack() {
+    const DEEP: usize = 20_000;
     let mut g = G::new();
     let mut x = g.input("deep.s", Type::Int);
-    for _ in 0..20_000 {
+    for _ in 0..DEEP {
         x = g.add1(x);
     }
     g.output("out", x);
     set("deep.s", Value::Int(0));
     let mut df = Dataflow::start(g.finish(), registry(), Host::default());
-    assert_eq!(v(&next(&mut df).await.expect("no error"), "out"), Some(Value::Int(20_000)));
+    assert_eq!(v(&next(&mut df).await.expect("no error"), "out"), Some(Value::Int(DEEP as i64)));
     set("deep.s", Value::Int(1));
-    until(&mut df, |o| v(o, "out") == Some(Value::Int(20_001))).await;
+    until(&mut df, |o| v(o, "out") == Some(Value::Int(DEEP as i64 + 1))).await;
     df.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_too_deep_chain_is_an_error_not_a_crash() {
+    let mut g = G::new();
+    let mut x = g.int(0);
+    for _ in 0..45_000 {
+        x = g.add1(x);
+    }
+    g.output("out", x);
+    let err = funcs::runtime::first_output(g.finish(), registry(), Host::default(), WAIT).await.expect_err("too deep");
+    assert!(err.message.starts_with("expression nested too deeply"), "{}", err.message);
 }

@@ -71,6 +71,11 @@ const CHECK: u8 = 1;
 /// Must be recomputed (never computed, or its stream produced a value).
 const MUST: u8 = 2;
 
+/// How many computations may be nested (each dependency level of a chain is one). The
+/// engine thread's stack holds this many even in a debug build; deeper graphs fail with
+/// a diagnostic instead of overflowing it.
+const MAX_DEPTH: usize = 40_000;
+
 /// The message used internally when a lambda called through `Caller` has no value yet;
 /// the engine discards whatever the built-in returns in that case.
 pub(crate) const NOT_READY: &str = "value not ready yet";
@@ -294,13 +299,18 @@ impl Engine {
     }
 
     fn recompute(&self, id: InstId) -> Slot {
-        let (node, env) = {
+        let (node, env, depth) = {
             let mut st = self.st.borrow_mut();
             st.frames.push(Frame::default());
             let inst = &st.insts[id as usize];
-            (inst.node, inst.env.clone())
+            (inst.node, inst.env.clone(), st.frames.len())
         };
-        let value = self.eval(id, node, &env);
+        let value = if depth > MAX_DEPTH {
+            let msg = format!("expression nested too deeply: more than {MAX_DEPTH} levels of dependencies");
+            Some(Err(Failure::new(FuncError::fatal(msg), node)))
+        } else {
+            self.eval(id, node, &env)
+        };
         let mut st = self.st.borrow_mut();
         let st = &mut *st;
         let frame = st.frames.pop().unwrap_or_default();
