@@ -228,15 +228,22 @@ impl Engine {
         self.generation.load(Ordering::SeqCst)
     }
 
-    /// Stops every worker: cancel, then await them all until `deadline`, aborting the rest.
+    /// Stops every worker: waits for in-flight check-applies (up to half the deadline),
+    /// then cancels everything and awaits the workers until `deadline`, aborting the rest.
     /// Later [`Engine::apply`] calls fail with [`SwapError::ShutDown`].
     pub async fn shutdown(&self, deadline: Duration) -> ShutdownReport {
+        let started = tokio::time::Instant::now();
         let mut running = self.running.lock().await;
         self.shut_down.store(true, Ordering::SeqCst);
+        // Pause first: let in-flight check-applies finish (for up to half the deadline)
+        // and start no new ones, so an orderly stop does not cut a command or a write
+        // short. What is still running after that is cancelled.
+        let _pause = tokio::time::timeout(deadline / 2, self.shared.gate.write()).await.ok();
         let vertices: Vec<_> = std::mem::take(&mut running.vertices).into_values().collect();
         running.edges.clear();
         let stopped = vertices.len();
-        let stragglers = swap::stop(&self.shared, vertices, deadline).await;
+        let left = deadline.saturating_sub(started.elapsed());
+        let stragglers = swap::stop(&self.shared, vertices, left).await;
         lock(&self.shared.retries).clear();
         ShutdownReport { stopped, stragglers }
     }
