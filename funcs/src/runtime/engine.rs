@@ -34,7 +34,7 @@ use lang::value::{Env, Value};
 
 use crate::api::{FuncError, FuncResult, Host};
 use crate::runtime::info::GraphInfo;
-use crate::runtime::key::{FxBuild, InstKey, same};
+use crate::runtime::key::{FxBuild, InstKey, key_hash, same};
 use crate::runtime::ops::op_name;
 use crate::runtime::stream::{Event, InstId, Spawner, StreamInst};
 
@@ -142,7 +142,9 @@ struct Frame {
 struct State {
     insts: Vec<Inst>,
     free_slots: Vec<InstId>,
-    index: HashMap<InstKey, InstId, FxBuild>,
+    /// Dynamic instances by the hash of their key (see [`key_hash`]); the few ids per
+    /// hash are told apart by comparing their stored keys, so a lookup allocates nothing.
+    index: HashMap<u64, Vec<InstId>, FxBuild>,
     wave: u64,
     frames: Vec<Frame>,
     /// Instances the statement walk used in this wave.
@@ -220,10 +222,10 @@ impl Engine {
             }
             return Ok(node.0);
         }
-        let mut vals = Vec::with_capacity(free.len());
+        let mut vals: Vec<&Value> = Vec::with_capacity(free.len());
         for p in free.iter() {
             match env.get(*p) {
-                Some(v) => vals.push(v.clone()),
+                Some(v) => vals.push(v),
                 None => {
                     return Err(Failure::new(
                         FuncError::fatal(format!("parameter `{}` is not bound", self.graph.params[p.0 as usize].name)),
@@ -232,10 +234,18 @@ impl Engine {
                 }
             }
         }
-        let key = InstKey { node, vals: vals.into() };
-        if let Some(id) = st.index.get(&key) {
-            return Ok(*id);
+        let hash = key_hash(node, vals.iter().copied());
+        if let Some(ids) = st.index.get(&hash) {
+            for id in ids {
+                if let Some(key) = &st.insts[*id as usize].key
+                    && key.node == node
+                    && key.vals.iter().zip(&vals).all(|(a, b)| same(a, b))
+                {
+                    return Ok(*id);
+                }
+            }
         }
+        let key = InstKey { node, vals: vals.into_iter().cloned().collect() };
         let mut own = Env::empty();
         for (p, v) in free.iter().zip(key.vals.iter()) {
             own = own.bind(*p, v.clone());
@@ -243,15 +253,15 @@ impl Engine {
         let id = match st.free_slots.pop() {
             Some(id) => {
                 let generation = st.insts[id as usize].generation;
-                st.insts[id as usize] = Inst::new(node, Some(key.clone()), own, generation, true);
+                st.insts[id as usize] = Inst::new(node, Some(key), own, generation, true);
                 id
             }
             None => {
-                st.insts.push(Inst::new(node, Some(key.clone()), own, 0, true));
+                st.insts.push(Inst::new(node, Some(key), own, 0, true));
                 st.insts.len() as InstId - 1
             }
         };
-        st.index.insert(key, id);
+        st.index.entry(hash).or_default().push(id);
         st.structure_changed = true;
         Ok(id)
     }
@@ -580,7 +590,13 @@ fn collect(st: &mut State) {
         let generation = inst.generation.wrapping_add(1);
         match inst.key.take() {
             Some(key) => {
-                st.index.remove(&key);
+                let hash = key_hash(key.node, key.vals.iter());
+                if let Some(ids) = st.index.get_mut(&hash) {
+                    ids.retain(|i| *i != id as InstId);
+                    if ids.is_empty() {
+                        st.index.remove(&hash);
+                    }
+                }
                 *inst = Inst::new(inst.node, None, Env::empty(), generation, false);
                 st.free_slots.push(id as InstId);
             }

@@ -163,27 +163,19 @@ impl Hasher for FxHasher {
 pub(crate) type FxBuild = std::hash::BuildHasherDefault<FxHasher>;
 
 /// Identifies one dynamic instance: a node plus the values of its free parameters.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub(crate) struct InstKey {
     pub node: NodeId,
     pub vals: Arc<[Value]>,
 }
 
-impl PartialEq for InstKey {
-    fn eq(&self, other: &InstKey) -> bool {
-        self.node == other.node
-            && self.vals.len() == other.vals.len()
-            && self.vals.iter().zip(other.vals.iter()).all(|(a, b)| same(a, b))
-    }
-}
-
-impl Eq for InstKey {}
-
-impl Hash for InstKey {
-    fn hash<H: Hasher>(&self, h: &mut H) {
-        self.node.hash(h);
-        self.vals.iter().for_each(|v| hash_value(v, h));
-    }
+/// The hash of an instance key, from the node and borrowed values (so that lookups
+/// need not build an [`InstKey`]).
+pub(crate) fn key_hash<'a>(node: NodeId, vals: impl Iterator<Item = &'a Value>) -> u64 {
+    let mut h = FxHasher::default();
+    node.hash(&mut h);
+    vals.for_each(|v| hash_value(v, &mut h));
+    h.finish()
 }
 
 #[cfg(test)]
@@ -208,6 +200,16 @@ mod tests {
         assert!(same(&a, &b));
         assert!(!same(&a, &c));
         assert_eq!(hash(&a), hash(&b));
+    }
+
+    #[test]
+    fn key_hash_follows_same() {
+        let a = [Value::Float(0.0), Value::str("x")];
+        let b = [Value::Float(-0.0), Value::str("x")];
+        assert_eq!(key_hash(NodeId(1), a.iter()), key_hash(NodeId(1), b.iter()));
+        assert_ne!(key_hash(NodeId(1), a.iter()), key_hash(NodeId(2), a.iter()));
+        let c = [Value::str("x"), Value::Float(0.0)];
+        assert_ne!(key_hash(NodeId(1), a.iter()), key_hash(NodeId(1), c.iter()));
     }
 
     #[test]
