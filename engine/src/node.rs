@@ -38,6 +38,8 @@ pub(crate) struct Node {
     /// Set when the worker stopped for good after exhausting its retries.
     pub(crate) failed: Mutex<Option<String>>,
     pub(crate) state: Mutex<WorkerState>,
+    /// A run has succeeded at least once.
+    pub(crate) succeeded: AtomicBool,
 }
 
 /// What a worker is doing, for [`crate::Engine::status`].
@@ -85,6 +87,7 @@ impl Node {
             fingerprint: Mutex::new(fingerprint),
             failed: Mutex::new(None),
             state: Mutex::new(WorkerState::Starting),
+            succeeded: AtomicBool::new(false),
         }
     }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Link, Links, Node, WorkerState, lock};
+use crate::node::{Link, Links, Node, lock};
 use crate::res::{InitCtx, ResError, ResKey, Resource};
 use crate::worker::{Shared, Worker};
 
@@ -231,7 +231,9 @@ fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKe
         .reversal_keys
         .iter()
         .filter(|k| !candidate.contains(*k))
-        .filter(|k| running.vertices.get(*k).is_some_and(|v| v.node.state() != WorkerState::Idle))
+        .filter(|k| {
+            running.vertices.get(*k).is_some_and(|v| !v.node.succeeded.load(std::sync::atomic::Ordering::SeqCst))
+        })
         .cloned()
         .collect();
     let due: Vec<ResKey> = running

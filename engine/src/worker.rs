@@ -154,6 +154,7 @@ impl Worker {
             match self.process().await {
                 Ok(Outcome::Done) => {
                     self.node.set_state(WorkerState::Idle);
+                    self.node.succeeded.store(true, Ordering::SeqCst);
                     self.shared.converger.set_if(&key, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
                     if self.meta.retryreset {
                         lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
