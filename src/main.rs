@@ -1,6 +1,8 @@
 //! The `tend` command line: glue over the `lang`, `funcs`, `engine` and `resources` crates.
 
 mod cli;
+mod cmd;
+mod compile;
 mod loader;
 
 use clap::Parser;
@@ -11,14 +13,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
     match cli.command {
-        Command::Check { .. } => {
-            eprintln!("error: `tend check` is not wired yet");
-            ExitCode::from(2)
-        }
-        Command::Graph { .. } => {
-            eprintln!("error: `tend graph` is not wired yet");
-            ExitCode::from(2)
-        }
+        Command::Check { path, format } => cmd::check::run(&path, format),
+        Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
     }
 }
 

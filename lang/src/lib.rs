@@ -20,6 +20,7 @@ pub mod interpret;
 pub mod ir;
 pub mod loader;
 pub mod output;
+pub mod pipeline;
 pub mod render;
 pub mod resgraph;
 pub mod scope;

@@ -283,7 +283,7 @@ mod tests {
     #[test]
     fn prints_like_mgmt() {
         assert_eq!(format_float(13.0), "13");
-        assert_eq!(format_float(3.14), "3.14");
+        assert_eq!(format_float(2.5), "2.5");
         let mut m = BTreeMap::new();
         m.insert(Value::Int(2), Value::str("b"));
         m.insert(Value::Int(1), Value::str("a\t"));

@@ -1,0 +1,54 @@
+//! Parse + resolve + unify of a generated 10,000-line program (classes, lambdas, lists,
+//! printf), through the same pipeline `tend check` runs.
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use lang::loader::MemLoader;
+use std::fmt::Write;
+
+/// A program of about `lines` lines mixing the common constructs.
+fn generate(lines: usize) -> String {
+    let mut s = String::from("import \"fmt\"\nimport \"iter\"\n\n");
+    s.push_str("class svc($name, $port int) {\n\t$addr = fmt.printf(\"%s:%d\", $name, $port)\n");
+    s.push_str("\tfile \"/tmp/tend-bench/${name}\" {\n\t\tcontent => $addr,\n\t}\n}\n\n");
+    let mut i = 0;
+    while s.lines().count() < lines {
+        let _ = write!(
+            s,
+            "$l{i} = [{i}, {a}, {b},]\n\
+             $m{i} = iter.map($l{i}, func($x) {{ $x + {i} }})\n\
+             $s{i} = fmt.printf(\"%d-%s\", len($m{i}), \"x{i}\")\n\
+             include svc(\"s{i}\", {i})\n\
+             file \"/tmp/tend-bench/f{i}\" {{\n\
+             \tcontent => $s{i},\n\
+             \tmode => \"0644\",\n\
+             }}\n",
+            a = i + 1,
+            b = i + 2,
+        );
+        i += 1;
+    }
+    // The multi-line list rule needs the elements on their own lines; keep it single-line.
+    s.replace(",]", "]")
+}
+
+fn bench(c: &mut Criterion) {
+    let registry = funcs::registry::Registry::core();
+    let mut catalog = registry.catalog();
+    resources::declare(&mut catalog);
+    let program = generate(10_000);
+    let loader = MemLoader::new().with("/main.mcl", &program);
+    let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
+    assert!(outcome.diagnostics.is_empty(), "generated program must compile: {:?}", outcome.diagnostics.first());
+    let mut group = c.benchmark_group("frontend");
+    group.sample_size(10);
+    group.bench_function("check_10k_lines", |b| {
+        b.iter(|| {
+            let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
+            assert!(outcome.graph.is_some());
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

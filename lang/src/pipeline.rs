@@ -1,0 +1,61 @@
+//! The compile pipeline in one place: text → checked, typed function graph.
+
+use crate::catalog::Catalog;
+use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::ir::FuncGraph;
+use crate::loader::Loader;
+use crate::span::{SourceFile, SourceMap};
+
+/// A program that went through every front-end stage.
+#[derive(Debug)]
+pub struct Compiled {
+    pub sources: SourceMap,
+    pub graph: FuncGraph,
+}
+
+/// The result of [`compile`]: the sources are always returned, so diagnostics can be
+/// rendered; the graph only when there was no error.
+pub struct Outcome {
+    pub sources: SourceMap,
+    pub graph: Option<FuncGraph>,
+    pub diagnostics: Diagnostics,
+}
+
+/// Runs lex/parse, init, interpolate, scope, unify and the graph checks on the program
+/// whose entry file is `entry` (a deploy path such as `/main.mcl`). Stops after the first
+/// stage that reports errors, but reports every error of that stage.
+pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
+    let mut sources = SourceMap::new();
+    let Some(text) = loader.read(entry) else {
+        let d = Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`"));
+        return Outcome { sources, graph: None, diagnostics: d.into() };
+    };
+    let file = sources.add(SourceFile::new(entry, text));
+    let fail = |sources, diagnostics| Outcome { sources, graph: None, diagnostics };
+
+    let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    let diags = crate::init::check(&ast);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    let (ast, diags) = crate::interpolate::run(ast);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    let (mut graph, diags) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    let diags = crate::unify::unify(&mut graph, catalog);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    let diags = crate::graph_check::check(&graph);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
+    Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new() }
+}

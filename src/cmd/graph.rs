@@ -1,0 +1,122 @@
+//! `tend graph PATH`: compile, run the dataflow until it first settles, interpret, print.
+
+use crate::cli::GraphFormat;
+use crate::compile::{self, Report};
+use lang::resgraph::ResGraph;
+use lang::value::Value;
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
+    let (registry, catalog) = compile::catalog();
+    let how = if format == GraphFormat::Json { Report::Json } else { Report::Human };
+    let (program, outcome) = match compile::compile(path, &catalog) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sources = outcome.sources;
+    let Some(graph) = outcome.graph else {
+        compile::report(&outcome.diagnostics.into_vec(), &sources, how);
+        return ExitCode::from(1);
+    };
+    let host = funcs::api::Host { root: program.root.clone(), args: std::env::args().collect() };
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let timeout = Duration::from_secs_f64(timeout.max(0.0));
+    let output = rt.block_on(funcs::runtime::first_output(Arc::new(graph), Arc::new(registry), host, timeout));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    let output = match output {
+        Ok(o) => o,
+        Err(d) => {
+            compile::report(&[d], &sources, how);
+            return ExitCode::from(1);
+        }
+    };
+    let graph = match compile::resource_graph(&output, &catalog) {
+        Ok(g) => g,
+        Err(diags) => {
+            compile::report(&diags, &sources, how);
+            return ExitCode::from(1);
+        }
+    };
+    match format {
+        GraphFormat::Text => print!("{graph}"),
+        GraphFormat::Json => println!("{:#}", to_json(&graph)),
+        GraphFormat::Dot => print!("{}", to_dot(&graph)),
+    }
+    ExitCode::SUCCESS
+}
+
+/// A value as JSON: lists, maps (keys in their printed form), structs as objects.
+pub fn value_json(v: &Value) -> serde_json::Value {
+    use serde_json::json;
+    match v {
+        Value::Bool(b) => json!(b),
+        Value::Int(i) => json!(i),
+        Value::Float(f) => json!(f),
+        Value::Str(s) => json!(s.as_ref()),
+        Value::List(l) => l.iter().map(value_json).collect(),
+        Value::Map(m) => {
+            m.iter().map(|(k, v)| (k.to_raw_string(), value_json(v))).collect::<serde_json::Map<_, _>>().into()
+        }
+        Value::Struct(fs) => {
+            fs.iter().map(|(k, v)| (k.clone(), value_json(v))).collect::<serde_json::Map<_, _>>().into()
+        }
+        Value::Func(_) => json!("func(...)"),
+    }
+}
+
+fn to_json(g: &ResGraph) -> serde_json::Value {
+    let vertices: Vec<_> = g
+        .vertices
+        .iter()
+        .map(|v| {
+            let params: serde_json::Map<_, _> = v.params.iter().map(|(k, x)| (k.clone(), value_json(x))).collect();
+            let meta: serde_json::Map<_, _> =
+                v.meta.entries().iter().map(|(k, x)| (k.to_string(), value_json(x))).collect();
+            serde_json::json!({"kind": v.kind, "name": v.name, "params": params, "meta": meta})
+        })
+        .collect();
+    let edges: Vec<_> = g
+        .edges
+        .iter()
+        .map(|e| {
+            serde_json::json!({
+                "from": g.vertices[e.from].key(),
+                "to": g.vertices[e.to].key(),
+                "notify": e.notify,
+                "send_recv": e.send_recv.iter().map(|s| serde_json::json!({"send": s.send, "recv": s.recv})).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::json!({"vertices": vertices, "edges": edges})
+}
+
+/// Graphviz: one node per resource, notifying edges drawn bold.
+pub fn to_dot(g: &ResGraph) -> String {
+    let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut out = String::from("digraph tend {\n\trankdir=LR;\n");
+    for v in &g.vertices {
+        out.push_str(&format!("\t{} [shape=box];\n", quote(&v.key())));
+    }
+    for e in &g.edges {
+        let style = if e.notify { " [style=bold, label=\"notify\"]" } else { "" };
+        out.push_str(&format!(
+            "\t{} -> {}{style};\n",
+            quote(&g.vertices[e.from].key()),
+            quote(&g.vertices[e.to].key())
+        ));
+    }
+    out.push_str("}\n");
+    out
+}

@@ -1,0 +1,105 @@
+//! Shared by every command: the catalog, compiling a program from disk, reporting errors.
+
+use crate::loader::{FsLoader, ProgramPath};
+use funcs::registry::Registry;
+use lang::catalog::Catalog;
+use lang::diag::Diagnostic;
+use lang::span::SourceMap;
+use std::io::Write;
+use std::path::Path;
+
+/// The built-ins and resource kinds this binary has.
+pub fn catalog() -> (Registry, Catalog) {
+    let registry = Registry::core();
+    let mut catalog = registry.catalog();
+    resources::declare(&mut catalog);
+    (registry, catalog)
+}
+
+/// How a command reports a failed program.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// Rendered diagnostics on stderr, `# err: errSTAGE: message` on stdout.
+    Human,
+    /// A JSON document on stdout.
+    Json,
+}
+
+/// Prints diagnostics; see [`Report`].
+pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
+    match how {
+        Report::Human => {
+            let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let mut err = std::io::stderr().lock();
+            for d in diags {
+                let _ = writeln!(err, "{}", lang::render::render(d, sources, color));
+            }
+            if let Some(first) = diags.iter().min_by_key(|d| d.stage) {
+                println!("# err: {}", first.one_line(sources).replace('\n', " "));
+            }
+        }
+        Report::Json => {
+            let doc = serde_json::json!({
+                "ok": false,
+                "diagnostics": diags.iter().map(|d| lang::render::to_json(d, sources)).collect::<Vec<_>>(),
+            });
+            println!("{doc:#}");
+        }
+    }
+}
+
+/// Compiles the program at `path`.
+pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pipeline::Outcome), String> {
+    let program = crate::loader::locate(path)?;
+    let loader = FsLoader::new(&program.root);
+    let outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    Ok((program, outcome))
+}
+
+/// Interprets one settled output into a resource graph: the merge rules of `lang`, each
+/// resource built once to validate its params, then automatic edges.
+pub fn resource_graph(
+    output: &lang::output::Output,
+    catalog: &Catalog,
+) -> Result<lang::resgraph::ResGraph, Vec<Diagnostic>> {
+    let (mut graph, diags) = lang::interpret::interpret(output, catalog);
+    if !diags.is_empty() {
+        return Err(diags.into_vec());
+    }
+    let mut errors = Vec::new();
+    for v in graph.vertices.iter().filter(|v| !v.hidden()) {
+        if let Err(e) = resources::build(&v.kind, &v.name, &v.params) {
+            errors.push(Diagnostic::new(
+                lang::diag::Stage::Interpret,
+                format!("{}[{}] did not Validate: {e}", v.kind, v.name),
+                v.span,
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    add_autoedges(&mut graph);
+    Ok(graph)
+}
+
+/// Adds the automatic edges of every vertex that allows them (`Meta:autoedge`).
+fn add_autoedges(graph: &mut lang::resgraph::ResGraph) {
+    let eligible: Vec<usize> = (0..graph.vertices.len()).filter(|&i| graph.vertices[i].meta.autoedge).collect();
+    let view: Vec<resources::AutoRes<'_>> = eligible
+        .iter()
+        .map(|&i| {
+            let v = &graph.vertices[i];
+            (v.kind.as_str(), v.name.as_str(), &v.params)
+        })
+        .collect();
+    let found = resources::autoedges(&view);
+    for (a, b) in found {
+        let (from, to) = (eligible[a], eligible[b]);
+        if graph.edges.iter().any(|e| e.from == from && e.to == to) {
+            continue;
+        }
+        let span = graph.vertices[to].span;
+        graph.edges.push(lang::resgraph::Edge { from, to, notify: false, send_recv: Vec::new(), span });
+    }
+}

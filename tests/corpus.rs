@@ -1,0 +1,86 @@
+//! Runs the project's own txtar corpus (`tests/corpus/{check,graph}/*.txtar`) through the
+//! real binary. Each archive lays out its files in a temp dir; `OUTPUT` is the exact
+//! expected stdout of `tend check` (for `check/`) or `tend graph` (for `graph/`): the
+//! `# err: errSTAGE: message: /file @ l:c-l:c` line of a failure, or the sorted graph.
+//! `TEND_BLESS=1 cargo test --test corpus` rewrites the OUTPUT sections in place.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The sections of a txtar archive, in order.
+fn parse_txtar(text: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_end();
+        if let Some(name) = trimmed.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
+            out.push((name.trim().to_string(), String::new()));
+        } else if let Some(last) = out.last_mut() {
+            last.1.push_str(line);
+        }
+    }
+    out
+}
+
+fn run_case(path: &Path, mode: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let sections = parse_txtar(&text);
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut expected = None;
+    for (name, body) in &sections {
+        if name == "OUTPUT" {
+            expected = Some(body.clone());
+            continue;
+        }
+        let dest = dir.path().join(name);
+        std::fs::create_dir_all(dest.parent().unwrap()).map_err(|e| e.to_string())?;
+        std::fs::write(&dest, body).map_err(|e| e.to_string())?;
+    }
+    let expected = expected.ok_or("no OUTPUT section")?;
+    let out = Command::new(env!("CARGO_BIN_EXE_tend"))
+        .arg(mode)
+        .arg(dir.path().join("main.mcl"))
+        .current_dir(dir.path())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("panicked") {
+        return Err(format!("the binary panicked:\n{stderr}"));
+    }
+    if stdout.trim() == expected.trim() {
+        return Ok(());
+    }
+    if std::env::var_os("TEND_BLESS").is_some() {
+        let mut new = String::new();
+        for (name, body) in &sections {
+            new.push_str(&format!("-- {name} --\n"));
+            new.push_str(if name == "OUTPUT" { &stdout } else { body });
+        }
+        std::fs::write(path, new).map_err(|e| e.to_string())?;
+        return Ok(());
+    }
+    Err(format!("expected:\n{}\ngot:\n{}\nstderr:\n{stderr}", expected.trim(), stdout.trim()))
+}
+
+fn run_dir(mode: &str) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(mode);
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "txtar"))
+                .collect()
+        })
+        .unwrap_or_default();
+    cases.sort();
+    assert!(!cases.is_empty(), "no cases in {}", dir.display());
+    let failures: Vec<String> = cases
+        .iter()
+        .filter_map(|c| run_case(c, mode).err().map(|e| format!("{}: {e}", c.file_name().unwrap().to_string_lossy())))
+        .collect();
+    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn check_corpus() {
+    run_dir("check");
+}
