@@ -57,7 +57,7 @@ pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pip
 }
 
 /// Interprets one settled output into a resource graph: the merge rules of `lang`, each
-/// resource built once to validate its params, then automatic edges.
+/// kind's own validation, then automatic edges.
 pub fn resource_graph(
     output: &lang::output::Output,
     catalog: &Catalog,
@@ -66,40 +66,10 @@ pub fn resource_graph(
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }
-    let mut errors = Vec::new();
-    for v in graph.vertices.iter().filter(|v| !v.hidden()) {
-        if let Err(e) = resources::build(&v.kind, &v.name, &v.params) {
-            errors.push(Diagnostic::new(
-                lang::diag::Stage::Interpret,
-                format!("{}[{}] did not Validate: {e}", v.kind, v.name),
-                v.span,
-            ));
-        }
+    let diags = resources::graph::check(&graph);
+    if !diags.is_empty() {
+        return Err(diags.into_vec());
     }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    add_autoedges(&mut graph);
+    resources::graph::add_autoedges(&mut graph);
     Ok(graph)
-}
-
-/// Adds the automatic edges of every vertex that allows them (`Meta:autoedge`).
-fn add_autoedges(graph: &mut lang::resgraph::ResGraph) {
-    let eligible: Vec<usize> = (0..graph.vertices.len()).filter(|&i| graph.vertices[i].meta.autoedge).collect();
-    let view: Vec<resources::AutoRes<'_>> = eligible
-        .iter()
-        .map(|&i| {
-            let v = &graph.vertices[i];
-            (v.kind.as_str(), v.name.as_str(), &v.params)
-        })
-        .collect();
-    let found = resources::autoedges(&view);
-    for (a, b) in found {
-        let (from, to) = (eligible[a], eligible[b]);
-        if graph.edges.iter().any(|e| e.from == from && e.to == to) {
-            continue;
-        }
-        let span = graph.vertices[to].span;
-        graph.edges.push(lang::resgraph::Edge { from, to, notify: false, send_recv: Vec::new(), span });
-    }
 }
