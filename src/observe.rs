@@ -5,3 +5,4 @@
 
 pub mod metrics;
 pub mod notify;
+pub mod timing;

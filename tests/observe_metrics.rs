@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use engine::{Engine, EngineConfig, EngineEvent, ResKey, WorkerState};
-use metrics::Metrics;
+use metrics::{ApplyResult, Metrics};
 
 /// Sends `request` raw and returns (status line, headers, body).
 async fn scrape(addr: SocketAddr, request: &str) -> (String, String, String) {
@@ -61,9 +61,10 @@ async fn scrape_reflects_fed_events() {
     m.dataflow_evaluations(10);
     m.dataflow_evaluations(15);
     m.dataflow_evaluations(4); // a new dataflow after a code edit
-    m.observe_check_apply("file", Duration::from_millis(3));
-    m.observe_check_apply("file", Duration::from_millis(200));
-    m.observe_check_apply("file", Duration::from_secs(60));
+    m.observe_check_apply("file", ApplyResult::Changed, Duration::from_millis(3));
+    m.observe_check_apply("file", ApplyResult::Changed, Duration::from_millis(200));
+    m.observe_check_apply("file", ApplyResult::Changed, Duration::from_secs(60));
+    m.observe_check_apply("file", ApplyResult::Ok, Duration::from_micros(10));
 
     let (status, headers, body) = scrape(server.addr, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await;
     assert_eq!(status, "HTTP/1.1 200 OK");
@@ -87,12 +88,14 @@ async fn scrape_reflects_fed_events() {
         ("tend_dataflow_evaluations_total", "19"),
         ("tend_workers_started_total", "3"),
         ("tend_converged", "1"),
-        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",le=\"0.001\"}", "0"),
-        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",le=\"0.005\"}", "1"),
-        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",le=\"0.25\"}", "2"),
-        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",le=\"30\"}", "2"),
-        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",le=\"+Inf\"}", "3"),
-        ("tend_check_apply_duration_seconds_count{kind=\"file\"}", "3"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"changed\",le=\"0.001\"}", "0"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"changed\",le=\"0.005\"}", "1"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"changed\",le=\"0.25\"}", "2"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"changed\",le=\"30\"}", "2"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"changed\",le=\"+Inf\"}", "3"),
+        ("tend_check_apply_duration_seconds_count{kind=\"file\",result=\"changed\"}", "3"),
+        ("tend_check_apply_duration_seconds_bucket{kind=\"file\",result=\"ok\",le=\"0.001\"}", "1"),
+        ("tend_check_apply_duration_seconds_count{kind=\"file\",result=\"ok\"}", "1"),
     ];
     for (series, want) in expect {
         assert_eq!(value(&body, series).as_deref(), Some(want), "{series} in\n{body}");

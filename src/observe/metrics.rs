@@ -11,8 +11,8 @@
 //! the resource kind and the outcome of every check-apply, worker starts and stops, graph
 //! swaps and converged transitions, but no durations and no "apply started" mark. So
 //! [`Metrics::watch_engine`] fills every series except the check-apply duration histogram;
-//! that one is fed by [`Metrics::observe_check_apply`] from whoever can time a run (today
-//! nobody: it needs a duration in `EngineEvent::Applied`/`Failed`).
+//! that one is fed by [`Metrics::observe_check_apply`], which `super::timing` calls from a
+//! transparent wrapper around every resource of a candidate graph.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -88,8 +88,8 @@ struct Labelled {
     states: BTreeMap<ResKey, &'static str>,
     /// `(kind, result)` -> count.
     applies: BTreeMap<(String, ApplyResult), u64>,
-    /// kind -> duration histogram.
-    durations: BTreeMap<String, Histogram>,
+    /// `(kind, result)` -> duration histogram.
+    durations: BTreeMap<(String, ApplyResult), Histogram>,
 }
 
 #[derive(Default)]
@@ -160,11 +160,11 @@ impl Metrics {
     }
 
     /// Records the duration of one check-apply of a resource of `kind`.
-    pub fn observe_check_apply(&self, kind: &str, duration: Duration) {
+    pub fn observe_check_apply(&self, kind: &str, result: ApplyResult, duration: Duration) {
         let secs = duration.as_secs_f64();
         let slot = DURATION_BUCKETS.iter().position(|le| secs <= *le).unwrap_or(DURATION_BUCKETS.len());
         let mut l = self.labelled();
-        let h = l.durations.entry(kind.to_string()).or_default();
+        let h = l.durations.entry((kind.to_string(), result)).or_default();
         h.buckets[slot] += 1;
         h.sum += secs;
         h.count += 1;
@@ -242,20 +242,22 @@ impl Metrics {
             let _ =
                 writeln!(out, "tend_check_apply_total{{kind=\"{}\",result=\"{}\"}} {n}", escape(kind), result.label());
         }
-        family(&mut out, "tend_check_apply_duration_seconds", "histogram", "Check-apply duration by resource kind.");
-        for (kind, h) in &l.durations {
-            let kind = escape(kind);
+        family(
+            &mut out,
+            "tend_check_apply_duration_seconds",
+            "histogram",
+            "Check-apply duration by resource kind and result.",
+        );
+        for ((kind, result), h) in &l.durations {
+            let labels = format!("kind=\"{}\",result=\"{}\"", escape(kind), result.label());
             let mut cumulative = 0;
             for (i, n) in h.buckets.iter().enumerate() {
                 cumulative += n;
                 let le = DURATION_BUCKETS.get(i).map_or_else(|| "+Inf".to_string(), |b| b.to_string());
-                let _ = writeln!(
-                    out,
-                    "tend_check_apply_duration_seconds_bucket{{kind=\"{kind}\",le=\"{le}\"}} {cumulative}"
-                );
+                let _ = writeln!(out, "tend_check_apply_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}");
             }
-            let _ = writeln!(out, "tend_check_apply_duration_seconds_sum{{kind=\"{kind}\"}} {}", h.sum);
-            let _ = writeln!(out, "tend_check_apply_duration_seconds_count{{kind=\"{kind}\"}} {}", h.count);
+            let _ = writeln!(out, "tend_check_apply_duration_seconds_sum{{{labels}}} {}", h.sum);
+            let _ = writeln!(out, "tend_check_apply_duration_seconds_count{{{labels}}} {}", h.count);
         }
         drop(l);
 
