@@ -4,7 +4,7 @@ mod cli;
 mod cmd;
 mod compile;
 mod loader;
-// Wired into `cmd::run` by the integrator (see docs/operations.md); until then unused.
+// Wired into `cmd::run` by the integrator (recipe atop src/observe.rs); until then unused.
 #[allow(dead_code)]
 mod observe;
 

@@ -31,8 +31,6 @@ fn notifications_reach_the_socket() {
     assert_eq!(recv(&sock), "READY=1");
     assert!(notify::status("converged\n3 resources").expect("sent"));
     assert_eq!(recv(&sock), "STATUS=converged 3 resources");
-    assert!(notify::reloading().expect("sent"));
-    assert_eq!(recv(&sock), "RELOADING=1");
     assert!(notify::stopping().expect("sent"));
     assert_eq!(recv(&sock), "STOPPING=1");
 

@@ -19,11 +19,6 @@ pub fn stopping() -> io::Result<bool> {
     notify("STOPPING=1")
 }
 
-/// A reload (SIGHUP) has begun; send [`ready`] when it is done.
-pub fn reloading() -> io::Result<bool> {
-    notify("RELOADING=1")
-}
-
 /// A one-line status shown by `systemctl status` (newlines are replaced by spaces, since
 /// the protocol is line-based).
 pub fn status(msg: &str) -> io::Result<bool> {
