@@ -40,6 +40,17 @@ pub enum Command {
         #[arg(long, default_value_t = 10.0)]
         timeout: f64,
     },
+    /// Explain how a resource's params were produced: source lines, values, provenance.
+    Why {
+        path: PathBuf,
+        /// The resource, as KIND[NAME] (e.g. `file[/tmp/x]`).
+        resource: String,
+        #[arg(long, value_enum, default_value = "text")]
+        format: WhyFormat,
+        /// Give up when the dataflow has not settled after this many seconds.
+        #[arg(long, default_value_t = 10.0)]
+        timeout: f64,
+    },
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
@@ -53,4 +64,10 @@ pub enum GraphFormat {
     Text,
     Json,
     Dot,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum WhyFormat {
+    Text,
+    Json,
 }

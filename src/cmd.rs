@@ -2,3 +2,4 @@
 
 pub mod check;
 pub mod graph;
+pub mod why;

@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check { path, format } => cmd::check::run(&path, format),
         Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
+        Command::Why { path, resource, format, timeout } => cmd::why::run(&path, &resource, format, timeout),
     }
 }
 

@@ -21,6 +21,7 @@ pub mod ir;
 pub mod loader;
 pub mod output;
 pub mod pipeline;
+pub mod provenance;
 pub mod render;
 pub mod resgraph;
 pub mod scope;

@@ -1,0 +1,543 @@
+//! `tend why PATH KIND[NAME]`: explains how a resource's params were produced. Compiles,
+//! finds the resource statements of that kind, runs the dataflow once with *probe*
+//! statements added next to each of them (synthetic resources that carry the values of
+//! every node of the provenance trees, evaluated in the same `if`/`for` context and under
+//! the same conditions), and prints the trees with their values.
+
+use crate::cli::WhyFormat;
+use crate::compile::{self, Report};
+use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op};
+use lang::provenance::{Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
+use lang::span::{SourceMap, Span};
+use lang::syntax::ast::BinOp;
+use lang::types::Type;
+use lang::value::Value;
+use serde_json::json;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Prefix of the kinds of probe statements (a NUL can't start a real kind).
+const PROBE: &str = "\u{0}why:";
+/// The value a probe carries when its node failed with an error caught by `<|>`.
+const FAILED: &str = "\u{0}why:failed";
+
+pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCode {
+    let Some((kind, name)) = parse_target(target) else {
+        eprintln!("error: `{target}` is not a resource: expected KIND[NAME], e.g. file[/tmp/x]");
+        return ExitCode::from(2);
+    };
+    let (registry, catalog) = compile::catalog();
+    let how = if format == WhyFormat::Json { Report::Json } else { Report::Human };
+    let (program, outcome) = match compile::compile(path, &catalog) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let sources = outcome.sources;
+    let Some(graph) = outcome.graph else {
+        compile::report(&outcome.diagnostics.into_vec(), &sources, how);
+        return ExitCode::from(1);
+    };
+    let index = SourceIndex::build(&sources);
+    let is_fact = |f: &str| registry.get(f).is_some_and(|b| matches!(b.imp, funcs::api::FuncImpl::Stream(_)));
+    let located = lang::provenance::resources_of_kind(&graph, &kind);
+    let plans: Vec<Plan> = {
+        let mut builder = Builder::new(&graph, &index, &is_fact);
+        located.iter().map(|l| Plan::build(&mut builder, l)).collect()
+    };
+    let probed = with_probes(&graph, &located, &plans);
+
+    let host = funcs::api::Host { root: program.root.clone(), args: std::env::args().collect() };
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let timeout = Duration::from_secs_f64(timeout.max(0.0));
+    let output = rt.block_on(funcs::runtime::first_output(Arc::new(probed), Arc::new(registry), host, timeout));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    let output = match output {
+        Ok(o) => o,
+        Err(d) => {
+            compile::report(&[d], &sources, how);
+            return ExitCode::from(1);
+        }
+    };
+
+    // Which statements produced it, with the probed values of each production.
+    let mut found: Vec<(usize, Vec<BTreeMap<String, Value>>)> = Vec::new();
+    for (i, l) in located.iter().enumerate() {
+        let probe_kind = format!("{PROBE}{}", l.id);
+        let runs: Vec<BTreeMap<String, Value>> = output
+            .resources
+            .iter()
+            .filter(|d| d.kind == probe_kind && d.name == name)
+            .map(|d| d.params.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect())
+            .collect();
+        if !runs.is_empty() {
+            found.push((i, runs));
+        }
+    }
+    if found.is_empty() {
+        let existing: Vec<String> = output
+            .resources
+            .iter()
+            .filter(|d| !d.kind.starts_with(PROBE))
+            .map(|d| format!("{}[{}]", d.kind, d.name))
+            .collect();
+        let wanted = format!("{kind}[{name}]");
+        let near = closest(&wanted, &existing);
+        let mut msg = format!("resource `{wanted}` is not in the graph");
+        if existing.is_empty() {
+            msg.push_str(" (the program declares no resources)");
+        } else if !near.is_empty() {
+            msg.push_str(&format!(
+                "; did you mean {}?",
+                near.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            ));
+        } else {
+            msg.push_str(&format!(" ({} resource(s) exist; see `tend graph`)", existing.len()));
+        }
+        match format {
+            WhyFormat::Json => println!("{:#}", json!({"ok": false, "error": msg, "did_you_mean": near})),
+            WhyFormat::Text => eprintln!("error: {msg}"),
+        }
+        return ExitCode::from(1);
+    }
+
+    let ctx = Ctx { sources: &sources, graph: &graph, index: &index };
+    let reports: Vec<serde_json::Value> = found
+        .iter()
+        .flat_map(|(i, runs)| runs.iter().map(move |vals| (*i, vals)))
+        .map(|(i, vals)| ctx.statement(&located[i], &plans[i], vals))
+        .collect();
+    match format {
+        WhyFormat::Json => {
+            println!("{:#}", json!({"ok": true, "resource": format!("{kind}[{name}]"), "statements": reports}))
+        }
+        WhyFormat::Text => print!("{}", text(&format!("{kind}[{name}]"), &reports)),
+    }
+    ExitCode::SUCCESS
+}
+
+/// `file[/tmp/x]` or `File[/tmp/x]` → (`file`, `/tmp/x`).
+fn parse_target(s: &str) -> Option<(String, String)> {
+    let open = s.find('[')?;
+    let name = s[open + 1..].strip_suffix(']')?;
+    let kind = s[..open].trim();
+    if kind.is_empty() || name.is_empty() {
+        return None;
+    }
+    Some((kind.to_lowercase(), name.to_string()))
+}
+
+/// The provenance trees of one resource statement and the nodes to probe.
+struct Plan {
+    name: Entry,
+    /// (param or meta name, is meta, entry span, cond tree, value tree)
+    params: Vec<(String, bool, Span, Option<Entry>, Entry)>,
+    /// Every node to probe with the gates it is evaluated under.
+    probes: BTreeMap<NodeId, Vec<Gate>>,
+}
+
+impl Plan {
+    fn build(b: &mut Builder<'_>, l: &Located<'_>) -> Plan {
+        b.reset();
+        let r = l.resource;
+        let name = b.tree(r.name, "name", &[]);
+        let mut params = Vec::new();
+        for f in &r.fields {
+            let cond = f.cond.map(|c| b.tree(c, "condition", &[]));
+            let gates: Vec<Gate> = f.cond.map(|c| vec![(c, true)]).unwrap_or_default();
+            params.push((f.name.clone(), false, f.span, cond, b.tree(f.value, "value", &gates)));
+        }
+        for m in &r.metas {
+            let cond = m.cond.map(|c| b.tree(c, "condition", &[]));
+            let gates: Vec<Gate> = m.cond.map(|c| vec![(c, true)]).unwrap_or_default();
+            let label = m.name.as_ref().map_or("Meta".to_string(), |n| format!("Meta:{n}"));
+            params.push((label, true, m.span, cond, b.tree(m.value, "value", &gates)));
+        }
+        let mut probes = BTreeMap::new();
+        let mut add = |e: &Entry| collect_probes(e, &mut probes);
+        add(&name);
+        for (_, _, _, cond, value) in &params {
+            if let Some(c) = cond {
+                add(c);
+            }
+            add(value);
+        }
+        for enc in &l.enclosing {
+            if let Enclosing::If { cond, .. } = enc {
+                probes.entry(*cond).or_insert_with(Vec::new);
+            }
+        }
+        Plan { name, params, probes }
+    }
+}
+
+fn collect_probes(e: &Entry, out: &mut BTreeMap<NodeId, Vec<Gate>>) {
+    if e.per_call {
+        return;
+    }
+    match out.get_mut(&e.node) {
+        // Evaluated unconditionally somewhere: the weakest condition wins.
+        Some(g) if e.gates.is_empty() => g.clear(),
+        Some(_) => {}
+        None => {
+            out.insert(e.node, e.gates.clone());
+        }
+    }
+    for c in &e.children {
+        collect_probes(c, out);
+    }
+}
+
+/// The probe field name of a node.
+fn key(n: NodeId) -> String {
+    format!("n{}", n.0)
+}
+
+/// A copy of `graph` with a probe statement after each located resource statement.
+fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> FuncGraph {
+    let mut g = graph.clone();
+    g.types.resize(g.nodes.len(), None);
+    let add = |g: &mut FuncGraph, kind: NodeKind, ty: Option<Type>, span: Span| {
+        let id = g.add(kind, span);
+        g.types.resize(g.nodes.len(), None);
+        g.types[id.0 as usize] = ty;
+        id
+    };
+    let marker = add(&mut g, NodeKind::Const(Value::str(FAILED)), Some(Type::Str), Span::default());
+    let mut probe_stmts = Vec::new();
+    for (l, plan) in located.iter().zip(plans) {
+        let r = l.resource;
+        let mut fields = Vec::new();
+        let mut gate_nodes: HashMap<Vec<Gate>, NodeId> = HashMap::new();
+        for (node, gates) in &plan.probes {
+            let span = graph.node(*node).span;
+            let cond = if gates.is_empty() {
+                None
+            } else if let Some(c) = gate_nodes.get(gates) {
+                Some(*c)
+            } else {
+                let mut acc: Option<NodeId> = None;
+                for (c, holds) in gates {
+                    let one = if *holds {
+                        *c
+                    } else {
+                        add(&mut g, NodeKind::Op { op: Op::Not, args: vec![*c] }, Some(Type::Bool), span)
+                    };
+                    acc = Some(match acc {
+                        None => one,
+                        Some(a) => add(
+                            &mut g,
+                            NodeKind::Op { op: Op::Bin(BinOp::And), args: vec![a, one] },
+                            Some(Type::Bool),
+                            span,
+                        ),
+                    });
+                }
+                if let Some(c) = acc {
+                    gate_nodes.insert(gates.clone(), c);
+                }
+                acc
+            };
+            let ty = graph.ty(*node).cloned();
+            let value = add(&mut g, NodeKind::Except { lhs: *node, rhs: marker }, ty, span);
+            fields.push(IrField { name: key(*node), value, cond, span });
+        }
+        // The loop variables of every enclosing `for`.
+        for enc in &l.enclosing {
+            if let Enclosing::For { key: k, value: v, span, .. } = enc {
+                for p in [k, v] {
+                    let node = add(&mut g, NodeKind::Param(*p), None, *span);
+                    fields.push(IrField { name: format!("p{}", p.0), value: node, cond: None, span: *span });
+                }
+            }
+        }
+        probe_stmts.push((
+            l.id,
+            IrStmt::Resource(IrResource {
+                kind: format!("{PROBE}{}", l.id),
+                kind_span: r.kind_span,
+                name: r.name,
+                fields,
+                edges: Vec::new(),
+                metas: Vec::new(),
+                collect: false,
+                span: r.span,
+            }),
+        ));
+    }
+    // Last first, so that the numbering of the ones before stays valid.
+    for (id, stmt) in probe_stmts.into_iter().rev() {
+        if let Some((list, i)) = lang::provenance::statement_slot(&mut g.stmts, id) {
+            list.insert(i + 1, stmt);
+        }
+    }
+    g
+}
+
+struct Ctx<'a> {
+    sources: &'a SourceMap,
+    graph: &'a FuncGraph,
+    index: &'a SourceIndex,
+}
+
+impl Ctx<'_> {
+    fn at(&self, span: Span) -> String {
+        let f = self.sources.get(span.file);
+        let lc = f.line_col(span.start);
+        format!("{}:{}:{}", f.name, lc.line, lc.col)
+    }
+
+    /// The first line of the source a span covers, shortened.
+    fn source(&self, span: Span) -> String {
+        let text = self.sources.snippet(span);
+        let mut first = text.lines().next().unwrap_or("").trim().to_string();
+        if text.trim().lines().count() > 1 {
+            first.push_str(" …");
+        }
+        shorten(&first, 80)
+    }
+
+    fn value(v: Option<&Value>) -> serde_json::Value {
+        match v {
+            None => serde_json::Value::Null,
+            Some(Value::Str(s)) if s.as_ref() == FAILED => json!("<error, caught by <|>>"),
+            Some(v) => json!(shorten(&v.to_string(), 200)),
+        }
+    }
+
+    fn statement(&self, l: &Located<'_>, plan: &Plan, vals: &BTreeMap<String, Value>) -> serde_json::Value {
+        let r = l.resource;
+        let get = |n: NodeId| vals.get(&key(n));
+        let mut gates = Vec::new();
+        for enc in &l.enclosing {
+            match enc {
+                Enclosing::If { cond, then, span } => gates.push(json!({
+                    "kind": "if",
+                    "at": self.at(*span),
+                    "source": self.source(self.graph.node(*cond).span),
+                    "branch": if *then { "then" } else { "else" },
+                    "value": Self::value(get(*cond)),
+                })),
+                Enclosing::For { key: k, value: v, kv, span, .. } => {
+                    let name = |p: &lang::ir::ParamId| self.graph.params[p.0 as usize].name.clone();
+                    gates.push(json!({
+                        "kind": if *kv { "forkv" } else { "for" },
+                        "at": self.at(*span),
+                        "source": self.source(*span),
+                        "element": {
+                            name(k): Self::value(vals.get(&format!("p{}", k.0))),
+                            name(v): Self::value(vals.get(&format!("p{}", v.0))),
+                        },
+                    }))
+                }
+            }
+        }
+        let class = self.index.class_of(r.span).map(|(name, span, includes)| {
+            json!({"class": name, "at": self.at(span), "includes": includes.iter().map(|s| json!({"at": self.at(*s), "source": self.source(*s)})).collect::<Vec<_>>()})
+        });
+        let mut params = Vec::new();
+        for (pname, meta, span, cond, value) in &plan.params {
+            let cond_value = cond.as_ref().map(|c| get(c.node));
+            if let Some(cv) = cond_value
+                && cv != Some(&Value::Bool(true))
+            {
+                continue; // an elvis field whose condition is false was not set
+            }
+            params.push(json!({
+                "name": pname,
+                "meta": meta,
+                "at": self.at(*span),
+                "source": self.source(*span),
+                "value": Self::value(get(value.node)),
+                "condition": cond.as_ref().map(|c| self.entry(c, vals)),
+                "provenance": self.entry(value, vals),
+            }));
+        }
+        json!({
+            "at": self.at(r.span),
+            "source": self.source(r.span),
+            "gated_by": gates,
+            "class": class,
+            "name": self.entry(&plan.name, vals),
+            "params": params,
+        })
+    }
+
+    fn entry(&self, e: &Entry, vals: &BTreeMap<String, Value>) -> serde_json::Value {
+        let mut o = serde_json::Map::new();
+        o.insert("kind".into(), json!(e.what.key()));
+        o.insert("what".into(), json!(e.what.describe()));
+        if !e.role.is_empty() {
+            o.insert("role".into(), json!(e.role));
+        }
+        o.insert("at".into(), json!(self.at(e.span)));
+        o.insert("source".into(), json!(self.source(e.span)));
+        if let Some((name, span)) = &e.bind {
+            o.insert("bind".into(), json!({"name": format!("${name}"), "at": self.at(*span)}));
+        }
+        if let What::Inline(_) = e.what {
+            o.insert("called_at".into(), json!(self.at(e.span)));
+        }
+        if let What::LambdaParam(_) | What::LoopVar(_) = e.what
+            && let NodeKind::Param(p) = self.graph.node(e.node).kind
+        {
+            o.insert("defined_at".into(), json!(self.at(self.graph.params[p.0 as usize].span)));
+        }
+        let value = if e.per_call { json!("(per call)") } else { Self::value(vals.get(&key(e.node))) };
+        o.insert("value".into(), value);
+        if e.repeat {
+            o.insert("see_above".into(), json!(true));
+        }
+        if !e.children.is_empty() {
+            o.insert("children".into(), e.children.iter().map(|c| self.entry(c, vals)).collect());
+        }
+        if e.truncated > 0 {
+            o.insert("truncated".into(), json!(e.truncated));
+        }
+        o.into()
+    }
+}
+
+/// The text rendering of the JSON report.
+fn text(resource: &str, statements: &[serde_json::Value]) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let mut out = format!("{resource}: produced by {} statement evaluation(s)\n", statements.len());
+    for st in statements {
+        out.push_str(&format!("\n{}  {}\n", s(&st["at"]), s(&st["source"])));
+        if let Some(c) = st["class"].as_object() {
+            out.push_str(&format!("  in class `{}` ({})", s(&c["class"]), s(&c["at"])));
+            let inc: Vec<String> = c["includes"]
+                .as_array()
+                .map(|a| a.iter().map(|i| format!("{} `{}`", s(&i["at"]), s(&i["source"]))).collect())
+                .unwrap_or_default();
+            if !inc.is_empty() {
+                out.push_str(&format!(", included by {}", inc.join("; ")));
+            }
+            out.push('\n');
+        }
+        for g in st["gated_by"].as_array().into_iter().flatten() {
+            if s(&g["kind"]) == "if" {
+                out.push_str(&format!(
+                    "  gated by if {}  ({})  = {}, {} branch\n",
+                    s(&g["source"]),
+                    s(&g["at"]),
+                    plain(&g["value"]),
+                    s(&g["branch"])
+                ));
+            } else {
+                let el: Vec<String> = g["element"]
+                    .as_object()
+                    .map(|m| m.iter().map(|(k, v)| format!("${k} = {}", plain(v))).collect())
+                    .unwrap_or_default();
+                out.push_str(&format!("  in loop {}  ({})  element {}\n", s(&g["source"]), s(&g["at"]), el.join(", ")));
+            }
+        }
+        out.push_str(&format!("  name = {}\n", plain(&st["name"]["value"])));
+        tree(&st["name"], 2, &mut out);
+        for p in st["params"].as_array().into_iter().flatten() {
+            let label = if p["meta"].as_bool() == Some(true) { "meta " } else { "" };
+            out.push_str(&format!("\n  {label}{}  {}  {}\n", s(&p["name"]), s(&p["at"]), s(&p["source"])));
+            out.push_str(&format!("    = {}\n", plain(&p["value"])));
+            if !p["condition"].is_null() {
+                out.push_str("    set because:\n");
+                tree(&p["condition"], 4, &mut out);
+            }
+            tree(&p["provenance"], 4, &mut out);
+        }
+    }
+    out
+}
+
+fn plain(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "(not evaluated)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn tree(e: &serde_json::Value, indent: usize, out: &mut String) {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let pad = " ".repeat(indent);
+    let role = if e["role"].is_string() { format!("{}: ", s(&e["role"])) } else { String::new() };
+    let mut line = format!("{pad}{role}{}", s(&e["what"]));
+    if let Some(b) = e["bind"].as_object() {
+        line.push_str(&format!(" via `{}` (bound at {})", s(&b["name"]), s(&b["at"])));
+    }
+    line.push_str(&format!("  {}  `{}`", s(&e["at"]), s(&e["source"])));
+    if e["defined_at"].is_string() {
+        line.push_str(&format!(" (defined at {})", s(&e["defined_at"])));
+    }
+    if !e["value"].is_null() {
+        line.push_str(&format!("  = {}", plain(&e["value"])));
+    }
+    if e["see_above"].as_bool() == Some(true) {
+        line.push_str("  (see above)");
+    }
+    out.push_str(&line);
+    out.push('\n');
+    for c in e["children"].as_array().into_iter().flatten() {
+        tree(c, indent + 2, out);
+    }
+    if let Some(n) = e["truncated"].as_u64() {
+        out.push_str(&format!("{pad}  … {n} more\n"));
+    }
+}
+
+fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max).collect();
+    t.push('…');
+    t
+}
+
+/// Up to three existing names nearest to `wanted` by edit distance (within half its
+/// length), nearest first.
+fn closest(wanted: &str, existing: &[String]) -> Vec<String> {
+    let limit = (wanted.chars().count() / 2).max(2);
+    let mut scored: Vec<(usize, &String)> =
+        existing.iter().map(|e| (distance(wanted, e), e)).filter(|(d, _)| *d <= limit).collect();
+    scored.sort();
+    scored.dedup_by(|a, b| a.1 == b.1);
+    scored.into_iter().take(3).map(|(_, e)| e.clone()).collect()
+}
+
+fn distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_and_suggestions() {
+        assert_eq!(parse_target("File[/tmp/x]"), Some(("file".into(), "/tmp/x".into())));
+        assert_eq!(parse_target("file[a[b]]"), Some(("file".into(), "a[b]".into())));
+        assert_eq!(parse_target("file/tmp"), None);
+        let existing = vec!["file[/tmp/a]".to_string(), "pkg[cowsay]".to_string()];
+        assert_eq!(closest("file[/tmp/b]", &existing), vec!["file[/tmp/a]".to_string()]);
+    }
+}
