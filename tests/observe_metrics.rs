@@ -135,6 +135,10 @@ async fn scrape_reflects_fed_events() {
 async fn other_requests_are_refused() {
     let m = Arc::new(Metrics::new());
     let server = metrics::serve("127.0.0.1:0".parse().expect("addr"), m).await.expect("bind");
+    // A client that connects and says nothing does not block the others.
+    let _idle = TcpStream::connect(server.addr).expect("connect");
+    let (status, _, _) = scrape(server.addr, "GET /metrics HTTP/1.1\r\n\r\n").await;
+    assert_eq!(status, "HTTP/1.1 200 OK");
     let (status, _, _) = scrape(server.addr, "GET / HTTP/1.1\r\n\r\n").await;
     assert_eq!(status, "HTTP/1.1 404 Not Found");
     let (status, _, _) = scrape(server.addr, "GET /metricsx HTTP/1.1\r\n\r\n").await;

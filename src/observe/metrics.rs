@@ -4,7 +4,7 @@
 //!
 //! The server is hand-written on tokio's `TcpListener` on purpose: it answers one request
 //! per connection (`Connection: close`), reads at most [`MAX_REQUEST`] bytes of header
-//! with a deadline, and knows one path. That is all a Prometheus scraper needs, and it
+//! with a deadline, serves at most [`MAX_CONNECTIONS`] clients at once, and knows one path. That is all a Prometheus scraper needs, and it
 //! keeps an HTTP stack out of the dependency tree.
 //!
 //! What the engine's events can and cannot tell (see `engine::EngineEvent`): they carry
@@ -36,6 +36,13 @@ pub const MAX_REQUEST: usize = 8192;
 
 /// How long a client may take to send its request head.
 const READ_DEADLINE: Duration = Duration::from_secs(5);
+
+/// How long one connection may live in all (a client that does not read its response
+/// must not hold a task forever).
+const CONNECTION_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Connections served at once; more are closed on accept.
+pub const MAX_CONNECTIONS: usize = 64;
 
 /// The `state` label values of `tend_resources`, in exposition order.
 const STATES: [&str; 6] = ["starting", "waiting", "applying", "idle", "retrying", "failed"];
@@ -365,11 +372,17 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Metrics>) -> io::Result<Serve
         loop {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
+                        if connections.len() >= MAX_CONNECTIONS {
+                            tracing::debug!(%peer, "metrics endpoint busy; connection closed");
+                            continue;
+                        }
                         let registry = registry.clone();
                         connections.spawn(async move {
-                            if let Err(e) = answer(stream, &registry).await {
-                                tracing::debug!(error = %e, "metrics connection");
+                            match tokio::time::timeout(CONNECTION_DEADLINE, answer(stream, &registry)).await {
+                                Ok(Ok(())) => {}
+                                Ok(Err(e)) => tracing::debug!(%peer, error = %e, "metrics connection"),
+                                Err(_) => tracing::debug!(%peer, "metrics connection timed out"),
                             }
                         });
                     }
