@@ -73,6 +73,7 @@ pub fn resolve_with(
         suppressed: std::collections::BTreeSet::new(),
         files: &loaded.files,
         targets: &loaded.targets,
+        module_roots: &loaded.module_roots,
         graph: FuncGraph::default(),
         diags,
         frames: vec![Frame::default()],
@@ -144,6 +145,8 @@ struct Ctx<'a> {
     files: &'a [ast::File],
     /// What each import statement (by span) refers to.
     targets: &'a BTreeMap<Span, ImportTarget>,
+    /// The deploy root (`/mod1/`) of each file inside a module directory.
+    module_roots: &'a BTreeMap<FileId, String>,
     graph: FuncGraph,
     diags: Diagnostics,
     /// Frame 0 is the global scope (its names come from the catalog).

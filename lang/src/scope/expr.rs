@@ -9,6 +9,9 @@ use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
 use crate::value::Value;
 
+/// The internal function that makes a module-relative deploy path root-relative.
+const MODULE_PATH: &str = "_deploy_module_path";
+
 impl<'a> Ctx<'a> {
     pub(super) fn expr(&mut self, fid: FrameId, expr: &'a ast::Expr) -> NodeId {
         let span = expr.span;
@@ -136,9 +139,12 @@ impl<'a> Ctx<'a> {
     /// A named call: a built-in, or an inlined copy of a `func` statement's body.
     fn call(&mut self, fid: FrameId, name: &ast::Name, args: &'a [ast::Expr], span: Span) -> NodeId {
         let hit = self.find(fid, Ns::Func, &name.name);
-        let arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
+        let mut arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
         match hit {
-            Some(Hit::Builtin(func)) => self.graph.add(NodeKind::Call { func, args: arg_nodes }, span),
+            Some(Hit::Builtin(func)) => {
+                self.module_relative_deploy_path(&func, &mut arg_nodes, span);
+                self.graph.add(NodeKind::Call { func, args: arg_nodes }, span)
+            }
             Some(Hit::Entry(owner, key)) => self.inline(owner, &key, arg_nodes, span),
             Some(Hit::Const(_)) | Some(Hit::Silent) => self.error_node(span),
             None => {
@@ -146,6 +152,22 @@ impl<'a> Ctx<'a> {
                 self.error_node(span)
             }
         }
+    }
+
+    /// Inside a module, the path argument of the module-relative `deploy` functions is
+    /// relative to the module's directory (spec 7.7: `deploy.readfile("/files/f")` in
+    /// module `mod1/` reads `/mod1/files/f`): it is wrapped in
+    /// `_deploy_module_path("/mod1/", path)`, which makes it root-relative.
+    fn module_relative_deploy_path(&mut self, func: &str, args: &mut [NodeId], span: Span) {
+        const MODULE_RELATIVE: [&str; 4] =
+            ["deploy.abspath", "deploy.readfile", "deploy.file_exists", "deploy.directory"];
+        let Some(root) = self.module_roots.get(&span.file) else { return };
+        let Some(first) = args.first_mut() else { return };
+        if !MODULE_RELATIVE.contains(&func) || self.catalog.func(MODULE_PATH).is_none() {
+            return;
+        }
+        let module = self.graph.add(NodeKind::Const(Value::str(root)), span);
+        *first = self.graph.add(NodeKind::Call { func: MODULE_PATH.to_string(), args: vec![module, *first] }, span);
     }
 
     /// One call of a `func` statement: a fresh copy of its body with the parameters bound

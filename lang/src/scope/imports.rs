@@ -10,7 +10,7 @@
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Diagnostics, Stage};
 use crate::loader::Loader;
-use crate::span::{SourceFile, SourceMap, Span};
+use crate::span::{FileId, SourceFile, SourceMap, Span};
 use crate::syntax::ast::{self, StmtKind};
 use std::collections::BTreeMap;
 
@@ -28,6 +28,9 @@ pub(crate) enum ImportTarget {
 pub(crate) struct Loaded {
     pub(crate) files: Vec<ast::File>,
     pub(crate) targets: BTreeMap<Span, ImportTarget>,
+    /// The deploy root of the module each imported file belongs to (`/mod1/`), for files
+    /// inside a module directory; files of the main program are not listed (root `/`).
+    pub(crate) module_roots: BTreeMap<FileId, String>,
 }
 
 use super::FrontEnd;
@@ -48,7 +51,7 @@ pub(crate) fn load(
         catalog,
         sources,
         frontend,
-        loaded: Loaded { files: Vec::new(), targets: BTreeMap::new() },
+        loaded: Loaded { files: Vec::new(), targets: BTreeMap::new(), module_roots: BTreeMap::new() },
         by_path: BTreeMap::new(),
         stack: vec![entry.to_string()],
     };
@@ -56,7 +59,7 @@ pub(crate) fn load(
     let imports = collect_imports(&main);
     l.loaded.files.push(main);
     for (span, path) in imports {
-        match l.import(&path, &base) {
+        match l.import(&path, &base, "/") {
             Ok(target) => {
                 l.loaded.targets.insert(span, target);
             }
@@ -125,8 +128,9 @@ impl Load<'_> {
         }
     }
 
-    /// Resolves one import string written in a file whose module directory is `base`.
-    fn import(&mut self, path: &str, base: &str) -> Result<ImportTarget, ImportError> {
+    /// Resolves one import string written in a file whose directory is `base` and whose
+    /// module's deploy root is `root` (`/` for the main program, `/mod1/` in a module).
+    fn import(&mut self, path: &str, base: &str, root: &str) -> Result<ImportTarget, ImportError> {
         if path.contains("://") {
             return Err(ImportError::plain(format!(
                 "remote import of `{path}` failed: remote modules are not supported yet"
@@ -142,7 +146,7 @@ impl Load<'_> {
             let full = join(base, path);
             let module_dir = dir_of(&full);
             return self
-                .file(&full, &module_dir)
+                .file(&full, &module_dir, root)
                 .map(ImportTarget::Module)
                 .map_err(|(m, inner)| ImportError { message: format!("local import of `{path}` failed: {m}"), inner });
         }
@@ -176,11 +180,12 @@ impl Load<'_> {
             None => "main.mcl".to_string(),
         };
         let full = join(dir, &main);
-        self.file(&full, dir.trim_end_matches('/'))
+        self.file(&full, dir.trim_end_matches('/'), dir)
     }
 
     /// Loads one file (memoized by path): read, front end, module rules, its imports.
-    fn file(&mut self, path: &str, module_dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
+    /// `root` is the deploy root of the module the file belongs to.
+    fn file(&mut self, path: &str, module_dir: &str, root: &str) -> Result<usize, (String, Option<Diagnostic>)> {
         if self.stack.iter().any(|p| p == path) {
             let mut chain = self.stack.clone();
             chain.push(path.to_string());
@@ -189,16 +194,24 @@ impl Load<'_> {
         if let Some(done) = self.by_path.get(path) {
             return done.clone();
         }
-        let out = self.file_uncached(path, module_dir);
+        let out = self.file_uncached(path, module_dir, root);
         self.by_path.insert(path.to_string(), out.clone());
         out
     }
 
-    fn file_uncached(&mut self, path: &str, module_dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
+    fn file_uncached(
+        &mut self,
+        path: &str,
+        module_dir: &str,
+        root: &str,
+    ) -> Result<usize, (String, Option<Diagnostic>)> {
         let Some(text) = self.loader.read(path) else {
             return Err((format!("can't read file `{path}`"), None));
         };
         let file_id = self.sources.add(SourceFile::new(path, text.clone()));
+        if root != "/" {
+            self.loaded.module_roots.insert(file_id, root.to_string());
+        }
         let (parsed, inner) = (self.frontend)(file_id, &text);
         let parsed = match (parsed, inner.first()) {
             (Some(p), None) => p,
@@ -233,7 +246,7 @@ impl Load<'_> {
         let mut targets = Vec::new();
         let mut failure = None;
         for (span, import_path) in imports {
-            match self.import(&import_path, module_dir) {
+            match self.import(&import_path, module_dir, root) {
                 Ok(t) => targets.push((span, t)),
                 Err(e) => {
                     let d = e.at(span);
