@@ -1,0 +1,319 @@
+//! Scores the binary against mgmt's conformance corpus (`../shared/conformance/{graph,
+//! unit-errors}`) the way `shared/tools/conform` does: each archive is unpacked into a
+//! temp dir and `tend graph|check main.mcl` is run there. Prints per-stage counts and the
+//! failing names, and asserts the pass rates (check mode ≥ 95% on both folders, graph mode
+//! ≥ 85% on `graph/`). Skips with a message when `../shared` is absent.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Stages `tend check` must reproduce; later ones are not its business.
+const EARLY: [&str; 5] = ["errLexParse", "errInit", "errInterpolate", "errSetScope", "errUnify"];
+const TIMEOUT: Duration = Duration::from_secs(30);
+const THREADS: usize = 3;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Graph,
+    Check,
+}
+
+impl Mode {
+    fn arg(self) -> &'static str {
+        match self {
+            Mode::Graph => "graph",
+            Mode::Check => "check",
+        }
+    }
+}
+
+/// One case's result: its category (expected stage, `graph` or `empty`) and, when it
+/// failed, why.
+struct Outcome {
+    name: String,
+    category: String,
+    failure: Option<String>,
+}
+
+/// The sections of a txtar archive (a later section of the same name wins, as in conform).
+fn parse_txtar(text: &str) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut current: Option<(String, String)> = None;
+    for line in text.split_inclusive('\n') {
+        let header = line.trim_end().strip_prefix("-- ").and_then(|r| r.strip_suffix(" --"));
+        match header {
+            Some(name) if !name.trim().is_empty() => {
+                if let Some((n, body)) = current.take() {
+                    files.insert(n, body);
+                }
+                current = Some((name.trim().to_string(), String::new()));
+            }
+            _ => {
+                if let Some((_, body)) = current.as_mut() {
+                    body.push_str(line);
+                }
+            }
+        }
+    }
+    if let Some((n, body)) = current {
+        files.insert(n, body);
+    }
+    files
+}
+
+/// Sorted `Vertex:`/`Edge:` lines, edges without their ` # label`.
+fn norm_graph(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .lines()
+        .map(str::trim_end)
+        .filter_map(|l| {
+            if l.starts_with("Vertex: ") {
+                Some(l.to_string())
+            } else if l.starts_with("Edge: ") {
+                Some(l.split(" # ").next().unwrap_or(l).to_string())
+            } else {
+                None
+            }
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The stages of the expected `# err: errStage:` lines.
+fn expected_errors(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("# err: err")?;
+            let end = rest.find(':')?;
+            let word = &rest[..end];
+            (!word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())).then(|| format!("err{word}"))
+        })
+        .collect()
+}
+
+/// Runs the binary on `main.mcl` in `dir`: (stdout, exit success), or `None` on timeout.
+fn run_binary(dir: &Path, mode: Mode) -> Result<Option<(String, bool)>, String> {
+    let out_path = dir.join(".tend-conformance-stdout");
+    let out_file = std::fs::File::create(&out_path).map_err(|e| e.to_string())?;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tend"))
+        .arg(mode.arg())
+        .arg(dir.join("main.mcl"))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(out_file)
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if start.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let stdout = std::fs::read(&out_path).map_err(|e| e.to_string())?;
+    Ok(Some((String::from_utf8_lossy(&stdout).into_owned(), status.success())))
+}
+
+/// Runs one archive and judges it like `conform`.
+fn run_one(path: &Path, mode: Mode) -> Outcome {
+    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let fail = |category: &str, why: String| Outcome {
+        name: name.clone(),
+        category: category.to_string(),
+        failure: Some(why),
+    };
+    let files = match std::fs::read(path) {
+        Ok(bytes) => parse_txtar(&String::from_utf8_lossy(&bytes)),
+        Err(e) => return fail("unreadable", e.to_string()),
+    };
+    let Some(want) = files.get("OUTPUT") else { return fail("no OUTPUT", "no OUTPUT section".into()) };
+    let stages = expected_errors(want);
+    let category = match stages.first() {
+        Some(s) => s.clone(),
+        None if want.trim() == "# empty!" => "empty".to_string(),
+        None => "graph".to_string(),
+    };
+    let judged = (|| -> Result<Option<String>, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        for (file, body) in &files {
+            if file == "OUTPUT" || file == "CONFIG" {
+                continue;
+            }
+            let dest = dir.path().join(file.trim_start_matches('/'));
+            if let Some(parent) = dest.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+            }
+            std::fs::write(&dest, body).map_err(|e| e.to_string())?;
+        }
+        let Some((got, success)) = run_binary(dir.path(), mode)? else { return Ok(Some("timeout".into())) };
+        Ok(judge(mode, want, &stages, &got, success))
+    })();
+    let failure = judged.unwrap_or_else(|e| Some(format!("harness error: {e}")));
+    Outcome { name, category, failure }
+}
+
+/// `None` when `got` passes, else the reason it fails.
+fn judge(mode: Mode, want: &str, stages: &[String], got: &str, success: bool) -> Option<String> {
+    let first = got.trim().lines().next().unwrap_or("");
+    let shown = |s: &str| -> String { s.chars().take(160).collect() };
+    let matches_stage = |s: &String| first.starts_with(&format!("# err: {s}:"));
+    let wanted = |list: &[String]| -> String {
+        let mut v: Vec<&str> = list.iter().map(String::as_str).collect();
+        v.sort();
+        v.dedup();
+        v.join("/")
+    };
+    if mode == Mode::Check {
+        let early: Vec<String> = stages.iter().filter(|s| EARLY.contains(&s.as_str())).cloned().collect();
+        if !early.is_empty() && early.len() == stages.len() {
+            if early.iter().any(matches_stage) {
+                return None;
+            }
+            let got = if first.is_empty() { "(no error)".to_string() } else { shown(first) };
+            return Some(format!("want {}, got: {got}", wanted(&early)));
+        }
+        if first.starts_with("# err:") || !success {
+            let what = if first.is_empty() { "nonzero exit".to_string() } else { shown(first) };
+            return Some(format!("check rejected a program that compiles: {what}"));
+        }
+        return None;
+    }
+    if !stages.is_empty() {
+        if stages.iter().any(matches_stage) {
+            return None;
+        }
+        let got = if first.is_empty() { "(no error)".to_string() } else { shown(first) };
+        return Some(format!("want {}, got: {got}", wanted(stages)));
+    }
+    if first.starts_with("# err:") {
+        return Some(format!("unexpected error: {}", shown(first)));
+    }
+    if want.trim() == "# empty!" {
+        return (!norm_graph(got).is_empty()).then(|| "want empty graph".to_string());
+    }
+    (norm_graph(got) != norm_graph(want)).then(|| "graph differs".to_string())
+}
+
+/// Every archive under `dir` (recursively), sorted.
+fn archives(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        for entry in rd.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "txtar") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Runs every archive of `dir` in `mode` on a few threads; prints the report and returns
+/// the pass rate.
+fn score(dir: &Path, mode: Mode) -> f64 {
+    let cases = archives(dir);
+    assert!(!cases.is_empty(), "no archives under {}", dir.display());
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..THREADS {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(case) = cases.get(i) else { break };
+                    let outcome = run_one(case, mode);
+                    results.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    results.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut by_category: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for r in &results {
+        let e = by_category.entry(r.category.as_str()).or_default();
+        e.1 += 1;
+        if r.failure.is_none() {
+            e.0 += 1;
+        }
+    }
+    let passed = results.iter().filter(|r| r.failure.is_none()).count();
+    println!("== {} ({} mode): {passed}/{} passed", dir.display(), mode.arg(), results.len());
+    for (category, (ok, total)) in &by_category {
+        println!("  {category}: {ok}/{total}");
+    }
+    for r in &results {
+        if let Some(why) = &r.failure {
+            println!("  FAIL {}: {why}", r.name);
+        }
+    }
+    passed as f64 / results.len() as f64
+}
+
+/// `../shared/conformance` (`TEND_SHARED_DIR` overrides `../shared`, for worktrees), or
+/// `None` (with a message) when absent.
+fn corpus() -> Option<PathBuf> {
+    let shared = match std::env::var_os("TEND_SHARED_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    };
+    let dir = shared.join("conformance");
+    if dir.join("graph").is_dir() && dir.join("unit-errors").is_dir() {
+        Some(dir)
+    } else {
+        println!("skipped: the conformance corpus {} is absent", dir.display());
+        None
+    }
+}
+
+#[test]
+fn check_mode_conformance() {
+    let Some(corpus) = corpus() else { return };
+    for folder in ["graph", "unit-errors"] {
+        let rate = score(&corpus.join(folder), Mode::Check);
+        assert!(rate >= 0.95, "check mode passes only {:.1}% of {folder}/ (want ≥ 95%)", rate * 100.0);
+    }
+}
+
+#[test]
+fn graph_mode_conformance() {
+    let Some(corpus) = corpus() else { return };
+    let rate = score(&corpus.join("graph"), Mode::Graph);
+    assert!(rate >= 0.85, "graph mode passes only {:.1}% of graph/ (want ≥ 85%)", rate * 100.0);
+}
+
+#[test]
+fn judging_follows_conform() {
+    let stages = expected_errors("# err: errUnify: bad\n# err: errSetScope: x\n");
+    assert_eq!(stages, ["errUnify", "errSetScope"]);
+    assert_eq!(judge(Mode::Graph, "", &stages, "# err: errSetScope: y: /main.mcl @ 1:1-1:2\n", false), None);
+    assert!(judge(Mode::Graph, "", &stages, "# err: errInit: y\n", false).is_some());
+    let want = "Vertex: test[a]\nEdge: test[a] -> test[b] # x\nVertex: test[b]\n";
+    let got = "Vertex: test[b]\nVertex: test[a]\nEdge: test[a] -> test[b]\n";
+    assert_eq!(judge(Mode::Graph, want, &[], got, true), None);
+    assert!(judge(Mode::Graph, want, &[], "Vertex: test[a]\n", true).is_some());
+    assert_eq!(judge(Mode::Graph, "# empty!\n", &[], "", true), None);
+    // check mode: a later-stage error expectation means the check must pass.
+    let later = vec!["errInterpret".to_string()];
+    assert_eq!(judge(Mode::Check, "", &later, "", true), None);
+    assert!(judge(Mode::Check, "", &later, "", false).is_some());
+    let files = parse_txtar("junk\n-- a.mcl --\nx\n-- OUTPUT --\ny\n");
+    assert_eq!(files.get("a.mcl").map(String::as_str), Some("x\n"));
+    assert_eq!(files.get("OUTPUT").map(String::as_str), Some("y\n"));
+}
