@@ -2,6 +2,8 @@
 //! real binary. Each archive lays out its files in a temp dir; `OUTPUT` is the exact
 //! expected stdout of `tend check` (for `check/`) or `tend graph` (for `graph/`): the
 //! `# err: errSTAGE: message: /file @ l:c-l:c` line of a failure, or the sorted graph.
+//! An optional `STDERR` section holds lines that must each appear in stderr (the rendered
+//! diagnostics: labels, notes, further errors); it is never blessed.
 //! `TEND_BLESS=1 cargo test --test corpus` rewrites the OUTPUT sections in place.
 
 use std::path::{Path, PathBuf};
@@ -26,9 +28,14 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     let sections = parse_txtar(&text);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut expected = None;
+    let mut stderr_lines: Vec<&str> = Vec::new();
     for (name, body) in &sections {
         if name == "OUTPUT" {
             expected = Some(body.clone());
+            continue;
+        }
+        if name == "STDERR" {
+            stderr_lines.extend(body.lines().map(str::trim).filter(|l| !l.is_empty()));
             continue;
         }
         let dest = dir.path().join(name);
@@ -46,6 +53,10 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     let stderr = String::from_utf8_lossy(&out.stderr);
     if stderr.contains("panicked") {
         return Err(format!("the binary panicked:\n{stderr}"));
+    }
+    let missing: Vec<&str> = stderr_lines.iter().copied().filter(|l| !stderr.contains(l)).collect();
+    if !missing.is_empty() {
+        return Err(format!("stderr lacks:\n{}\nstderr:\n{stderr}", missing.join("\n")));
     }
     if stdout.trim() == expected.trim() {
         return Ok(());
@@ -83,4 +94,9 @@ fn run_dir(mode: &str) {
 #[test]
 fn check_corpus() {
     run_dir("check");
+}
+
+#[test]
+fn graph_corpus() {
+    run_dir("graph");
 }
