@@ -122,3 +122,24 @@ fn a_missing_resource_suggests_near_names() {
     assert!(err.contains("is not in the graph"), "{err}");
     assert!(err.contains(&format!("did you mean `file[{}/out-b]`", dir.path().display())), "{err}");
 }
+
+#[test]
+fn marks_fallbacks_untaken_branches_and_lambda_bodies() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = r#"import "fmt"
+$m = {"a" => "1"}
+$on = 1 > 0
+$f = func($x) { $x + "!" }
+file "/tmp/why-test-x" {
+	content => fmt.printf("%s %s %s", $m["zz"] <|> "dflt", if $on { "yes" } else { "no" }, $f("z")),
+}
+"#;
+    std::fs::write(dir.path().join("main.mcl"), program).expect("write program");
+    let (code, out, err) = why(dir.path(), "file[/tmp/why-test-x]", false);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("= \"dflt yes z!\""), "{out}");
+    assert!(out.contains("`$m[\"zz\"]`  = <error, caught by <|>>"), "{out}");
+    assert!(out.contains("else: literal  /main.mcl:6:81  `\"no\"`  = (branch not taken)"), "{out}");
+    assert!(out.contains("lambda parameter `$x`") && out.contains("= (per call)"), "{out}");
+    assert!(out.contains("(see above)") || out.contains("via `$f`"), "{out}");
+}

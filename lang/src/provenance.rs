@@ -195,8 +195,12 @@ pub struct Entry {
     pub children: Vec<Entry>,
     /// Already shown earlier in the same traversal; children omitted.
     pub repeat: bool,
-    /// Evaluated per call of a lambda (or only as a fallback): no single value.
+    /// Evaluated per call of a lambda, or only when a fallback is needed: no single
+    /// value is known for it.
     pub per_call: bool,
+    /// Under the fallback of a `<|>` or a `->field <|> default` (evaluated only when
+    /// the left side fails or lacks the field).
+    pub fallback: bool,
     /// Conditions under which the node is evaluated (if-expression branches).
     pub gates: Vec<Gate>,
     /// Children not shown: beyond [`MAX_DEPTH`] or [`MAX_CHILDREN`].
@@ -283,6 +287,7 @@ impl<'a> Builder<'a> {
             children: Vec::new(),
             repeat: false,
             per_call,
+            fallback: false,
             gates: gates.clone(),
             truncated: 0,
         };
@@ -299,7 +304,9 @@ impl<'a> Builder<'a> {
         }
         let total = kids.len();
         for (child, role, gates, per_call) in kids.into_iter().take(MAX_CHILDREN) {
-            let c = self.entry(child, role, gates, per_call, depth + 1, Some(e.span));
+            let fallback = matches!(role.as_str(), "fallback" | "default") || (e.fallback && per_call);
+            let mut c = self.entry(child, role, gates, per_call, depth + 1, Some(e.span));
+            c.fallback = fallback && !matches!(e.what, What::Lambda);
             e.children.push(c);
         }
         e.truncated = total.saturating_sub(MAX_CHILDREN);

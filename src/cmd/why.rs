@@ -394,7 +394,14 @@ impl Ctx<'_> {
         {
             o.insert("defined_at".into(), json!(self.at(self.graph.params[p.0 as usize].span)));
         }
-        let value = if e.per_call { json!("(per call)") } else { Self::value(vals.get(&key(e.node))) };
+        let skipped = e.gates.iter().any(|(c, holds)| vals.get(&key(*c)).is_some_and(|v| v != &Value::Bool(*holds)));
+        let value = match &self.graph.node(e.node).kind {
+            _ if skipped => json!("(branch not taken)"),
+            NodeKind::Const(v) => Self::value(Some(v)),
+            _ if e.fallback => json!("(only if the left side fails)"),
+            _ if e.per_call => json!("(per call)"),
+            _ => Self::value(vals.get(&key(e.node))),
+        };
         o.insert("value".into(), value);
         if e.repeat {
             o.insert("see_above".into(), json!(true));
