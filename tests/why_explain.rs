@@ -104,12 +104,14 @@ fn json_gives_the_same_tree() {
     let doc: serde_json::Value = serde_json::from_str(&out).expect("json");
     let st = &doc["statements"][0];
     assert_eq!(st["gated_by"][0]["kind"], "for");
-    assert_eq!(st["gated_by"][0]["element"]["n"], "\"b\"");
-    assert_eq!(st["gated_by"][1]["value"], "true");
+    assert_eq!(st["gated_by"][0]["element"]["n"]["json"], "b");
+    assert_eq!(st["gated_by"][0]["element"]["i"]["text"], "1");
+    assert_eq!(st["gated_by"][1]["value"]["json"], true);
     let content = &st["params"][0];
     assert_eq!(content["name"], "content");
     assert_eq!(content["provenance"]["kind"], "fact");
     assert_eq!(content["provenance"]["bind"]["name"], "$data");
+    assert_eq!(content["value"]["json"], "from the file\n");
     assert_eq!(content["provenance"]["children"][0]["kind"], "literal");
 }
 

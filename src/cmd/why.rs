@@ -308,11 +308,12 @@ impl Ctx<'_> {
         shorten(&first, 80)
     }
 
+    /// A value as `{"text": mcl rendering, "json": the value}`; `null` when not evaluated.
     fn value(v: Option<&Value>) -> serde_json::Value {
         match v {
             None => serde_json::Value::Null,
-            Some(Value::Str(s)) if s.as_ref() == FAILED => json!("<error, caught by <|>>"),
-            Some(v) => json!(shorten(&v.to_string(), 200)),
+            Some(Value::Str(s)) if s.as_ref() == FAILED => state("<error, caught by <|>>", "error_caught"),
+            Some(v) => json!({"text": shorten(&v.to_string(), 200), "json": crate::cmd::graph::value_json(v)}),
         }
     }
 
@@ -396,10 +397,10 @@ impl Ctx<'_> {
         }
         let skipped = e.gates.iter().any(|(c, holds)| vals.get(&key(*c)).is_some_and(|v| v != &Value::Bool(*holds)));
         let value = match &self.graph.node(e.node).kind {
-            _ if skipped => json!("(branch not taken)"),
+            _ if skipped => state("(branch not taken)", "not_taken"),
             NodeKind::Const(v) => Self::value(Some(v)),
-            _ if e.fallback => json!("(only if the left side fails)"),
-            _ if e.per_call => json!("(per call)"),
+            _ if e.fallback => state("(only if the left side fails)", "fallback"),
+            _ if e.per_call => state("(per call)", "per_call"),
             _ => Self::value(vals.get(&key(e.node))),
         };
         o.insert("value".into(), value);
@@ -466,8 +467,14 @@ fn text(resource: &str, statements: &[serde_json::Value]) -> String {
     out
 }
 
+/// A value that is not one known value, with why.
+fn state(text: &str, state: &str) -> serde_json::Value {
+    json!({"text": text, "state": state})
+}
+
 fn plain(v: &serde_json::Value) -> String {
     match v {
+        serde_json::Value::Object(o) => o.get("text").and_then(|t| t.as_str()).unwrap_or("").to_string(),
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "(not evaluated)".into(),
         other => other.to_string(),
