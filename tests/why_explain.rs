@@ -145,3 +145,20 @@ file "/tmp/why-test-x" {
     assert!(out.contains("lambda parameter `$x`") && out.contains("= (per call)"), "{out}");
     assert!(out.contains("(see above)") || out.contains("via `$f`"), "{out}");
 }
+
+#[test]
+fn a_bind_chain_names_every_bind_and_copy() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = "$a = \"one\"\n$b = \"${a}-two\"\n$c = $b\n$d = $c\nfile \"/tmp/why-chain\" {\n\tcontent => $d,\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).expect("write program");
+    let (code, out, err) = why(dir.path(), "file[/tmp/why-chain]", false);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("content  /main.mcl:6:2  content => $d,"), "{out}");
+    assert!(
+        out.contains(
+            "via `$b` (bound at /main.mcl:2:1, copied to `$c` at /main.mcl:3:1, copied to `$d` at /main.mcl:4:1)"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("via `$a` (bound at /main.mcl:1:1)") && out.contains("= \"one-two\""), "{out}");
+}

@@ -21,6 +21,8 @@ pub struct SourceIndex {
     binds: BTreeMap<Span, (String, Span)>,
     /// Class definitions: (name, whole statement span, parameter names).
     classes: Vec<(String, Span, Vec<String>)>,
+    /// Binds whose value is just another variable (`$c = $b`): (name, target, bind span).
+    aliases: Vec<(String, String, Span)>,
     /// Include arguments: (argument span, class name, argument position, include span).
     include_args: Vec<(Span, String, usize, Span)>,
     /// Include statements: (class name, whole statement span).
@@ -55,6 +57,9 @@ impl SourceIndex {
         for stmt in stmts {
             match &stmt.kind {
                 StmtKind::Bind { name, value, .. } => {
+                    if let ast::ExprKind::Var(target) = &value.kind {
+                        self.aliases.push((name.name.clone(), target.name.clone(), stmt.span));
+                    }
                     self.binds.entry(value.span).or_insert((name.name.clone(), stmt.span));
                 }
                 StmtKind::If { then, els, .. } => {
@@ -83,6 +88,23 @@ impl SourceIndex {
     /// The bind whose value expression is exactly `span`.
     pub fn bind_at(&self, span: Span) -> Option<(&str, Span)> {
         self.binds.get(&span).map(|(n, s)| (n.as_str(), *s))
+    }
+
+    /// Binds in the same file that are plain copies of bind `name` (`$c = $b` for `b`),
+    /// transitively, by name (shadowing is not resolved: this is a reading aid).
+    pub fn aliases_of(&self, name: &str, file: crate::span::FileId) -> Vec<(String, Span)> {
+        let mut out: Vec<(String, Span)> = Vec::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(t) = todo.pop() {
+            for (a, target, span) in &self.aliases {
+                if *target == t && span.file == file && !out.iter().any(|(n, _)| n == a) && a != name {
+                    out.push((a.clone(), *span));
+                    todo.push(a.clone());
+                }
+            }
+        }
+        out.sort_by_key(|(_, s)| *s);
+        out
     }
 
     /// The innermost class whose body holds `span`, with the include statements of a

@@ -385,7 +385,13 @@ impl Ctx<'_> {
         o.insert("at".into(), json!(self.at(e.span)));
         o.insert("source".into(), json!(self.source(e.span)));
         if let Some((name, span)) = &e.bind {
-            o.insert("bind".into(), json!({"name": format!("${name}"), "at": self.at(*span)}));
+            let aliases: Vec<_> = self
+                .index
+                .aliases_of(name, span.file)
+                .into_iter()
+                .map(|(a, s)| json!({"name": format!("${a}"), "at": self.at(s)}))
+                .collect();
+            o.insert("bind".into(), json!({"name": format!("${name}"), "at": self.at(*span), "aliases": aliases}));
         }
         if let What::Inline(_) = e.what {
             o.insert("called_at".into(), json!(self.at(e.span)));
@@ -487,7 +493,11 @@ fn tree(e: &serde_json::Value, indent: usize, out: &mut String) {
     let role = if e["role"].is_string() { format!("{}: ", s(&e["role"])) } else { String::new() };
     let mut line = format!("{pad}{role}{}", s(&e["what"]));
     if let Some(b) = e["bind"].as_object() {
-        line.push_str(&format!(" via `{}` (bound at {})", s(&b["name"]), s(&b["at"])));
+        line.push_str(&format!(" via `{}` (bound at {}", s(&b["name"]), s(&b["at"])));
+        for a in b["aliases"].as_array().into_iter().flatten() {
+            line.push_str(&format!(", copied to `{}` at {}", s(&a["name"]), s(&a["at"])));
+        }
+        line.push(')');
     }
     line.push_str(&format!("  {}  `{}`", s(&e["at"]), s(&e["source"])));
     if e["defined_at"].is_string() {
