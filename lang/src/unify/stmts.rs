@@ -72,7 +72,7 @@ impl<'a> Ctx<'a> {
         let v = Ctx::var(node);
         let known = self.static_type(node);
         let str_list = Type::list(Type::Str);
-        let required = match (known, rule) {
+        let required = match (known.clone(), rule) {
             (Some(Type::Str), _) => Type::Str,
             (Some(t), NameRule::Collect) if t == str_list => str_list,
             (_, NameRule::Plain) => str_list,
@@ -83,9 +83,17 @@ impl<'a> Ctx<'a> {
         let before = self.diags.len();
         self.has_type(v, &required, span, span);
         if self.diags.len() > before && required != Type::Str {
-            let note = "a name is `str` only when that is obvious without inference (a string, an interpolation, \
-                        an annotated value); otherwise it must be a list: write `\"${x}\"` for one name or `[$x]`";
-            self.annotate_last(note);
+            // A name whose type is plainly not a string (`42`, `[1, 2]`) is simply wrong;
+            // one that is a `str` only after inference needs the list form.
+            let note = match known {
+                Some(t) if rule == NameRule::Plain => {
+                    format!("a resource name is a `str` or a `[]str` (one resource per element); this one is `{t}`")
+                }
+                _ => "a name is `str` only when that is obvious without inference (a string, an interpolation, \
+                      an annotated value); otherwise it must be a list: write `\"${x}\"` for one name or `[$x]`"
+                    .to_string(),
+            };
+            self.annotate_last(&note);
         }
     }
 
