@@ -162,3 +162,16 @@ fn a_bind_chain_names_every_bind_and_copy() {
     );
     assert!(out.contains("via `$a` (bound at /main.mcl:1:1)") && out.contains("= \"one-two\""), "{out}");
 }
+
+#[test]
+fn a_func_argument_is_named_by_its_parameter() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = "func shout($s) {\n\t$s + \"!\"\n}\nfile \"/tmp/why-func\" {\n\tcontent => shout(\"hey\"),\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).expect("write program");
+    let (code, out, err) = why(dir.path(), "file[/tmp/why-func]", false);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("call of func `shout` (inlined)  /main.mcl:5:13"), "{out}");
+    assert!(out.contains("body: operator `+`  /main.mcl:2:2"), "{out}");
+    assert!(out.contains("literal via `$s` (bound at /main.mcl:5:13)  /main.mcl:5:19  `\"hey\"`"), "{out}");
+    assert!(out.contains("= \"hey!\""), "{out}");
+}

@@ -21,6 +21,8 @@ pub struct SourceIndex {
     binds: BTreeMap<Span, (String, Span)>,
     /// Class definitions: (name, whole statement span, parameter names).
     classes: Vec<(String, Span, Vec<String>)>,
+    /// `func` statements by name: their parameter names.
+    funcs: BTreeMap<String, Vec<String>>,
     /// Binds whose value is just another variable (`$c = $b`): (name, target, bind span).
     aliases: Vec<(String, String, Span)>,
     /// Include arguments: (argument span, class name, argument position, include span).
@@ -33,9 +35,24 @@ impl SourceIndex {
     /// Parses every file of `sources` again (cheap, no IO) and records binds and classes.
     pub fn build(sources: &SourceMap) -> SourceIndex {
         let mut index = SourceIndex::default();
+        // Call arguments of named calls: (arg span, callee, position, call span).
+        let mut call_args: Vec<(Span, String, usize, Span)> = Vec::new();
         for (id, file) in sources.files() {
-            let (ast, _) = crate::syntax::parse(id, &file.text);
+            let (mut ast, _) = crate::syntax::parse(id, &file.text);
             index.add_stmts(&ast.stmts);
+            crate::syntax::visit::exprs_mut(&mut ast.stmts, &mut |e| {
+                if let ast::ExprKind::Call { name, args } = &e.kind {
+                    for (i, a) in args.iter().enumerate() {
+                        call_args.push((a.span, name.name.clone(), i, e.span));
+                    }
+                }
+            });
+        }
+        // Arguments of calls of `func` statements are named by the func's parameters.
+        for (span, func, i, call) in call_args {
+            if let Some(p) = index.funcs.get(&func).and_then(|ps| ps.get(i)) {
+                index.binds.entry(span).or_insert((p.clone(), call));
+            }
         }
         // Include arguments are named by the included class's parameters.
         let args = std::mem::take(&mut index.include_args);
@@ -73,6 +90,10 @@ impl SourceIndex {
                     let ps = params.iter().flatten().map(|p| p.name.name.clone()).collect();
                     self.classes.push((name.name.clone(), stmt.span, ps));
                     self.add_stmts(&body.stmts);
+                }
+                StmtKind::Func { name, func } => {
+                    let ps = func.params.iter().map(|p| p.name.name.clone()).collect();
+                    self.funcs.entry(name.name.clone()).or_insert(ps);
                 }
                 StmtKind::Include { name, args, .. } => {
                     self.includes.push((name.name.clone(), stmt.span));
