@@ -165,17 +165,35 @@ pub(crate) fn did_you_mean<'s>(word: &str, candidates: impl IntoIterator<Item = 
         .map(|(_, c)| c)
 }
 
+/// Optimal string alignment distance (insert, delete, substitute, swap two neighbours),
+/// so that a transposition (`nmae` for `name`) counts as one edit, as in scope's
+/// suggestions.
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+    let w = b.len() + 1;
+    let mut d: Vec<usize> = (0..(a.len() + 1) * w)
+        .map(|k| {
+            if k < w {
+                k
+            } else if k % w == 0 {
+                k / w
+            } else {
+                0
+            }
+        })
+        .collect();
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1).min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = best;
         }
-        prev = cur;
     }
-    prev[b.len()]
+    d[a.len() * w + b.len()]
 }
 
 /// `name(a str, b int) ret` from a signature.
@@ -284,6 +302,11 @@ mod tests {
     fn suggests_close_names_only() {
         assert_eq!(did_you_mean("anotherstr", ["anotherstr2", "int", "bool"]), Some("anotherstr2"));
         assert_eq!(did_you_mean("xyz", ["anotherstr", "int"]), None);
+        // a swap of two neighbours is one edit
+        assert_eq!(did_you_mean("nmae", ["name", "host"]), Some("name"));
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", ""), 3);
     }
 
     #[test]
