@@ -105,6 +105,18 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
         } else {
             msg.push_str(&format!(" ({} resource(s) exist; see `tend graph`)", existing.len()));
         }
+        let facts: Vec<String> = plans
+            .iter()
+            .flat_map(|p| facts_in(&p.name))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if !facts.is_empty() {
+            msg.push_str(&format!(
+                "; note: names of `{kind}` resources depend on {} which may have changed since",
+                facts.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
         match format {
             WhyFormat::Json => println!("{:#}", json!({"ok": false, "error": msg, "did_you_mean": near})),
             WhyFormat::Text => eprintln!("error: {msg}"),
@@ -125,6 +137,18 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
         WhyFormat::Text => print!("{}", text(&format!("{kind}[{name}]"), &reports)),
     }
     ExitCode::SUCCESS
+}
+
+/// The streaming facts a tree depends on (outside lambda bodies).
+fn facts_in(e: &Entry) -> Vec<String> {
+    let mut out = Vec::new();
+    if let What::Fact(f) = &e.what {
+        out.push(f.clone());
+    }
+    for c in &e.children {
+        out.extend(facts_in(c));
+    }
+    out
 }
 
 /// `file[/tmp/x]` or `File[/tmp/x]` → (`file`, `/tmp/x`).
