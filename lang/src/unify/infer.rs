@@ -7,7 +7,7 @@
 
 use super::report;
 use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value};
-use super::table::{Shape, Table, Var};
+use super::table::{Mismatch, Shape, Table, Var};
 use crate::catalog::{CallSite, Catalog};
 use crate::diag::{Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
@@ -97,8 +97,20 @@ impl<'a> Ctx<'a> {
         match self.table.unify(expected, found) {
             Ok(()) => true,
             Err(m) => {
-                let d = report::mismatch(&mut self.table, m, expected, found, span);
-                self.diags.push(d);
+                // Where the clash involves a type an earlier error already poisoned, this
+                // one is its consequence (`$y = $x + "a"` then `test [$y]`): stay quiet.
+                let (a, b) = match m {
+                    Mismatch::Kinds { expected, found }
+                    | Mismatch::StructFieldCount { expected, found }
+                    | Mismatch::StructFields { expected, found }
+                    | Mismatch::FuncArity { expected, found } => (expected, found),
+                    Mismatch::Occurs { var, ty } => (var, ty),
+                };
+                let consequence = self.table.is_poisoned(a) || self.table.is_poisoned(b);
+                if !consequence || self.diags.is_empty() {
+                    let d = report::mismatch(&mut self.table, m, expected, found, span);
+                    self.diags.push(d);
+                }
                 self.table.poison_deep(expected);
                 self.table.poison_deep(found);
                 false
