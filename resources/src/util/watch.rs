@@ -109,6 +109,17 @@ pub fn watch_loop(
     })
 }
 
+/// Events that only observe a file.
+fn is_read_only(kind: &notify::EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    matches!(
+        kind,
+        notify::EventKind::Access(
+            AccessKind::Open(_) | AccessKind::Read | AccessKind::Close(AccessMode::Read | AccessMode::Execute)
+        )
+    )
+}
+
 impl Drop for FileWatch {
     fn drop(&mut self) {
         let hub = hub();
@@ -127,6 +138,9 @@ impl Hub {
         let created = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let subs = lock(&subs);
             match event {
+                // notify 8 watches IN_OPEN: a check-apply reading the file would wake its
+                // own watch forever. Opens, reads and read-only closes change nothing.
+                Ok(event) if is_read_only(&event.kind) => {}
                 Ok(event) => {
                     for sub in subs.values() {
                         if event.paths.iter().any(|p| sub.concerns(p)) {
