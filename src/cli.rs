@@ -51,6 +51,24 @@ pub enum Command {
         #[arg(long, default_value_t = 10.0)]
         timeout: f64,
     },
+    /// Converge the machine to the program and keep it converged.
+    Run {
+        /// A .mcl file, or a directory holding main.mcl (or metadata.yaml).
+        path: PathBuf,
+        /// Exit once the whole graph has stayed converged this many seconds (0: as soon
+        /// as it converges). Exit status 1 when a resource failed.
+        #[arg(long, value_name = "SECS")]
+        converged_timeout: Option<f64>,
+        /// Check only: print what would change (file content as a unified diff), change nothing.
+        #[arg(long)]
+        noop: bool,
+        /// State directory (default: $XDG_CACHE_HOME/tend or ~/.cache/tend; /var/lib/tend for root).
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
+        /// Do not reload the program when its source files change (SIGHUP still reloads).
+        #[arg(long)]
+        no_watch: bool,
+    },
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]

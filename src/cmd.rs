@@ -2,4 +2,5 @@
 
 pub mod check;
 pub mod graph;
+pub mod run;
 pub mod why;

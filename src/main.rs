@@ -19,6 +19,9 @@ fn main() -> ExitCode {
         Command::Check { path, format } => cmd::check::run(&path, format),
         Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
         Command::Why { path, resource, format, timeout } => cmd::why::run(&path, &resource, format, timeout),
+        Command::Run { path, converged_timeout, noop, prefix, no_watch } => {
+            cmd::run::run(cmd::run::Options { path, converged_timeout, noop, prefix, watch: !no_watch })
+        }
     }
 }
 

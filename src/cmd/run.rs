@@ -1,0 +1,389 @@
+//! `tend run PATH`: compile, run the dataflow, and hand every settled output to the engine
+//! as a resource graph (applied by diff); optionally exit once converged, check only
+//! (`--noop`), and reload the program when its source files change.
+
+mod watch_code;
+
+use crate::compile::{self, Report};
+use crate::loader::ProgramPath;
+use engine::{Engine, EngineConfig, EngineEvent, ResKey};
+use funcs::registry::Registry;
+use funcs::runtime::Dataflow;
+use lang::catalog::Catalog;
+use lang::diag::Diagnostic;
+use lang::span::SourceMap;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long an orderly shutdown waits for workers before aborting them.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
+
+/// How often a run with a failed resource checks whether everything else has stopped.
+const STALL_POLL: Duration = Duration::from_millis(50);
+
+/// What `tend run` was asked to do.
+pub struct Options {
+    pub path: PathBuf,
+    /// Exit once the graph has stayed converged this long.
+    pub converged_timeout: Option<f64>,
+    pub noop: bool,
+    pub prefix: Option<PathBuf>,
+    /// Reload when a source file changes.
+    pub watch: bool,
+}
+
+pub fn run(opts: Options) -> ExitCode {
+    let (registry, catalog) = compile::catalog();
+    let program = match crate::loader::locate(&opts.path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let compiled = match load(&program, &catalog) {
+        Ok(c) => c,
+        Err((diags, sources)) => {
+            compile::report(&diags, &sources, Report::Human);
+            return ExitCode::from(1);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let state_dir = opts.prefix.clone().unwrap_or_else(default_prefix);
+    let mut runner = Runner {
+        engine: Engine::new(EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE }),
+        registry: Arc::new(registry),
+        catalog,
+        program,
+        noop: opts.noop,
+        host: resources::Host::system(),
+        applied: false,
+    };
+    // --noop checks once and reports; it does not keep watching.
+    let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
+    let code = rt.block_on(runner.main(compiled, hold, opts.watch && !opts.noop));
+    rt.shutdown_timeout(Duration::from_millis(500));
+    code
+}
+
+/// The state directory: `$XDG_CACHE_HOME/tend`, `~/.cache/tend`, or `/var/lib/tend` for root.
+fn default_prefix() -> PathBuf {
+    if nix_is_root() {
+        return PathBuf::from("/var/lib/tend");
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x).join("tend");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(h).join(".cache/tend");
+    }
+    std::env::temp_dir().join("tend")
+}
+
+fn nix_is_root() -> bool {
+    // The effective uid, read from /proc to avoid a libc dependency in the app.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Uid:").and_then(|r| r.split_whitespace().nth(1).map(str::to_string)))
+        })
+        .is_some_and(|uid| uid == "0")
+}
+
+/// A compiled program: its function graph and the files it was read from.
+pub struct Compiled {
+    graph: Arc<lang::ir::FuncGraph>,
+    sources: SourceMap,
+}
+
+/// Compiles the program; on failure the diagnostics and the sources they point into.
+fn load(program: &ProgramPath, catalog: &Catalog) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
+    let loader = crate::loader::FsLoader::new(&program.root);
+    let outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    match outcome.graph {
+        Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled { graph: Arc::new(g), sources: outcome.sources }),
+        _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
+    }
+}
+
+/// Why the main loop ended.
+enum Stop {
+    Converged,
+    Signal,
+    /// The first output could not be run (diagnostics already printed).
+    FirstFailed,
+    Exit(i32),
+}
+
+struct Runner {
+    engine: Engine,
+    registry: Arc<Registry>,
+    catalog: Catalog,
+    program: ProgramPath,
+    noop: bool,
+    host: resources::Host,
+    /// Whether a graph was ever accepted by the engine.
+    applied: bool,
+}
+
+impl Runner {
+    async fn main(&mut self, compiled: Compiled, hold: Option<Duration>, watch: bool) -> ExitCode {
+        let mut events = self.engine.subscribe();
+        let mut noop_reports: BTreeMap<ResKey, Vec<String>> = BTreeMap::new();
+        let signals = Signals::new()
+            .and_then(|s| Ok((s, tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?)));
+        let (mut signals, mut hup) = match signals {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: cannot install signal handlers: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut watcher =
+            if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
+        let mut sources = compiled.sources;
+        let mut dataflow = Some(self.start(&compiled.graph));
+        let mut exit_rx = self.engine.exit_requested();
+        // A failed resource keeps its dependants waiting, so the graph never converges;
+        // once a failure was seen, `--converged-timeout` also ends a run that has stalled.
+        let mut saw_failure = false;
+        let mut stalled_since: Option<tokio::time::Instant> = None;
+        let mut tick = tokio::time::interval(STALL_POLL);
+        let stop = loop {
+            let converged = async {
+                match hold {
+                    Some(hold) if self.applied => self.engine.wait_converged_for(hold, Duration::MAX / 4).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = signals.recv() => break Stop::Signal,
+                out = next_output(&mut dataflow) => match out {
+                    Some(Ok(output)) => {
+                        if !self.apply(&output, &sources).await && !self.applied {
+                            break Stop::FirstFailed;
+                        }
+                    }
+                    Some(Err(d)) => {
+                        print_diags(&[d], &sources);
+                        if !self.applied {
+                            break Stop::FirstFailed;
+                        }
+                        tracing::error!("the dataflow stopped; the last graph keeps running");
+                        dataflow = None;
+                    }
+                    None => dataflow = None,
+                },
+                reload = watch_code::changed(&mut watcher, &mut hup) => {
+                    tracing::info!(reason = reload, "reloading the program");
+                    match load(&self.program, &self.catalog) {
+                        Ok(c) => {
+                            if let Some(df) = dataflow.take() {
+                                df.shutdown().await;
+                            }
+                            if let Some(w) = watcher.as_mut() {
+                                w.update(&self.program.root, &c.sources);
+                            }
+                            sources = c.sources;
+                            dataflow = Some(self.start(&c.graph));
+                        }
+                        Err((diags, srcs)) => {
+                            print_diags(&diags, &srcs);
+                            if let Some(w) = watcher.as_mut() {
+                                w.extend(&self.program.root, &srcs);
+                            }
+                            tracing::error!(
+                                errors = diags.len(),
+                                first = diags.first().map(|d| d.one_line(&srcs)).unwrap_or_default(),
+                                "the new code does not compile; the old program keeps running"
+                            );
+                        }
+                    }
+                }
+                ok = converged => {
+                    if ok {
+                        break Stop::Converged;
+                    }
+                }
+                code = exit_rx.wait_for(|c| c.is_some()) => {
+                    let code = code.ok().and_then(|c| *c).unwrap_or(0);
+                    break Stop::Exit(code);
+                }
+                ev = events.recv() => match ev {
+                    Ok(EngineEvent::Applied { key, changed: true, noop: true, reports }) => {
+                        noop_reports.insert(key, reports);
+                    }
+                    Ok(EngineEvent::Failed { retrying: false, .. }) => saw_failure = true,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => saw_failure = true,
+                    _ => {}
+                },
+                _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
+                    if self.stalled().await {
+                        let since = *stalled_since.get_or_insert_with(tokio::time::Instant::now);
+                        if since.elapsed() >= hold.unwrap_or_default() {
+                            break Stop::Converged;
+                        }
+                    } else {
+                        stalled_since = None;
+                    }
+                }
+            }
+        };
+        // Drain the noop reports that are already queued.
+        while let Ok(ev) = events.try_recv() {
+            if let EngineEvent::Applied { key, changed: true, noop: true, reports } = ev {
+                noop_reports.insert(key, reports);
+            }
+        }
+        let failures = self.engine.failures().await;
+        let shutdown = async {
+            if let Some(df) = dataflow.take() {
+                df.shutdown().await;
+            }
+            let report = self.engine.shutdown(SHUTDOWN_DEADLINE).await;
+            if !report.stragglers.is_empty() {
+                tracing::warn!(stragglers = report.stragglers.len(), "some resources did not stop in time");
+            }
+        };
+        tokio::select! {
+            _ = shutdown => {}
+            _ = signals.recv() => {
+                eprintln!("second signal: exiting without waiting for resources to stop");
+                std::process::exit(130);
+            }
+        }
+        if self.noop {
+            print_noop(&noop_reports);
+        }
+        for (key, err) in &failures {
+            eprintln!("error: {key} failed: {err}");
+        }
+        match stop {
+            Stop::FirstFailed => ExitCode::from(1),
+            Stop::Exit(code) => ExitCode::from(code.clamp(0, 255) as u8),
+            Stop::Signal => {
+                if failures.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+            Stop::Converged => {
+                if failures.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::from(1)
+                }
+            }
+        }
+    }
+
+    /// Some resource failed for good and every other one is idle, failed, or waiting (so
+    /// blocked behind a failure): nothing more will happen without outside change.
+    async fn stalled(&self) -> bool {
+        use engine::WorkerState;
+        let status = self.engine.status().await;
+        status.values().any(|s| matches!(s, WorkerState::Failed { .. }))
+            && status
+                .values()
+                .all(|s| matches!(s, WorkerState::Idle | WorkerState::Failed { .. } | WorkerState::Waiting))
+    }
+
+    fn start(&self, graph: &Arc<lang::ir::FuncGraph>) -> Dataflow {
+        let host = funcs::api::Host { root: self.program.root.clone(), args: std::env::args().collect() };
+        Dataflow::start(graph.clone(), self.registry.clone(), host)
+    }
+
+    /// Interprets one output and swaps it in; false (after reporting) when it was rejected.
+    async fn apply(&mut self, output: &lang::output::Output, sources: &SourceMap) -> bool {
+        let graph = match compile::resource_graph(output, &self.catalog) {
+            Ok(g) => g,
+            Err(diags) => {
+                print_diags(&diags, sources);
+                tracing::error!(errors = diags.len(), "the new resource graph is invalid; the running graph stays");
+                return false;
+            }
+        };
+        let candidate = match resources::graph::to_engine(&self.host, &graph, self.noop) {
+            Ok(g) => g,
+            Err(diags) => {
+                print_diags(&diags.into_vec(), sources);
+                tracing::error!("the new resource graph cannot be built; the running graph stays");
+                return false;
+            }
+        };
+        match self.engine.apply(candidate).await {
+            Ok(_) => {
+                self.applied = true;
+                true
+            }
+            Err(e) => {
+                eprintln!("error: the new resource graph was rejected: {e}");
+                tracing::error!(error = %e, "graph rejected; the running graph stays");
+                false
+            }
+        }
+    }
+}
+
+async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<lang::output::Output, Diagnostic>> {
+    match df {
+        Some(df) => df.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
+    let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    for d in diags {
+        eprintln!("{}", lang::render::render(d, sources, color));
+        tracing::error!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
+    }
+}
+
+/// `--noop`: what would change, per resource in key order.
+fn print_noop(reports: &BTreeMap<ResKey, Vec<String>>) {
+    if reports.is_empty() {
+        println!("noop: nothing would change");
+        return;
+    }
+    for (key, notes) in reports {
+        if notes.is_empty() {
+            println!("{key}: would change");
+        }
+        for note in notes {
+            println!("{note}");
+        }
+    }
+    println!("noop: {} resource(s) would change", reports.len());
+}
+
+/// SIGINT/SIGTERM: stop.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals { int: signal(SignalKind::interrupt())?, term: signal(SignalKind::terminate())? })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! `tend run` end to end: the real binary on programs in temporary directories.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const TEND: &str = env!("CARGO_BIN_EXE_tend");
+
+fn run(dir: &Path, args: &[&str]) -> Output {
+    Command::new(TEND)
+        .arg("run")
+        .arg(dir.join("main.mcl"))
+        .args(["--prefix", &dir.join("state").display().to_string()])
+        .args(args)
+        .output()
+        .expect("tend runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn files_program(root: &Path, content: &str) -> String {
+    let root = root.display();
+    format!(
+        "import \"fmt\"\n\nfile \"{root}/out/\" {{\n\tstate => \"exists\",\n}}\nfor $i, $n in [\"a\", \"b\", \"c\"] {{\n\tfile \"{root}/out/${{n}}\" {{\n\t\tstate => \"exists\",\n\t\tcontent => fmt.printf(\"{content} %s %d\\n\", $n, $i),\n\t\tmode => \"0640\",\n\t}}\n}}\n"
+    )
+}
+
+#[test]
+fn converges_files_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), files_program(dir.path(), "v1")).unwrap();
+    let out = run(dir.path(), &["--converged-timeout", "0"]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    for (i, n) in ["a", "b", "c"].iter().enumerate() {
+        let p = dir.path().join("out").join(n);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), format!("v1 {n} {i}\n"));
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o640);
+    }
+}
+
+#[test]
+fn a_failing_exec_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("after");
+    let program = format!(
+        "exec \"bad\" {{\n\tcmd => \"/bin/false\",\n}}\nfile \"{}\" {{\n\tstate => \"exists\",\n\tDepend => Exec[\"bad\"],\n}}\n",
+        marker.display()
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = run(dir.path(), &["--converged-timeout", "0"]);
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("exec[bad] failed"), "stderr: {}", text(&out.stderr));
+    assert!(!marker.exists(), "a dependant of a failed resource must not run");
+}
+
+#[test]
+fn a_compile_error_is_reported_like_check() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), "print \"p\" {\n\tmsg => 1 + \"a\",\n}\n").unwrap();
+    let out = run(dir.path(), &["--converged-timeout", "0"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stdout).starts_with("# err: errUnify"), "stdout: {}", text(&out.stdout));
+}
+
+#[test]
+fn noop_changes_nothing_and_prints_a_diff() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    std::fs::write(&path, "old line\n").unwrap();
+    let program =
+        format!("file \"{}\" {{\n\tstate => \"exists\",\n\tcontent => \"new line\\n\",\n}}\n", path.display());
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = run(dir.path(), &["--noop"]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("-old line") && stdout.contains("+new line"), "stdout: {stdout}");
+    assert!(stdout.contains("noop: 1 resource(s) would change"), "stdout: {stdout}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old line\n");
+}
+
+/// Polls until `f` holds; false after `limit`.
+fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    f()
+}
+
+#[test]
+fn live_editing_applies_changes_and_survives_broken_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let main = dir.path().join("main.mcl");
+    std::fs::write(&main, files_program(dir.path(), "v1")).unwrap();
+    let mut child = KillOnDrop(
+        Command::new(TEND)
+            .arg("run")
+            .arg(&main)
+            .args(["--prefix", &dir.path().join("state").display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let b = dir.path().join("out/b");
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    assert!(eventually(Duration::from_secs(20), || read(&b) == "v1 b 1\n"), "first converge");
+
+    // An edit changes a file's content within a second.
+    std::fs::write(&main, files_program(dir.path(), "v2")).unwrap();
+    let edited = Instant::now();
+    assert!(eventually(Duration::from_secs(10), || read(&b) == "v2 b 1\n"), "the edit was applied");
+    let took = edited.elapsed();
+    assert!(took < Duration::from_secs(1), "the edit took {took:?}");
+
+    // Broken code: the old graph keeps running and still repairs a deleted file.
+    std::fs::write(&main, "print \"p\" {\n\tmsg => 1 + \"a\",\n}\n").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(&b).unwrap();
+    assert!(eventually(Duration::from_secs(10), || read(&b) == "v2 b 1\n"), "the old graph repaired the file");
+
+    // Fixed code is applied.
+    std::fs::write(&main, files_program(dir.path(), "v3")).unwrap();
+    assert!(eventually(Duration::from_secs(10), || read(&b) == "v3 b 1\n"), "the fix was applied");
+
+    nix_kill_term(child.0.id());
+    let status = child.0.wait().unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert!(stderr.contains("errUnify"), "the diagnostic was printed: {stderr}");
+    assert!(status.success(), "graceful stop on SIGTERM: {status:?}\n{stderr}");
+}
+
+fn nix_kill_term(pid: u32) {
+    let ok = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success();
+    assert!(ok);
+}
+
+/// Kills the daemon if the test fails before stopping it.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
