@@ -18,6 +18,8 @@ pub struct CodeWatcher {
     files: BTreeSet<PathBuf>,
     /// Directories being watched.
     dirs: BTreeSet<PathBuf>,
+    /// A relevant change seen, and when the burst it started counts as settled.
+    settling: Option<(PathBuf, tokio::time::Instant)>,
 }
 
 impl CodeWatcher {
@@ -48,7 +50,7 @@ impl CodeWatcher {
                 return None;
             }
         };
-        let mut w = CodeWatcher { watcher, rx, files: BTreeSet::new(), dirs: BTreeSet::new() };
+        let mut w = CodeWatcher { watcher, rx, files: BTreeSet::new(), dirs: BTreeSet::new(), settling: None };
         w.extend(root, sources);
         Some(w)
     }
@@ -86,25 +88,31 @@ impl CodeWatcher {
             || p.file_name().is_some_and(|n| n == "metadata.yaml")
     }
 
-    /// The next relevant change, after writes have settled for [`SETTLE`].
+    /// The next relevant change, after writes have settled for [`SETTLE`]. Cancel-safe:
+    /// the main loop drops this future whenever another event comes first, so the state
+    /// of a settling burst lives in `self`.
     async fn next(&mut self) -> Option<PathBuf> {
         loop {
-            let p = self.rx.recv().await?;
-            if !self.relevant(&p) {
-                continue;
-            }
-            // Let a burst of writes (an editor's save) finish; unrelated activity in the
-            // same directory does not hold the reload back.
-            let mut quiet_at = tokio::time::Instant::now() + SETTLE;
-            loop {
-                match tokio::time::timeout_at(quiet_at, self.rx.recv()).await {
-                    Ok(Some(q)) if self.relevant(&q) => quiet_at = tokio::time::Instant::now() + SETTLE,
+            match self.settling.clone() {
+                None => {
+                    let p = self.rx.recv().await?;
+                    if self.relevant(&p) {
+                        self.settling = Some((p, tokio::time::Instant::now() + SETTLE));
+                    }
+                }
+                Some((first, quiet_at)) => match tokio::time::timeout_at(quiet_at, self.rx.recv()).await {
+                    // Unrelated activity in the same directory does not hold the reload back.
+                    Ok(Some(q)) if self.relevant(&q) => {
+                        self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+                    }
                     Ok(Some(_)) => {}
                     Ok(None) => return None,
-                    Err(_) => break,
-                }
+                    Err(_) => {
+                        self.settling = None;
+                        return Some(first);
+                    }
+                },
             }
-            return Some(p);
         }
     }
 }
