@@ -68,6 +68,12 @@ pub enum Command {
         /// Do not reload the program when its source files change (SIGHUP still reloads).
         #[arg(long)]
         no_watch: bool,
+        /// Serve Prometheus text metrics at ADDR (e.g. 127.0.0.1:9233) under /metrics.
+        #[arg(long, value_name = "ADDR")]
+        metrics: Option<std::net::SocketAddr>,
+        /// Allow --metrics on a non-loopback address.
+        #[arg(long, requires = "metrics")]
+        metrics_allow_remote: bool,
     },
 }
 

@@ -4,8 +4,6 @@ mod cli;
 mod cmd;
 mod compile;
 mod loader;
-// Wired into `cmd::run` by the integrator (recipe atop src/observe.rs); until then unused.
-#[allow(dead_code)]
 mod observe;
 
 use clap::Parser;
@@ -19,8 +17,16 @@ fn main() -> ExitCode {
         Command::Check { path, format } => cmd::check::run(&path, format),
         Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
         Command::Why { path, resource, format, timeout } => cmd::why::run(&path, &resource, format, timeout),
-        Command::Run { path, converged_timeout, noop, prefix, no_watch } => {
-            cmd::run::run(cmd::run::Options { path, converged_timeout, noop, prefix, watch: !no_watch })
+        Command::Run { path, converged_timeout, noop, prefix, no_watch, metrics, metrics_allow_remote } => {
+            cmd::run::run(cmd::run::Options {
+                path,
+                converged_timeout,
+                noop,
+                prefix,
+                watch: !no_watch,
+                metrics,
+                metrics_allow_remote,
+            })
         }
     }
 }

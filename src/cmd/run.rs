@@ -6,6 +6,7 @@ mod watch_code;
 
 use crate::compile::{self, Report};
 use crate::loader::ProgramPath;
+use crate::observe::{metrics, notify, ready, timing};
 use engine::{Engine, EngineConfig, EngineEvent, ResKey};
 use funcs::registry::Registry;
 use funcs::runtime::Dataflow;
@@ -13,6 +14,7 @@ use lang::catalog::Catalog;
 use lang::diag::Diagnostic;
 use lang::span::SourceMap;
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -33,9 +35,20 @@ pub struct Options {
     pub prefix: Option<PathBuf>,
     /// Reload when a source file changes.
     pub watch: bool,
+    /// Serve Prometheus metrics here.
+    pub metrics: Option<SocketAddr>,
+    /// Allow a non-loopback metrics address.
+    pub metrics_allow_remote: bool,
 }
 
 pub fn run(opts: Options) -> ExitCode {
+    let metrics_addr = match opts.metrics.map(|a| metrics::check_addr(a, opts.metrics_allow_remote)).transpose() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let (registry, catalog) = compile::catalog();
     let program = match crate::loader::locate(&opts.path) {
         Ok(p) => p,
@@ -59,6 +72,7 @@ pub fn run(opts: Options) -> ExitCode {
         }
     };
     let state_dir = opts.prefix.clone().unwrap_or_else(default_prefix);
+    funcs::core::world::set_state_dir(&state_dir);
     let mut runner = Runner {
         engine: Engine::new(EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE }),
         registry: Arc::new(registry),
@@ -67,6 +81,8 @@ pub fn run(opts: Options) -> ExitCode {
         noop: opts.noop,
         host: resources::Host::system(),
         applied: false,
+        metrics: Arc::new(metrics::Metrics::new()),
+        metrics_addr,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -133,11 +149,29 @@ struct Runner {
     host: resources::Host,
     /// Whether a graph was ever accepted by the engine.
     applied: bool,
+    metrics: Arc<metrics::Metrics>,
+    metrics_addr: Option<SocketAddr>,
 }
 
 impl Runner {
     async fn main(&mut self, compiled: Compiled, hold: Option<Duration>, watch: bool) -> ExitCode {
         let mut events = self.engine.subscribe();
+        let feed = self.metrics.watch_engine(&self.engine);
+        let server = match self.metrics_addr {
+            Some(addr) => match metrics::serve(addr, self.metrics.clone()).await {
+                Ok(s) => {
+                    tracing::info!(addr = %s.addr, "serving metrics at /metrics");
+                    Some(s)
+                }
+                Err(e) => {
+                    eprintln!("error: --metrics {addr}: {e}");
+                    return ExitCode::from(2);
+                }
+            },
+            None => None,
+        };
+        let announcer = ready::announce(&self.engine);
+        let mut resync = tokio::time::interval(Duration::from_secs(5));
         let mut noop_reports: BTreeMap<ResKey, Vec<String>> = BTreeMap::new();
         let signals = Signals::new()
             .and_then(|s| Ok((s, tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?)));
@@ -170,11 +204,16 @@ impl Runner {
                 _ = signals.recv() => break Stop::Signal,
                 out = next_output(&mut dataflow) => match out {
                     Some(Ok(output)) => {
+                        self.metrics.dataflow_snapshot(true);
+                        if let Some(df) = &dataflow {
+                            self.metrics.dataflow_evaluations(df.evaluations());
+                        }
                         if !self.apply(&output, &sources).await && !self.applied {
                             break Stop::FirstFailed;
                         }
                     }
                     Some(Err(d)) => {
+                        self.metrics.dataflow_snapshot(false);
                         print_diags(&[d], &sources);
                         if !self.applied {
                             break Stop::FirstFailed;
@@ -198,6 +237,7 @@ impl Runner {
                             dataflow = Some(self.start(&c.graph));
                         }
                         Err((diags, srcs)) => {
+                            self.metrics.compile_error();
                             print_diags(&diags, &srcs);
                             if let Some(w) = watcher.as_mut() {
                                 w.extend(&self.program.root, &srcs);
@@ -227,6 +267,7 @@ impl Runner {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => saw_failure = true,
                     _ => {}
                 },
+                _ = resync.tick() => self.metrics.sync_states(&self.engine.status().await),
                 _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
                     if self.stalled().await {
                         let since = *stalled_since.get_or_insert_with(tokio::time::Instant::now);
@@ -245,6 +286,10 @@ impl Runner {
                 noop_reports.insert(key, reports);
             }
         }
+        announcer.abort();
+        if let Err(e) = notify::stopping() {
+            tracing::warn!(error = %e, "cannot notify systemd");
+        }
         let failures = self.engine.failures().await;
         let shutdown = async {
             if let Some(df) = dataflow.take() {
@@ -262,6 +307,10 @@ impl Runner {
                 std::process::exit(130);
             }
         }
+        if let Some(s) = server {
+            s.task.abort();
+        }
+        feed.abort();
         if self.noop {
             print_noop(&noop_reports);
         }
@@ -309,25 +358,29 @@ impl Runner {
         let graph = match compile::resource_graph(output, &self.catalog) {
             Ok(g) => g,
             Err(diags) => {
+                self.metrics.swap_rejected();
                 print_diags(&diags, sources);
                 tracing::error!(errors = diags.len(), "the new resource graph is invalid; the running graph stays");
                 return false;
             }
         };
-        let candidate = match resources::graph::to_engine(&self.host, &graph, self.noop) {
+        let mut candidate = match resources::graph::to_engine(&self.host, &graph, self.noop) {
             Ok(g) => g,
             Err(diags) => {
+                self.metrics.swap_rejected();
                 print_diags(&diags.into_vec(), sources);
                 tracing::error!("the new resource graph cannot be built; the running graph stays");
                 return false;
             }
         };
+        timing::time_check_applies(&mut candidate, &self.metrics);
         match self.engine.apply(candidate).await {
             Ok(_) => {
                 self.applied = true;
                 true
             }
             Err(e) => {
+                self.metrics.swap_rejected();
                 eprintln!("error: the new resource graph was rejected: {e}");
                 tracing::error!(error = %e, "graph rejected; the running graph stays");
                 false
