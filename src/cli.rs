@@ -71,6 +71,9 @@ pub enum Command {
         /// Serve Prometheus text metrics at ADDR (e.g. 127.0.0.1:9233) under /metrics.
         #[arg(long, value_name = "ADDR")]
         metrics: Option<std::net::SocketAddr>,
+        /// Write the resource graph as Graphviz to DIR/graph-N.dot after each swap.
+        #[arg(long, value_name = "DIR")]
+        graph_dump: Option<PathBuf>,
         /// Allow --metrics on a non-loopback address.
         #[arg(long, requires = "metrics")]
         metrics_allow_remote: bool,

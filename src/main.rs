@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         Command::Check { path, format } => cmd::check::run(&path, format),
         Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
         Command::Why { path, resource, format, timeout } => cmd::why::run(&path, &resource, format, timeout),
-        Command::Run { path, converged_timeout, noop, prefix, no_watch, metrics, metrics_allow_remote } => {
+        Command::Run { path, converged_timeout, noop, prefix, no_watch, metrics, metrics_allow_remote, graph_dump } => {
             cmd::run::run(cmd::run::Options {
                 path,
                 converged_timeout,
@@ -26,6 +26,7 @@ fn main() -> ExitCode {
                 watch: !no_watch,
                 metrics,
                 metrics_allow_remote,
+                graph_dump,
             })
         }
     }

@@ -39,6 +39,8 @@ pub struct Options {
     pub metrics: Option<SocketAddr>,
     /// Allow a non-loopback metrics address.
     pub metrics_allow_remote: bool,
+    /// Dump each applied resource graph as dot here.
+    pub graph_dump: Option<PathBuf>,
 }
 
 pub fn run(opts: Options) -> ExitCode {
@@ -83,6 +85,8 @@ pub fn run(opts: Options) -> ExitCode {
         applied: false,
         metrics: Arc::new(metrics::Metrics::new()),
         metrics_addr,
+        graph_dump: opts.graph_dump.clone(),
+        swaps: 0,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -151,6 +155,9 @@ struct Runner {
     applied: bool,
     metrics: Arc<metrics::Metrics>,
     metrics_addr: Option<SocketAddr>,
+    graph_dump: Option<PathBuf>,
+    /// Graphs accepted so far (numbers the `--graph-dump` files).
+    swaps: u64,
 }
 
 impl Runner {
@@ -377,6 +384,10 @@ impl Runner {
         match self.engine.apply(candidate).await {
             Ok(_) => {
                 self.applied = true;
+                self.swaps += 1;
+                if let Some(dir) = &self.graph_dump {
+                    dump_graph(dir, self.swaps, &graph);
+                }
                 true
             }
             Err(e) => {
@@ -386,6 +397,15 @@ impl Runner {
                 false
             }
         }
+    }
+}
+
+/// `--graph-dump`: the accepted graph as `DIR/graph-N.dot` (a failure is only logged).
+fn dump_graph(dir: &std::path::Path, n: u64, graph: &lang::resgraph::ResGraph) {
+    let path = dir.join(format!("graph-{n}.dot"));
+    let result = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, super::graph::to_dot(graph)));
+    if let Err(e) = result {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write the graph dump");
     }
 }
 
