@@ -8,6 +8,8 @@
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 kit="${TEND_BENCH_KIT:-$repo/../shared/bench}"
+# A git worktree lives one level further down (e.g. wt/NAME next to main).
+[[ -f "$kit/harness.py" ]] || kit="$repo/../../shared/bench"
 if [[ ! -f "$kit/harness.py" ]]; then
     echo "peer benchmark kit not found at $kit (set TEND_BENCH_KIT)" >&2
     exit 2
@@ -20,6 +22,6 @@ cd "$kit"
 PATH="$repo/target/release:$PATH" python3 harness.py run \
     --tools tend,baseline-c,baseline-py \
     --n 1000,10000 --chain-n 1000 \
-    --quiet-wait 20 --retries 1 \
+    --quiet-wait 2 --retries 1 \
     --out "$out" "$@"
 python3 "$repo/bench/summary.py" "$out"
