@@ -258,8 +258,13 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
 }
 
 impl Sub {
+    /// Whether an event on `path` can change a target: the target itself, one of its
+    /// ancestors (it may have been moved or removed with it), or — only for recursive
+    /// subscriptions — something inside it. A plain directory target does not care about
+    /// its entries: otherwise every file written into a managed directory would wake the
+    /// directory's resource, which re-pokes all its children (quadratic at scale).
     fn concerns(&self, path: &Path) -> bool {
-        self.targets.iter().any(|t| path == t || path.starts_with(t) || t.starts_with(path))
+        self.targets.iter().any(|t| path == t || t.starts_with(path) || (self.recursive && path.starts_with(t)))
     }
 }
 
