@@ -73,3 +73,25 @@ pub fn resource_graph(
     resources::graph::add_autoedges(&mut graph);
     Ok(graph)
 }
+
+/// Runs a typed function graph on a private runtime until its first settled output
+/// (`tend graph`, `tend why`). `Err` is either an errStream diagnostic or, for a runtime
+/// that cannot start, a plain message.
+pub fn first_output(
+    graph: lang::ir::FuncGraph,
+    registry: Registry,
+    root: &Path,
+    timeout_secs: f64,
+) -> Result<Result<lang::output::Output, Diagnostic>, String> {
+    let host = funcs::api::Host { root: root.to_path_buf(), args: std::env::args().collect() };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let timeout = std::time::Duration::from_secs_f64(timeout_secs.max(0.0));
+    let graph = std::sync::Arc::new(graph);
+    let output = rt.block_on(funcs::runtime::first_output(graph, std::sync::Arc::new(registry), host, timeout));
+    rt.shutdown_timeout(std::time::Duration::from_millis(200));
+    Ok(output)
+}

@@ -6,8 +6,6 @@ use lang::resgraph::ResGraph;
 use lang::value::Value;
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
     let (registry, catalog) = compile::catalog();
@@ -24,17 +22,13 @@ pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
         compile::report(&outcome.diagnostics.into_vec(), &sources, how);
         return ExitCode::from(1);
     };
-    let host = funcs::api::Host { root: program.root.clone(), args: std::env::args().collect() };
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
+    let output = match compile::first_output(graph, registry, &program.root, timeout) {
+        Ok(o) => o,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let timeout = Duration::from_secs_f64(timeout.max(0.0));
-    let output = rt.block_on(funcs::runtime::first_output(Arc::new(graph), Arc::new(registry), host, timeout));
-    rt.shutdown_timeout(Duration::from_millis(200));
     let output = match output {
         Ok(o) => o,
         Err(d) => {

@@ -16,8 +16,6 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::Duration;
 
 /// Prefix of the kinds of probe statements (a NUL can't start a real kind).
 const PROBE: &str = "\u{0}why:";
@@ -52,17 +50,13 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
     };
     let probed = with_probes(&graph, &located, &plans);
 
-    let host = funcs::api::Host { root: program.root.clone(), args: std::env::args().collect() };
-    let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
-        Ok(rt) => rt,
+    let output = match compile::first_output(probed, registry, &program.root, timeout) {
+        Ok(o) => o,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let timeout = Duration::from_secs_f64(timeout.max(0.0));
-    let output = rt.block_on(funcs::runtime::first_output(Arc::new(probed), Arc::new(registry), host, timeout));
-    rt.shutdown_timeout(Duration::from_millis(200));
     let output = match output {
         Ok(o) => o,
         Err(d) => {
