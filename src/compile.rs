@@ -95,3 +95,23 @@ pub fn first_output(
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
     Ok(output)
 }
+
+/// Compiles the program at `path` for a command that needs its function graph: on failure
+/// the diagnostics are reported and the command's exit code is returned as `Err`.
+pub fn compile_or_report(
+    path: &Path,
+    catalog: &Catalog,
+    how: Report,
+) -> Result<(ProgramPath, SourceMap, lang::ir::FuncGraph), std::process::ExitCode> {
+    let (program, outcome) = compile(path, catalog).map_err(|e| {
+        eprintln!("error: {e}");
+        std::process::ExitCode::from(2)
+    })?;
+    match outcome.graph {
+        Some(graph) => Ok((program, outcome.sources, graph)),
+        None => {
+            report(&outcome.diagnostics.into_vec(), &outcome.sources, how);
+            Err(std::process::ExitCode::from(1))
+        }
+    }
+}

@@ -278,9 +278,12 @@ impl Ctx {
 
 /// `^[a-z]([a-z0-9_]|(\.|_)[a-z0-9_])*$`, and neither `..` nor `__` anywhere.
 pub fn valid_var_name(name: &str) -> bool {
-    if name.contains("..") || name.contains("__") {
-        return false;
-    }
+    !name.contains("..") && !name.contains("__") && var_shape(name)
+}
+
+/// `[a-z]([a-z0-9_]|\.[a-z0-9_])*`: the shape of a variable name, dots between parts.
+/// Also the rule for `${name}` in strings.
+pub(crate) fn var_shape(name: &str) -> bool {
     let bytes = name.as_bytes();
     let Some(first) = bytes.first() else { return false };
     if !first.is_ascii_lowercase() {

@@ -81,7 +81,7 @@ pub fn parse_string(raw: &str) -> Result<Vec<Piece>, StrError> {
                 let rest = &raw[i + 2..];
                 let end = rest.find('}').ok_or(StrError::CannotParse)?;
                 let name = &rest[..end];
-                if !valid_interp_name(name) {
+                if !crate::init::var_shape(name) {
                     return Err(StrError::CannotParse);
                 }
                 if !lit.is_empty() {
@@ -99,27 +99,6 @@ pub fn parse_string(raw: &str) -> Result<Vec<Piece>, StrError> {
         pieces.push(Piece::Lit(lit));
     }
     Ok(pieces)
-}
-
-/// `[a-z]([a-z0-9_]|[._][a-z0-9_])*`: a variable name, dots allowed between parts.
-fn valid_interp_name(name: &str) -> bool {
-    let bytes = name.as_bytes();
-    let Some(first) = bytes.first() else { return false };
-    if !first.is_ascii_lowercase() {
-        return false;
-    }
-    let word = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_';
-    let mut i = 1;
-    while i < bytes.len() {
-        if word(bytes[i]) {
-            i += 1;
-        } else if bytes[i] == b'.' && i + 1 < bytes.len() && word(bytes[i + 1]) {
-            i += 2;
-        } else {
-            return false;
-        }
-    }
-    true
 }
 
 fn to_expr_kind(pieces: Vec<Piece>, span: crate::span::Span) -> ExprKind {

@@ -10,17 +10,9 @@ use std::process::ExitCode;
 pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
     let (registry, catalog) = compile::catalog();
     let how = if format == GraphFormat::Json { Report::Json } else { Report::Human };
-    let (program, outcome) = match compile::compile(path, &catalog) {
+    let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let sources = outcome.sources;
-    let Some(graph) = outcome.graph else {
-        compile::report(&outcome.diagnostics.into_vec(), &sources, how);
-        return ExitCode::from(1);
+        Err(code) => return code,
     };
     let output = match compile::first_output(graph, registry, &program.root, timeout) {
         Ok(o) => o,

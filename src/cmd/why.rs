@@ -29,17 +29,9 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
     };
     let (registry, catalog) = compile::catalog();
     let how = if format == WhyFormat::Json { Report::Json } else { Report::Human };
-    let (program, outcome) = match compile::compile(path, &catalog) {
+    let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let sources = outcome.sources;
-    let Some(graph) = outcome.graph else {
-        compile::report(&outcome.diagnostics.into_vec(), &sources, how);
-        return ExitCode::from(1);
+        Err(code) => return code,
     };
     let index = SourceIndex::build(&sources);
     let is_fact = |f: &str| registry.get(f).is_some_and(|b| matches!(b.imp, funcs::api::FuncImpl::Stream(_)));
