@@ -138,7 +138,21 @@ fn key_arg(args: &[Value]) -> Result<String, FuncError> {
 }
 
 fn getval(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em: Emitter| async move {
+    follow_keyed(ctx, "kv", read_val)
+}
+
+fn kvlookup(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    follow_keyed(ctx, "kv", read_mapped)
+}
+
+fn schedule(ctx: StreamCtx) -> BoxFuture<'static, ()> {
+    follow_keyed(ctx, "schedule", read_schedule)
+}
+
+/// The shape every world function shares: its one `str` argument names a directory under
+/// `STATE/SUBDIR/`, which is watched; `read(state, arg)` gives the value after each change.
+fn follow_keyed(ctx: StreamCtx, subdir: &'static str, read: fn(&Path, &str) -> Value) -> BoxFuture<'static, ()> {
+    boxed(per_input(ctx, move |args, em: Emitter| async move {
         let key = match key_arg(&args) {
             Ok(k) => k,
             Err(e) => {
@@ -147,37 +161,7 @@ fn getval(ctx: StreamCtx) -> BoxFuture<'static, ()> {
             }
         };
         let root = state_dir();
-        let dir = root.join("kv").join(escape(&key));
-        follow_dir(dir, em, move || Ok(read_val(&root, &key))).await
-    }))
-}
-
-fn kvlookup(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em: Emitter| async move {
-        let ns = match key_arg(&args) {
-            Ok(k) => k,
-            Err(e) => {
-                em.send(Err(e)).await;
-                return;
-            }
-        };
-        let root = state_dir();
-        let dir = root.join("kv").join(escape(&ns));
-        follow_dir(dir, em, move || Ok(read_mapped(&root, &ns))).await
-    }))
-}
-
-fn schedule(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em: Emitter| async move {
-        let ns = match key_arg(&args) {
-            Ok(k) => k,
-            Err(e) => {
-                em.send(Err(e)).await;
-                return;
-            }
-        };
-        let root = state_dir();
-        let dir = root.join("schedule").join(escape(&ns));
-        follow_dir(dir, em, move || Ok(read_schedule(&root, &ns))).await
+        let dir = root.join(subdir).join(escape(&key));
+        follow_dir(dir, em, move || Ok(read(&root, &key))).await
     }))
 }
