@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
 
-use crate::converger::Converger;
+use crate::converger::{Converger, Slot};
 use crate::graph::SendRecv;
 use crate::res::{Payload, ResKey};
 
@@ -30,7 +30,10 @@ pub(crate) struct Node {
     /// poke its children) when they answer, so children need not back-poke it again. This
     /// keeps startup of a long chain linear instead of quadratic.
     pub(crate) waiting: AtomicBool,
-    pub(crate) links: RwLock<Links>,
+    /// Replaced whole on a swap; readers take a cheap `Arc` clone.
+    pub(crate) links: RwLock<Arc<Links>>,
+    /// This vertex's converged flag.
+    pub(crate) converged: Slot,
     /// The latest values published by a run of check-apply.
     pub(crate) sends: Mutex<Option<BTreeMap<String, Payload>>>,
     /// The resource's current fingerprint (changes when send/recv changes a param).
@@ -82,7 +85,8 @@ impl Node {
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
-            links: RwLock::new(Links::default()),
+            links: RwLock::new(Arc::new(Links::default())),
+            converged: Slot::default(),
             sends: Mutex::new(None),
             fingerprint: Mutex::new(fingerprint),
             failed: Mutex::new(None),
@@ -94,8 +98,9 @@ impl Node {
     /// Asks the worker to run; marks it unconverged first so there is no window where the
     /// graph looks converged with work pending.
     pub(crate) fn poke(&self, converger: &Converger) {
-        self.wake_seq.fetch_add(1, Ordering::SeqCst);
-        converger.set(&self.key, false);
+        converger.unset_with(&self.converged, || {
+            self.wake_seq.fetch_add(1, Ordering::SeqCst);
+        });
         self.wake.notify_one();
     }
 
@@ -109,18 +114,18 @@ impl Node {
         self.ts.load(Ordering::SeqCst)
     }
 
-    pub(crate) fn links(&self) -> Links {
+    pub(crate) fn links(&self) -> Arc<Links> {
         self.links.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     pub(crate) fn set_links(&self, links: Links) {
-        *self.links.write().unwrap_or_else(|e| e.into_inner()) = links;
+        *self.links.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(links);
     }
 
     /// Whether every parent finished a run after this vertex's last run.
     pub(crate) fn parents_newer(&self) -> bool {
         let mine = self.ts();
-        self.links().parents.iter().all(|p| p.node.ts() > mine)
+        self.links.read().unwrap_or_else(|e| e.into_inner()).parents.iter().all(|p| p.node.ts() > mine)
     }
 
     pub(crate) fn set_state(&self, state: WorkerState) {

@@ -283,7 +283,7 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
             stragglers.push(v.node.key.clone());
         }
         v.node.set_links(Links::default());
-        shared.converger.unregister(&v.node.key);
+        shared.converger.unregister(&v.node.converged);
         shared.emit(crate::EngineEvent::Stopped(v.node.key.clone()));
     }
     stragglers
@@ -336,7 +336,7 @@ pub(crate) async fn swap(
     let mut workers = Vec::new();
     for v in fresh {
         let node = Arc::new(Node::new(v.key.clone(), v.res.fingerprint()));
-        shared.converger.register(&v.key);
+        shared.converger.register(&node.converged);
         let cancel = CancellationToken::new();
         let worker = Worker::new(shared.clone(), node.clone(), v.meta.clone(), v.res, cancel.clone());
         workers.push(worker);

@@ -155,7 +155,7 @@ impl Worker {
                 Ok(Outcome::Done) => {
                     self.node.set_state(WorkerState::Idle);
                     self.node.succeeded.store(true, Ordering::SeqCst);
-                    self.shared.converger.set_if(&key, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
+                    self.shared.converger.set_if(&self.node.converged, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
                     if self.meta.retryreset {
                         lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
                     }
@@ -249,8 +249,12 @@ impl Worker {
             }
         }
         self.node.ts.store(self.shared.tick(), Ordering::SeqCst);
+        // A child runs again only if it has a reason to: this run changed something (it may
+        // need a refresh, and mgmt re-checks children after a change), or the child is
+        // waiting for this run. Poking every child after every run would make a parent with
+        // many children re-run all of them whenever one child back-pokes it (quadratic).
         for child in &links.children {
-            if child.node.parents_newer() {
+            if (!check_ok || child.node.waiting.load(Ordering::SeqCst)) && child.node.parents_newer() {
                 child.node.poke(&self.shared.converger);
             }
         }
@@ -389,7 +393,7 @@ impl Worker {
         tracing::error!(resource = %self.node.key, error = %error, "failed");
         *lock(&self.node.failed) = Some(error.to_string());
         self.node.set_state(WorkerState::Failed { error: error.to_string() });
-        self.shared.converger.unregister(&self.node.key);
+        self.shared.converger.unregister(&self.node.converged);
         self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: false });
     }
 

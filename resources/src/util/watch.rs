@@ -12,7 +12,7 @@
 //! the watcher takes `watcher` and never `subs` at the same time, because notify's
 //! `watch()` waits for its event thread, which may be inside the callback.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -32,8 +32,56 @@ struct Hub {
     watcher: Mutex<Option<RecommendedWatcher>>,
     /// Reference counts of watched directories, with whether any user wants recursion.
     dirs: Mutex<HashMap<PathBuf, DirWatch>>,
-    subs: Arc<Mutex<HashMap<u64, Sub>>>,
+    subs: Arc<Mutex<Subs>>,
     next_id: AtomicU64,
+}
+
+/// Every live subscription, plus an index from target path to the subscriptions naming it,
+/// so an event costs a lookup per path component instead of a scan of every subscription.
+#[derive(Default)]
+struct Subs {
+    by_id: HashMap<u64, Sub>,
+    /// Ordered component-wise, so the targets below a directory form one contiguous range.
+    by_target: BTreeMap<PathBuf, Vec<u64>>,
+}
+
+impl Subs {
+    fn insert(&mut self, id: u64, sub: Sub) {
+        for target in &sub.targets {
+            self.by_target.entry(target.clone()).or_default().push(id);
+        }
+        self.by_id.insert(id, sub);
+    }
+
+    fn remove(&mut self, id: u64) -> Option<Sub> {
+        let sub = self.by_id.remove(&id)?;
+        for target in &sub.targets {
+            if let Some(ids) = self.by_target.get_mut(target) {
+                ids.retain(|i| *i != id);
+                if ids.is_empty() {
+                    self.by_target.remove(target);
+                }
+            }
+        }
+        Some(sub)
+    }
+
+    /// Calls `f` with every subscription an event on `path` can concern: one whose target is
+    /// `path` or lies below it (moved or removed with it), and a recursive one whose target
+    /// is an ancestor of `path`. A plain directory target does not care about its entries:
+    /// otherwise every file written into a managed directory would wake the directory's
+    /// resource, which re-pokes all its children (quadratic at scale).
+    fn concerned(&self, path: &Path, mut f: impl FnMut(&Sub)) {
+        let below = self.by_target.range::<Path, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded));
+        for (_, ids) in below.take_while(|(t, _)| t.starts_with(path)) {
+            ids.iter().filter_map(|id| self.by_id.get(id)).for_each(&mut f);
+        }
+        for ancestor in path.ancestors().skip(1) {
+            if let Some(ids) = self.by_target.get(ancestor) {
+                ids.iter().filter_map(|id| self.by_id.get(id)).filter(|s| s.recursive).for_each(&mut f);
+            }
+        }
+    }
 }
 
 #[derive(Default)]
@@ -55,7 +103,7 @@ fn hub() -> &'static Hub {
     HUB.get_or_init(|| Hub {
         watcher: Mutex::new(None),
         dirs: Mutex::new(HashMap::new()),
-        subs: Arc::new(Mutex::new(HashMap::new())),
+        subs: Arc::new(Mutex::new(Subs::default())),
         next_id: AtomicU64::new(1),
     })
 }
@@ -123,7 +171,7 @@ fn is_read_only(kind: &notify::EventKind) -> bool {
 impl Drop for FileWatch {
     fn drop(&mut self) {
         let hub = hub();
-        let points = lock(&hub.subs).remove(&self.id).map(|s| s.points).unwrap_or_default();
+        let points = lock(&hub.subs).remove(self.id).map(|s| s.points).unwrap_or_default();
         hub.release(&points);
     }
 }
@@ -142,15 +190,15 @@ impl Hub {
                 // own watch forever. Opens, reads and read-only closes change nothing.
                 Ok(event) if is_read_only(&event.kind) => {}
                 Ok(event) => {
-                    for sub in subs.values() {
-                        if event.paths.iter().any(|p| sub.concerns(p)) {
+                    for path in &event.paths {
+                        subs.concerned(path, |sub| {
                             let _closed = sub.tx.send(());
-                        }
+                        });
                     }
                 }
                 // Overflow or a watcher error: tell everyone, spurious events are fine.
                 Err(_) => {
-                    for sub in subs.values() {
+                    for sub in subs.by_id.values() {
                         let _closed = sub.tx.send(());
                     }
                 }
@@ -165,7 +213,7 @@ impl Hub {
     fn rearm(&self, id: u64) -> Result<(), ResError> {
         let (wanted, old) = {
             let mut subs = lock(&self.subs);
-            let Some(sub) = subs.get_mut(&id) else { return Ok(()) };
+            let Some(sub) = subs.by_id.get_mut(&id) else { return Ok(()) };
             let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
             for target in &sub.targets {
                 for point in watch_points(target, sub.recursive) {
@@ -257,17 +305,6 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
     }
 }
 
-impl Sub {
-    /// Whether an event on `path` can change a target: the target itself, one of its
-    /// ancestors (it may have been moved or removed with it), or — only for recursive
-    /// subscriptions — something inside it. A plain directory target does not care about
-    /// its entries: otherwise every file written into a managed directory would wake the
-    /// directory's resource, which re-pokes all its children (quadratic at scale).
-    fn concerns(&self, path: &Path) -> bool {
-        self.targets.iter().any(|t| path == t || t.starts_with(path) || (self.recursive && path.starts_with(t)))
-    }
-}
-
 /// Where to watch for `target`: the target directory itself (to see its contents) and the
 /// nearest existing ancestor directory (to see the target appear, vanish or be replaced).
 fn watch_points(target: &Path, recursive: bool) -> Vec<(PathBuf, bool)> {
@@ -320,5 +357,21 @@ mod tests {
         expect_event(&mut w).await;
         drop(w);
         assert!(!lock(&hub().dirs).contains_key(dir.path()));
+    }
+
+    #[tokio::test]
+    async fn recursive_targets_see_deep_changes_and_targets_see_their_ancestor_vanish() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("a/b")).unwrap();
+        let mut deep = FileWatch::new(vec![tree.clone()], true).unwrap();
+        let mut plain = FileWatch::new(vec![tree.clone()], false).unwrap();
+        let mut inner = FileWatch::new(vec![tree.join("a/b/leaf")], false).unwrap();
+        std::fs::write(tree.join("a/b/other"), "x").unwrap();
+        expect_event(&mut deep).await;
+        assert!(tokio::time::timeout(Duration::from_millis(200), plain.changed()).await.is_err());
+        assert!(tokio::time::timeout(Duration::from_millis(200), inner.changed()).await.is_err());
+        std::fs::remove_dir_all(tree.join("a")).unwrap();
+        expect_event(&mut inner).await;
     }
 }
