@@ -37,12 +37,7 @@ struct SlotState {
 
 impl Converger {
     pub(crate) fn new(events: broadcast::Sender<EngineEvent>) -> Converger {
-        Converger {
-            unconverged: AtomicUsize::new(0),
-            publishing: Mutex::new(()),
-            tx: watch::Sender::new(true),
-            events,
-        }
+        Converger { unconverged: AtomicUsize::new(0), publishing: Mutex::new(()), tx: watch::Sender::new(true), events }
     }
 
     pub(crate) fn subscribe(&self) -> watch::Receiver<bool> {
@@ -123,6 +118,12 @@ impl Converger {
 }
 
 impl Slot {
+    /// Registered and converged: the vertex succeeded and has nothing pending.
+    pub(crate) fn is_set(&self) -> bool {
+        let s = self.lock();
+        s.registered && s.converged
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, SlotState> {
         // A panic while holding this lock leaves two plain flags behind; keep going.
         self.0.lock().unwrap_or_else(|e| e.into_inner())

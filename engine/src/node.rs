@@ -122,10 +122,20 @@ impl Node {
         *self.links.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(links);
     }
 
-    /// Whether every parent finished a run after this vertex's last run.
+    /// Whether, as a parent, this vertex lets a child whose last run was at `child_ts` run
+    /// now: it finished a run since then (mgmt's rule), or it is settled — it succeeded, is
+    /// idle and has nothing pending, so its state is known right as of now. The second case
+    /// is where tend differs from mgmt: a child's own watch event does not make every parent
+    /// re-run first, which made a directory with N managed files re-run N times (each time
+    /// poking its N children) during a cold converge.
+    pub(crate) fn satisfies(&self, child_ts: u64) -> bool {
+        self.ts() > child_ts || self.converged.is_set()
+    }
+
+    /// Whether every parent lets this vertex run now (see [`Node::satisfies`]).
     pub(crate) fn parents_newer(&self) -> bool {
         let mine = self.ts();
-        self.links.read().unwrap_or_else(|e| e.into_inner()).parents.iter().all(|p| p.node.ts() > mine)
+        self.links.read().unwrap_or_else(|e| e.into_inner()).parents.iter().all(|p| p.node.satisfies(mine))
     }
 
     pub(crate) fn set_state(&self, state: WorkerState) {

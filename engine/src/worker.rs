@@ -151,11 +151,9 @@ impl Worker {
             if !started {
                 continue;
             }
-            match self.process().await {
+            match self.process(seq).await {
                 Ok(Outcome::Done) => {
                     self.node.set_state(WorkerState::Idle);
-                    self.node.succeeded.store(true, Ordering::SeqCst);
-                    self.shared.converger.set_if(&self.node.converged, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
                     if self.meta.retryreset {
                         lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
                     }
@@ -180,8 +178,8 @@ impl Worker {
         self.stop(watch, watch_cancel).await;
     }
 
-    /// The process step (engine.md 2.3).
-    async fn process(&mut self) -> Result<Outcome, ResError> {
+    /// The process step (engine.md 2.3). `seq` is the wake-up count this run answers.
+    async fn process(&mut self, seq: u64) -> Result<Outcome, ResError> {
         let shared = self.shared.clone();
         let _pause = tokio::select! {
             guard = shared.gate.read() => guard,
@@ -189,9 +187,11 @@ impl Worker {
         };
         let links = self.node.links();
         let mine = self.node.ts();
-        let stale: Vec<&Arc<Node>> = links.parents.iter().map(|p| &p.node).filter(|n| n.ts() <= mine).collect();
+        // Announce the wait before looking at the parents: a parent that settles meanwhile
+        // then sees the flag and pokes this vertex, so no wake-up is lost.
+        self.node.waiting.store(true, Ordering::SeqCst);
+        let stale: Vec<&Arc<Node>> = links.parents.iter().map(|p| &p.node).filter(|n| !n.satisfies(mine)).collect();
         if !stale.is_empty() {
-            self.node.waiting.store(true, Ordering::SeqCst);
             for parent in stale.into_iter().filter(|p| !p.waiting.load(Ordering::SeqCst)) {
                 parent.poke(&self.shared.converger);
             }
@@ -249,6 +249,9 @@ impl Worker {
             }
         }
         self.node.ts.store(self.shared.tick(), Ordering::SeqCst);
+        self.node.succeeded.store(true, Ordering::SeqCst);
+        // Settled (converged) before the children look: they may run without poking back.
+        self.shared.converger.set_if(&self.node.converged, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
         // A child runs again only if it has a reason to: this run changed something (it may
         // need a refresh, and mgmt re-checks children after a change), or the child is
         // waiting for this run. Poking every child after every run would make a parent with

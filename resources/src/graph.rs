@@ -59,7 +59,8 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let mut diags = Diagnostics::new();
-    let file_paths: Vec<std::path::PathBuf> = graph
+    // Sorted component-wise, so the paths below a directory form one contiguous run.
+    let file_paths: std::collections::BTreeSet<std::path::PathBuf> = graph
         .vertices
         .iter()
         .filter(|v| v.kind == "file")
@@ -68,9 +69,13 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
     for v in &graph.vertices {
         let built = if v.kind == "file" {
             crate::file::File::build(&v.name, &v.params).map(|f| {
+                if !f.params().purge {
+                    return Box::new(f) as Box<dyn engine::Resource>;
+                }
                 let own = std::path::PathBuf::from(f.params().path.trim_end_matches('/'));
-                let spared = file_paths.iter().filter(|p| p.starts_with(&own) && **p != own).cloned();
-                Box::new(f.spare(spared)) as Box<dyn engine::Resource>
+                let below =
+                    file_paths.range(own.clone()..).take_while(|p| p.starts_with(&own)).filter(|p| **p != own).cloned();
+                Box::new(f.spare(below)) as Box<dyn engine::Resource>
             })
         } else {
             crate::build_with(host, &v.kind, &v.name, &v.params)

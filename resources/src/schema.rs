@@ -276,20 +276,28 @@ pub fn declare(catalog: &mut Catalog) {
 
 /// The declarations of every supported kind, in registration order.
 pub fn decls() -> Vec<ResourceDecl> {
-    KINDS
-        .iter()
-        .map(|spec| ResourceDecl {
-            kind: spec.kind.to_string(),
-            params: fields(spec.params),
-            sends: fields(spec.sends),
-            can_recv: spec.can_recv,
-        })
-        .collect()
+    all().to_vec()
 }
 
 /// The declaration of one kind.
-pub fn decl(kind: &str) -> Option<ResourceDecl> {
-    decls().into_iter().find(|d| d.kind == kind)
+pub fn decl(kind: &str) -> Option<&'static ResourceDecl> {
+    all().iter().find(|d| d.kind == kind)
+}
+
+/// Built once: every resource of a graph looks its kind up here.
+fn all() -> &'static [ResourceDecl] {
+    static ALL: std::sync::OnceLock<Vec<ResourceDecl>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        KINDS
+            .iter()
+            .map(|spec| ResourceDecl {
+                kind: spec.kind.to_string(),
+                params: fields(spec.params),
+                sends: fields(spec.sends),
+                can_recv: spec.can_recv,
+            })
+            .collect()
+    })
 }
 
 fn fields(list: &[(&str, &str)]) -> Vec<ParamDecl> {
