@@ -411,12 +411,18 @@ fn new_mode(p: &FileParams) -> Result<Option<u32>, String> {
 }
 
 fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Result<(), String> {
-    let current = match fs::read(path) {
-        Ok(c) => c,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+    // open + read, without the size query `fs::read` makes: the desired length is the
+    // right capacity whenever the file is already correct (the common case).
+    let read = fs::File::open(path).and_then(|mut f| {
+        let mut buf = Vec::with_capacity(desired.len() + 1);
+        io::Read::read_to_end(&mut f, &mut buf).map(|_| buf)
+    });
+    let (current, exists) = match read {
+        Ok(c) => (c, true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), false),
         Err(e) => return Err(format!("cannot read: {e}")),
     };
-    if sha256(&current) == sha256(desired) && found(path).map_err(|e| e.to_string())? != Found::Missing {
+    if exists && current == desired {
         return Ok(());
     }
     run.ok = false;
@@ -425,7 +431,7 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
         run.ctx.report(format!("file[{}]: would change content:\n{diff}", p.path));
         return Ok(());
     }
-    let mode = if found(path).map_err(|e| e.to_string())? == Found::Missing { new_mode(p)? } else { None };
+    let mode = if exists { None } else { new_mode(p)? };
     atomic_write(path, desired, mode).map_err(|e| format!("cannot write: {e}"))
 }
 

@@ -44,9 +44,10 @@ pub fn add_autoedges(graph: &mut ResGraph) {
             .collect();
         autoedges(&res)
     };
+    let mut present: std::collections::HashSet<(usize, usize)> = graph.edges.iter().map(|e| (e.from, e.to)).collect();
     for (a, b) in found {
         let (from, to) = (enabled[a], enabled[b]);
-        if graph.edges.iter().any(|e| (e.from, e.to) == (from, to)) {
+        if !present.insert((from, to)) {
             continue;
         }
         let span = graph.vertices[to].span;

@@ -18,31 +18,18 @@ pub const TEMP_PREFIX: &str = ".tend-";
 /// replaces the link itself.
 pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file()).map(|m| m.mode() & 0o7777);
+    let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file());
     let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
     tmp.write_all(data)?;
-    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(existing).unwrap_or(0o644)))?;
-    if let Ok(meta) = fs::symlink_metadata(path).filter_ok(|m| m.is_file()) {
+    let kept_mode = existing.as_ref().map(|m| m.mode() & 0o7777);
+    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(kept_mode).unwrap_or(0o644)))?;
+    if let Some(meta) = &existing {
         // Keep ownership of the file being replaced (best effort: needs privileges).
         let _best_effort = std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()));
     }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map_err(|e| e.error)?;
     fs::File::open(dir)?.sync_all()
-}
-
-trait FilterOk<T> {
-    fn filter_ok(self, pred: impl FnOnce(&T) -> bool) -> io::Result<T>;
-}
-
-impl<T> FilterOk<T> for io::Result<T> {
-    fn filter_ok(self, pred: impl FnOnce(&T) -> bool) -> io::Result<T> {
-        match self {
-            Ok(v) if pred(&v) => Ok(v),
-            Ok(_) => Err(io::Error::other("filtered")),
-            Err(e) => Err(e),
-        }
-    }
 }
 
 /// Parses a mode: octal (`0644`, `755`, `1777`) or comma-separated symbolic assignments
