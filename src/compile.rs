@@ -62,11 +62,21 @@ pub fn resource_graph(
     output: &lang::output::Output,
     catalog: &Catalog,
 ) -> Result<lang::resgraph::ResGraph, Vec<Diagnostic>> {
-    let (mut graph, diags) = lang::interpret::interpret(output, catalog);
+    let graph = interpreted(output, catalog)?;
+    let diags = resources::graph::check(&graph);
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }
-    let diags = resources::graph::check(&graph);
+    Ok(graph)
+}
+
+/// The interpreted graph with its automatic edges, without building the resources: for
+/// `tend run`, where `resources::graph::to_engine` builds and validates each one once.
+pub fn interpreted(
+    output: &lang::output::Output,
+    catalog: &Catalog,
+) -> Result<lang::resgraph::ResGraph, Vec<Diagnostic>> {
+    let (mut graph, diags) = lang::interpret::interpret(output, catalog);
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }

@@ -37,7 +37,7 @@ pub(crate) struct Node {
     /// The latest values published by a run of check-apply.
     pub(crate) sends: Mutex<Option<BTreeMap<String, Payload>>>,
     /// The resource's current fingerprint (changes when send/recv changes a param).
-    pub(crate) fingerprint: Mutex<String>,
+    pub(crate) fingerprint: Mutex<Digest>,
     /// Set when the worker stopped for good after exhausting its retries.
     pub(crate) failed: Mutex<Option<String>>,
     pub(crate) state: Mutex<WorkerState>,
@@ -77,7 +77,7 @@ pub(crate) struct Link {
 }
 
 impl Node {
-    pub(crate) fn new(key: ResKey, fingerprint: String) -> Node {
+    pub(crate) fn new(key: ResKey, fingerprint: Digest) -> Node {
         Node {
             key,
             ts: AtomicU64::new(0),
@@ -148,6 +148,24 @@ impl Node {
 
     pub(crate) fn failure(&self) -> Option<String> {
         lock(&self.failed).clone()
+    }
+}
+
+/// A resource fingerprint, hashed: swaps only compare fingerprints for equality, and a
+/// graph of thousands of resources need not keep thousands of parameter dumps around.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Digest(u64, u64);
+
+impl Digest {
+    pub(crate) fn of(fingerprint: &str) -> Digest {
+        use std::hash::{Hash, Hasher};
+        let half = |salt: u8| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            salt.hash(&mut h);
+            fingerprint.hash(&mut h);
+            h.finish()
+        };
+        Digest(half(1), half(2))
     }
 }
 

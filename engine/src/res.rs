@@ -28,13 +28,15 @@ pub type Payload = Arc<dyn Any + Send + Sync>;
 /// The identity of a resource: kind and name, printed `kind[name]`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ResKey {
-    pub kind: String,
-    pub name: String,
+    pub kind: std::sync::Arc<str>,
+    pub name: std::sync::Arc<str>,
 }
 
 impl ResKey {
-    pub fn new(kind: impl Into<String>, name: impl Into<String>) -> ResKey {
-        ResKey { kind: kind.into(), name: name.into() }
+    /// Both parts are shared, so the many copies of a key (graph, events, links, metrics)
+    /// cost a reference count each, not two strings.
+    pub fn new(kind: impl AsRef<str>, name: impl AsRef<str>) -> ResKey {
+        ResKey { kind: kind.as_ref().into(), name: name.as_ref().into() }
     }
 }
 

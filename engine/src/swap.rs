@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Link, Links, Node, lock};
+use crate::node::{Digest, Link, Links, Node, lock};
 use crate::res::{InitCtx, ResError, ResKey, Resource};
 use crate::worker::{Shared, Worker};
 
@@ -168,7 +168,7 @@ fn same(old: &RunningVertex, new: &Vertex) -> bool {
     let failed = old.node.failure().is_some();
     !(failed && new.meta.rewatch)
         && old.meta.same_for_swap(&new.meta)
-        && *lock(&old.node.fingerprint) == new.res.fingerprint()
+        && *lock(&old.node.fingerprint) == Digest::of(&new.res.fingerprint())
 }
 
 /// Runs `init` on every vertex to start; on any failure cleans up those already inited and
@@ -335,7 +335,7 @@ pub(crate) async fn swap(
     let mut started = Vec::new();
     let mut workers = Vec::new();
     for v in fresh {
-        let node = Arc::new(Node::new(v.key.clone(), v.res.fingerprint()));
+        let node = Arc::new(Node::new(v.key.clone(), Digest::of(&v.res.fingerprint())));
         shared.converger.register(&node.converged);
         let cancel = CancellationToken::new();
         let worker = Worker::new(shared.clone(), node.clone(), v.meta.clone(), v.res, cancel.clone());

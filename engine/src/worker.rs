@@ -128,7 +128,7 @@ impl Worker {
                     }
                     self.report_retry(&error);
                     self.node.set_state(WorkerState::Retrying { error: error.to_string() });
-                    if !self.sleep(self.meta.delay).await {
+                    if !Box::pin(self.sleep(self.meta.delay)).await {
                         break;
                     }
                     self.node.set_state(WorkerState::Starting);
@@ -143,7 +143,7 @@ impl Worker {
                 self.state_ok = false;
                 if let Some(wait) = self.limiter.as_mut().and_then(Bucket::reserve) {
                     tracing::info!(resource = %key, wait_ms = wait.as_millis() as u64, "limited");
-                    if !self.sleep(wait.as_millis() as u64).await {
+                    if !Box::pin(self.sleep(wait.as_millis() as u64)).await {
                         break;
                     }
                 }
@@ -151,7 +151,8 @@ impl Worker {
             if !started {
                 continue;
             }
-            match self.process(seq).await {
+            // Boxed: an idle worker then holds a pointer, not the whole process step's state.
+            match Box::pin(self.process(seq)).await {
                 Ok(Outcome::Done) => {
                     self.node.set_state(WorkerState::Idle);
                     if self.meta.retryreset {
@@ -168,14 +169,14 @@ impl Worker {
                     }
                     self.node.set_state(WorkerState::Retrying { error: error.to_string() });
                     self.report_retry(&error);
-                    if !self.sleep(self.meta.delay).await {
+                    if !Box::pin(self.sleep(self.meta.delay)).await {
                         break;
                     }
                     self.node.poke(&self.shared.converger);
                 }
             }
         }
-        self.stop(watch, watch_cancel).await;
+        Box::pin(self.stop(watch, watch_cancel)).await;
     }
 
     /// The process step (engine.md 2.3). `seq` is the wake-up count this run answers.
@@ -298,7 +299,7 @@ impl Worker {
         }
         if changed {
             self.state_ok = false;
-            *lock(&self.node.fingerprint) = self.res.fingerprint();
+            *lock(&self.node.fingerprint) = crate::node::Digest::of(&self.res.fingerprint());
             self.res.validate()?;
         }
         Ok(())

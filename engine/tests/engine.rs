@@ -210,7 +210,7 @@ async fn noop_checks_without_applying_and_reports() {
     let mut reported = false;
     while let Ok(ev) = events.try_recv() {
         if let EngineEvent::Applied { key, changed: true, noop: true, reports } = ev {
-            reported = key.name == "n" && reports == ["n would change"];
+            reported = &*key.name == "n" && reports == ["n would change"];
         }
     }
     assert!(reported);

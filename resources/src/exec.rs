@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::{Raw, res_error, sends};
 use crate::params::{BuildError, Params};
 use crate::util::command::{self, CmdOutput, CmdSpec};
-use crate::util::fs::{atomic_write, lookup_gid, lookup_uid};
+use crate::util::fs::{lookup_gid, lookup_uid, replace_file};
 use crate::util::watch::FileWatch;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -197,7 +197,7 @@ impl Exec {
             return Ok(false);
         }
         let last =
-            self.var_dir.as_ref().and_then(|d| fs::metadata(d.join("lastrun")).ok()).and_then(|m| m.modified().ok());
+            self.var_dir.as_ref().and_then(|d| fs::metadata(d.join(LAST_RUN)).ok()).and_then(|m| m.modified().ok());
         for path in &self.params.mtimes {
             let modified = fs::metadata(path)
                 .and_then(|m| m.modified())
@@ -209,19 +209,45 @@ impl Exec {
         Ok(false)
     }
 
+    /// Saves the last run's output for the next start (sends survive restarts) and marks
+    /// the time of the run (for `mtimes`): one file, replaced by rename but not fsynced —
+    /// losing it in a crash only means the next start behaves as if it never ran.
     fn persist(&self, out: &CmdOutput) {
         let Some(dir) = &self.var_dir else { return };
-        let saved = fs::create_dir_all(dir).and_then(|()| {
-            atomic_write(&dir.join("stdout"), out.stdout.as_bytes(), None)?;
-            atomic_write(&dir.join("stderr"), out.stderr.as_bytes(), None)?;
-            atomic_write(&dir.join("output"), out.output.as_bytes(), None)?;
-            atomic_write(&dir.join("exitcode"), out.code.unwrap_or(-1).to_string().as_bytes(), None)?;
-            atomic_write(&dir.join("lastrun"), format!("{:?}", SystemTime::now()).as_bytes(), None)
-        });
+        let saved = fs::create_dir_all(dir).and_then(|()| replace_file(&dir.join(LAST_RUN), &encode_run(out)));
         if let Err(e) = saved {
             tracing::warn!(resource = %format!("exec[{}]", self.raw.name), error = %e, "cannot save the output");
         }
     }
+}
+
+/// The file in the var dir holding the last run (its mtime is the time of that run).
+const LAST_RUN: &str = "last-run";
+
+/// `code N`, then `stdout`, `stderr` and `output`, each as `NAME LEN` and LEN bytes.
+fn encode_run(out: &CmdOutput) -> Vec<u8> {
+    let mut buf = format!("code {}\n", out.code.unwrap_or(-1)).into_bytes();
+    for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr), ("output", &out.output)] {
+        buf.extend_from_slice(format!("{name} {}\n", text.len()).as_bytes());
+        buf.extend_from_slice(text.as_bytes());
+        buf.push(b'\n');
+    }
+    buf
+}
+
+/// The inverse of [`encode_run`]; `None` for anything malformed.
+fn decode_run(data: &str) -> Option<CmdOutput> {
+    let (head, mut rest) = data.split_once('\n')?;
+    let code: i32 = head.strip_prefix("code ")?.parse().ok()?;
+    let mut field = |name: &str| -> Option<String> {
+        let (head, tail) = rest.split_once('\n')?;
+        let len: usize = head.strip_prefix(name)?.trim().parse().ok()?;
+        let text = tail.get(..len)?.to_string();
+        rest = tail.get(len..)?.strip_prefix('\n')?;
+        Some(text)
+    };
+    let (stdout, stderr, output) = (field("stdout")?, field("stderr")?, field("output")?);
+    Some(CmdOutput { stdout, stderr, output, code: (code >= 0).then_some(code) })
 }
 
 #[async_trait]
@@ -239,11 +265,7 @@ impl Resource for Exec {
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
         let dir = ctx.var_dir.clone();
-        let read = |f: &str| fs::read_to_string(dir.join(f)).ok();
-        if let (Some(stdout), Some(stderr), Some(output)) = (read("stdout"), read("stderr"), read("output")) {
-            let code = read("exitcode").and_then(|c| c.trim().parse().ok());
-            self.last = Some(CmdOutput { stdout, stderr, output, code });
-        }
+        self.last = fs::read_to_string(dir.join(LAST_RUN)).ok().and_then(|d| decode_run(&d));
         self.var_dir = Some(dir);
         Ok(())
     }
@@ -343,5 +365,24 @@ impl Resource for Exec {
             ("stderr", Value::str(stderr)),
             ("exitcode", Value::Int(i64::from(code))),
         ]))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_saved_run_reads_back_exactly() {
+        let out = CmdOutput {
+            stdout: "line\nwith code 3\n".into(),
+            stderr: String::new(),
+            output: "é\nline\n".into(),
+            code: Some(3),
+        };
+        assert_eq!(decode_run(&String::from_utf8(encode_run(&out)).unwrap()), Some(out.clone()));
+        let killed = CmdOutput { code: None, ..out };
+        assert_eq!(decode_run(&String::from_utf8(encode_run(&killed)).unwrap()), Some(killed));
+        assert_eq!(decode_run("code 0\nstdout 99\nshort\n"), None);
     }
 }

@@ -20,14 +20,18 @@ pub fn check(graph: &ResGraph) -> Diagnostics {
             Err(e) => diags.push(build_diagnostic(v, &e)),
             Ok(res) if !v.meta.hidden => {
                 if let Err(e) = res.validate() {
-                    let msg = format!("{} did not Validate: {}", v.key(), strip_key(&e.message, v));
-                    diags.push(Diagnostic::new(Stage::Interpret, msg, v.span));
+                    diags.push(validate_diagnostic(v, &e));
                 }
             }
             Ok(_) => {}
         }
     }
     diags
+}
+
+fn validate_diagnostic(v: &Vertex, e: &engine::ResError) -> Diagnostic {
+    let msg = format!("{} did not Validate: {}", v.key(), strip_key(&e.message, v));
+    Diagnostic::new(Stage::Interpret, msg, v.span)
 }
 
 /// Adds the automatic edges (engine.md 2.14) between vertices that allow them, skipping
@@ -56,7 +60,8 @@ pub fn add_autoedges(graph: &mut ResGraph) {
     graph.edges.sort_by_key(|e| (e.from, e.to));
 }
 
-/// The engine graph for `graph`; `noop` forces `Meta:noop` everywhere (`--noop`).
+/// The engine graph for `graph`, each resource built and (unless hidden) validated once,
+/// with the same diagnostics as [`check`]; `noop` forces `Meta:noop` everywhere (`--noop`).
 pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let mut diags = Diagnostics::new();
@@ -83,6 +88,12 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
         };
         match built {
             Ok(res) => {
+                if !v.meta.hidden
+                    && let Err(e) = res.validate()
+                {
+                    diags.push(validate_diagnostic(v, &e));
+                    continue;
+                }
                 let mut meta = engine_meta(&v.meta);
                 meta.noop |= noop;
                 out.add_vertex(key(v), meta, res);

@@ -44,7 +44,7 @@ async fn five_hundred_files_converge_and_one_drift_is_repaired_alone() {
     let mut changed = Vec::new();
     while let Ok(ev) = events.try_recv() {
         if let EngineEvent::Applied { key, changed: true, .. } = ev {
-            changed.push(key.name);
+            changed.push(key.name.to_string());
         }
     }
     assert_eq!(changed, [drifted.to_str().unwrap()], "only the drifted file was rewritten");

@@ -215,7 +215,7 @@ impl Runner {
                         if let Some(df) = &dataflow {
                             self.metrics.dataflow_evaluations(df.evaluations());
                         }
-                        if !self.apply(&output, &sources).await && !self.applied {
+                        if !self.apply(output, &sources).await && !self.applied {
                             break Stop::FirstFailed;
                         }
                     }
@@ -361,8 +361,12 @@ impl Runner {
     }
 
     /// Interprets one output and swaps it in; false (after reporting) when it was rejected.
-    async fn apply(&mut self, output: &lang::output::Output, sources: &SourceMap) -> bool {
-        let graph = match compile::resource_graph(output, &self.catalog) {
+    /// The output is taken by value and each intermediate form is dropped as soon as the next
+    /// exists, so a large graph is not held in memory three times over during a swap.
+    async fn apply(&mut self, output: lang::output::Output, sources: &SourceMap) -> bool {
+        let interpreted = compile::interpreted(&output, &self.catalog);
+        drop(output);
+        let graph = match interpreted {
             Ok(g) => g,
             Err(diags) => {
                 self.metrics.swap_rejected();
@@ -380,13 +384,15 @@ impl Runner {
                 return false;
             }
         };
+        let dot = self.graph_dump.as_ref().map(|_| super::graph::to_dot(&graph));
+        drop(graph);
         timing::time_check_applies(&mut candidate, &self.metrics);
         match self.engine.apply(candidate).await {
             Ok(_) => {
                 self.applied = true;
                 self.swaps += 1;
-                if let Some(dir) = &self.graph_dump {
-                    dump_graph(dir, self.swaps, &graph);
+                if let (Some(dir), Some(dot)) = (&self.graph_dump, dot) {
+                    dump_graph(dir, self.swaps, &dot);
                 }
                 true
             }
@@ -401,9 +407,9 @@ impl Runner {
 }
 
 /// `--graph-dump`: the accepted graph as `DIR/graph-N.dot` (a failure is only logged).
-fn dump_graph(dir: &std::path::Path, n: u64, graph: &lang::resgraph::ResGraph) {
+fn dump_graph(dir: &std::path::Path, n: u64, dot: &str) {
     let path = dir.join(format!("graph-{n}.dot"));
-    let result = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, super::graph::to_dot(graph)));
+    let result = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, dot));
     if let Err(e) = result {
         tracing::warn!(path = %path.display(), error = %e, "cannot write the graph dump");
     }

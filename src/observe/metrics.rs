@@ -94,7 +94,7 @@ struct Labelled {
     /// The last known state of every running resource.
     states: BTreeMap<ResKey, &'static str>,
     /// `(kind, result)` -> count.
-    applies: BTreeMap<(String, ApplyResult), u64>,
+    applies: BTreeMap<(Arc<str>, ApplyResult), u64>,
     /// `(kind, result)` -> duration histogram.
     durations: BTreeMap<(String, ApplyResult), Histogram>,
 }

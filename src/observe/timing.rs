@@ -29,13 +29,13 @@ pub fn time_check_applies(graph: &mut Graph, metrics: &Arc<Metrics>) {
         .collect();
 }
 
-fn timed(kind: String, inner: Box<dyn Resource>, metrics: Arc<Metrics>) -> Box<dyn Resource> {
+fn timed(kind: Arc<str>, inner: Box<dyn Resource>, metrics: Arc<Metrics>) -> Box<dyn Resource> {
     Box::new(Timed { kind, inner, metrics })
 }
 
 /// One wrapped resource.
 pub struct Timed {
-    kind: String,
+    kind: Arc<str>,
     inner: Box<dyn Resource>,
     metrics: Arc<Metrics>,
 }

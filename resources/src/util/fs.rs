@@ -32,6 +32,16 @@ pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<(
     fs::File::open(dir)?.sync_all()
 }
 
+/// Replaces `path` with `data` by writing a temp file next to it and renaming it over
+/// the path: readers never see a partial file, but nothing is fsynced. For tend's own
+/// bookkeeping that is cheap to lose in a crash, not for managed files.
+pub fn replace_file(path: &Path, data: &[u8]) -> io::Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
+    tmp.write_all(data)?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
 /// Parses a mode: octal (`0644`, `755`, `1777`) or comma-separated symbolic assignments
 /// (`u=rw,go=r`, `a=rx`); `+`/`-` forms are rejected as in mgmt. Symbolic assignments start
 /// from `current` (only the classes named are replaced).

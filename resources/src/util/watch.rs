@@ -19,12 +19,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::ResError;
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 
 /// A live subscription; dropping it releases its watch points.
 pub struct FileWatch {
     id: u64,
-    rx: mpsc::UnboundedReceiver<()>,
+    /// Holds at most one pending wake-up, so a burst of events coalesces into one.
+    wake: Arc<Notify>,
 }
 
 struct Hub {
@@ -93,7 +94,7 @@ struct DirWatch {
 struct Sub {
     targets: Vec<PathBuf>,
     recursive: bool,
-    tx: mpsc::UnboundedSender<()>,
+    wake: Arc<Notify>,
     /// Directories this subscription holds watches on, with the recursion used.
     points: Vec<(PathBuf, bool)>,
 }
@@ -118,19 +119,16 @@ impl FileWatch {
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.ensure_watcher()?;
-        let (tx, rx) = mpsc::unbounded_channel();
+        let wake = Arc::new(Notify::new());
         let id = hub.next_id.fetch_add(1, Ordering::SeqCst);
-        lock(&hub.subs).insert(id, Sub { targets, recursive, tx, points: Vec::new() });
+        lock(&hub.subs).insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new() });
         hub.rearm(id)?;
-        Ok(FileWatch { id, rx })
+        Ok(FileWatch { id, wake })
     }
 
     /// Waits for the next change (coalescing a burst), then re-resolves the watch points.
     pub async fn changed(&mut self) -> Result<(), ResError> {
-        if self.rx.recv().await.is_none() {
-            return Err(ResError::new("file watcher stopped"));
-        }
-        while self.rx.try_recv().is_ok() {}
+        self.wake.notified().await;
         hub().rearm(self.id)
     }
 }
@@ -191,15 +189,13 @@ impl Hub {
                 Ok(event) if is_read_only(&event.kind) => {}
                 Ok(event) => {
                     for path in &event.paths {
-                        subs.concerned(path, |sub| {
-                            let _closed = sub.tx.send(());
-                        });
+                        subs.concerned(path, |sub| sub.wake.notify_one());
                     }
                 }
                 // Overflow or a watcher error: tell everyone, spurious events are fine.
                 Err(_) => {
                     for sub in subs.by_id.values() {
-                        let _closed = sub.tx.send(());
+                        sub.wake.notify_one();
                     }
                 }
             }
