@@ -7,15 +7,16 @@
 //! Building decodes and type-checks params (unknown fields rejected, naming the field,
 //! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
-//! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key) go through
+//! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule) go through
 //! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
 //! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`,
-//! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `exit`, `_panic`. `Meta:reverse`
-//! works for `file` (regular files; the reversal is kept in memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
+//! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `schedule` (candidacy in the local
+//! world store), `exit`, `_panic`. `Meta:reverse` works for `file` (regular files; the
+//! reversal is kept in memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
 
 pub mod account;
 pub mod archive;
@@ -38,6 +39,7 @@ pub mod params;
 pub mod password;
 pub mod pkg;
 pub mod print;
+pub mod schedule;
 pub mod schema;
 pub mod ssh_key;
 pub mod svc;

@@ -291,6 +291,20 @@ const SSH_AUTHORIZED_KEY: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const SCHEDULE: KindSpec = KindSpec {
+    kind: "schedule",
+    params: &[
+        ("namespace", "str"),
+        ("strategy", "str"),
+        ("max", "int"),
+        ("persist", "bool"),
+        ("ttl", "int"),
+        ("withdraw", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
 const EXIT: KindSpec = KindSpec { kind: "exit", params: &[("code", "int")], sends: &[], can_recv: false };
 
 const PANIC: KindSpec = KindSpec { kind: "_panic", params: &[], sends: &[], can_recv: false };
@@ -320,6 +334,7 @@ const KINDS: &[KindSpec] = &[
     GZIP,
     TAR,
     SSH_AUTHORIZED_KEY,
+    SCHEDULE,
     EXIT,
     PANIC,
 ];
