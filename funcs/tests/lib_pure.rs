@@ -381,7 +381,13 @@ fn world_store_layout() {
     assert_eq!(read_mapped(root, "missing"), m(vec![]));
     assert_eq!(read_schedule(root, "sched"), strs(&[]));
     std::fs::create_dir_all(root.join("schedule/sched")).unwrap();
-    std::fs::write(root.join("schedule/sched/h2"), "").unwrap();
-    std::fs::write(root.join("schedule/sched/h1"), "").unwrap();
+    // Candidacy records: live ones in name order, up to the smallest `max` (default 1).
+    std::fs::write(root.join("schedule/sched/h2"), "strategy=rr\nmax=2\n").unwrap();
+    std::fs::write(root.join("schedule/sched/h1"), "strategy=rr\nmax=3\nexpires=99999999999\n").unwrap();
+    std::fs::write(root.join("schedule/sched/.tmp"), "max=5\n").unwrap();
     assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]));
+    std::fs::write(root.join("schedule/sched/h0"), "max=1\nexpires=1\n").unwrap();
+    assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]), "an expired candidate is ignored");
+    std::fs::write(root.join("schedule/sched/h0"), "").unwrap();
+    assert_eq!(read_schedule(root, "sched"), strs(&["h0"]), "no max: one host");
 }

@@ -4,7 +4,10 @@
 //! Rules implemented: `file` after its nearest managed ancestor directory and after every
 //! managed fragment source; `exec` after the `file` of its program (and of its shell), after
 //! the `user`/`group` it runs as; `svc` after its unit file, `cron` after the `svc` it
-//! triggers; `user` after the groups it references (reversed when the user is absent).
+//! triggers; `user` after the groups it references (reversed when the user is absent);
+//! `gzip` and `tar` after what produces their inputs (a `file`, or another archive's output;
+//! for `tar` also anything managed inside an input directory); `json:edit` after the `file`
+//! of its store; `ssh:authorized_key` after its `user` and the `file` it edits.
 //! Not implemented: `pkg` edges, which need the package manager's file lists.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -26,6 +29,9 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
             "exec" => exec_edges(&index, idx, params, &mut edges),
             "svc" => svc_edges(&index, idx, name, &mut edges),
             "user" => user_edges(&index, idx, params, &mut edges),
+            "gzip" | "tar" => archive_edges(&index, idx, kind, params, &mut edges),
+            "json:edit" => json_edit_edges(&index, idx, name, params, &mut edges),
+            "ssh:authorized_key" => ssh_key_edges(&index, idx, params, &mut edges),
             _ => {}
         }
     }
@@ -57,6 +63,8 @@ struct Index<'a> {
     groups_by_gid: HashMap<i64, usize>,
     /// `cron` resources by the unit they trigger.
     crons_by_unit: HashMap<String, Vec<usize>>,
+    /// `gzip` and `tar` resources by the file they write.
+    archives: HashMap<String, usize>,
 }
 
 impl<'a> Index<'a> {
@@ -66,6 +74,7 @@ impl<'a> Index<'a> {
             by_key: HashMap::new(),
             groups_by_gid: HashMap::new(),
             crons_by_unit: HashMap::new(),
+            archives: HashMap::new(),
         };
         for (idx, (kind, name, params)) in res.iter().enumerate() {
             index.by_key.entry((kind, name)).or_insert(idx);
@@ -84,6 +93,9 @@ impl<'a> Index<'a> {
                         .map(str::to_string)
                         .unwrap_or_else(|| format!("{name}.service"));
                     index.crons_by_unit.entry(unit).or_default().push(idx);
+                }
+                "gzip" | "tar" => {
+                    index.archives.entry(output_path(name, params).to_string()).or_insert(idx);
                 }
                 _ => {}
             }
@@ -173,6 +185,65 @@ fn user_edges(index: &Index<'_>, idx: usize, params: &BTreeMap<String, Value>, e
     }
     for g in groups {
         edges.insert(if absent { (idx, g) } else { (g, idx) });
+    }
+}
+
+/// The file a `gzip` or `tar` resource writes: `path`, default the name.
+fn output_path<'a>(name: &'a str, params: &'a BTreeMap<String, Value>) -> &'a str {
+    str_param(params, "path").filter(|p| !p.is_empty()).unwrap_or(name)
+}
+
+/// Whether `path` is `input` itself or lies inside it (trailing slashes ignored).
+fn within(path: &str, input: &str) -> bool {
+    let base = input.trim_end_matches('/');
+    let path = path.trim_end_matches('/');
+    path == base || path.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
+}
+
+fn archive_edges(
+    index: &Index<'_>,
+    idx: usize,
+    kind: &str,
+    params: &BTreeMap<String, Value>,
+    edges: &mut BTreeSet<(usize, usize)>,
+) {
+    if kind == "gzip" {
+        if let Some(input) = str_param(params, "input") {
+            edges.extend(index.file(input).or_else(|| index.archives.get(input).copied()).map(|p| (p, idx)));
+        }
+        return;
+    }
+    for input in list_param(params, "inputs").filter(|i| i.starts_with('/')) {
+        let producers = index.files.iter().chain(&index.archives).filter(|(path, _)| within(path, input));
+        edges.extend(producers.map(|(_, &p)| (p, idx)));
+    }
+}
+
+fn json_edit_edges(
+    index: &Index<'_>,
+    idx: usize,
+    name: &str,
+    params: &BTreeMap<String, Value>,
+    edges: &mut BTreeSet<(usize, usize)>,
+) {
+    let store = str_param(params, "store").filter(|s| !s.is_empty()).unwrap_or(name);
+    let path = store.strip_prefix("file://").unwrap_or(store);
+    if path.starts_with('/') {
+        edges.extend(index.file(path).map(|f| (f, idx)));
+    }
+}
+
+fn ssh_key_edges(
+    index: &Index<'_>,
+    idx: usize,
+    params: &BTreeMap<String, Value>,
+    edges: &mut BTreeSet<(usize, usize)>,
+) {
+    if let Some(user) = str_param(params, "user").filter(|u| !u.is_empty()) {
+        edges.extend(index.by_key.get(&("user", user)).map(|&u| (u, idx)));
+    }
+    if let Some(file) = str_param(params, "file").filter(|f| f.starts_with('/')) {
+        edges.extend(index.file(file).map(|f| (f, idx)));
     }
 }
 
@@ -285,6 +356,55 @@ mod tests {
             ("cron", "app", BTreeMap::new()),
         ]);
         assert_eq!(edges, ["svc[app] -> cron[app]", "file[/etc/systemd/system/app.service] -> svc[app]"]);
+    }
+
+    #[test]
+    fn archives_follow_their_inputs_and_each_other() {
+        let none = BTreeMap::new();
+        let tar = params(&[("inputs", Value::list(vec![Value::str("/tmp/tar/"), Value::str("/tmp/standalone")]))]);
+        let edges = check(&[
+            ("file", "/tmp/tar/", none.clone()),
+            ("file", "/tmp/tar/dir/deep", none.clone()),
+            ("file", "/tmp/standalone", none.clone()),
+            ("file", "/tmp/tarnot", none.clone()),
+            ("tar", "/tmp/foo.tar", tar),
+            ("gzip", "/tmp/foo.tar.gz", params(&[("input", Value::str("/tmp/foo.tar"))])),
+            ("gzip", "/tmp/in.gz", params(&[("input", Value::str("/tmp/standalone"))])),
+        ]);
+        assert_eq!(
+            edges,
+            [
+                "file[/tmp/tar/] -> file[/tmp/tar/dir/deep]",
+                "file[/tmp/tar/] -> tar[/tmp/foo.tar]",
+                "file[/tmp/tar/dir/deep] -> tar[/tmp/foo.tar]",
+                "file[/tmp/standalone] -> tar[/tmp/foo.tar]",
+                "file[/tmp/standalone] -> gzip[/tmp/in.gz]",
+                "tar[/tmp/foo.tar] -> gzip[/tmp/foo.tar.gz]",
+            ]
+        );
+    }
+
+    #[test]
+    fn json_edit_and_ssh_keys_follow_their_files_and_user() {
+        let none = BTreeMap::new();
+        let key = params(&[("user", Value::str("alice")), ("file", Value::str("/etc/keys"))]);
+        let edges = check(&[
+            ("json:edit", "e", params(&[("store", Value::str("file:///etc/doc.json"))])),
+            ("json:edit", "/etc/doc.json", none.clone()),
+            ("file", "/etc/doc.json", none.clone()),
+            ("ssh:authorized_key", "k", key),
+            ("user", "alice", none.clone()),
+            ("file", "/etc/keys", none),
+        ]);
+        assert_eq!(
+            edges,
+            [
+                "file[/etc/doc.json] -> json:edit[e]",
+                "file[/etc/doc.json] -> json:edit[/etc/doc.json]",
+                "user[alice] -> ssh:authorized_key[k]",
+                "file[/etc/keys] -> ssh:authorized_key[k]",
+            ]
+        );
     }
 
     #[test]

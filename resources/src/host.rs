@@ -77,6 +77,8 @@ impl Host {
             "mount" => Box::new(crate::mount::Mount::build(self, name, params)?),
             "pkg" => Box::new(crate::pkg::Pkg::build(self, name, params)?),
             "svc" => Box::new(crate::svc::Svc::build(self, name, params)?),
+            "ssh:authorized_key" => Box::new(crate::ssh_key::SshAuthorizedKey::build(self, name, params)?),
+            "schedule" => Box::new(crate::schedule::Schedule::build(self, name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

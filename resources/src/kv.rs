@@ -13,7 +13,7 @@ use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::{Raw, res_error, store_name};
 use crate::params::{BuildError, Params};
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
@@ -54,21 +54,10 @@ impl Kv {
     }
 
     fn path_in(&self, state_dir: &std::path::Path) -> PathBuf {
-        let safe = |s: &str| -> String {
-            s.bytes()
-                .map(|b| {
-                    if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
-                        (b as char).to_string()
-                    } else {
-                        format!("%{b:02x}")
-                    }
-                })
-                .collect()
-        };
-        let dir = state_dir.join("kv").join(safe(&self.params.key));
+        let dir = state_dir.join("kv").join(store_name(&self.params.key));
         if self.params.mapped {
             let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-            dir.join(safe(&host))
+            dir.join(store_name(&host))
         } else {
             dir.join("value")
         }

@@ -7,17 +7,19 @@
 //! Building decodes and type-checks params (unknown fields rejected, naming the field,
 //! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
-//! pkg, user, group, mount, cron, hostname, sysctl) go through [`host::Host`], which tests
-//! replace with a temporary root and in-memory fakes.
+//! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule) go through
+//! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
-//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`, `exit`,
-//! `_panic`. `Meta:reverse` works for `file` (regular files; the reversal is kept in
-//! memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
+//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`,
+//! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `schedule` (candidacy in the local
+//! world store), `exit`, `_panic`. `Meta:reverse` works for `file` (regular files; the
+//! reversal is kept in memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
 
 pub mod account;
+pub mod archive;
 pub mod autoedge;
 pub mod common;
 pub mod cron;
@@ -26,6 +28,7 @@ pub mod file;
 pub mod graph;
 pub mod host;
 pub mod hostname;
+pub mod json_edit;
 pub mod kv;
 pub mod line;
 pub mod meta;
@@ -36,7 +39,9 @@ pub mod params;
 pub mod password;
 pub mod pkg;
 pub mod print;
+pub mod schedule;
 pub mod schema;
+pub mod ssh_key;
 pub mod svc;
 pub mod sysctl;
 pub mod test_res;
@@ -80,6 +85,9 @@ pub fn build_with(
         "timer" => Box::new(timer::Timer::build(name, params)?),
         "kv" => Box::new(kv::Kv::build(name, params)?),
         "password" => Box::new(password::Password::build(name, params)?),
+        "json:edit" => Box::new(json_edit::JsonEdit::build(name, params)?),
+        "gzip" => Box::new(archive::Gzip::build(name, params)?),
+        "tar" => Box::new(archive::Tar::build(name, params)?),
         "exit" => Box::new(password::Exit::build(name, params)?),
         "_panic" => Box::new(noop::Panic),
         other => return host.build(other, name, params),

@@ -257,14 +257,86 @@ const PASSWORD: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const JSON_EDIT: KindSpec =
+    KindSpec { kind: "json:edit", params: &[("store", "str"), ("edits", "[]str")], sends: &[], can_recv: false };
+
+const GZIP: KindSpec = KindSpec {
+    kind: "gzip",
+    params: &[("path", "str"), ("input", "str"), ("content", "str"), ("level", "int")],
+    sends: &[],
+    can_recv: false,
+};
+
+const TAR: KindSpec = KindSpec {
+    kind: "tar",
+    params: &[("path", "str"), ("inputs", "[]str"), ("format", "int")],
+    sends: &[],
+    can_recv: false,
+};
+
+const SSH_AUTHORIZED_KEY: KindSpec = KindSpec {
+    kind: "ssh:authorized_key",
+    params: &[
+        ("state", "str"),
+        ("file", "str"),
+        ("user", "str"),
+        ("content", "str"),
+        ("options", "[]str"),
+        ("type", "str"),
+        ("key", "str"),
+        ("comment", "str"),
+        ("mkdir", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const SCHEDULE: KindSpec = KindSpec {
+    kind: "schedule",
+    params: &[
+        ("namespace", "str"),
+        ("strategy", "str"),
+        ("max", "int"),
+        ("persist", "bool"),
+        ("ttl", "int"),
+        ("withdraw", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
 const EXIT: KindSpec = KindSpec { kind: "exit", params: &[("code", "int")], sends: &[], can_recv: false };
 
 const PANIC: KindSpec = KindSpec { kind: "_panic", params: &[], sends: &[], can_recv: false };
 
 /// Every kind tend supports, in registration order (`grep KINDS` shows what exists).
 const KINDS: &[KindSpec] = &[
-    FILE, EXEC, PRINT, TEST, NOOP, VALUE, MSG, TIMER, KV, HOSTNAME, USER, GROUP, LINE, SYSCTL, CRON, MOUNT, PKG, SVC,
-    PASSWORD, EXIT, PANIC,
+    FILE,
+    EXEC,
+    PRINT,
+    TEST,
+    NOOP,
+    VALUE,
+    MSG,
+    TIMER,
+    KV,
+    HOSTNAME,
+    USER,
+    GROUP,
+    LINE,
+    SYSCTL,
+    CRON,
+    MOUNT,
+    PKG,
+    SVC,
+    PASSWORD,
+    JSON_EDIT,
+    GZIP,
+    TAR,
+    SSH_AUTHORIZED_KEY,
+    SCHEDULE,
+    EXIT,
+    PANIC,
 ];
 
 /// Registers a [`ResourceDecl`] for every supported kind.

@@ -1,8 +1,10 @@
 //! The `world` package on a single host: the cluster-wide key/value store of mgmt is the
 //! local store the `kv` resource keeps under `<state dir>/kv/` (`<key>/value` for a plain
 //! key, `<key>/<hostname>` for a mapped one; names escaped as `%xx` outside
-//! `[A-Za-z0-9._-]`), and the scheduler's choices live under `<state dir>/schedule/<ns>/`
-//! (one entry per chosen host).
+//! `[A-Za-z0-9._-]`), and schedule candidacies live under `<state dir>/schedule/<ns>/`
+//! (one `key=value` record per host, written by the `schedule` resource; this host is the
+//! only one that writes here, so the election is: live candidates in name order, up to
+//! `max`). Expired leases are noticed within the 5 s re-read of [`follow_dir`].
 //!
 //! The state directory must be the engine's: the app sets it with [`set_state_dir`]
 //! (default: `$TMPDIR/tend-state`, the engine's default).
@@ -95,19 +97,30 @@ pub fn read_mapped(root: &Path, namespace: &str) -> Value {
     Value::map(m)
 }
 
-/// The hosts chosen for a namespace under `root`, sorted.
+/// The hosts chosen for a namespace under `root`: the live candidates (records whose
+/// `expires=` time, if any, is still ahead), in name order, at most the smallest `max=`
+/// any of them asks for (1 when unset).
 pub fn read_schedule(root: &Path, namespace: &str) -> Value {
     let dir = root.join("schedule").join(escape(namespace));
-    let mut hosts: Vec<String> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| !n.starts_with('.'))
-                .map(|n| unescape(&n))
-                .collect()
-        })
-        .unwrap_or_default();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let mut limit = i64::MAX;
+    let mut hosts: Vec<String> = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };
+        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='));
+        if field("expires").and_then(|t| t.trim().parse::<u64>().ok()).is_some_and(|at| at <= now) {
+            continue;
+        }
+        let max = field("max").and_then(|m| m.trim().parse::<i64>().ok()).filter(|m| *m > 0).unwrap_or(1);
+        limit = limit.min(max);
+        hosts.push(unescape(&name));
+    }
     hosts.sort();
+    hosts.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
     Value::list(hosts.into_iter().map(Value::str).collect())
 }
 

@@ -1,6 +1,6 @@
 //! File helpers: atomic writes (temp file in the same directory, fsync, rename, fsync of
-//! the directory), mode parsing (octal or symbolic assignments), owner/group lookup,
-//! checksums and unified diffs for noop reports.
+//! the directory; from bytes or streamed), mode parsing (octal or symbolic assignments),
+//! owner/group lookup, checksums and unified diffs for noop reports.
 
 use std::fs;
 use std::io::{self, Write};
@@ -17,10 +17,20 @@ pub const TEMP_PREFIX: &str = ".tend-";
 /// mode of the file it replaces, else 0644. Never follows a symlink at `path`: the rename
 /// replaces the link itself.
 pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
+    atomic_write_with(path, mode, |file| file.write_all(data))
+}
+
+/// [`atomic_write`] for content produced by `fill`, which writes it into the temporary
+/// file (for content too large to hold in memory). Nothing is replaced when `fill` fails.
+pub fn atomic_write_with(
+    path: &Path,
+    mode: Option<u32>,
+    fill: impl FnOnce(&mut fs::File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file());
     let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
-    tmp.write_all(data)?;
+    fill(tmp.as_file_mut())?;
     let kept_mode = existing.as_ref().map(|m| m.mode() & 0o7777);
     tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(kept_mode).unwrap_or(0o644)))?;
     if let Some(meta) = &existing {
