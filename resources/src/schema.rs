@@ -250,6 +250,41 @@ const SVC: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const NET: KindSpec = KindSpec {
+    kind: "net",
+    params: &[("state", "str"), ("addrs", "[]str"), ("gateway", "str"), ("ip_forward", "bool")],
+    sends: &[],
+    can_recv: false,
+};
+
+const GSETTINGS: KindSpec = KindSpec {
+    kind: "gsettings",
+    params: &[
+        ("schema", "str"),
+        ("key", "str"),
+        ("type", "str"),
+        ("value", "variant"),
+        ("user", "str"),
+        ("group", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const FIREWALLD: KindSpec = KindSpec {
+    kind: "firewalld",
+    params: &[("zone", "str"), ("state", "str"), ("services", "[]str"), ("ports", "[]str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const CONSUL_KV: KindSpec = KindSpec {
+    kind: "consul:kv",
+    params: &[("key", "str"), ("value", "str"), ("scheme", "str"), ("address", "str"), ("token", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
 const PASSWORD: KindSpec = KindSpec {
     kind: "password",
     params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
@@ -264,7 +299,7 @@ const PANIC: KindSpec = KindSpec { kind: "_panic", params: &[], sends: &[], can_
 /// Every kind tend supports, in registration order (`grep KINDS` shows what exists).
 const KINDS: &[KindSpec] = &[
     FILE, EXEC, PRINT, TEST, NOOP, VALUE, MSG, TIMER, KV, HOSTNAME, USER, GROUP, LINE, SYSCTL, CRON, MOUNT, PKG, SVC,
-    PASSWORD, EXIT, PANIC,
+    NET, GSETTINGS, FIREWALLD, CONSUL_KV, PASSWORD, EXIT, PANIC,
 ];
 
 /// Registers a [`ResourceDecl`] for every supported kind.
