@@ -3,6 +3,9 @@
 //! hostname, each with a real backend (command-line tools) and an in-memory fake, so tests
 //! run against a temporary root without touching the machine.
 //!
+//! The network (`net`), settings (`gsettings`) and firewall (`firewalld`) backends live in
+//! their kinds' modules; `Host` only holds them.
+//!
 //! The real service backend drives `systemctl`; a D-Bus (zbus) backend with change
 //! subscriptions may replace it later. The real package backend is dpkg/apt.
 
@@ -29,6 +32,9 @@ pub struct Host {
     pub accounts: Arc<dyn Accounts>,
     pub mounts: Arc<dyn Mounter>,
     pub hostnames: Arc<dyn HostnameSetter>,
+    pub net: Arc<dyn crate::net::NetLinks>,
+    pub settings: Arc<dyn crate::gsettings::Settings>,
+    pub firewall: Arc<dyn crate::firewalld::Firewall>,
 }
 
 impl Host {
@@ -41,6 +47,9 @@ impl Host {
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),
+            net: Arc::new(crate::net::IpRoute2 { proc_root: PathBuf::from("/") }),
+            settings: Arc::new(crate::gsettings::GsettingsCli),
+            firewall: Arc::new(crate::firewalld::FirewallCmd { root: PathBuf::from("/") }),
         }
     }
 
@@ -53,6 +62,9 @@ impl Host {
             accounts: Arc::new(FakeAccounts::default()),
             mounts: Arc::new(FakeMounts::default()),
             hostnames: Arc::new(FakeHostname::default()),
+            net: Arc::new(crate::net::FakeNet::default()),
+            settings: Arc::new(crate::gsettings::FakeSettings::default()),
+            firewall: Arc::new(crate::firewalld::FakeFirewall::default()),
         }
     }
 
@@ -79,6 +91,9 @@ impl Host {
             "svc" => Box::new(crate::svc::Svc::build(self, name, params)?),
             "ssh:authorized_key" => Box::new(crate::ssh_key::SshAuthorizedKey::build(self, name, params)?),
             "schedule" => Box::new(crate::schedule::Schedule::build(self, name, params)?),
+            "net" => Box::new(crate::net::Net::build(self, name, params)?),
+            "gsettings" => Box::new(crate::gsettings::Gsettings::build(self, name, params)?),
+            "firewalld" => Box::new(crate::firewalld::Firewalld::build(self, name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

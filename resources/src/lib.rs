@@ -7,25 +7,31 @@
 //! Building decodes and type-checks params (unknown fields rejected, naming the field,
 //! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
-//! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule) go through
+//! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule, net, gsettings,
+//! firewalld) go through
 //! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
-//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`,
-//! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `schedule` (candidacy in the local
-//! world store), `exit`, `_panic`. `Meta:reverse` works for `file` (regular files; the
-//! reversal is kept in memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
+//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `net` (iproute2 +
+//! networkd file), `gsettings` (the gsettings tool), `firewalld` (firewall-cmd),
+//! `consul:kv` (Consul's HTTP API), `password`, `json:edit`, `gzip` and `tar`,
+//! `ssh:authorized_key`, `schedule` (candidacy in the local world store), `exit`, `_panic`.
+//! `Meta:reverse` works for `file` (regular files; the reversal is kept in memory) and
+//! `net`. Not implemented: autogrouping, exports, `file`'s `selinux`, the `dhcp:*` kinds.
 
 pub mod account;
 pub mod archive;
 pub mod autoedge;
 pub mod common;
+pub mod consul;
 pub mod cron;
 pub mod exec;
 pub mod file;
+pub mod firewalld;
 pub mod graph;
+pub mod gsettings;
 pub mod host;
 pub mod hostname;
 pub mod json_edit;
@@ -34,6 +40,7 @@ pub mod line;
 pub mod meta;
 pub mod mount;
 pub mod msg;
+pub mod net;
 pub mod noop;
 pub mod params;
 pub mod password;
@@ -89,6 +96,7 @@ pub fn build_with(
         "gzip" => Box::new(archive::Gzip::build(name, params)?),
         "tar" => Box::new(archive::Tar::build(name, params)?),
         "exit" => Box::new(password::Exit::build(name, params)?),
+        "consul:kv" => Box::new(consul::ConsulKv::build(name, params)?),
         "_panic" => Box::new(noop::Panic),
         other => return host.build(other, name, params),
     })

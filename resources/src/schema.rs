@@ -250,6 +250,41 @@ const SVC: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const NET: KindSpec = KindSpec {
+    kind: "net",
+    params: &[("state", "str"), ("addrs", "[]str"), ("gateway", "str"), ("ip_forward", "bool")],
+    sends: &[],
+    can_recv: false,
+};
+
+const GSETTINGS: KindSpec = KindSpec {
+    kind: "gsettings",
+    params: &[
+        ("schema", "str"),
+        ("key", "str"),
+        ("type", "str"),
+        ("value", "variant"),
+        ("user", "str"),
+        ("group", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const FIREWALLD: KindSpec = KindSpec {
+    kind: "firewalld",
+    params: &[("zone", "str"), ("state", "str"), ("services", "[]str"), ("ports", "[]str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const CONSUL_KV: KindSpec = KindSpec {
+    kind: "consul:kv",
+    params: &[("key", "str"), ("value", "str"), ("scheme", "str"), ("address", "str"), ("token", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
 const PASSWORD: KindSpec = KindSpec {
     kind: "password",
     params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
@@ -329,6 +364,10 @@ const KINDS: &[KindSpec] = &[
     MOUNT,
     PKG,
     SVC,
+    NET,
+    GSETTINGS,
+    FIREWALLD,
+    CONSUL_KV,
     PASSWORD,
     JSON_EDIT,
     GZIP,
