@@ -29,6 +29,10 @@ pub struct Host {
     pub accounts: Arc<dyn Accounts>,
     pub mounts: Arc<dyn Mounter>,
     pub hostnames: Arc<dyn HostnameSetter>,
+    /// Routes, ui inputs and the proxy's upstream of the `http:server` family.
+    pub http: Arc<crate::http::Hub>,
+    /// Files of the `tftp:server`s.
+    pub tftp: Arc<crate::tftp::TftpHub>,
 }
 
 impl Host {
@@ -41,6 +45,8 @@ impl Host {
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),
+            http: crate::http::Hub::global(),
+            tftp: crate::tftp::TftpHub::global(),
         }
     }
 
@@ -53,6 +59,8 @@ impl Host {
             accounts: Arc::new(FakeAccounts::default()),
             mounts: Arc::new(FakeMounts::default()),
             hostnames: Arc::new(FakeHostname::default()),
+            http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
+            tftp: crate::tftp::TftpHub::new(),
         }
     }
 
@@ -77,6 +85,14 @@ impl Host {
             "mount" => Box::new(crate::mount::Mount::build(self, name, params)?),
             "pkg" => Box::new(crate::pkg::Pkg::build(self, name, params)?),
             "svc" => Box::new(crate::svc::Svc::build(self, name, params)?),
+            "http:server" => Box::new(crate::http::server::HttpServer::build(self.http.clone(), name, params)?),
+            "http:server:file" => Box::new(crate::http::file::HttpFile::build(self.http.clone(), name, params)?),
+            "http:server:flag" => Box::new(crate::http::flag::HttpFlag::build(self.http.clone(), name, params)?),
+            "http:server:proxy" => Box::new(crate::http::proxy::HttpProxy::build(self.http.clone(), name, params)?),
+            "http:server:ui" => Box::new(crate::http::ui::HttpUi::build(self.http.clone(), name, params)?),
+            "http:server:ui:input" => Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), name, params)?),
+            "tftp:server" => Box::new(crate::tftp::TftpServer::build(self.tftp.clone(), name, params)?),
+            "tftp:file" => Box::new(crate::tftp::TftpFile::build(self.tftp.clone(), name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

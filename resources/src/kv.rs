@@ -54,25 +54,28 @@ impl Kv {
     }
 
     fn path_in(&self, state_dir: &std::path::Path) -> PathBuf {
-        let safe = |s: &str| -> String {
-            s.bytes()
-                .map(|b| {
-                    if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
-                        (b as char).to_string()
-                    } else {
-                        format!("%{b:02x}")
-                    }
-                })
-                .collect()
-        };
-        let dir = state_dir.join("kv").join(safe(&self.params.key));
         if self.params.mapped {
             let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-            dir.join(safe(&host))
+            state_dir.join("kv").join(escape_key(&self.params.key)).join(escape_key(&host))
         } else {
-            dir.join("value")
+            key_path(state_dir, &self.params.key)
         }
     }
+}
+
+/// `%xx` for every byte outside `[A-Za-z0-9._-]`, so a key is one file name.
+fn escape_key(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
+        })
+        .collect()
+}
+
+/// The file holding the plain (unmapped) key `key` of the store under `state_dir`; other
+/// kinds that read or write the store (e.g. `http:server:ui:input`) use the same file.
+pub(crate) fn key_path(state_dir: &std::path::Path, key: &str) -> PathBuf {
+    state_dir.join("kv").join(escape_key(key)).join("value")
 }
 
 /// Whether the stored value should win under `skiplessthan`.

@@ -14,8 +14,11 @@
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
 //! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`, `exit`,
-//! `_panic`. `Meta:reverse` works for `file` (regular files; the reversal is kept in
-//! memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
+//! `_panic`, the `http:server` family (`http:server`, `:file`, `:flag`, `:proxy` through
+//! curl, `:ui`, `:ui:input`; hyper on tokio) and `tftp:server` / `tftp:file`.
+//! `Meta:reverse` works for `file` (regular files; the reversal is kept in memory). Not
+//! implemented: autogrouping in general (the http and tftp servers find their
+//! sub-resources through [`util::registry`] instead), exports, `file`'s `selinux`.
 
 pub mod account;
 pub mod autoedge;
@@ -26,6 +29,7 @@ pub mod file;
 pub mod graph;
 pub mod host;
 pub mod hostname;
+pub mod http;
 pub mod kv;
 pub mod line;
 pub mod meta;
@@ -40,6 +44,7 @@ pub mod schema;
 pub mod svc;
 pub mod sysctl;
 pub mod test_res;
+pub mod tftp;
 pub mod timer;
 pub mod util;
 pub mod value;
