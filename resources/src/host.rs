@@ -35,6 +35,10 @@ pub struct Host {
     pub net: Arc<dyn crate::net::NetLinks>,
     pub settings: Arc<dyn crate::gsettings::Settings>,
     pub firewall: Arc<dyn crate::firewalld::Firewall>,
+    /// Routes, ui inputs and the proxy's upstream of the `http:server` family.
+    pub http: Arc<crate::http::Hub>,
+    /// Files of the `tftp:server`s.
+    pub tftp: Arc<crate::tftp::TftpHub>,
 }
 
 impl Host {
@@ -50,6 +54,8 @@ impl Host {
             net: Arc::new(crate::net::IpRoute2 { proc_root: PathBuf::from("/") }),
             settings: Arc::new(crate::gsettings::GsettingsCli),
             firewall: Arc::new(crate::firewalld::FirewallCmd { root: PathBuf::from("/") }),
+            http: crate::http::Hub::global(),
+            tftp: crate::tftp::TftpHub::global(),
         }
     }
 
@@ -65,6 +71,8 @@ impl Host {
             net: Arc::new(crate::net::FakeNet::default()),
             settings: Arc::new(crate::gsettings::FakeSettings::default()),
             firewall: Arc::new(crate::firewalld::FakeFirewall::default()),
+            http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
+            tftp: crate::tftp::TftpHub::new(),
         }
     }
 
@@ -94,6 +102,14 @@ impl Host {
             "net" => Box::new(crate::net::Net::build(self, name, params)?),
             "gsettings" => Box::new(crate::gsettings::Gsettings::build(self, name, params)?),
             "firewalld" => Box::new(crate::firewalld::Firewalld::build(self, name, params)?),
+            "http:server" => Box::new(crate::http::server::HttpServer::build(self.http.clone(), name, params)?),
+            "http:server:file" => Box::new(crate::http::file::HttpFile::build(self.http.clone(), name, params)?),
+            "http:server:flag" => Box::new(crate::http::flag::HttpFlag::build(self.http.clone(), name, params)?),
+            "http:server:proxy" => Box::new(crate::http::proxy::HttpProxy::build(self.http.clone(), name, params)?),
+            "http:server:ui" => Box::new(crate::http::ui::HttpUi::build(self.http.clone(), name, params)?),
+            "http:server:ui:input" => Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), name, params)?),
+            "tftp:server" => Box::new(crate::tftp::TftpServer::build(self.tftp.clone(), name, params)?),
+            "tftp:file" => Box::new(crate::tftp::TftpFile::build(self.tftp.clone(), name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

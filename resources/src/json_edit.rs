@@ -20,7 +20,7 @@ use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error, store_name};
+use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
@@ -125,7 +125,7 @@ impl JsonEdit {
 
 /// The file of a plain key in the local world store (the `kv` layout).
 fn world_key_path(state_dir: &Path, key: &str) -> PathBuf {
-    state_dir.join("kv").join(store_name(key)).join("value")
+    crate::kv::key_path(state_dir, key)
 }
 
 #[async_trait]

@@ -54,14 +54,19 @@ impl Kv {
     }
 
     fn path_in(&self, state_dir: &std::path::Path) -> PathBuf {
-        let dir = state_dir.join("kv").join(store_name(&self.params.key));
         if self.params.mapped {
             let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-            dir.join(store_name(&host))
+            state_dir.join("kv").join(store_name(&self.params.key)).join(store_name(&host))
         } else {
-            dir.join("value")
+            key_path(state_dir, &self.params.key)
         }
     }
+}
+
+/// The file holding the plain (unmapped) key `key` of the store under `state_dir`; other
+/// kinds that read or write the store (e.g. `http:server:ui:input`) use the same file.
+pub(crate) fn key_path(state_dir: &std::path::Path, key: &str) -> PathBuf {
+    state_dir.join("kv").join(store_name(key)).join("value")
 }
 
 /// Whether the stored value should win under `skiplessthan`.

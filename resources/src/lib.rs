@@ -17,9 +17,12 @@
 //! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `net` (iproute2 +
 //! networkd file), `gsettings` (the gsettings tool), `firewalld` (firewall-cmd),
 //! `consul:kv` (Consul's HTTP API), `password`, `json:edit`, `gzip` and `tar`,
-//! `ssh:authorized_key`, `schedule` (candidacy in the local world store), `exit`, `_panic`.
-//! `Meta:reverse` works for `file` (regular files; the reversal is kept in memory) and
-//! `net`. Not implemented: autogrouping, exports, `file`'s `selinux`, the `dhcp:*` kinds.
+//! `ssh:authorized_key`, `schedule` (candidacy in the local world store), the `http:server`
+//! family (`http:server`, `:file`, `:flag`, `:proxy` through curl, `:ui`, `:ui:input`; hyper
+//! on tokio), `tftp:server` / `tftp:file`, `exit`, `_panic`. `Meta:reverse` works for `file`
+//! (regular files; the reversal is kept in memory) and `net`. Not implemented: autogrouping
+//! in general (the http and tftp servers find their sub-resources through
+//! [`util::registry`] instead), exports, `file`'s `selinux`, the `dhcp:*` kinds.
 
 pub mod account;
 pub mod archive;
@@ -35,6 +38,7 @@ pub mod gsettings;
 pub mod host;
 pub mod hostname;
 pub mod json_edit;
+pub mod http;
 pub mod kv;
 pub mod line;
 pub mod meta;
@@ -52,6 +56,7 @@ pub mod ssh_key;
 pub mod svc;
 pub mod sysctl;
 pub mod test_res;
+pub mod tftp;
 pub mod timer;
 pub mod util;
 pub mod value;

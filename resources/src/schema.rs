@@ -344,6 +344,69 @@ const EXIT: KindSpec = KindSpec { kind: "exit", params: &[("code", "int")], send
 
 const PANIC: KindSpec = KindSpec { kind: "_panic", params: &[], sends: &[], can_recv: false };
 
+const HTTP_SERVER: KindSpec = KindSpec {
+    kind: "http:server",
+    params: &[
+        ("address", "str"),
+        ("timeout", "int"),
+        ("read_timeout", "int"),
+        ("write_timeout", "int"),
+        ("shutdown_timeout", "int"),
+        ("root", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const HTTP_SERVER_FILE: KindSpec = KindSpec {
+    kind: "http:server:file",
+    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str"), ("longpoll", "bool")],
+    sends: &[],
+    can_recv: true,
+};
+
+const HTTP_SERVER_FLAG: KindSpec = KindSpec {
+    kind: "http:server:flag",
+    params: &[("server", "str"), ("path", "str"), ("key", "str")],
+    sends: &[("value", "str")],
+    can_recv: false,
+};
+
+const HTTP_SERVER_PROXY: KindSpec = KindSpec {
+    kind: "http:server:proxy",
+    params: &[("server", "str"), ("path", "str"), ("sub", "str"), ("head", "str"), ("cache", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const HTTP_SERVER_UI: KindSpec = KindSpec {
+    kind: "http:server:ui",
+    params: &[("server", "str"), ("path", "str"), ("data", "struct{title str; head str}")],
+    sends: &[],
+    can_recv: false,
+};
+
+const HTTP_SERVER_UI_INPUT: KindSpec = KindSpec {
+    kind: "http:server:ui:input",
+    params: &[("path", "str"), ("id", "str"), ("value", "str"), ("store", "str"), ("type", "str"), ("sort", "str")],
+    sends: &[("value", "str")],
+    can_recv: false,
+};
+
+const TFTP_SERVER: KindSpec = KindSpec {
+    kind: "tftp:server",
+    params: &[("address", "str"), ("timeout", "int"), ("root", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const TFTP_FILE: KindSpec = KindSpec {
+    kind: "tftp:file",
+    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
 /// Every kind tend supports, in registration order (`grep KINDS` shows what exists).
 const KINDS: &[KindSpec] = &[
     FILE,
@@ -376,6 +439,14 @@ const KINDS: &[KindSpec] = &[
     SCHEDULE,
     EXIT,
     PANIC,
+    HTTP_SERVER,
+    HTTP_SERVER_FILE,
+    HTTP_SERVER_FLAG,
+    HTTP_SERVER_PROXY,
+    HTTP_SERVER_UI,
+    HTTP_SERVER_UI_INPUT,
+    TFTP_SERVER,
+    TFTP_FILE,
 ];
 
 /// Registers a [`ResourceDecl`] for every supported kind.
@@ -452,6 +523,18 @@ mod tests {
         assert!(exec.send("stdout").is_some());
         assert!(catalog.resource("file").is_some_and(|f| f.sends.is_empty() && f.can_recv));
         assert!(catalog.resource("_panic").is_some());
+    }
+
+    #[test]
+    fn server_kinds_have_mgmt_fields() {
+        let mut catalog = Catalog::new();
+        declare(&mut catalog);
+        let ui = catalog.resource("http:server:ui").expect("declared");
+        assert_eq!(ui.param("data").map(|p| p.ty.to_string()), Some("struct{title str; head str}".to_string()));
+        let flag = catalog.resource("http:server:flag").expect("declared");
+        assert_eq!(flag.send("value").map(|p| &p.ty), Some(&Type::Str));
+        assert!(catalog.resource("http:server:file").is_some_and(|f| f.can_recv && f.param("longpoll").is_some()));
+        assert_eq!(catalog.resource("tftp:server").and_then(|t| t.param("timeout")).map(|p| &p.ty), Some(&Type::Int));
     }
 
     #[test]

@@ -35,7 +35,7 @@ impl ValueStore {
         self.version.subscribe()
     }
 
-    fn set(&self, name: &str, value: Value) -> bool {
+    pub(crate) fn set(&self, name: &str, value: Value) -> bool {
         let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
         if values.get(name) == Some(&value) {
             return false;

@@ -1,0 +1,400 @@
+//! `http:server`: listens on `address` (default: the name) while its watch runs and answers
+//! each request with the first registered route of this server that accepts it, then with
+//! a file under `root`, else 404. Timeouts follow mgmt: `timeout` is the default for
+//! `read_timeout` (request head and body), `write_timeout` (producing and sending the
+//! response; it also ends long polls) and `shutdown_timeout` (the graceful drain when the
+//! server stops; without one the drain waits for the engine's stop deadline).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::future::BoxFuture;
+use http_body_util::{BodyExt, Limited};
+use hyper::body::{Frame, Incoming, SizeHint};
+use hyper::service::service_fn;
+use hyper::{Method, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use lang::value::Value;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::{Body, Content, Hub, Request, Response};
+use crate::common::{Raw, res_error};
+use crate::params::{BuildError, Params};
+
+/// The largest request body read before dispatch (flag and ui forms are small).
+pub const MAX_BODY: usize = 4 << 20;
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerParams {
+    pub address: String,
+    pub timeout: Option<u64>,
+    pub read_timeout: Option<u64>,
+    pub write_timeout: Option<u64>,
+    pub shutdown_timeout: Option<u64>,
+    pub root: String,
+}
+
+impl ServerParams {
+    fn decode(p: &Params<'_>) -> Result<ServerParams, BuildError> {
+        let secs = |field: &str| p.opt_int_in(field, 0, i64::MAX, "uint64").map(|v| v.map(|v| v as u64));
+        Ok(ServerParams {
+            address: p.str("address")?,
+            timeout: secs("timeout")?,
+            read_timeout: secs("read_timeout")?,
+            write_timeout: secs("write_timeout")?,
+            shutdown_timeout: secs("shutdown_timeout")?,
+            root: p.str("root")?,
+        })
+    }
+
+    /// A specific timeout, else `timeout`; zero means none.
+    fn pick(&self, specific: Option<u64>) -> Option<Duration> {
+        specific.or(self.timeout).filter(|s| *s > 0).map(Duration::from_secs)
+    }
+}
+
+pub struct HttpServer {
+    raw: Raw,
+    params: ServerParams,
+    hub: Arc<Hub>,
+}
+
+impl HttpServer {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpServer, BuildError> {
+        let raw = Raw::new("http:server", name, values);
+        let params = raw.decode(ServerParams::decode)?;
+        Ok(HttpServer { raw, params, hub })
+    }
+
+    fn address(&self) -> &str {
+        if self.params.address.is_empty() { &self.raw.name } else { &self.params.address }
+    }
+
+    fn err(&self, field: &str, message: impl Into<String>) -> ResError {
+        res_error(BuildError {
+            kind: "http:server".into(),
+            name: self.raw.name.clone(),
+            field: Some(field.into()),
+            message: message.into(),
+        })
+    }
+}
+
+/// Splits a Go-style listen address (`:80`, `127.0.0.1:80`, `[::1]:80`) into the IP (none:
+/// all interfaces) and the port.
+pub fn parse_listen(addr: &str) -> Result<(Option<IpAddr>, u16), String> {
+    let (host, port) = if let Some(rest) = addr.strip_prefix('[') {
+        let (host, port) = rest.split_once("]:").ok_or_else(|| format!("missing port in address `{addr}`"))?;
+        (host, port)
+    } else {
+        let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("missing port in address `{addr}`"))?;
+        if host.contains(':') {
+            return Err(format!("too many colons in address `{addr}`"));
+        }
+        (host, port)
+    };
+    let port: u16 = port.parse().map_err(|_| format!("invalid port `{port}` in address `{addr}`"))?;
+    if host.is_empty() {
+        return Ok((None, port));
+    }
+    let ip: IpAddr = host.parse().map_err(|_| format!("the address is not a valid IP: {host}"))?;
+    Ok((Some(ip), port))
+}
+
+/// The socket addresses to try for a listen address: all interfaces means IPv6 `::`
+/// (dual-stack on Linux) and then IPv4 `0.0.0.0`.
+pub fn listen_candidates(addr: &str) -> Result<Vec<SocketAddr>, String> {
+    let (ip, port) = parse_listen(addr)?;
+    Ok(match ip {
+        Some(ip) => vec![SocketAddr::new(ip, port)],
+        None => vec![
+            SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), port),
+            SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port),
+        ],
+    })
+}
+
+/// What every connection of one running server shares.
+struct Serving {
+    hub: Arc<Hub>,
+    name: String,
+    root: String,
+    read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
+    /// Cancelled when the server stops, so held requests answer.
+    shutdown: CancellationToken,
+}
+
+#[async_trait]
+impl Resource for HttpServer {
+    fn validate(&self) -> Result<(), ResError> {
+        if self.address().is_empty() {
+            return Err(self.err("address", "empty address"));
+        }
+        parse_listen(self.address()).map_err(|e| self.err("address", e))?;
+        let root = &self.params.root;
+        if !root.is_empty() && !root.starts_with('/') {
+            return Err(self.err("root", "the root must be absolute"));
+        }
+        if !root.is_empty() && !root.ends_with('/') {
+            return Err(self.err("root", "the root must be a directory (end with `/`)"));
+        }
+        Ok(())
+    }
+
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let address = self.address().to_string();
+        let key = format!("http:server[{}]", self.raw.name);
+        let serving = Arc::new(Serving {
+            hub: self.hub.clone(),
+            name: self.raw.name.clone(),
+            root: self.params.root.clone(),
+            read_timeout: self.params.pick(self.params.read_timeout),
+            write_timeout: self.params.pick(self.params.write_timeout),
+            shutdown: CancellationToken::new(),
+        });
+        let drain = self.params.pick(self.params.shutdown_timeout);
+        Box::pin(async move {
+            let listener = bind(&address).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
+            let local = listener.local_addr()?;
+            if parse_listen(&address).is_ok_and(|(ip, _)| ip.is_none_or(|ip| ip.is_unspecified())) {
+                tracing::warn!(resource = %key, "listening on all interfaces at {address}");
+            }
+            tracing::info!(resource = %key, %local, "listening");
+            serving.hub.set_bound(&serving.name, Some(local));
+            ctx.event();
+            let result = serve(listener, serving.clone(), ctx.token(), drain).await;
+            if serving.hub.bound(&serving.name) == Some(local) {
+                serving.hub.set_bound(&serving.name, None);
+            }
+            result.map_err(|e| ResError::new(format!("{key}: the server errored: {e}")))
+        })
+    }
+
+    async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+        let root = &self.params.root;
+        if !root.is_empty() {
+            match std::fs::metadata(root) {
+                Ok(m) if !m.is_dir() => return Err(self.err("root", format!("`{root}` is not a directory"))),
+                Ok(_) => {}
+                // Another resource may create it later; until then root lookups are 404s.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    tracing::warn!(resource = %format!("http:server[{}]", self.raw.name), "root `{root}` does not exist (yet)");
+                }
+                Err(e) => return Err(self.err("root", format!("cannot stat `{root}`: {e}"))),
+            }
+        }
+        if self.hub.bound(&self.raw.name).is_none() {
+            return Err(ResError::new(format!("http:server[{}]: not listening on {}", self.raw.name, self.address())));
+        }
+        Ok(true)
+    }
+
+    fn fingerprint(&self) -> String {
+        format!("{:?}", self.params)
+    }
+}
+
+async fn bind(address: &str) -> io::Result<TcpListener> {
+    let candidates = listen_candidates(address).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    let mut last = None;
+    for addr in candidates {
+        match TcpListener::bind(addr).await {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| io::Error::other("no address to bind")))
+}
+
+/// Accepts connections until `stop`, then drains them (within `drain` when given). Every
+/// connection task belongs to a join set, so none outlives this future.
+async fn serve(
+    listener: TcpListener,
+    serving: Arc<Serving>,
+    stop: CancellationToken,
+    drain: Option<Duration>,
+) -> io::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let mut conns = JoinSet::new();
+    let outcome = loop {
+        tokio::select! {
+            _ = stop.cancelled() => break Ok(()),
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => {
+                let stream = match accepted {
+                    Ok((stream, _peer)) => stream,
+                    // Per-connection failures (e.g. the peer reset) do not stop the server.
+                    Err(e) if is_transient(&e) => continue,
+                    Err(e) => break Err(e),
+                };
+                let mut builder = hyper::server::conn::http1::Builder::new();
+                builder.timer(TokioTimer::new());
+                builder.header_read_timeout(serving.read_timeout);
+                let serving = serving.clone();
+                let svc = service_fn(move |req| handle(serving.clone(), req));
+                let conn = builder.serve_connection(TokioIo::new(stream), svc);
+                let watched = graceful.watch(conn);
+                conns.spawn(async move {
+                    let _closed = watched.await;
+                });
+            }
+        }
+    };
+    drop(listener);
+    serving.shutdown.cancel();
+    match drain {
+        Some(limit) => {
+            let _drained = tokio::time::timeout(limit, graceful.shutdown()).await;
+        }
+        None => graceful.shutdown().await,
+    }
+    conns.shutdown().await;
+    outcome
+}
+
+fn is_transient(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::Interrupted)
+        || e.raw_os_error().is_some_and(|code| code == nix::libc::EMFILE || code == nix::libc::ENFILE)
+}
+
+async fn handle(serving: Arc<Serving>, req: hyper::Request<Incoming>) -> Result<Response, Infallible> {
+    let (parts, body) = req.into_parts();
+    let collect = Limited::new(body, MAX_BODY).collect();
+    let body = match serving.read_timeout {
+        Some(limit) => match tokio::time::timeout(limit, collect).await {
+            Ok(b) => b,
+            Err(_) => return Ok(super::status(StatusCode::REQUEST_TIMEOUT)),
+        },
+        None => collect.await,
+    };
+    let body = match body {
+        Ok(b) => b.to_bytes(),
+        Err(_) => return Ok(super::status(StatusCode::PAYLOAD_TOO_LARGE)),
+    };
+    let Some(path) = super::percent_decode(parts.uri.path()) else {
+        return Ok(super::status(StatusCode::BAD_REQUEST));
+    };
+    tracing::info!(server = %serving.name, method = %parts.method, %path, "request");
+    let req = Arc::new(Request {
+        method: parts.method,
+        path,
+        query: parts.uri.query().unwrap_or("").to_string(),
+        headers: parts.headers,
+        body,
+        shutdown: serving.shutdown.clone(),
+    });
+    let answer = answer(&serving, req);
+    let resp = match serving.write_timeout {
+        Some(limit) => {
+            let deadline = tokio::time::Instant::now() + limit;
+            match tokio::time::timeout_at(deadline, answer).await {
+                Ok(resp) => {
+                    resp.map(|b| Body::new(Deadline { inner: b, sleep: Box::pin(tokio::time::sleep_until(deadline)) }))
+                }
+                Err(_) => super::status(StatusCode::SERVICE_UNAVAILABLE),
+            }
+        }
+        None => answer.await,
+    };
+    Ok(resp)
+}
+
+/// The routes of this server, then the root directory, then 404.
+async fn answer(serving: &Serving, req: Arc<Request>) -> Response {
+    let routes = serving.hub.routes.members(&serving.name);
+    if let Some(resp) = super::dispatch(&routes, req.clone()).await {
+        return resp;
+    }
+    if serving.root.is_empty() {
+        tracing::info!(server = %serving.name, path = %req.path, "file not found");
+        return super::not_found();
+    }
+    if req.method != Method::GET && req.method != Method::HEAD {
+        return super::method_not_allowed("GET, HEAD");
+    }
+    let Some(path) = super::join_under(std::path::Path::new(&serving.root), &req.path) else {
+        return super::not_found();
+    };
+    match Content::open(&path).await {
+        Ok((content, mtime)) => super::serve_content(&req, &req.path, mtime, content).await,
+        Err(e) => super::io_error(&e),
+    }
+}
+
+/// A response body that fails once the write deadline passes (Go's `WriteTimeout`).
+struct Deadline {
+    inner: Body,
+    sleep: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl hyper::body::Body for Deadline {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        let this = self.get_mut();
+        if this.sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(io::Error::new(io::ErrorKind::TimedOut, "write timeout"))));
+        }
+        Pin::new(&mut this.inner).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_addresses_parse_like_go() {
+        assert_eq!(parse_listen(":8080"), Ok((None, 8080)));
+        assert_eq!(parse_listen("127.0.0.1:80"), Ok((Some("127.0.0.1".parse().unwrap()), 80)));
+        assert_eq!(parse_listen("[::1]:80"), Ok((Some("::1".parse().unwrap()), 80)));
+        assert!(parse_listen("8080").unwrap_err().contains("missing port"));
+        assert!(parse_listen("::1:80").unwrap_err().contains("too many colons"));
+        assert!(parse_listen("example.com:80").unwrap_err().contains("not a valid IP"));
+        assert!(parse_listen(":http").unwrap_err().contains("invalid port"));
+        assert_eq!(listen_candidates(":0").unwrap().len(), 2);
+    }
+
+    fn build(pairs: &[(&str, Value)]) -> Result<HttpServer, BuildError> {
+        let values = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        HttpServer::build(Hub::with_upstream(Arc::new(super::super::proxy::MemUpstream::default())), ":8080", &values)
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let s = build(&[("root", Value::str("relative/"))]).unwrap();
+        assert!(s.validate().unwrap_err().message.contains("field `root`: the root must be absolute"));
+        let s = build(&[("root", Value::str("/srv"))]).unwrap();
+        assert!(s.validate().unwrap_err().message.contains("must be a directory"));
+        let s = build(&[("address", Value::str("nope"))]).unwrap();
+        assert!(s.validate().unwrap_err().message.contains("http:server[:8080]: field `address`: missing port"));
+        let err = build(&[("timeout", Value::Int(-1))]).err().expect("negative timeout");
+        assert_eq!(err.field.as_deref(), Some("timeout"));
+        let s = build(&[("timeout", Value::Int(60)), ("write_timeout", Value::Int(0))]).unwrap();
+        assert_eq!(s.params.pick(s.params.read_timeout), Some(Duration::from_secs(60)));
+        assert_eq!(s.params.pick(s.params.write_timeout), None, "zero disables the write timeout");
+        assert!(build(&[]).unwrap().validate().is_ok());
+    }
+}
