@@ -3,6 +3,10 @@
 //! hostname, each with a real backend (command-line tools) and an in-memory fake, so tests
 //! run against a temporary root without touching the machine.
 //!
+//! The virtualization and container kinds keep their backend traits (real + fake) in their
+//! own modules (`virt`, `virt_network`, `virt_builder`, `nspawn`, `docker`); `Host` only
+//! holds them.
+//!
 //! The real service backend drives `systemctl`; a D-Bus (zbus) backend with change
 //! subscriptions may replace it later. The real package backend is dpkg/apt.
 
@@ -29,6 +33,16 @@ pub struct Host {
     pub accounts: Arc<dyn Accounts>,
     pub mounts: Arc<dyn Mounter>,
     pub hostnames: Arc<dyn HostnameSetter>,
+    /// libvirt domains (`virt`).
+    pub libvirt: Arc<dyn crate::virt::Libvirt>,
+    /// libvirt networks (`virt:network` and its grouped hosts and ranges).
+    pub networks: Arc<dyn crate::virt_network::Networks>,
+    /// Disk image builds (`virt:builder`).
+    pub builder: Arc<dyn crate::virt_builder::ImageBuilder>,
+    /// systemd-nspawn containers (`nspawn`).
+    pub machines: Arc<dyn crate::nspawn::Machines>,
+    /// The docker daemon (`docker:image`).
+    pub docker: Arc<dyn crate::docker::Docker>,
 }
 
 impl Host {
@@ -41,18 +55,29 @@ impl Host {
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),
+            libvirt: Arc::new(crate::virt::Virsh),
+            networks: Arc::new(crate::virt_network::VirshNetworks),
+            builder: Arc::new(crate::virt_builder::VirtBuilder),
+            machines: Arc::new(crate::nspawn::Machinectl),
+            docker: Arc::new(crate::docker::DockerCli),
         }
     }
 
     /// A sandbox under `root` with in-memory fakes for every backend.
     pub fn sandbox(root: impl Into<PathBuf>) -> Host {
+        let root = root.into();
         Host {
-            root: root.into(),
+            machines: Arc::new(crate::nspawn::FakeMachines::new(&root)),
+            root,
             services: Arc::new(FakeServices::default()),
             packages: Arc::new(FakePackages::default()),
             accounts: Arc::new(FakeAccounts::default()),
             mounts: Arc::new(FakeMounts::default()),
             hostnames: Arc::new(FakeHostname::default()),
+            libvirt: Arc::new(crate::virt::FakeLibvirt::default()),
+            networks: Arc::new(crate::virt_network::FakeNetworks::default()),
+            builder: Arc::new(crate::virt_builder::FakeBuilder::default()),
+            docker: Arc::new(crate::docker::FakeDocker::default()),
         }
     }
 
@@ -77,6 +102,13 @@ impl Host {
             "mount" => Box::new(crate::mount::Mount::build(self, name, params)?),
             "pkg" => Box::new(crate::pkg::Pkg::build(self, name, params)?),
             "svc" => Box::new(crate::svc::Svc::build(self, name, params)?),
+            "virt" => Box::new(crate::virt::Virt::build(self, name, params)?),
+            "virt:network" => Box::new(crate::virt_network::VirtNetwork::build(self, name, params)?),
+            "virt:network:host" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
+            "virt:network:range" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
+            "virt:builder" => Box::new(crate::virt_builder::VirtBuilderRes::build(self, name, params)?),
+            "nspawn" => Box::new(crate::nspawn::Nspawn::build(self, name, params)?),
+            "docker:image" => Box::new(crate::docker::DockerImage::build(self, name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

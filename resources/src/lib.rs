@@ -7,20 +7,24 @@
 //! Building decodes and type-checks params (unknown fields rejected, naming the field,
 //! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
-//! pkg, user, group, mount, cron, hostname, sysctl) go through [`host::Host`], which tests
-//! replace with a temporary root and in-memory fakes.
+//! pkg, user, group, mount, cron, hostname, sysctl, virt*, nspawn, docker:image) go through
+//! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
-//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `password`, `exit`,
-//! `_panic`. `Meta:reverse` works for `file` (regular files; the reversal is kept in
-//! memory). Not implemented: autogrouping, exports, `file`'s `selinux`.
+//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `virt` (libvirt domains
+//! via virsh), `virt:network` with `virt:network:host` / `virt:network:range` grouped into it
+//! (virsh net-*), `virt:builder` (virt-builder), `nspawn` (machinectl), `docker:image`
+//! (docker CLI), `password`, `exit`, `_panic`. `Meta:reverse` works for `file` (regular
+//! files; the reversal is kept in memory). Not implemented: autogrouping (beyond
+//! `virt:network`'s hosts and ranges), exports, `file`'s `selinux`.
 
 pub mod account;
 pub mod autoedge;
 pub mod common;
 pub mod cron;
+pub mod docker;
 pub mod exec;
 pub mod file;
 pub mod graph;
@@ -32,6 +36,7 @@ pub mod meta;
 pub mod mount;
 pub mod msg;
 pub mod noop;
+pub mod nspawn;
 pub mod params;
 pub mod password;
 pub mod pkg;
@@ -43,6 +48,9 @@ pub mod test_res;
 pub mod timer;
 pub mod util;
 pub mod value;
+pub mod virt;
+pub mod virt_builder;
+pub mod virt_network;
 
 use std::collections::BTreeMap;
 
