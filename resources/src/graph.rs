@@ -1,22 +1,68 @@
 //! From the interpreter's [`ResGraph`] to what runs: kind-specific checks reported as
 //! `errInterpret` diagnostics (Go field widths, each kind's validation), automatic edges,
-//! and the engine graph with built resources and metaparams.
+//! the grouping of `virt:network` hosts and ranges into their network, and the engine
+//! graph with built resources and metaparams.
 
 use engine::{Graph, ResKey};
 use lang::diag::{Diagnostic, Diagnostics, Stage};
 use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, Vertex};
 
+use std::collections::BTreeMap;
+
 use crate::autoedge::{AutoRes, autoedges};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::virt_network::{self, GroupRes, MemberSpec, NetworkMember, VirtNetwork};
+
+/// Member vertex index -> the `virt:network` vertex it groups into.
+fn network_groups(graph: &ResGraph) -> BTreeMap<usize, usize> {
+    let res: Vec<GroupRes<'_>> =
+        graph.vertices.iter().map(|v| (v.kind.as_str(), v.name.as_str(), &v.params, v.meta.autogroup)).collect();
+    virt_network::groups(&res)
+}
+
+/// Builds vertex `i`; a `virt:network` gets the hosts and ranges grouped into it and each
+/// of those learns its network.
+fn build_in_graph(
+    host: &Host,
+    graph: &ResGraph,
+    i: usize,
+    groups: &BTreeMap<usize, usize>,
+) -> Result<Box<dyn engine::Resource>, BuildError> {
+    let v = &graph.vertices[i];
+    if v.kind == "virt:network" {
+        crate::params::Params::new(&v.kind, &v.name, &v.params)?;
+        let members = groups
+            .iter()
+            .filter(|(_, n)| **n == i)
+            .filter_map(|(m, _)| {
+                let mv = &graph.vertices[*m];
+                let kind = if mv.kind == "virt:network:host" { "virt:network:host" } else { "virt:network:range" };
+                // A member that does not decode reports its own build error.
+                MemberSpec::decode(kind, &mv.name, &mv.params).ok()
+            })
+            .collect();
+        return Ok(Box::new(VirtNetwork::build(host, &v.name, &v.params)?.with_members(members)));
+    }
+    if virt_network::is_member_kind(&v.kind) {
+        crate::params::Params::new(&v.kind, &v.name, &v.params)?;
+        let member = NetworkMember::build(&v.kind, &v.name, &v.params)?;
+        return Ok(Box::new(match groups.get(&i) {
+            Some(n) => member.grouped(&graph.vertices[*n].name),
+            None => member,
+        }));
+    }
+    crate::build_with(host, &v.kind, &v.name, &v.params)
+}
 
 /// Builds every vertex and validates the non-hidden ones (hidden resources skip their own
 /// validation, as in mgmt). One diagnostic per failing vertex, at the field when known.
 pub fn check(graph: &ResGraph) -> Diagnostics {
     let host = Host::system();
+    let groups = network_groups(graph);
     let mut diags = Diagnostics::new();
-    for v in &graph.vertices {
-        match crate::build_with(&host, &v.kind, &v.name, &v.params) {
+    for (i, v) in graph.vertices.iter().enumerate() {
+        match build_in_graph(&host, graph, i, &groups) {
             Err(e) => diags.push(build_diagnostic(v, &e)),
             Ok(res) if !v.meta.hidden => {
                 if let Err(e) = res.validate() {
@@ -72,7 +118,8 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
         .filter(|v| v.kind == "file")
         .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
         .collect();
-    for v in &graph.vertices {
+    let groups = network_groups(graph);
+    for (i, v) in graph.vertices.iter().enumerate() {
         let built = if v.kind == "file" {
             crate::file::File::build(&v.name, &v.params).map(|f| {
                 if !f.params().purge {
@@ -84,7 +131,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
                 Box::new(f.spare(below)) as Box<dyn engine::Resource>
             })
         } else {
-            crate::build_with(host, &v.kind, &v.name, &v.params)
+            build_in_graph(host, graph, i, &groups)
         };
         match built {
             Ok(res) => {

@@ -5,6 +5,9 @@
 //!
 //! The network (`net`), settings (`gsettings`) and firewall (`firewalld`) backends live in
 //! their kinds' modules; `Host` only holds them.
+//! The virtualization and container kinds keep their backend traits (real + fake) in their
+//! own modules (`virt`, `virt_network`, `virt_builder`, `nspawn`, `docker`); `Host` only
+//! holds them.
 //!
 //! The real service backend drives `systemctl`; a D-Bus (zbus) backend with change
 //! subscriptions may replace it later. The real package backend is dpkg/apt.
@@ -39,6 +42,16 @@ pub struct Host {
     pub http: Arc<crate::http::Hub>,
     /// Files of the `tftp:server`s.
     pub tftp: Arc<crate::tftp::TftpHub>,
+    /// libvirt domains (`virt`).
+    pub libvirt: Arc<dyn crate::virt::Libvirt>,
+    /// libvirt networks (`virt:network` and its grouped hosts and ranges).
+    pub networks: Arc<dyn crate::virt_network::Networks>,
+    /// Disk image builds (`virt:builder`).
+    pub builder: Arc<dyn crate::virt_builder::ImageBuilder>,
+    /// systemd-nspawn containers (`nspawn`).
+    pub machines: Arc<dyn crate::nspawn::Machines>,
+    /// The docker daemon (`docker:image`).
+    pub docker: Arc<dyn crate::docker::Docker>,
 }
 
 impl Host {
@@ -56,13 +69,20 @@ impl Host {
             firewall: Arc::new(crate::firewalld::FirewallCmd { root: PathBuf::from("/") }),
             http: crate::http::Hub::global(),
             tftp: crate::tftp::TftpHub::global(),
+            libvirt: Arc::new(crate::virt::Virsh),
+            networks: Arc::new(crate::virt_network::VirshNetworks),
+            builder: Arc::new(crate::virt_builder::VirtBuilder),
+            machines: Arc::new(crate::nspawn::Machinectl),
+            docker: Arc::new(crate::docker::DockerCli),
         }
     }
 
     /// A sandbox under `root` with in-memory fakes for every backend.
     pub fn sandbox(root: impl Into<PathBuf>) -> Host {
+        let root = root.into();
         Host {
-            root: root.into(),
+            machines: Arc::new(crate::nspawn::FakeMachines::new(&root)),
+            root,
             services: Arc::new(FakeServices::default()),
             packages: Arc::new(FakePackages::default()),
             accounts: Arc::new(FakeAccounts::default()),
@@ -73,6 +93,10 @@ impl Host {
             firewall: Arc::new(crate::firewalld::FakeFirewall::default()),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
             tftp: crate::tftp::TftpHub::new(),
+            libvirt: Arc::new(crate::virt::FakeLibvirt::default()),
+            networks: Arc::new(crate::virt_network::FakeNetworks::default()),
+            builder: Arc::new(crate::virt_builder::FakeBuilder::default()),
+            docker: Arc::new(crate::docker::FakeDocker::default()),
         }
     }
 
@@ -110,6 +134,13 @@ impl Host {
             "http:server:ui:input" => Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), name, params)?),
             "tftp:server" => Box::new(crate::tftp::TftpServer::build(self.tftp.clone(), name, params)?),
             "tftp:file" => Box::new(crate::tftp::TftpFile::build(self.tftp.clone(), name, params)?),
+            "virt" => Box::new(crate::virt::Virt::build(self, name, params)?),
+            "virt:network" => Box::new(crate::virt_network::VirtNetwork::build(self, name, params)?),
+            "virt:network:host" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
+            "virt:network:range" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
+            "virt:builder" => Box::new(crate::virt_builder::VirtBuilderRes::build(self, name, params)?),
+            "nspawn" => Box::new(crate::nspawn::Nspawn::build(self, name, params)?),
+            "docker:image" => Box::new(crate::docker::DockerImage::build(self, name, params)?),
             other => {
                 return Err(BuildError {
                     kind: other.to_string(),

@@ -8,7 +8,7 @@
 //! Go integer widths enforced); semantic checks happen in `Resource::validate`, which the
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
 //! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule, net, gsettings,
-//! firewalld) go through
+//! firewalld, virt*, nspawn, docker:image) go through
 //! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
@@ -16,13 +16,16 @@
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
 //! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `net` (iproute2 +
 //! networkd file), `gsettings` (the gsettings tool), `firewalld` (firewall-cmd),
-//! `consul:kv` (Consul's HTTP API), `password`, `json:edit`, `gzip` and `tar`,
-//! `ssh:authorized_key`, `schedule` (candidacy in the local world store), the `http:server`
-//! family (`http:server`, `:file`, `:flag`, `:proxy` through curl, `:ui`, `:ui:input`; hyper
-//! on tokio), `tftp:server` / `tftp:file`, `exit`, `_panic`. `Meta:reverse` works for `file`
-//! (regular files; the reversal is kept in memory) and `net`. Not implemented: autogrouping
-//! in general (the http and tftp servers find their sub-resources through
-//! [`util::registry`] instead), exports, `file`'s `selinux`, the `dhcp:*` kinds.
+//! `consul:kv` (Consul's HTTP API), `virt` (libvirt domains via virsh), `virt:network` with
+//! `virt:network:host` / `virt:network:range` grouped into it (virsh net-*), `virt:builder`
+//! (virt-builder), `nspawn` (machinectl), `docker:image` (docker CLI), `password`,
+//! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `schedule` (candidacy in the local
+//! world store), the `http:server` family (`http:server`, `:file`, `:flag`, `:proxy` through
+//! curl, `:ui`, `:ui:input`; hyper on tokio), `tftp:server` / `tftp:file`, `exit`, `_panic`.
+//! `Meta:reverse` works for `file` (regular files; the reversal is kept in memory) and
+//! `net`. Not implemented: autogrouping in general (the http and tftp servers find their
+//! sub-resources through [`util::registry`]; `virt:network` groups its hosts and ranges),
+//! exports, `file`'s `selinux`, the `dhcp:*` kinds.
 
 pub mod account;
 pub mod archive;
@@ -30,6 +33,7 @@ pub mod autoedge;
 pub mod common;
 pub mod consul;
 pub mod cron;
+pub mod docker;
 pub mod exec;
 pub mod file;
 pub mod firewalld;
@@ -37,8 +41,8 @@ pub mod graph;
 pub mod gsettings;
 pub mod host;
 pub mod hostname;
-pub mod json_edit;
 pub mod http;
+pub mod json_edit;
 pub mod kv;
 pub mod line;
 pub mod meta;
@@ -46,6 +50,7 @@ pub mod mount;
 pub mod msg;
 pub mod net;
 pub mod noop;
+pub mod nspawn;
 pub mod params;
 pub mod password;
 pub mod pkg;
@@ -60,6 +65,9 @@ pub mod tftp;
 pub mod timer;
 pub mod util;
 pub mod value;
+pub mod virt;
+pub mod virt_builder;
+pub mod virt_network;
 
 use std::collections::BTreeMap;
 

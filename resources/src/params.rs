@@ -149,6 +149,30 @@ impl<'a> Params<'a> {
         if self.get(field).is_none() { Ok(None) } else { self.list_str(field).map(Some) }
     }
 
+    /// A struct param's fields (`None` when unset).
+    pub fn opt_struct(&self, field: &str) -> Result<Option<Fields<'a>>, BuildError> {
+        match self.get(field) {
+            None => Ok(None),
+            Some(Value::Struct(fields)) => Ok(Some(Fields(fields))),
+            Some(other) => Err(self.wrong(field, "a struct", other)),
+        }
+    }
+
+    /// A list-of-structs param, each element's fields (empty when unset).
+    pub fn list_struct(&self, field: &str) -> Result<Vec<Fields<'a>>, BuildError> {
+        match self.get(field) {
+            None => Ok(Vec::new()),
+            Some(Value::List(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::Struct(fields) => Ok(Fields(fields)),
+                    other => Err(self.wrong(field, "a list of structs", other)),
+                })
+                .collect(),
+            Some(other) => Err(self.wrong(field, "a list of structs", other)),
+        }
+    }
+
     pub fn map_str(&self, field: &str) -> Result<Option<BTreeMap<String, String>>, BuildError> {
         match self.get(field) {
             None => Ok(None),
@@ -162,6 +186,23 @@ impl<'a> Params<'a> {
                 .map(Some),
             Some(other) => Err(self.wrong(field, "a map{str: str}", other)),
         }
+    }
+}
+
+/// The fields of one struct value (its shape was checked against the declared type);
+/// a missing or mistyped field reads as the zero value.
+#[derive(Clone, Copy)]
+pub struct Fields<'a>(&'a [(String, Value)]);
+
+impl Fields<'_> {
+    fn get(&self, name: &str) -> Option<&Value> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+    pub fn str(&self, name: &str) -> String {
+        self.get(name).and_then(Value::as_str).unwrap_or_default().to_string()
+    }
+    pub fn bool(&self, name: &str) -> bool {
+        self.get(name).and_then(Value::as_bool).unwrap_or(false)
     }
 }
 

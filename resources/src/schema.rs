@@ -285,6 +285,100 @@ const CONSUL_KV: KindSpec = KindSpec {
     can_recv: false,
 };
 
+const VIRT_AUTH: &str = "struct{username str; password str}";
+
+const VIRT: KindSpec = KindSpec {
+    kind: "virt",
+    params: &[
+        ("uri", "str"),
+        ("state", "str"),
+        ("transient", "bool"),
+        ("cpus", "int"),
+        ("maxcpus", "int"),
+        ("hotcpus", "bool"),
+        ("memory", "int"),
+        ("osinit", "str"),
+        ("boot", "[]str"),
+        ("disk", "[]struct{source str; type str}"),
+        ("cdrom", "[]struct{source str; type str}"),
+        ("network", "[]struct{name str; mac str}"),
+        ("filesystem", "[]struct{access str; source str; target str; read_only bool}"),
+        ("auth", VIRT_AUTH),
+        ("restartondiverge", "str"),
+        ("restartonrefresh", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const VIRT_NETWORK: KindSpec = KindSpec {
+    kind: "virt:network",
+    params: &[
+        ("uri", "str"),
+        ("state", "str"),
+        ("transient", "bool"),
+        ("startup", "str"),
+        ("uuid", "str"),
+        ("device", "str"),
+        ("mode", "str"),
+        ("mac", "str"),
+        ("ip", "str"),
+        ("purge_hosts", "bool"),
+        ("purge_ranges", "bool"),
+        ("auth", VIRT_AUTH),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const VIRT_NETWORK_HOST: KindSpec = KindSpec {
+    kind: "virt:network:host",
+    params: &[("network", "str"), ("hostname", "str"), ("mac", "str"), ("ip", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const VIRT_NETWORK_RANGE: KindSpec = KindSpec {
+    kind: "virt:network:range",
+    params: &[("network", "str"), ("start", "str"), ("end", "str")],
+    sends: &[],
+    can_recv: false,
+};
+
+const VIRT_BUILDER: KindSpec = KindSpec {
+    kind: "virt:builder",
+    params: &[
+        ("output", "str"),
+        ("os_version", "str"),
+        ("arch", "str"),
+        ("hostname", "str"),
+        ("format", "str"),
+        ("size", "int"),
+        ("packages", "[]str"),
+        ("update", "bool"),
+        ("selinux_relabel", "bool"),
+        ("no_setup", "bool"),
+        ("ssh_keys", "[]struct{user str; type str; key str; comment str}"),
+        ("root_ssh_inject", "bool"),
+        ("root_password_selector", "str"),
+        ("bootstrap", "bool"),
+        ("seeds", "[]str"),
+        ("mkdir", "[]str"),
+        ("copy_in", "[]struct{path str; dest str}"),
+        ("run_cmd", "[]str"),
+        ("firstboot_cmd", "[]str"),
+        ("log_output", "bool"),
+        ("tweaks", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+};
+
+const NSPAWN: KindSpec = KindSpec { kind: "nspawn", params: &[("state", "str")], sends: &[], can_recv: false };
+
+const DOCKER_IMAGE: KindSpec =
+    KindSpec { kind: "docker:image", params: &[("state", "str"), ("apiversion", "str")], sends: &[], can_recv: false };
+
 const PASSWORD: KindSpec = KindSpec {
     kind: "password",
     params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
@@ -427,6 +521,13 @@ const KINDS: &[KindSpec] = &[
     MOUNT,
     PKG,
     SVC,
+    VIRT,
+    VIRT_NETWORK,
+    VIRT_NETWORK_HOST,
+    VIRT_NETWORK_RANGE,
+    VIRT_BUILDER,
+    NSPAWN,
+    DOCKER_IMAGE,
     NET,
     GSETTINGS,
     FIREWALLD,
