@@ -92,6 +92,7 @@ pub fn run(opts: Options) -> ExitCode {
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let code = rt.block_on(runner.main(compiled, hold, opts.watch && !opts.noop));
     rt.shutdown_timeout(Duration::from_millis(500));
+    tracing::debug!("runtime stopped");
     code
 }
 
@@ -293,6 +294,7 @@ impl Runner {
                 noop_reports.insert(key, reports);
             }
         }
+        tracing::debug!("stopping");
         announcer.abort();
         if let Err(e) = notify::stopping() {
             tracing::warn!(error = %e, "cannot notify systemd");
@@ -314,6 +316,7 @@ impl Runner {
                 std::process::exit(130);
             }
         }
+        tracing::debug!("engine and dataflow stopped");
         if let Some(s) = server {
             s.task.abort();
         }

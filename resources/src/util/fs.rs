@@ -1,5 +1,5 @@
-//! File helpers: atomic writes (temp file in the same directory, fsync, rename, fsync of
-//! the directory; from bytes or streamed), mode parsing (octal or symbolic assignments),
+//! File helpers: atomic writes (temp file in the same directory, fsync, rename; from bytes
+//! or streamed), mode parsing (octal or symbolic assignments),
 //! owner/group lookup, checksums and unified diffs for noop reports.
 
 use std::fs;
@@ -16,6 +16,11 @@ pub const TEMP_PREFIX: &str = ".tend-";
 /// Replaces `path` with `data` atomically. The new file gets `mode` if given, else the
 /// mode of the file it replaces, else 0644. Never follows a symlink at `path`: the rename
 /// replaces the link itself.
+///
+/// The data is fsynced before the rename, so after a crash the path holds either the old
+/// or the new content, never a mix. The directory is not fsynced after the rename: that
+/// would only make the new name durable at once, costs a journal commit per file on a
+/// real disk, and a converging engine re-applies a lost rename on its next run anyway.
 pub fn atomic_write(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<()> {
     atomic_write_with(path, mode, |file| file.write_all(data))
 }
@@ -38,8 +43,7 @@ pub fn atomic_write_with(
         let _best_effort = std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()));
     }
     tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    fs::File::open(dir)?.sync_all()
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Replaces `path` with `data` by writing a temp file next to it and renaming it over

@@ -12,7 +12,7 @@
 //! the watcher takes `watcher` and never `subs` at the same time, because notify's
 //! `watch()` waits for its event thread, which may be inside the callback.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -37,19 +37,24 @@ struct Hub {
     next_id: AtomicU64,
 }
 
-/// Every live subscription, plus an index from target path to the subscriptions naming it,
-/// so an event costs a lookup per path component instead of a scan of every subscription.
+/// Every live subscription, plus hash indexes from paths to subscriptions, so an event
+/// costs a few lookups (one per path component) instead of a scan of every subscription.
 #[derive(Default)]
 struct Subs {
     by_id: HashMap<u64, Sub>,
-    /// Ordered component-wise, so the targets below a directory form one contiguous range.
-    by_target: BTreeMap<PathBuf, Vec<u64>>,
+    by_target: HashMap<PathBuf, Vec<u64>>,
+    /// For every proper ancestor of a target, how many targets lie below it: an event on
+    /// such a directory (removed, moved) concerns them all.
+    above: HashMap<PathBuf, usize>,
 }
 
 impl Subs {
     fn insert(&mut self, id: u64, sub: Sub) {
         for target in &sub.targets {
             self.by_target.entry(target.clone()).or_default().push(id);
+            for dir in target.ancestors().skip(1) {
+                *self.above.entry(dir.to_path_buf()).or_default() += 1;
+            }
         }
         self.by_id.insert(id, sub);
     }
@@ -63,6 +68,14 @@ impl Subs {
                     self.by_target.remove(target);
                 }
             }
+            for dir in target.ancestors().skip(1) {
+                if let Some(n) = self.above.get_mut(dir) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.above.remove(dir);
+                    }
+                }
+            }
         }
         Some(sub)
     }
@@ -73,13 +86,21 @@ impl Subs {
     /// otherwise every file written into a managed directory would wake the directory's
     /// resource, which re-pokes all its children (quadratic at scale).
     fn concerned(&self, path: &Path, mut f: impl FnMut(&Sub)) {
-        let below = self.by_target.range::<Path, _>((std::ops::Bound::Included(path), std::ops::Bound::Unbounded));
-        for (_, ids) in below.take_while(|(t, _)| t.starts_with(path)) {
-            ids.iter().filter_map(|id| self.by_id.get(id)).for_each(&mut f);
+        let subs = |ids: &Vec<u64>| ids.iter().filter_map(|id| self.by_id.get(id)).collect::<Vec<_>>();
+        if let Some(ids) = self.by_target.get(path) {
+            subs(ids).into_iter().for_each(&mut f);
+        }
+        if self.above.contains_key(path) {
+            // Rare (a directory holding targets changed itself): every target below it.
+            for (target, ids) in &self.by_target {
+                if target != path && target.starts_with(path) {
+                    subs(ids).into_iter().for_each(&mut f);
+                }
+            }
         }
         for ancestor in path.ancestors().skip(1) {
             if let Some(ids) = self.by_target.get(ancestor) {
-                ids.iter().filter_map(|id| self.by_id.get(id)).filter(|s| s.recursive).for_each(&mut f);
+                subs(ids).into_iter().filter(|s| s.recursive).for_each(&mut f);
             }
         }
     }
@@ -305,8 +326,18 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
 /// nearest existing ancestor directory (to see the target appear, vanish or be replaced).
 fn watch_points(target: &Path, recursive: bool) -> Vec<(PathBuf, bool)> {
     let mut points = Vec::new();
-    if std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
-        points.push((target.to_path_buf(), recursive));
+    match std::fs::symlink_metadata(target) {
+        Ok(m) => {
+            if m.is_dir() {
+                points.push((target.to_path_buf(), recursive));
+            }
+            // The target exists, so its parent does: no need to look further up.
+            if let Some(parent) = target.parent() {
+                points.push((parent.to_path_buf(), false));
+            }
+            return points;
+        }
+        Err(_) => {}
     }
     let mut ancestor = target.parent();
     while let Some(dir) = ancestor {
