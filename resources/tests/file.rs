@@ -240,3 +240,28 @@ async fn meta_reverse_restores_the_file_when_it_leaves_the_graph() {
     assert!(err.to_string().contains("cannot reverse a directory"), "{err}");
     engine.shutdown(WAIT).await;
 }
+
+/// The check after a converge skips reading an untouched file, but any change made in
+/// place since (same size, same inode), a chmod or a replacement is still seen.
+#[tokio::test]
+async fn in_place_edits_of_a_converged_file_are_still_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("conf");
+    let mut f = file(path.to_str().unwrap(), &[("state", s("exists")), ("content", s("right\n")), ("mode", s("0644"))]);
+    converge(&mut f).await;
+    assert!(check(&mut f, true).await.unwrap().0, "converged");
+
+    // Same length, same inode: only the change time tells.
+    std::io::Write::write_all(&mut fs::OpenOptions::new().write(true).open(&path).unwrap(), b"wrong\n").unwrap();
+    assert!(!check(&mut f, true).await.unwrap().0, "an in-place edit is found");
+    assert_eq!(fs::read_to_string(&path).unwrap(), "right\n");
+
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!check(&mut f, true).await.unwrap().0, "a chmod is found");
+    assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o644);
+
+    fs::remove_file(&path).unwrap();
+    fs::write(&path, "right\n").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(check(&mut f, true).await.unwrap().0, "a replacement with the right state is right");
+}
