@@ -326,18 +326,15 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
 /// nearest existing ancestor directory (to see the target appear, vanish or be replaced).
 fn watch_points(target: &Path, recursive: bool) -> Vec<(PathBuf, bool)> {
     let mut points = Vec::new();
-    match std::fs::symlink_metadata(target) {
-        Ok(m) => {
-            if m.is_dir() {
-                points.push((target.to_path_buf(), recursive));
-            }
-            // The target exists, so its parent does: no need to look further up.
-            if let Some(parent) = target.parent() {
-                points.push((parent.to_path_buf(), false));
-            }
-            return points;
+    if let Ok(m) = std::fs::symlink_metadata(target) {
+        if m.is_dir() {
+            points.push((target.to_path_buf(), recursive));
         }
-        Err(_) => {}
+        // The target exists, so its parent does: no need to look further up.
+        if let Some(parent) = target.parent() {
+            points.push((parent.to_path_buf(), false));
+        }
+        return points;
     }
     let mut ancestor = target.parent();
     while let Some(dir) = ancestor {
