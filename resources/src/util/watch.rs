@@ -227,27 +227,38 @@ impl Hub {
     }
 
     /// Recomputes a subscription's watch points and adjusts the shared watches.
+    ///
+    /// Arming a directory races with changes inside it: a subdirectory created between the
+    /// `lstat` that chose the watch point and the moment inotify watches it sends no event
+    /// anywhere we look, and the subscription would stay armed one level too high for good.
+    /// So after moving the watches the points are resolved again; while they still move,
+    /// the subscription re-arms and gets a (spurious-friendly) wake-up, since its target
+    /// changed unseen.
     fn rearm(&self, id: u64) -> Result<(), ResError> {
-        let (wanted, old) = {
-            let mut subs = lock(&self.subs);
-            let Some(sub) = subs.by_id.get_mut(&id) else { return Ok(()) };
-            let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
-            for target in &sub.targets {
-                for point in watch_points(target, sub.recursive) {
-                    if !wanted.contains(&point) {
-                        wanted.push(point);
-                    }
-                }
+        for _ in 0..REARM_ROUNDS {
+            let (wanted, old, wake) = {
+                let mut subs = lock(&self.subs);
+                let Some(sub) = subs.by_id.get_mut(&id) else { return Ok(()) };
+                let wanted = sub_points(sub);
+                let old = std::mem::replace(&mut sub.points, wanted.clone());
+                (wanted, old, sub.wake.clone())
+            };
+            if wanted == old {
+                return Ok(());
             }
-            let old = std::mem::replace(&mut sub.points, wanted.clone());
-            (wanted, old)
-        };
-        if wanted == old {
-            return Ok(());
+            let result = self.acquire(&wanted);
+            self.release(&old);
+            result?;
+            let settled = {
+                let subs = lock(&self.subs);
+                subs.by_id.get(&id).is_none_or(|sub| sub_points(sub) == wanted)
+            };
+            if settled {
+                return Ok(());
+            }
+            wake.notify_one();
         }
-        let result = self.acquire(&wanted);
-        self.release(&old);
-        result
+        Ok(())
     }
 
     fn acquire(&self, points: &[(PathBuf, bool)]) -> Result<(), ResError> {
@@ -312,6 +323,23 @@ impl Hub {
     }
 }
 
+/// How often one re-arm follows a tree that keeps growing under it before leaving the rest to
+/// the next event.
+const REARM_ROUNDS: usize = 8;
+
+/// The watch points a subscription needs now, without repeats.
+fn sub_points(sub: &Sub) -> Vec<(PathBuf, bool)> {
+    let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
+    for target in &sub.targets {
+        for point in watch_points(target, sub.recursive) {
+            if !wanted.contains(&point) {
+                wanted.push(point);
+            }
+        }
+    }
+    wanted
+}
+
 fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
     if d.recursive > 0 {
         Some(RecursiveMode::Recursive)
@@ -368,6 +396,43 @@ mod tests {
         expect_event(&mut w).await;
         std::fs::write(&target, "x").unwrap();
         expect_event(&mut w).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_tree_created_while_arming_is_followed_down_to_the_target() {
+        // A deep path made level by level while the watch keeps re-arming: a level may appear
+        // between choosing a watch point and watching it. Whatever the interleaving, once
+        // the tree is made the watch must see the target itself go away.
+        for round in 0..40u64 {
+            let dir = tempfile::tempdir().unwrap();
+            let target = dir.path().join("a/b/c/d/e/f/file");
+            let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
+            let maker = {
+                let target = target.clone();
+                std::thread::spawn(move || {
+                    let mut level = target.parent().unwrap().to_path_buf();
+                    let mut levels = Vec::new();
+                    while !level.exists() {
+                        levels.push(level.clone());
+                        level.pop();
+                    }
+                    for level in levels.into_iter().rev() {
+                        std::fs::create_dir(&level).unwrap();
+                        std::thread::sleep(Duration::from_micros(round * 7 % 60));
+                    }
+                    std::fs::write(&target, "x").unwrap();
+                })
+            };
+            // Keep consuming wake-ups (each re-arms) until the tree is made and the watch is quiet.
+            while !maker.is_finished() || tokio::time::timeout(Duration::from_millis(50), w.changed()).await.is_ok() {
+                let _ = tokio::time::timeout(Duration::from_millis(1), w.changed()).await;
+            }
+            std::fs::remove_file(&target).unwrap();
+            assert!(
+                tokio::time::timeout(Duration::from_secs(2), w.changed()).await.is_ok(),
+                "round {round}: the removal of the target went unseen"
+            );
+        }
     }
 
     #[tokio::test]
