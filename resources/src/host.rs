@@ -186,7 +186,19 @@ pub trait ServiceManager: Send + Sync {
     async fn disable(&self, unit: &str, session: bool) -> Result<(), ResError>;
     async fn reload_or_try_restart(&self, unit: &str, session: bool) -> Result<(), ResError>;
     async fn daemon_reload(&self, session: bool) -> Result<(), ResError>;
+
+    /// Follows `unit`: the stream yields whenever its state may have changed. It is live
+    /// when this returns, so a change made after the call is never missed; its end means
+    /// the subscription was lost. `Ok(None)`: this backend cannot follow units (callers
+    /// poll instead).
+    async fn changes(&self, unit: &str, session: bool) -> Result<Option<UnitChanges>, ResError> {
+        let _ = (unit, session);
+        Ok(None)
+    }
 }
+
+/// Wake-ups for one unit (see [`ServiceManager::changes`]).
+pub type UnitChanges = futures::stream::BoxStream<'static, ()>;
 
 /// systemd through `systemctl`.
 pub struct Systemctl;
