@@ -9,8 +9,9 @@
 //! own modules (`virt`, `virt_network`, `virt_builder`, `nspawn`, `docker`); `Host` only
 //! holds them.
 //!
-//! The real service backend drives `systemctl`; a D-Bus (zbus) backend with change
-//! subscriptions may replace it later. The real package backend is dpkg/apt.
+//! The real service backend is [`crate::systemd::Systemd`]: systemd over D-Bus (zbus), with
+//! job results and change subscriptions, or the [`Systemctl`] backend here when no bus is
+//! reachable. The real package backend is dpkg/apt.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -59,7 +60,7 @@ impl Host {
     pub fn system() -> Host {
         Host {
             root: PathBuf::from("/"),
-            services: Arc::new(Systemctl),
+            services: Arc::new(crate::systemd::Systemd::new()),
             packages: Arc::new(Apt),
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
@@ -186,9 +187,22 @@ pub trait ServiceManager: Send + Sync {
     async fn disable(&self, unit: &str, session: bool) -> Result<(), ResError>;
     async fn reload_or_try_restart(&self, unit: &str, session: bool) -> Result<(), ResError>;
     async fn daemon_reload(&self, session: bool) -> Result<(), ResError>;
+
+    /// Follows `unit`: the stream yields whenever its state may have changed. It is live
+    /// when this returns, so a change made after the call is never missed; its end means
+    /// the subscription was lost. `Ok(None)`: this backend cannot follow units (callers
+    /// poll instead).
+    async fn changes(&self, unit: &str, session: bool) -> Result<Option<UnitChanges>, ResError> {
+        let _ = (unit, session);
+        Ok(None)
+    }
 }
 
-/// systemd through `systemctl`.
+/// Wake-ups for one unit (see [`ServiceManager::changes`]).
+pub type UnitChanges = futures::stream::BoxStream<'static, ()>;
+
+/// systemd through `systemctl`: what [`crate::systemd::Systemd`] falls back to when no bus
+/// is reachable (as root, `systemctl` still reaches PID 1 through systemd's private socket).
 pub struct Systemctl;
 
 fn systemctl<'a>(session: bool, args: &[&'a str]) -> Vec<&'a str> {

@@ -14,7 +14,7 @@
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
 //! `group` (shadow tools), `cron` (systemd timer units), `mount` (fstab + mount/umount),
-//! `pkg` (dpkg/apt), `svc` (systemctl; no D-Bus subscription yet), `net` (iproute2 +
+//! `pkg` (dpkg/apt), `svc` (systemd over D-Bus, or systemctl), `net` (iproute2 +
 //! networkd file), `gsettings` (the gsettings tool), `firewalld` (firewall-cmd),
 //! `consul:kv` (Consul's HTTP API), `virt` (libvirt domains via virsh), `virt:network` with
 //! `virt:network:host` / `virt:network:range` grouped into it (virsh net-*), `virt:builder`
@@ -60,6 +60,7 @@ pub mod schema;
 pub mod ssh_key;
 pub mod svc;
 pub mod sysctl;
+pub mod systemd;
 pub mod test_res;
 pub mod tftp;
 pub mod timer;

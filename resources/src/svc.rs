@@ -1,25 +1,33 @@
 //! `svc`: a systemd service `<name>.service`: `state` (`running`, `stopped`, or "" to
 //! leave alone) and `startup` (`enabled`, `disabled`, or ""), through the host's
 //! [`ServiceManager`]. A notification triggers reload-or-try-restart unless this run just
-//! started or stopped the unit. Watch: the unit files, plus the unit's active/enabled
-//! state polled every [`STATE_POLL`] (mgmt subscribes over D-Bus instead; not implemented).
+//! started or stopped the unit. Watch: the unit files, plus the unit itself through the
+//! backend's change stream ([`ServiceManager::changes`]: on D-Bus, the unit's
+//! `PropertiesChanged` and the manager's `Reloading`), or, where the backend has none, its
+//! active/enabled state polled every [`STATE_POLL`].
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
-use crate::host::{Host, ServiceManager};
+use crate::host::{Host, ServiceManager, UnitChanges};
 use crate::params::{BuildError, Params};
 use crate::util::watch::watch_loop;
 
-/// How often the watch asks the init system whether the unit's state changed.
-pub const STATE_POLL: std::time::Duration = std::time::Duration::from_secs(10);
+/// How often the watch asks the init system whether the unit's state changed, where the
+/// backend cannot report changes.
+pub const STATE_POLL: Duration = Duration::from_secs(10);
+
+/// How long the watch waits before subscribing again after a subscription ended.
+const RESUBSCRIBE_DELAY: Duration = Duration::from_secs(1);
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct SvcParams {
@@ -75,37 +83,23 @@ impl Resource for Svc {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let (services, unit, session) = (self.services.clone(), self.unit(), self.params.session);
-        let want_active = (!self.params.state.is_empty()).then(|| self.params.state == "running");
-        let want_enabled = (!self.params.startup.is_empty()).then(|| self.params.startup == "enabled");
-        let files = watch_loop(self.unit_files.clone(), false, ctx.clone());
+        let follow = Follow {
+            key: format!("svc[{}]", self.raw.name),
+            services: self.services.clone(),
+            unit: self.unit(),
+            session: self.params.session,
+            want_active: (!self.params.state.is_empty()).then(|| self.params.state == "running"),
+            want_enabled: (!self.params.startup.is_empty()).then(|| self.params.startup == "enabled"),
+        };
+        let unit_files = self.unit_files.clone();
         Box::pin(async move {
-            // Unit files through the file watcher; the unit's state by polling it, with an
-            // event whenever it differs from what the params ask for.
-            let poll = async {
-                let mut ticker = tokio::time::interval(STATE_POLL);
-                ticker.tick().await;
-                loop {
-                    ticker.tick().await;
-                    if !services.exists(&unit, session).await? {
-                        continue;
-                    }
-                    let active_wrong = match want_active {
-                        Some(want) => services.is_active(&unit, session).await? != want,
-                        None => false,
-                    };
-                    let enabled_wrong = match want_enabled {
-                        Some(want) => services.is_enabled(&unit, session).await? != want,
-                        None => false,
-                    };
-                    if active_wrong || enabled_wrong {
-                        ctx.event();
-                    }
-                }
-            };
+            // Subscribed before the file watch sends the startup event, so a change after
+            // the check-apply that event causes is never missed.
+            let changes = follow.subscribe(true).await;
+            let files = watch_loop(unit_files, false, ctx.clone());
             tokio::select! {
                 out = files => out,
-                out = poll => out,
+                out = follow.run(changes, &ctx) => out,
             }
         })
     }
@@ -162,5 +156,78 @@ impl Resource for Svc {
 
     fn refreshable(&self) -> bool {
         true
+    }
+}
+
+/// What the watch needs to follow the unit itself (the unit files have their own watch).
+struct Follow {
+    key: String,
+    services: Arc<dyn ServiceManager>,
+    unit: String,
+    session: bool,
+    want_active: Option<bool>,
+    want_enabled: Option<bool>,
+}
+
+impl Follow {
+    /// The backend's change stream for the unit; `None` where it has none or subscribing
+    /// failed (logged when `report`).
+    async fn subscribe(&self, report: bool) -> Option<UnitChanges> {
+        match self.services.changes(&self.unit, self.session).await {
+            Ok(changes) => changes,
+            Err(e) => {
+                if report {
+                    tracing::warn!(resource = %self.key, error = %e, "cannot follow the unit; polling it");
+                }
+                None
+            }
+        }
+    }
+
+    /// Wakes the worker on every change the stream reports, subscribing again when it ends;
+    /// without a stream, polls every [`STATE_POLL`] and tries to subscribe again after each
+    /// poll. Returns only on an error (the watch's other half returns on cancellation).
+    async fn run(&self, mut changes: Option<UnitChanges>, ctx: &WatchCtx) -> Result<(), ResError> {
+        loop {
+            let lost = match changes.take() {
+                Some(mut stream) => {
+                    while stream.next().await.is_some() {
+                        ctx.event();
+                    }
+                    tracing::warn!(resource = %self.key, "the unit's change stream ended; subscribing again");
+                    tokio::time::sleep(RESUBSCRIBE_DELAY).await;
+                    true
+                }
+                None => {
+                    tokio::time::sleep(STATE_POLL).await;
+                    if self.state_wrong().await? {
+                        ctx.event();
+                    }
+                    false
+                }
+            };
+            changes = self.subscribe(lost).await;
+            if lost {
+                // The state may have changed while nothing listened.
+                ctx.event();
+            }
+        }
+    }
+
+    /// Whether the unit exists and its active or enabled state differs from the params.
+    async fn state_wrong(&self) -> Result<bool, ResError> {
+        let (services, unit, session) = (&self.services, &self.unit, self.session);
+        if !services.exists(unit, session).await? {
+            return Ok(false);
+        }
+        let active_wrong = match self.want_active {
+            Some(want) => services.is_active(unit, session).await? != want,
+            None => false,
+        };
+        let enabled_wrong = match self.want_enabled {
+            Some(want) => services.is_enabled(unit, session).await? != want,
+            None => false,
+        };
+        Ok(active_wrong || enabled_wrong)
     }
 }
