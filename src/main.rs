@@ -5,6 +5,7 @@ mod cmd;
 mod compile;
 mod loader;
 mod observe;
+mod stderr;
 
 use clap::Parser;
 use cli::{Cli, Command, LogFormat};
@@ -40,7 +41,7 @@ fn init_logging(verbose: u8, format: LogFormat) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TEND_LOG").unwrap_or_else(|_| level.into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| stderr::LogWriter);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

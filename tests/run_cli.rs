@@ -150,3 +150,33 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn a_closed_stderr_does_not_stop_the_run() {
+    // A daemon's stderr can go away (its terminal closed, the journal restarted); logging
+    // into the broken pipe must lose the lines, not kill the task that logged them.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), files_program(dir.path(), "v1")).unwrap();
+    let mut child = Command::new(TEND)
+        .arg("run")
+        .arg(dir.path().join("main.mcl"))
+        .args(["--prefix", &dir.path().join("state").display().to_string(), "--converged-timeout", "0", "-vv"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tend runs");
+    drop(child.stderr.take());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("tend hung after its stderr was closed");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    assert_eq!(std::fs::read_to_string(dir.path().join("out/c")).unwrap(), "v1 c 2\n");
+}

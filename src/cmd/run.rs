@@ -47,7 +47,7 @@ pub fn run(opts: Options) -> ExitCode {
     let metrics_addr = match opts.metrics.map(|a| metrics::check_addr(a, opts.metrics_allow_remote)).transpose() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -55,7 +55,7 @@ pub fn run(opts: Options) -> ExitCode {
     let program = match crate::loader::locate(&opts.path) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -69,7 +69,7 @@ pub fn run(opts: Options) -> ExitCode {
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            crate::stderr::line(format_args!("error: cannot start the async runtime: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -172,7 +172,7 @@ impl Runner {
                     Some(s)
                 }
                 Err(e) => {
-                    eprintln!("error: --metrics {addr}: {e}");
+                    crate::stderr::line(format_args!("error: --metrics {addr}: {e}"));
                     return ExitCode::from(2);
                 }
             },
@@ -186,7 +186,7 @@ impl Runner {
         let (mut signals, mut hup) = match signals {
             Ok(s) => s,
             Err(e) => {
-                eprintln!("error: cannot install signal handlers: {e}");
+                crate::stderr::line(format_args!("error: cannot install signal handlers: {e}"));
                 return ExitCode::from(2);
             }
         };
@@ -312,7 +312,7 @@ impl Runner {
         tokio::select! {
             _ = shutdown => {}
             _ = signals.recv() => {
-                eprintln!("second signal: exiting without waiting for resources to stop");
+                crate::stderr::line(format_args!("second signal: exiting without waiting for resources to stop"));
                 std::process::exit(130);
             }
         }
@@ -325,7 +325,7 @@ impl Runner {
             print_noop(&noop_reports);
         }
         for (key, err) in &failures {
-            eprintln!("error: {key} failed: {err}");
+            crate::stderr::line(format_args!("error: {key} failed: {err}"));
         }
         match stop {
             Stop::FirstFailed => ExitCode::from(1),
@@ -401,7 +401,7 @@ impl Runner {
             }
             Err(e) => {
                 self.metrics.swap_rejected();
-                eprintln!("error: the new resource graph was rejected: {e}");
+                crate::stderr::line(format_args!("error: the new resource graph was rejected: {e}"));
                 tracing::error!(error = %e, "graph rejected; the running graph stays");
                 false
             }
@@ -428,7 +428,7 @@ async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<lang::output::O
 fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
     let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
     for d in diags {
-        eprintln!("{}", lang::render::render(d, sources, color));
+        crate::stderr::line(format_args!("{}", lang::render::render(d, sources, color)));
         tracing::error!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
     }
 }
