@@ -121,6 +121,7 @@ impl Engine {
             gate: tokio::sync::RwLock::new(()),
             watch_stop_timeout: config.stop_timeout / 2,
             exit: Arc::new(watch::Sender::new(None)),
+            failed_for_good: watch::Sender::new(0),
         });
         Engine {
             shared,
@@ -178,6 +179,13 @@ impl Engine {
     /// The exit code a resource asked for (the `exit` kind), once one did.
     pub fn exit_requested(&self) -> watch::Receiver<Option<i32>> {
         self.shared.exit.subscribe()
+    }
+
+    /// The number of workers that failed for good so far (retries exhausted), changing with
+    /// each one: for callers that only need to know *that* something failed, without the
+    /// cost of following every per-resource [`EngineEvent`].
+    pub fn failures_seen(&self) -> watch::Receiver<u64> {
+        self.shared.failed_for_good.subscribe()
     }
 
     /// Events from now on (swaps, starts, applies, failures, converged transitions).

@@ -42,6 +42,9 @@ pub(crate) struct Shared {
     pub(crate) watch_stop_timeout: Duration,
     /// Exit requests from resources, read by the app through [`crate::Engine::exit_requested`].
     pub(crate) exit: Arc<tokio::sync::watch::Sender<Option<i32>>>,
+    /// How many workers have failed for good so far, read through
+    /// [`crate::Engine::failures_seen`] by callers that need no per-resource events.
+    pub(crate) failed_for_good: tokio::sync::watch::Sender<u64>,
 }
 
 impl Shared {
@@ -398,6 +401,7 @@ impl Worker {
         *lock(&self.node.failed) = Some(error.to_string());
         self.node.set_state(WorkerState::Failed { error: error.to_string() });
         self.shared.converger.unregister(&self.node.converged);
+        self.shared.failed_for_good.send_modify(|n| *n += 1);
         self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: false });
     }
 

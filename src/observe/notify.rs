@@ -25,6 +25,11 @@ pub fn status(msg: &str) -> io::Result<bool> {
     notify(&format!("STATUS={}", msg.replace('\n', " ")))
 }
 
+/// Whether a service manager listens (`NOTIFY_SOCKET` is set).
+pub fn enabled() -> bool {
+    std::env::var_os(NOTIFY_SOCKET).is_some_and(|s| !s.is_empty())
+}
+
 /// Sends `state` to the socket in `NOTIFY_SOCKET`; `Ok(false)` when it is unset or empty.
 pub fn notify(state: &str) -> io::Result<bool> {
     match std::env::var_os(NOTIFY_SOCKET) {
