@@ -12,6 +12,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
@@ -53,8 +54,10 @@ pub struct File {
     /// whole state comes from its params (literal content). A later check that finds the
     /// same inode with the same change time, size, mode and owner knows nothing touched it
     /// and skips reading it: this is what the check after the resource's own write (woken
-    /// by its own watch) finds.
-    verified: Option<Stamp>,
+    /// by its own watch) finds. Shared with the watch, which drops a wake-up when the file
+    /// still carries this stamp: the event was the resource's own write (or a no-op touch
+    /// of nothing it manages), and checking again would find it right.
+    verified: Arc<Mutex<Option<Stamp>>>,
 }
 
 /// What identifies one version of a file: any write, chmod, chown or replacement changes it
@@ -69,6 +72,10 @@ struct Stamp {
     gid: u32,
     ctime: (i64, i64),
     mtime: (i64, i64),
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Stamp {
@@ -179,7 +186,7 @@ impl File {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<File, BuildError> {
         let raw = Raw::new("file", name, values);
         let params = raw.decode(FileParams::decode)?;
-        Ok(File { raw, params, spared: Vec::new(), verified: None })
+        Ok(File { raw, params, spared: Vec::new(), verified: Arc::default() })
     }
 
     /// Tells a purging directory which paths other resources manage (mgmt spares them).
@@ -245,12 +252,23 @@ impl Resource for File {
         }
         targets.extend(p.fragments.iter().map(PathBuf::from));
         let recursive = p.recurse;
+        // Only a file whose whole state the stamp proves can tell its own writes apart.
+        let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| (self.verified.clone(), targets[0].clone()));
         Box::pin(async move {
             let mut watch = FileWatch::new(targets, recursive)?;
             ctx.event();
             loop {
                 tokio::select! {
-                    changed = watch.changed() => { changed?; ctx.event(); }
+                    changed = watch.changed() => {
+                        changed?;
+                        let unchanged = own.as_ref().is_some_and(|(verified, path)| {
+                            let verified = *lock(verified);
+                            verified.is_some() && verified == Stamp::of(path)
+                        });
+                        if !unchanged {
+                            ctx.event();
+                        }
+                    }
                     _ = ctx.cancelled() => return Ok(()),
                 }
             }
@@ -260,14 +278,15 @@ impl Resource for File {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let p = &self.params;
         let cacheable = apply && p.stamp_covers_state();
-        if cacheable && self.verified.is_some() && self.verified == Stamp::of(Path::new(&p.path)) {
+        let verified = *lock(&self.verified);
+        if cacheable && verified.is_some() && verified == Stamp::of(Path::new(&p.path)) {
             return Ok(true);
         }
-        self.verified = None;
+        *lock(&self.verified) = None;
         let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: &self.spared };
         check(p, &mut run).map_err(|e| ResError::new(format!("file[{}]: {e}", p.path)))?;
         if cacheable {
-            self.verified = Stamp::of(Path::new(&p.path));
+            *lock(&self.verified) = Stamp::of(Path::new(&p.path));
         }
         Ok(run.ok)
     }
@@ -311,7 +330,7 @@ impl Resource for File {
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
-        self.verified = None;
+        *lock(&self.verified) = None;
         self.raw.recv(key, value, &mut self.params, FileParams::decode)
     }
 }

@@ -33,7 +33,18 @@ pub fn atomic_write_with(
     fill: impl FnOnce(&mut fs::File) -> io::Result<()>,
 ) -> io::Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let existing = fs::symlink_metadata(path).ok().filter(|m| m.is_file());
+    let existing = fs::symlink_metadata(path);
+    let fill = match &existing {
+        // Nothing to replace: build the file as an unnamed inode and give it its name once
+        // complete. One directory entry appears, whole, with no temporary name (and a
+        // fraction of the inotify traffic of create, write, chmod, rename).
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match create_unnamed(dir, path, mode, fill)? {
+            Unnamed::Done => return Ok(()),
+            Unnamed::Unsupported(fill) => fill,
+        },
+        _ => fill,
+    };
+    let existing = existing.ok().filter(|m| m.is_file());
     let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
     fill(tmp.as_file_mut())?;
     let kept_mode = existing.as_ref().map(|m| m.mode() & 0o7777);
@@ -44,6 +55,71 @@ pub fn atomic_write_with(
     }
     tmp.as_file().sync_all()?;
     tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// What [`create_unnamed`] did.
+enum Unnamed<F> {
+    Done,
+    /// The filesystem (or a missing `/proc`) does not allow it, or the path appeared
+    /// meanwhile: the caller replaces it the usual way, with the untouched `fill`.
+    Unsupported(F),
+}
+
+/// Creates the absent `path` from an `O_TMPFILE` inode in `dir`: filled, chmodded and
+/// fsynced while it has no name, then linked in (`linkat` never replaces an entry).
+fn create_unnamed<F>(dir: &Path, path: &Path, mode: Option<u32>, fill: F) -> io::Result<Unnamed<F>>
+where
+    F: FnOnce(&mut fs::File) -> io::Result<()>,
+{
+    use nix::errno::Errno;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    static PROC_FDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+        return Ok(Unnamed::Unsupported(fill));
+    }
+    let opened =
+        fs::OpenOptions::new().write(true).custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits()).mode(0o600).open(dir);
+    let mut file = match opened {
+        Ok(f) => f,
+        // Not every filesystem has O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL on old kernels).
+        Err(e)
+            if matches!(
+                Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL
+            ) =>
+        {
+            return Ok(Unnamed::Unsupported(fill));
+        }
+        Err(e) => return Err(e),
+    };
+    fill(&mut file)?;
+    file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644)))?;
+    file.sync_all()?;
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let link = |to: &Path| {
+        nix::unistd::linkat(
+            nix::fcntl::AT_FDCWD,
+            proc_path.as_str(),
+            nix::fcntl::AT_FDCWD,
+            to,
+            nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
+        )
+    };
+    match link(path) {
+        Ok(()) => Ok(Unnamed::Done),
+        // Something appeared at the path meanwhile: name the finished file next to it and
+        // rename it over, as a replacement would.
+        Err(Errno::EEXIST) => {
+            let temp = dir.join(format!("{TEMP_PREFIX}{:016x}", rand::random::<u64>()));
+            link(&temp)?;
+            fs::rename(&temp, path).inspect_err(|_| {
+                let _cleanup = fs::remove_file(&temp);
+            })?;
+            Ok(Unnamed::Done)
+        }
+        Err(e) => Err(io::Error::from(e)),
+    }
 }
 
 /// Replaces `path` with `data` by writing a temp file next to it and renaming it over
