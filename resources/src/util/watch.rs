@@ -203,11 +203,14 @@ impl Hub {
         }
         let subs = self.subs.clone();
         let created = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            // notify 8 watches IN_OPEN: a check-apply reading the file would wake its own
+            // watch forever. Opens, reads and read-only closes change nothing (and are
+            // dropped before taking the lock the resources' watches contend for).
+            if matches!(&event, Ok(event) if is_read_only(&event.kind)) {
+                return;
+            }
             let subs = lock(&subs);
             match event {
-                // notify 8 watches IN_OPEN: a check-apply reading the file would wake its
-                // own watch forever. Opens, reads and read-only closes change nothing.
-                Ok(event) if is_read_only(&event.kind) => {}
                 Ok(event) => {
                     for path in &event.paths {
                         subs.concerned(path, |sub| sub.wake.notify_one());
@@ -239,9 +242,9 @@ impl Hub {
             let (wanted, old, wake) = {
                 let mut subs = lock(&self.subs);
                 let Some(sub) = subs.by_id.get_mut(&id) else { return Ok(()) };
-                let wanted = sub_points(sub);
+                let (wanted, complete) = sub_points(sub);
                 let old = std::mem::replace(&mut sub.points, wanted.clone());
-                (wanted, old, sub.wake.clone())
+                (wanted, old, (!complete).then(|| sub.wake.clone()))
             };
             if wanted == old {
                 return Ok(());
@@ -249,9 +252,12 @@ impl Hub {
             let result = self.acquire(&wanted);
             self.release(&old);
             result?;
+            // Every target existed: its parent was watched already, nothing can have
+            // appeared unseen.
+            let Some(wake) = wake else { return Ok(()) };
             let settled = {
                 let subs = lock(&self.subs);
-                subs.by_id.get(&id).is_none_or(|sub| sub_points(sub) == wanted)
+                subs.by_id.get(&id).is_none_or(|sub| sub_points(sub).0 == wanted)
             };
             if settled {
                 return Ok(());
@@ -327,17 +333,21 @@ impl Hub {
 /// the next event.
 const REARM_ROUNDS: usize = 8;
 
-/// The watch points a subscription needs now, without repeats.
-fn sub_points(sub: &Sub) -> Vec<(PathBuf, bool)> {
+/// The watch points a subscription needs now, without repeats, and whether every target
+/// exists (so each is watched through its own parent).
+fn sub_points(sub: &Sub) -> (Vec<(PathBuf, bool)>, bool) {
     let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
+    let mut complete = true;
     for target in &sub.targets {
-        for point in watch_points(target, sub.recursive) {
+        let (points, exists) = watch_points(target, sub.recursive);
+        complete &= exists;
+        for point in points {
             if !wanted.contains(&point) {
                 wanted.push(point);
             }
         }
     }
-    wanted
+    (wanted, complete)
 }
 
 fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
@@ -350,29 +360,36 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
     }
 }
 
-/// Where to watch for `target`: the target directory itself (to see its contents) and the
-/// nearest existing ancestor directory (to see the target appear, vanish or be replaced).
-fn watch_points(target: &Path, recursive: bool) -> Vec<(PathBuf, bool)> {
+/// Where to watch for `target`, and whether the target's parent exists (so nothing on the
+/// way to it can appear unseen).
+///
+/// A plain target is watched through its parent directory alone: the parent's watch
+/// reports the target's creation, removal, replacement, writes and attribute changes, and
+/// a plain directory target does not care about its entries. A recursive target that is a
+/// directory is also watched itself, with everything below it. When the parent does not
+/// exist yet, the nearest existing ancestor is watched, to see the path being made.
+fn watch_points(target: &Path, recursive: bool) -> (Vec<(PathBuf, bool)>, bool) {
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     let mut points = Vec::new();
-    if let Ok(m) = std::fs::symlink_metadata(target) {
-        if m.is_dir() {
-            points.push((target.to_path_buf(), recursive));
-        }
-        // The target exists, so its parent does: no need to look further up.
-        if let Some(parent) = target.parent() {
-            points.push((parent.to_path_buf(), false));
-        }
-        return points;
+    if recursive && is_dir(target) {
+        points.push((target.to_path_buf(), true));
     }
-    let mut ancestor = target.parent();
+    let Some(parent) = target.parent() else {
+        // The root directory: nothing above it to watch through.
+        if points.is_empty() && is_dir(target) {
+            points.push((target.to_path_buf(), false));
+        }
+        return (points, true);
+    };
+    let mut ancestor = Some(parent);
     while let Some(dir) = ancestor {
-        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+        if is_dir(dir) {
             points.push((dir.to_path_buf(), false));
-            break;
+            return (points, dir == parent);
         }
         ancestor = dir.parent();
     }
-    points
+    (points, false)
 }
 
 #[cfg(test)]
