@@ -249,6 +249,29 @@ mod tests {
     }
 
     #[test]
+    fn a_new_file_appears_only_once_whole_even_when_raced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new");
+        atomic_write_with(&path, Some(0o640), |f| {
+            f.write_all(b"first half, ")?;
+            assert!(!path.exists(), "a half-written file is visible");
+            f.write_all(b"second half")
+        })
+        .unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "first half, second half");
+        assert_eq!(fs::metadata(&path).unwrap().mode() & 0o777, 0o640);
+        // Someone creates the path while the new file is being filled: ours replaces it.
+        let raced = dir.path().join("raced");
+        atomic_write_with(&raced, None, |f| {
+            fs::write(&raced, "theirs")?;
+            f.write_all(b"ours")
+        })
+        .unwrap();
+        assert_eq!(fs::read_to_string(&raced).unwrap(), "ours");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp file left behind");
+    }
+
+    #[test]
     fn atomic_write_replaces_a_symlink_not_its_target() {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("target");
