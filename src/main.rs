@@ -11,7 +11,23 @@ use clap::Parser;
 use cli::{Cli, Command, LogFormat};
 use std::process::ExitCode;
 
+/// mimalloc instead of glibc's malloc: a large graph is hundreds of thousands of small
+/// allocations made and freed across threads, where glibc's arenas cost a measurable share
+/// of a run (allocation, `malloc_consolidate`, page faults) and fragment the heap.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (the same number in its v2 and v3 headers).
+const MI_OPTION_PURGE_DELAY: i32 = 15;
+
 fn main() -> ExitCode {
+    // Return freed pages to the OS at once instead of after a delay, so the resident size
+    // follows what the graph holds (at 10,000 resources the delayed pages are ~15% of it).
+    // `MIMALLOC_PURGE_DELAY` in the environment still wins.
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: a setter of mimalloc's global options, called before any other thread runs.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
     match cli.command {
