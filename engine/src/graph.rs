@@ -100,15 +100,19 @@ impl Graph {
     /// Structural checks: unique keys, edges between existing vertices, one sender per
     /// received param, no cycles.
     pub fn check(&self) -> Result<(), GraphError> {
+        self.check_with(&self.merged_edges())
+    }
+
+    /// [`Graph::check`] with the merged edges already at hand.
+    pub(crate) fn check_with(&self, edges: &BTreeMap<(ResKey, ResKey), Edge>) -> Result<(), GraphError> {
         let mut keys = BTreeSet::new();
         for v in &self.vertices {
             if !keys.insert(&v.key) {
                 return Err(GraphError::DuplicateVertex(v.key.clone()));
             }
         }
-        let edges = self.merged_edges();
         let mut receivers = BTreeSet::new();
-        for ((from, to), edge) in &edges {
+        for ((from, to), edge) in edges {
             if !keys.contains(from) || !keys.contains(to) {
                 return Err(GraphError::DanglingEdge { from: from.clone(), to: to.clone() });
             }

@@ -91,9 +91,9 @@ struct Plan {
 
 /// Checks the candidate: structure, metaparams, names, then each resource's own validation
 /// (skipped for hidden ones). Collects every problem.
-pub(crate) fn validate(graph: &Graph) -> Result<(), SwapError> {
+pub(crate) fn validate(graph: &Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) -> Result<(), SwapError> {
     let mut problems = Vec::new();
-    if let Err(e) = graph.check() {
+    if let Err(e) = graph.check_with(edges) {
         problems.push(Rejection::Graph(e));
     }
     for v in &graph.vertices {
@@ -184,8 +184,12 @@ struct Inited {
 /// On rejection, the vertices handed back (cleaned up) so injected reversals stay pending.
 type InitFailure = (SwapError, Vec<Vertex>);
 
-async fn init_new(state_dir: &Path, graph: Graph, plan: &Plan) -> Result<Inited, InitFailure> {
-    let edges = graph.merged_edges();
+async fn init_new(
+    state_dir: &Path,
+    graph: Graph,
+    edges: BTreeMap<(ResKey, ResKey), Edge>,
+    plan: &Plan,
+) -> Result<Inited, InitFailure> {
     let mut inited: Vec<Vertex> = Vec::new();
     let mut reversals = Vec::new();
     let mut problems = Vec::new();
@@ -255,13 +259,15 @@ fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKe
 
 /// `<state>/engine/state/<kind>-<name with unsafe bytes escaped>`.
 fn var_dir(state_dir: &Path, key: &ResKey) -> std::path::PathBuf {
-    let safe: String = key
-        .name
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
-        })
-        .collect();
+    let mut safe = String::with_capacity(key.name.len());
+    for b in key.name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+            safe.push(b as char);
+        } else {
+            use std::fmt::Write as _;
+            let _infallible = write!(safe, "%{b:02x}");
+        }
+    }
     state_dir.join("engine").join("state").join(format!("{}-{safe}", key.kind.replace(':', "_")))
 }
 
@@ -298,12 +304,13 @@ pub(crate) async fn swap(
     stop_timeout: Duration,
     generation: u64,
 ) -> Result<SwapReport, SwapError> {
-    validate(&graph)?;
-    let (injected, keep) = inject_reversals(running, &mut graph);
+    // Merged once: injected reversals bring no edges, and prefilling changes no edge.
     let edges = graph.merged_edges();
+    validate(&graph, &edges)?;
+    let (injected, keep) = inject_reversals(running, &mut graph);
     prefill(running, &mut graph, &edges);
     let plan = plan(running, &graph, &keep);
-    let Inited { vertices: fresh, reversals, edges } = match init_new(state_dir, graph, &plan).await {
+    let Inited { vertices: fresh, reversals, edges } = match init_new(state_dir, graph, edges, &plan).await {
         Ok(inited) => inited,
         Err((error, handed_back)) => {
             for v in handed_back.into_iter().filter(|v| injected.contains(&v.key)) {
