@@ -22,6 +22,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Params};
 use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
+use crate::util::lock;
 
 /// The docker daemon's images.
 #[async_trait]
@@ -115,10 +116,6 @@ impl Default for FakeDocker {
             events: tokio::sync::broadcast::channel(256).0,
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl FakeDocker {

@@ -12,7 +12,7 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
@@ -22,6 +22,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
 use crate::util::fs::{TEMP_PREFIX, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff};
+use crate::util::lock;
 use crate::util::watch::FileWatch;
 
 /// The params, as the user sees them.
@@ -72,10 +73,6 @@ struct Stamp {
     gid: u32,
     ctime: (i64, i64),
     mtime: (i64, i64),
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Stamp {

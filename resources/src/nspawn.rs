@@ -24,6 +24,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Params};
 use crate::util::events::{run_tool, run_tool_ok};
+use crate::util::lock;
 use crate::util::watch::watch_loop;
 
 /// Where machined keeps one state file per registered machine.
@@ -96,10 +97,6 @@ pub struct FakeMachines {
     images: Mutex<BTreeSet<String>>,
     running: Mutex<BTreeSet<String>>,
     calls: Mutex<Vec<String>>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl FakeMachines {

@@ -24,6 +24,7 @@ use zbus::{Connection, OwnedObjectPath};
 
 use crate::host::{ServiceManager, Systemctl, UnitChanges};
 use crate::util::command::{self, CmdSpec};
+use crate::util::lock;
 
 /// How often a start, stop or reload job that has not finished yet is logged.
 pub const JOB_WARN_EVERY: Duration = Duration::from_secs(10);
@@ -298,12 +299,12 @@ impl Link {
             .subscribe()
             .await
             .map_err(|e| ResError::new(format!("systemd does not answer on the {} bus ({e})", self.name)))?;
-        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = Some(manager.clone());
+        *lock(&self.open) = Some(manager.clone());
         Ok(manager)
     }
 
     fn cached(&self) -> Option<ManagerProxy<'static>> {
-        self.open.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.open).clone()
     }
 
     async fn connect(&self) -> Result<Connection, ResError> {
@@ -330,7 +331,7 @@ impl Link {
 
     /// Drops the connection, so the next call dials again.
     fn forget(&self) {
-        *self.open.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *lock(&self.open) = None;
     }
 }
 

@@ -7,3 +7,9 @@ pub mod events;
 pub mod fs;
 pub mod registry;
 pub mod watch;
+
+/// Locks `m`, going on past a poisoned lock: the state behind the kinds' mutexes is plain
+/// bookkeeping that a panic elsewhere leaves usable.
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -38,6 +38,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Params};
 use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
+use crate::util::lock;
 
 /// mgmt's default number of vcpu slots.
 pub const DEFAULT_MAX_CPUS: i64 = 32;
@@ -404,10 +405,6 @@ impl Default for FakeLibvirt {
             next_uuid: Mutex::new(1),
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The facts the fake needs from a domain definition: name, uuid and sizing.

@@ -39,6 +39,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Params};
 use crate::util::events::{Lines, broadcast_lines, follow};
+use crate::util::lock;
 use crate::util::watch::FileWatch;
 use crate::virt::{Auth, Conn, parse_colon_table, virsh_ok, virsh_query, virsh_stream, virsh_with_xml, xml_escape};
 
@@ -363,10 +364,6 @@ impl Default for FakeNetworks {
     fn default() -> Self {
         FakeNetworks { nets: Mutex::default(), calls: Mutex::default(), events: tokio::sync::broadcast::channel(256).0 }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl FakeNetworks {

@@ -14,7 +14,7 @@ use lang::value::Value;
 use resources::build_with;
 use resources::host::{Host, ServiceManager};
 use resources::systemd::{Backend, Systemd, SystemdBus};
-use support::{check, params, s};
+use support::{check, eventually_within, params, s};
 use zbus::object_server::{ObjectServer, SignalEmitter};
 use zbus::{Connection, ObjectPath, OwnedObjectPath, interface};
 
@@ -295,17 +295,10 @@ async fn p2p_pair(manager: Option<FakeManager>) -> (Connection, Connection) {
 
 /// Polls `cond` for up to 3 s: well before the watch's fallback poll
 /// ([`resources::svc::STATE_POLL`]) could notice anything, so only a signal makes it true.
-async fn soon(mut cond: impl FnMut() -> bool) -> bool {
+async fn soon(cond: impl FnMut() -> bool) -> bool {
     const WITHIN: Duration = Duration::from_secs(3);
     assert!(WITHIN < resources::svc::STATE_POLL);
-    let until = std::time::Instant::now() + WITHIN;
-    while std::time::Instant::now() < until {
-        if cond() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    false
+    eventually_within(WITHIN, cond).await
 }
 
 fn sandbox(root: &std::path::Path, system: &Fake, session: &Fake) -> Host {

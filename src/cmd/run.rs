@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+use tokio::sync::broadcast::error::RecvError;
 
 /// How long an orderly shutdown waits for workers before aborting them.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -278,27 +278,13 @@ impl Runner {
                     break Stop::Exit(code);
                 }
                 Ok(()) = failures_seen.changed() => saw_failure = true,
+                // Only --noop follows events, for its reports; failures arrive through
+                // `failures_seen` above.
                 Some(ev) = next_event(&mut events) => {
-                    // Take the whole queued burst in one wake-up (thousands at a large swap).
-                    let mut next = Some(ev);
-                    while let Some(ev) = next {
-                        match ev {
-                            Ok(EngineEvent::Applied { key, changed: true, noop: true, reports }) => {
-                                noop_reports.insert(key, reports);
-                            }
-                            Ok(EngineEvent::Failed { retrying: false, .. }) => saw_failure = true,
-                            Err(RecvError::Lagged(_)) => saw_failure = true,
-                            Err(RecvError::Closed) => break,
-                            _ => {}
-                        }
-                        let Some(events) = events.as_mut() else { break };
-                        next = match events.try_recv() {
-                            Ok(ev) => Some(Ok(ev)),
-                            Err(TryRecvError::Lagged(n)) => Some(Err(RecvError::Lagged(n))),
-                            Err(TryRecvError::Empty | TryRecvError::Closed) => None,
-                        };
+                    if let Ok(EngineEvent::Applied { key, changed: true, noop: true, reports }) = ev {
+                        noop_reports.insert(key, reports);
                     }
-                },
+                }
                 _ = resync.tick(), if feed.is_some() => self.metrics.sync_states(&self.engine.status().await),
                 _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
                     if self.stalled().await {

@@ -60,13 +60,14 @@ pub fn atomic_write_with(
 /// What [`create_unnamed`] did.
 enum Unnamed<F> {
     Done,
-    /// The filesystem (or a missing `/proc`) does not allow it, or the path appeared
-    /// meanwhile: the caller replaces it the usual way, with the untouched `fill`.
+    /// The filesystem (or a missing `/proc`) does not allow it: the caller writes the file
+    /// the usual way, with the untouched `fill`.
     Unsupported(F),
 }
 
 /// Creates the absent `path` from an `O_TMPFILE` inode in `dir`: filled, chmodded and
-/// fsynced while it has no name, then linked in (`linkat` never replaces an entry).
+/// fsynced while it has no name, then linked in. `linkat` never replaces an entry, so if
+/// something appeared at the path meanwhile the file is linked next to it and renamed over.
 fn create_unnamed<F>(dir: &Path, path: &Path, mode: Option<u32>, fill: F) -> io::Result<Unnamed<F>>
 where
     F: FnOnce(&mut fs::File) -> io::Result<()>,

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::lock;
 use engine::ResError;
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::Notify;
@@ -128,10 +129,6 @@ fn hub() -> &'static Hub {
         subs: Arc::new(Mutex::new(Subs::default())),
         next_id: AtomicU64::new(1),
     })
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl FileWatch {

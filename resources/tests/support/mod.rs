@@ -45,8 +45,13 @@ pub fn engine(dir: &std::path::Path) -> Engine {
 pub const WAIT: Duration = Duration::from_secs(10);
 
 /// Polls `cond` until true or the timeout.
-pub async fn eventually(mut cond: impl FnMut() -> bool) -> bool {
-    let until = std::time::Instant::now() + WAIT;
+pub async fn eventually(cond: impl FnMut() -> bool) -> bool {
+    eventually_within(WAIT, cond).await
+}
+
+/// Polls `cond` every 20 ms until true or `within` has passed.
+pub async fn eventually_within(within: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + within;
     while std::time::Instant::now() < until {
         if cond() {
             return true;
