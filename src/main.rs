@@ -14,6 +14,7 @@ use std::process::ExitCode;
 /// mimalloc instead of glibc's malloc: a large graph is hundreds of thousands of small
 /// allocations made and freed across threads, where glibc's arenas cost a measurable share
 /// of a run (allocation, `malloc_consolidate`, page faults) and fragment the heap.
+#[cfg(not(feature = "system-alloc"))]
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -24,7 +25,7 @@ fn main() -> ExitCode {
     // Return freed pages to the OS at once instead of after a delay, so the resident size
     // follows what the graph holds (at 10,000 resources the delayed pages are ~15% of it).
     // `MIMALLOC_PURGE_DELAY` in the environment still wins.
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+    if cfg!(not(feature = "system-alloc")) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: a setter of mimalloc's global options, called before any other thread runs.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
     }

@@ -39,7 +39,7 @@ pub fn atomic_write_with(
         // complete. One directory entry appears, whole, with no temporary name (and a
         // fraction of the inotify traffic of create, write, chmod, rename).
         Err(e) if e.kind() == io::ErrorKind::NotFound => match create_unnamed(dir, path, mode, fill)? {
-            Unnamed::Done => return Ok(()),
+            Unnamed::Done(_) => return Ok(()),
             Unnamed::Unsupported(fill) => fill,
         },
         _ => fill,
@@ -57,9 +57,35 @@ pub fn atomic_write_with(
     tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
+/// The process's umask, read once from `/proc/self/status` (reading it with `umask(2)`
+/// would mean setting it, racing with other threads); `None` where the kernel does not say.
+fn umask() -> Option<u32> {
+    static UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        let status = fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+        u32::from_str_radix(line.trim(), 8).ok()
+    })
+}
+
+/// Creates `path`, known to be absent a moment ago, with `data` and `mode` (0644 if
+/// `None`), atomically as [`atomic_write`] does, and returns the new file's metadata: the
+/// caller learns what it made without looking the path up again.
+pub fn create_file(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<fs::Metadata> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match create_unnamed(dir, path, mode, |file: &mut fs::File| file.write_all(data))? {
+        Unnamed::Done(meta) => Ok(meta),
+        Unnamed::Unsupported(_) => {
+            atomic_write(path, data, mode)?;
+            fs::symlink_metadata(path)
+        }
+    }
+}
+
 /// What [`create_unnamed`] did.
 enum Unnamed<F> {
-    Done,
+    /// Created; the new file's metadata, taken from the open file once it had its name.
+    Done(fs::Metadata),
     /// The filesystem (or a missing `/proc`) does not allow it: the caller writes the file
     /// the usual way, with the untouched `fill`.
     Unsupported(F),
@@ -79,8 +105,15 @@ where
     if !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
         return Ok(Unnamed::Unsupported(fill));
     }
-    let opened =
-        fs::OpenOptions::new().write(true).custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits()).mode(0o600).open(dir);
+    let mode = mode.unwrap_or(0o644);
+    // Created with its final mode when the umask lets it through whole, which saves a
+    // chmod (and the inotify event it sends every watcher of the directory).
+    let born_right = umask().is_some_and(|umask| mode <= 0o777 && mode & umask == 0);
+    let opened = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits())
+        .mode(if born_right { mode } else { 0o600 })
+        .open(dir);
     let mut file = match opened {
         Ok(f) => f,
         // Not every filesystem has O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL on old kernels).
@@ -95,7 +128,9 @@ where
         Err(e) => return Err(e),
     };
     fill(&mut file)?;
-    file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644)))?;
+    if !born_right {
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
     file.sync_all()?;
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
     let link = |to: &Path| {
@@ -108,7 +143,7 @@ where
         )
     };
     match link(path) {
-        Ok(()) => Ok(Unnamed::Done),
+        Ok(()) => Ok(Unnamed::Done(file.metadata()?)),
         // Something appeared at the path meanwhile: name the finished file next to it and
         // rename it over, as a replacement would.
         Err(Errno::EEXIST) => {
@@ -117,7 +152,7 @@ where
             fs::rename(&temp, path).inspect_err(|_| {
                 let _cleanup = fs::remove_file(&temp);
             })?;
-            Ok(Unnamed::Done)
+            Ok(Unnamed::Done(file.metadata()?))
         }
         Err(e) => Err(io::Error::from(e)),
     }
@@ -270,6 +305,18 @@ mod tests {
         .unwrap();
         assert_eq!(fs::read_to_string(&raced).unwrap(), "ours");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp file left behind");
+    }
+
+    #[test]
+    fn a_created_file_has_its_mode_whatever_the_umask_lets_through() {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, mode) in [0o644, 0o666, 0o600, 0o4755, 0o777, 0o000].into_iter().enumerate() {
+            let path = dir.path().join(format!("f{i}"));
+            let meta = create_file(&path, b"x", Some(mode)).unwrap();
+            assert_eq!(meta.mode() & 0o7777, mode, "reported mode of {mode:o}");
+            assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, mode, "mode of {mode:o}");
+            assert_eq!(fs::read(&path).unwrap(), b"x");
+        }
     }
 
     #[test]

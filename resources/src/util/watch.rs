@@ -1,26 +1,35 @@
-//! The process-wide file watcher: one inotify instance (notify 8) multiplexing every path
-//! any resource watches, so a large graph does not run into `max_user_instances`.
+//! The process-wide file watcher: one inotify instance, read by one thread, multiplexing
+//! every path any resource watches, so a large graph does not run into
+//! `max_user_instances`.
 //!
-//! A subscription names target paths. For each target the hub watches the target itself
-//! when it is a directory (recursively if asked) and its nearest existing ancestor
-//! directory otherwise, so creation, deletion and atomic replacement are all seen, even of
-//! paths that do not exist yet. After every event a subscription re-resolves its watch
-//! points (a directory may have appeared). Events are spurious-friendly: anything touching a
-//! target, something inside it, or one of its ancestors counts.
+//! A subscription names target paths. For each target the hub watches the target's parent
+//! directory, and the target itself with everything below it when it is a directory watched
+//! recursively; when the parent does not exist yet, its nearest existing ancestor, to see
+//! the path being made. After every event a subscription re-resolves its watch points (a
+//! directory may have appeared). Events are spurious-friendly: anything touching a target,
+//! something inside it, or one of its ancestors counts.
 //!
-//! Lock order: the callback (on notify's thread) takes only `subs`; code that calls into
-//! the watcher takes `watcher` and never `subs` at the same time, because notify's
-//! `watch()` waits for its event thread, which may be inside the callback.
+//! The watches ask only for changes (`MASK`): reading a file, as every check does, costs
+//! the watcher nothing. A directory with a live watch is known to exist, so re-resolving a
+//! subscription whose parent is watched needs no system call. A watch that dies (its
+//! directory removed or moved away) is marked dead, and every subscription it served is
+//! woken to re-resolve.
+//!
+//! One lock (`state`) guards the subscriptions and the watches; the reader thread takes it
+//! per batch of events. `inotify_add_watch` is a plain system call, so arming under the
+//! lock never waits for the reader.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::lock;
 use engine::ResError;
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
 use tokio::sync::Notify;
+
+use super::lock;
 
 /// A live subscription; dropping it releases its watch points.
 pub struct FileWatch {
@@ -29,13 +38,58 @@ pub struct FileWatch {
     wake: Arc<Notify>,
 }
 
+/// What a watch reports: changes of content, metadata and names, never reads.
+const MASK: AddWatchFlags = AddWatchFlags::IN_MODIFY
+    .union(AddWatchFlags::IN_ATTRIB)
+    .union(AddWatchFlags::IN_CLOSE_WRITE)
+    .union(AddWatchFlags::IN_MOVED_FROM)
+    .union(AddWatchFlags::IN_MOVED_TO)
+    .union(AddWatchFlags::IN_CREATE)
+    .union(AddWatchFlags::IN_DELETE)
+    .union(AddWatchFlags::IN_DELETE_SELF)
+    .union(AddWatchFlags::IN_MOVE_SELF)
+    .union(AddWatchFlags::IN_ONLYDIR);
+
+/// Events that can change what lies below a path (so every target below it is concerned),
+/// as opposed to a change of the path's own content or metadata.
+const RESHAPES: AddWatchFlags = AddWatchFlags::IN_MOVED_FROM
+    .union(AddWatchFlags::IN_MOVED_TO)
+    .union(AddWatchFlags::IN_CREATE)
+    .union(AddWatchFlags::IN_DELETE)
+    .union(AddWatchFlags::IN_DELETE_SELF)
+    .union(AddWatchFlags::IN_MOVE_SELF)
+    .union(AddWatchFlags::IN_IGNORED);
+
 struct Hub {
-    /// Created lazily on first use; `None` forever if inotify is unavailable.
-    watcher: Mutex<Option<RecommendedWatcher>>,
-    /// Reference counts of watched directories, with whether any user wants recursion.
-    dirs: Mutex<HashMap<PathBuf, DirWatch>>,
-    subs: Arc<Mutex<Subs>>,
+    /// Created with the reader thread on first use; an error forever if inotify is
+    /// unavailable.
+    inotify: OnceLock<Result<Arc<Inotify>, String>>,
+    state: Mutex<State>,
     next_id: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    subs: Subs,
+    /// Every watched directory (and every one a subscription wants, watched or not).
+    dirs: HashMap<PathBuf, DirWatch>,
+    /// The path of each live watch, to name what an event is about.
+    by_wd: HashMap<WatchDescriptor, PathBuf>,
+}
+
+/// Why a directory is watched, and its watch.
+#[derive(Default)]
+struct DirWatch {
+    /// Subscriptions watching it for its entries.
+    plain: usize,
+    /// Subscriptions watching it and everything below it.
+    recursive: usize,
+    /// The live watch; `None` before arming and once it died.
+    wd: Option<WatchDescriptor>,
+    /// Entries looked up and found missing while the watch was live, and not named by any
+    /// event since: they cannot have appeared unseen, so they need no second lookup (a cold
+    /// start asks about one missing directory for each of thousands of files).
+    absent: HashSet<OsString>,
 }
 
 /// Every live subscription, plus hash indexes from paths to subscriptions, so an event
@@ -54,7 +108,12 @@ impl Subs {
         for target in &sub.targets {
             self.by_target.entry(target.clone()).or_default().push(id);
             for dir in target.ancestors().skip(1) {
-                *self.above.entry(dir.to_path_buf()).or_default() += 1;
+                match self.above.get_mut(dir) {
+                    Some(n) => *n += 1,
+                    None => {
+                        self.above.insert(dir.to_path_buf(), 1);
+                    }
+                }
             }
         }
         self.by_id.insert(id, sub);
@@ -82,35 +141,37 @@ impl Subs {
     }
 
     /// Calls `f` with every subscription an event on `path` can concern: one whose target is
-    /// `path` or lies below it (moved or removed with it), and a recursive one whose target
-    /// is an ancestor of `path`. A plain directory target does not care about its entries:
-    /// otherwise every file written into a managed directory would wake the directory's
-    /// resource, which re-pokes all its children (quadratic at scale).
-    fn concerned(&self, path: &Path, mut f: impl FnMut(&Sub)) {
-        let subs = |ids: &Vec<u64>| ids.iter().filter_map(|id| self.by_id.get(id)).collect::<Vec<_>>();
+    /// `path`, a recursive one whose target is an ancestor of `path`, and, when the event
+    /// `reshapes` the path (created, removed, moved), one whose target lies below it. A plain
+    /// directory target does not care about its entries: otherwise every file written into a
+    /// managed directory would wake the directory's resource, which re-pokes all its children
+    /// (quadratic at scale).
+    fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub)) {
+        let mut each = |ids: &Vec<u64>, recursive_only: bool| {
+            for sub in ids.iter().filter_map(|id| self.by_id.get(id)) {
+                if !recursive_only || sub.recursive {
+                    f(sub);
+                }
+            }
+        };
         if let Some(ids) = self.by_target.get(path) {
-            subs(ids).into_iter().for_each(&mut f);
+            each(ids, false);
         }
-        if self.above.contains_key(path) {
-            // Rare (a directory holding targets changed itself): every target below it.
+        if reshapes && self.above.contains_key(path) {
+            // Rare (a directory holding targets was made, removed or moved): every target
+            // below it.
             for (target, ids) in &self.by_target {
                 if target != path && target.starts_with(path) {
-                    subs(ids).into_iter().for_each(&mut f);
+                    each(ids, false);
                 }
             }
         }
         for ancestor in path.ancestors().skip(1) {
             if let Some(ids) = self.by_target.get(ancestor) {
-                subs(ids).into_iter().filter(|s| s.recursive).for_each(&mut f);
+                each(ids, true);
             }
         }
     }
-}
-
-#[derive(Default)]
-struct DirWatch {
-    plain: usize,
-    recursive: usize,
 }
 
 struct Sub {
@@ -123,12 +184,7 @@ struct Sub {
 
 fn hub() -> &'static Hub {
     static HUB: OnceLock<Hub> = OnceLock::new();
-    HUB.get_or_init(|| Hub {
-        watcher: Mutex::new(None),
-        dirs: Mutex::new(HashMap::new()),
-        subs: Arc::new(Mutex::new(Subs::default())),
-        next_id: AtomicU64::new(1),
-    })
+    HUB.get_or_init(|| Hub { inotify: OnceLock::new(), state: Mutex::default(), next_id: AtomicU64::new(1) })
 }
 
 impl FileWatch {
@@ -136,10 +192,10 @@ impl FileWatch {
     /// target count.
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
         let hub = hub();
-        hub.ensure_watcher()?;
+        hub.inotify()?;
         let wake = Arc::new(Notify::new());
-        let id = hub.next_id.fetch_add(1, Ordering::SeqCst);
-        lock(&hub.subs).insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new() });
+        let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&hub.state).subs.insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new() });
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
     }
@@ -173,57 +229,36 @@ pub fn watch_loop(
     })
 }
 
-/// Events that only observe a file.
-fn is_read_only(kind: &notify::EventKind) -> bool {
-    use notify::event::{AccessKind, AccessMode};
-    matches!(
-        kind,
-        notify::EventKind::Access(
-            AccessKind::Open(_) | AccessKind::Read | AccessKind::Close(AccessMode::Read | AccessMode::Execute)
-        )
-    )
-}
-
 impl Drop for FileWatch {
     fn drop(&mut self) {
         let hub = hub();
-        let points = lock(&hub.subs).remove(self.id).map(|s| s.points).unwrap_or_default();
-        hub.release(&points);
+        let mut state = lock(&hub.state);
+        let points = state.subs.remove(self.id).map(|s| s.points).unwrap_or_default();
+        if let Ok(inotify) = hub.inotify() {
+            state.release(inotify, &points);
+        }
     }
 }
 
 impl Hub {
-    fn ensure_watcher(&self) -> Result<(), ResError> {
-        let mut watcher = lock(&self.watcher);
-        if watcher.is_some() {
-            return Ok(());
+    /// The inotify instance, started with its reader thread on first use.
+    fn inotify(&self) -> Result<&Inotify, ResError> {
+        let started = self.inotify.get_or_init(|| {
+            let inotify = Arc::new(
+                Inotify::init(InitFlags::IN_CLOEXEC)
+                    .map_err(|e| format!("cannot start the file watcher (inotify_init1: {e})"))?,
+            );
+            let reader = inotify.clone();
+            std::thread::Builder::new()
+                .name("tend-inotify".into())
+                .spawn(move || read_loop(&reader))
+                .map_err(|e| format!("cannot start the file watcher thread: {e}"))?;
+            Ok(inotify)
+        });
+        match started {
+            Ok(inotify) => Ok(inotify),
+            Err(e) => Err(ResError::new(e.clone())),
         }
-        let subs = self.subs.clone();
-        let created = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            // notify 8 watches IN_OPEN: a check-apply reading the file would wake its own
-            // watch forever. Opens, reads and read-only closes change nothing (and are
-            // dropped before taking the lock the resources' watches contend for).
-            if matches!(&event, Ok(event) if is_read_only(&event.kind)) {
-                return;
-            }
-            let subs = lock(&subs);
-            match event {
-                Ok(event) => {
-                    for path in &event.paths {
-                        subs.concerned(path, |sub| sub.wake.notify_one());
-                    }
-                }
-                // Overflow or a watcher error: tell everyone, spurious events are fine.
-                Err(_) => {
-                    for sub in subs.by_id.values() {
-                        sub.wake.notify_one();
-                    }
-                }
-            }
-        })
-        .map_err(|e| ResError::new(format!("cannot start the file watcher: {e}")))?;
-        *watcher = Some(created);
-        Ok(())
     }
 
     /// Recomputes a subscription's watch points and adjusts the shared watches.
@@ -235,108 +270,245 @@ impl Hub {
     /// the subscription re-arms and gets a (spurious-friendly) wake-up, since its target
     /// changed unseen.
     fn rearm(&self, id: u64) -> Result<(), ResError> {
+        let inotify = self.inotify()?;
+        let mut state = lock(&self.state);
         for _ in 0..REARM_ROUNDS {
-            let (wanted, old, wake) = {
-                let mut subs = lock(&self.subs);
-                let Some(sub) = subs.by_id.get_mut(&id) else { return Ok(()) };
-                let (wanted, complete) = sub_points(sub);
-                let old = std::mem::replace(&mut sub.points, wanted.clone());
-                (wanted, old, (!complete).then(|| sub.wake.clone()))
-            };
-            if wanted == old {
+            let State { subs, dirs, .. } = &mut *state;
+            let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
+            let (wanted, complete) = sub_points(dirs, sub);
+            let wake = (!complete).then(|| sub.wake.clone());
+            if wanted == sub.points && state.alive(&wanted) {
                 return Ok(());
             }
-            let result = self.acquire(&wanted);
-            self.release(&old);
-            result?;
-            // Every target existed: its parent was watched already, nothing can have
+            let old = match state.subs.by_id.get_mut(&id) {
+                Some(sub) => std::mem::replace(&mut sub.points, wanted.clone()),
+                None => return Ok(()),
+            };
+            state.acquire(inotify, &wanted);
+            state.release(inotify, &old);
+            // Every target's parent existed and was watched already: nothing can have
             // appeared unseen.
             let Some(wake) = wake else { return Ok(()) };
-            let settled = {
-                let subs = lock(&self.subs);
-                subs.by_id.get(&id).is_none_or(|sub| sub_points(sub).0 == wanted)
-            };
-            if settled {
+            let State { subs, dirs, .. } = &mut *state;
+            let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
+            if sub_points(dirs, sub).0 == wanted {
                 return Ok(());
             }
             wake.notify_one();
         }
         Ok(())
     }
+}
 
-    fn acquire(&self, points: &[(PathBuf, bool)]) -> Result<(), ResError> {
-        let mut dirs = lock(&self.dirs);
-        let mut watcher = lock(&self.watcher);
-        let Some(watcher) = watcher.as_mut() else { return Err(ResError::new("file watcher is not running")) };
+impl State {
+    /// Whether every point has a live watch.
+    fn alive(&self, points: &[(PathBuf, bool)]) -> bool {
+        points.iter().all(|(dir, _)| self.dirs.get(dir).is_some_and(|d| d.wd.is_some()))
+    }
+
+    fn acquire(&mut self, inotify: &Inotify, points: &[(PathBuf, bool)]) {
         for (dir, recursive) in points {
-            let entry = dirs.entry(dir.clone()).or_default();
-            let was = mode_of(entry);
+            let entry = self.dirs.entry(dir.clone()).or_default();
             if *recursive {
                 entry.recursive += 1;
             } else {
                 entry.plain += 1;
             }
-            let now = mode_of(entry);
-            if was != now {
-                if was.is_some() {
-                    let _not_watched = watcher.unwatch(dir);
-                }
-                if let Some(mode) = now
-                    && let Err(e) = watcher.watch(dir, mode)
-                {
-                    // The directory may have vanished meanwhile (the next event re-arms);
-                    // anything else (e.g. the inotify watch limit) means missed events.
-                    if matches!(&e.kind, notify::ErrorKind::PathNotFound)
-                        || matches!(&e.kind, notify::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
-                    {
-                        tracing::debug!(path = %dir.display(), error = %e, "cannot watch");
-                    } else {
-                        tracing::warn!(path = %dir.display(), error = %e, "cannot watch; changes here will be missed");
-                    }
-                }
+            self.watch(inotify, dir);
+            if *recursive {
+                self.watch_below(inotify, dir);
             }
         }
-        Ok(())
     }
 
-    fn release(&self, points: &[(PathBuf, bool)]) {
-        let mut dirs = lock(&self.dirs);
-        let mut watcher = lock(&self.watcher);
+    fn release(&mut self, inotify: &Inotify, points: &[(PathBuf, bool)]) {
         for (dir, recursive) in points {
-            let Some(entry) = dirs.get_mut(dir) else { continue };
-            let was = mode_of(entry);
+            let Some(entry) = self.dirs.get_mut(dir) else { continue };
             if *recursive {
                 entry.recursive = entry.recursive.saturating_sub(1);
             } else {
                 entry.plain = entry.plain.saturating_sub(1);
             }
-            let now = mode_of(entry);
-            if was != now
-                && let Some(w) = watcher.as_mut()
-            {
-                let _not_watched = w.unwatch(dir);
-                if let Some(mode) = now {
-                    let _vanished = w.watch(dir, mode);
+            let unrooted = *recursive && entry.recursive == 0;
+            self.drop_unneeded(inotify, dir);
+            if unrooted {
+                let below: Vec<PathBuf> =
+                    self.dirs.keys().filter(|d| *d != dir && d.starts_with(dir)).cloned().collect();
+                for d in below {
+                    self.drop_unneeded(inotify, &d);
                 }
             }
-            if now.is_none() {
-                dirs.remove(dir);
+        }
+    }
+
+    /// Whether `dir` must be watched: a subscription wants it, or it lies below a
+    /// recursively watched directory.
+    fn needed(&self, dir: &Path) -> bool {
+        self.dirs.get(dir).is_some_and(|d| d.plain > 0 || d.recursive > 0) || self.below_recursive(dir)
+    }
+
+    fn below_recursive(&self, dir: &Path) -> bool {
+        dir.ancestors().skip(1).any(|a| self.dirs.get(a).is_some_and(|d| d.recursive > 0))
+    }
+
+    fn drop_unneeded(&mut self, inotify: &Inotify, dir: &Path) {
+        if self.needed(dir) {
+            return;
+        }
+        if let Some(DirWatch { wd: Some(wd), .. }) = self.dirs.remove(dir) {
+            self.by_wd.remove(&wd);
+            // The directory may be gone already (its watch went with it).
+            let _gone = inotify.rm_watch(wd);
+        }
+    }
+
+    /// Gives `dir` a live watch if it has none.
+    fn watch(&mut self, inotify: &Inotify, dir: &Path) {
+        let entry = self.dirs.entry(dir.to_path_buf()).or_default();
+        if entry.wd.is_some() {
+            return;
+        }
+        match inotify.add_watch(dir, MASK) {
+            Ok(wd) => {
+                entry.wd = Some(wd);
+                // Two paths of one directory (a bind mount) share its watch; the later
+                // path names its events.
+                self.by_wd.insert(wd, dir.to_path_buf());
+            }
+            // The directory may have vanished meanwhile (the next event re-arms); anything
+            // else (e.g. the inotify watch limit) means missed events.
+            Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => {
+                tracing::debug!(path = %dir.display(), "cannot watch: gone");
+            }
+            Err(e) => tracing::warn!(path = %dir.display(), error = %e, "cannot watch; changes here will be missed"),
+        }
+    }
+
+    /// Watches every directory below `dir` (for a recursive watch point).
+    fn watch_below(&mut self, inotify: &Inotify, dir: &Path) {
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else { continue };
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let sub = entry.path();
+                    self.watch(inotify, &sub);
+                    todo.push(sub);
+                }
+            }
+        }
+    }
+
+    /// Marks the watch `wd` dead (its directory was removed or moved away) along with the
+    /// watches below it, which can no longer be trusted to name their paths.
+    fn forget(&mut self, inotify: &Inotify, wd: WatchDescriptor) -> Option<PathBuf> {
+        let path = self.by_wd.remove(&wd)?;
+        let below: Vec<PathBuf> = self.dirs.keys().filter(|d| d.starts_with(&path)).cloned().collect();
+        for d in below {
+            let Some(entry) = self.dirs.get_mut(&d) else { continue };
+            entry.absent.clear();
+            if let Some(other) = entry.wd.take()
+                && other != wd
+            {
+                self.by_wd.remove(&other);
+                let _gone = inotify.rm_watch(other);
+            }
+            if entry.plain == 0 && entry.recursive == 0 {
+                self.dirs.remove(&d);
+            }
+        }
+        Some(path)
+    }
+
+    /// One event from the kernel: who it concerns, and what it does to the watches.
+    fn handle(&mut self, inotify: &Inotify, event: &InotifyEvent) {
+        let mask = event.mask;
+        if mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+            // Events were lost: tell everyone, spurious events are fine.
+            for sub in self.subs.by_id.values() {
+                sub.wake.notify_one();
+            }
+            for dir in self.dirs.values_mut() {
+                dir.absent.clear();
+            }
+            return;
+        }
+        if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path)) {
+            match &event.name {
+                Some(name) => {
+                    dir.absent.remove(name);
+                }
+                None => dir.absent.clear(),
+            }
+        }
+        let dead = mask.intersects(AddWatchFlags::IN_IGNORED | AddWatchFlags::IN_MOVE_SELF);
+        let path = if dead {
+            if mask.contains(AddWatchFlags::IN_MOVE_SELF) {
+                // The watch follows the directory to its new place, where its paths are wrong.
+                let _moving = inotify.rm_watch(event.wd);
+            }
+            match self.forget(inotify, event.wd) {
+                Some(path) => path,
+                None => return,
+            }
+        } else {
+            let Some(dir) = self.by_wd.get(&event.wd) else { return };
+            match &event.name {
+                Some(name) => dir.join(name),
+                None => dir.clone(),
+            }
+        };
+        let new_dir = mask.contains(AddWatchFlags::IN_ISDIR)
+            && mask.intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
+        if new_dir && self.below_recursive(&path) {
+            // A directory appeared inside a recursive watch: watch it and what it already
+            // holds (made before its watch existed; a spurious wake-up covers that).
+            self.watch(inotify, &path);
+            self.watch_below(inotify, &path);
+        }
+        self.subs.concerned(&path, mask.intersects(RESHAPES), |sub| sub.wake.notify_one());
+    }
+}
+
+/// The reader thread: blocks on the inotify descriptor and hands each batch of events to the
+/// hub. Lives as long as the process (the hub is process-wide).
+fn read_loop(inotify: &Inotify) {
+    let hub = hub();
+    loop {
+        match inotify.read_events() {
+            Ok(events) => {
+                let mut state = lock(&hub.state);
+                for event in &events {
+                    state.handle(inotify, event);
+                }
+                drop(state);
+                // A lone event was handled at once; a storm (thousands of files written)
+                // is gathered into fewer, larger batches instead of one wake-up each.
+                std::thread::sleep(BATCH_PAUSE);
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => {
+                tracing::error!(error = %e, "the file watcher stopped; file changes will be missed");
+                return;
             }
         }
     }
 }
 
+/// The reader's pause after each batch of events.
+const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_micros(500);
+
 /// How often one re-arm follows a tree that keeps growing under it before leaving the rest to
 /// the next event.
 const REARM_ROUNDS: usize = 8;
 
-/// The watch points a subscription needs now, without repeats, and whether every target
-/// exists (so each is watched through its own parent).
-fn sub_points(sub: &Sub) -> (Vec<(PathBuf, bool)>, bool) {
+/// The watch points a subscription needs now, without repeats, and whether every target's
+/// parent exists (so each is watched through its own parent).
+fn sub_points(dirs: &mut HashMap<PathBuf, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, bool)>, bool) {
     let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
     let mut complete = true;
     for target in &sub.targets {
-        let (points, exists) = watch_points(target, sub.recursive);
+        let (points, exists) = watch_points(dirs, target, sub.recursive);
         complete &= exists;
         for point in points {
             if !wanted.contains(&point) {
@@ -347,16 +519,6 @@ fn sub_points(sub: &Sub) -> (Vec<(PathBuf, bool)>, bool) {
     (wanted, complete)
 }
 
-fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
-    if d.recursive > 0 {
-        Some(RecursiveMode::Recursive)
-    } else if d.plain > 0 {
-        Some(RecursiveMode::NonRecursive)
-    } else {
-        None
-    }
-}
-
 /// Where to watch for `target`, and whether the target's parent exists (so nothing on the
 /// way to it can appear unseen).
 ///
@@ -364,29 +526,59 @@ fn mode_of(d: &DirWatch) -> Option<RecursiveMode> {
 /// reports the target's creation, removal, replacement, writes and attribute changes, and
 /// a plain directory target does not care about its entries. A recursive target that is a
 /// directory is also watched itself, with everything below it. When the parent does not
-/// exist yet, the nearest existing ancestor is watched, to see the path being made.
-fn watch_points(target: &Path, recursive: bool) -> (Vec<(PathBuf, bool)>, bool) {
-    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+/// exist yet, the nearest existing ancestor is watched, to see the path being made. A
+/// directory with a live watch exists (its removal kills the watch), so only the others
+/// are looked up.
+fn watch_points(dirs: &mut HashMap<PathBuf, DirWatch>, target: &Path, recursive: bool) -> (Vec<(PathBuf, bool)>, bool) {
     let mut points = Vec::new();
-    if recursive && is_dir(target) {
+    if recursive && std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
         points.push((target.to_path_buf(), true));
     }
     let Some(parent) = target.parent() else {
         // The root directory: nothing above it to watch through.
-        if points.is_empty() && is_dir(target) {
+        if points.is_empty() && is_dir(dirs, target) {
             points.push((target.to_path_buf(), false));
         }
         return (points, true);
     };
     let mut ancestor = Some(parent);
     while let Some(dir) = ancestor {
-        if is_dir(dir) {
+        if is_dir(dirs, dir) {
             points.push((dir.to_path_buf(), false));
             return (points, dir == parent);
         }
         ancestor = dir.parent();
     }
     (points, false)
+}
+
+/// Whether `path` is a directory, answered from the watches where they know: a watched
+/// directory exists, and an entry of a watched directory found missing earlier is still
+/// missing if no event has named it since.
+fn is_dir(dirs: &mut HashMap<PathBuf, DirWatch>, path: &Path) -> bool {
+    if dirs.get(path).is_some_and(|d| d.wd.is_some()) {
+        return true;
+    }
+    let watched_parent = match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => dirs.get_mut(parent).filter(|d| d.wd.is_some()).map(|d| (d, name)),
+        _ => None,
+    };
+    if let Some((parent, name)) = &watched_parent
+        && parent.absent.contains(*name)
+    {
+        return false;
+    }
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta.is_dir(),
+        Err(e) => {
+            if e.kind() == std::io::ErrorKind::NotFound
+                && let Some((parent, name)) = watched_parent
+            {
+                parent.absent.insert(name.to_os_string());
+            }
+            false
+        }
+    }
 }
 
 #[cfg(test)]
@@ -459,7 +651,7 @@ mod tests {
         std::fs::write(&target, "x").unwrap();
         expect_event(&mut w).await;
         drop(w);
-        assert!(!lock(&hub().dirs).contains_key(dir.path()));
+        assert!(!lock(&hub().state).dirs.contains_key(dir.path()));
     }
 
     #[tokio::test]
@@ -476,5 +668,63 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(200), inner.changed()).await.is_err());
         std::fs::remove_dir_all(tree.join("a")).unwrap();
         expect_event(&mut inner).await;
+    }
+
+    #[tokio::test]
+    async fn reading_a_watched_file_wakes_nobody() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("f");
+        std::fs::write(&target, "x").unwrap();
+        let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
+        for _ in 0..3 {
+            assert_eq!(std::fs::read(&target).unwrap(), b"x");
+        }
+        assert!(tokio::time::timeout(Duration::from_millis(200), w.changed()).await.is_err(), "a read woke the watch");
+        std::fs::write(&target, "y").unwrap();
+        expect_event(&mut w).await;
+    }
+
+    #[tokio::test]
+    async fn a_directory_made_inside_a_recursive_watch_is_followed_with_what_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir(&tree).unwrap();
+        let mut w = FileWatch::new(vec![tree.clone()], true).unwrap();
+        // Made in one go: `deep` may exist before `new` is watched.
+        std::fs::create_dir_all(tree.join("new/deep")).unwrap();
+        expect_event(&mut w).await;
+        while tokio::time::timeout(Duration::from_millis(100), w.changed()).await.is_ok() {}
+        std::fs::write(tree.join("new/deep/file"), "x").unwrap();
+        expect_event(&mut w).await;
+        drop(w);
+        let state = lock(&hub().state);
+        assert!(state.dirs.keys().all(|d| !d.starts_with(&tree)), "watches left below the released tree");
+    }
+
+    #[tokio::test]
+    async fn a_parent_removed_or_moved_away_is_watched_again_once_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("p");
+        let target = parent.join("file");
+        std::fs::create_dir(&parent).unwrap();
+        let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
+
+        std::fs::remove_dir(&parent).unwrap();
+        expect_event(&mut w).await;
+        std::fs::create_dir(&parent).unwrap();
+        expect_event(&mut w).await;
+        while tokio::time::timeout(Duration::from_millis(100), w.changed()).await.is_ok() {}
+        std::fs::write(&target, "x").unwrap();
+        expect_event(&mut w).await;
+
+        // Moved away: the old directory's watch must not stand in for the new one.
+        std::fs::rename(&parent, dir.path().join("elsewhere")).unwrap();
+        expect_event(&mut w).await;
+        while tokio::time::timeout(Duration::from_millis(100), w.changed()).await.is_ok() {}
+        std::fs::create_dir(&parent).unwrap();
+        expect_event(&mut w).await;
+        while tokio::time::timeout(Duration::from_millis(100), w.changed()).await.is_ok() {}
+        std::fs::write(&target, "y").unwrap();
+        expect_event(&mut w).await;
     }
 }
