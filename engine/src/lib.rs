@@ -151,7 +151,7 @@ impl Engine {
             stopped = report.stopped.len(),
             "graph swapped"
         );
-        self.shared.emit(EngineEvent::Swapped {
+        self.shared.emit(|| EngineEvent::Swapped {
             generation,
             started: report.started.len(),
             stopped: report.stopped.len(),

@@ -290,7 +290,7 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
         }
         v.node.set_links(Links::default());
         shared.converger.unregister(&v.node.converged);
-        shared.emit(crate::EngineEvent::Stopped(v.node.key.clone()));
+        shared.emit(|| crate::EngineEvent::Stopped(v.node.key.clone()));
     }
     stragglers
 }
@@ -377,8 +377,9 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
     let mut new_edges = BTreeMap::new();
     for ((from, to), edge) in edges {
         let kept = !plan.start.contains(&from) && !plan.start.contains(&to);
-        let pending = match running.edges.get(&(from.clone(), to.clone())) {
-            Some(old) if kept && old.notify == edge.notify => old.pending.clone(),
+        let old = if kept { running.edges.get(&(from.clone(), to.clone())) } else { None };
+        let pending = match old {
+            Some(old) if old.notify == edge.notify => old.pending.clone(),
             _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
         };
         new_edges.insert((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv });

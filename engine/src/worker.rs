@@ -48,8 +48,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn emit(&self, event: EngineEvent) {
-        let _no_subscribers = self.events.send(event);
+    /// Sends the event made by `event` to the subscribers; with none (the common case of
+    /// a large one-shot run) the event is not even built.
+    pub(crate) fn emit(&self, event: impl FnOnce() -> EngineEvent) {
+        if self.events.receiver_count() > 0 {
+            let _no_subscribers = self.events.send(event());
+        }
     }
 
     fn tick(&self) -> u64 {
@@ -100,7 +104,7 @@ impl Worker {
     /// the watch and clean up.
     pub(crate) async fn run(mut self) {
         let key = self.node.key.clone();
-        self.shared.emit(EngineEvent::Started(key.clone()));
+        self.shared.emit(|| EngineEvent::Started(key.clone()));
         tracing::debug!(resource = %key, "started");
         self.init_retry_budget();
         let mut watch_budget = self.meta.retry;
@@ -229,7 +233,8 @@ impl Worker {
             for note in &ctx.reports {
                 tracing::info!(resource = %self.node.key, "{note}");
             }
-            self.shared.emit(EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports: ctx.reports });
+            let reports = ctx.reports;
+            self.shared.emit(|| EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports });
             check_ok
         };
 
@@ -392,7 +397,11 @@ impl Worker {
 
     fn report_retry(&self, error: &ResError) {
         tracing::warn!(resource = %self.node.key, error = %error, "failed, will retry");
-        self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: true });
+        self.shared.emit(|| EngineEvent::Failed {
+            key: self.node.key.clone(),
+            error: error.to_string(),
+            retrying: true,
+        });
     }
 
     /// Stops for good: records the error and leaves the converger (engine.md 2.5).
@@ -402,7 +411,11 @@ impl Worker {
         self.node.set_state(WorkerState::Failed { error: error.to_string() });
         self.shared.converger.unregister(&self.node.converged);
         self.shared.failed_for_good.send_modify(|n| *n += 1);
-        self.shared.emit(EngineEvent::Failed { key: self.node.key.clone(), error: error.to_string(), retrying: false });
+        self.shared.emit(|| EngineEvent::Failed {
+            key: self.node.key.clone(),
+            error: error.to_string(),
+            retrying: false,
+        });
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
