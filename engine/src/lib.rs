@@ -122,6 +122,7 @@ impl Engine {
             watch_stop_timeout: config.stop_timeout / 2,
             exit: Arc::new(watch::Sender::new(None)),
             failed_for_good: watch::Sender::new(0),
+            exiting: AtomicBool::new(false),
         });
         Engine {
             shared,
@@ -234,6 +235,14 @@ impl Engine {
     /// The number of swaps applied so far.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
+    }
+
+    /// [`Engine::shutdown`] for a process about to exit: every worker still stops and
+    /// cleans up in order, but the memory of the stopped graph is left to the OS, which
+    /// takes it back at once (freeing 10,000 resources piece by piece costs tens of ms).
+    pub async fn shutdown_for_exit(&self, deadline: Duration) -> ShutdownReport {
+        self.shared.exiting.store(true, Ordering::Relaxed);
+        self.shutdown(deadline).await
     }
 
     /// Stops every worker: waits for in-flight check-applies (up to half the deadline),

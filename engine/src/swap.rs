@@ -279,18 +279,23 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
     }
     let until = tokio::time::Instant::now() + deadline;
     let mut stragglers = Vec::new();
-    for v in vertices {
-        if let Some(mut join) = v.join
-            && tokio::time::timeout_at(until, &mut join).await.is_err()
+    for mut v in vertices {
+        if let Some(join) = v.join.as_mut()
+            && tokio::time::timeout_at(until, &mut *join).await.is_err()
         {
             tracing::warn!(resource = %v.node.key, "did not stop before the deadline; aborting");
             join.abort();
             let _aborted = join.await;
             stragglers.push(v.node.key.clone());
         }
-        v.node.set_links(Links::default());
         shared.converger.unregister(&v.node.converged);
         shared.emit(|| crate::EngineEvent::Stopped(v.node.key.clone()));
+        if shared.exiting.load(std::sync::atomic::Ordering::Relaxed) {
+            std::mem::forget(v);
+        } else {
+            // Links hold their neighbours: clear them, or stopped vertices keep each other alive.
+            v.node.set_links(Links::default());
+        }
     }
     stragglers
 }
@@ -385,24 +390,23 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
         new_edges.insert((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv });
     }
     running.edges = new_edges;
-    let mut links: BTreeMap<&ResKey, Links> = running.vertices.keys().map(|k| (k, Links::default())).collect();
+    // Vertices by position: one hash lookup per edge end instead of ordered-map walks
+    // comparing keys.
+    let nodes: Vec<&Arc<Node>> = running.vertices.values().map(|v| &v.node).collect();
+    let index: std::collections::HashMap<&ResKey, usize> =
+        running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
+    let mut links: Vec<Links> = vec![Links::default(); nodes.len()];
     for ((from, to), edge) in &running.edges {
-        let (Some(parent), Some(child)) = (running.vertices.get(from), running.vertices.get(to)) else { continue };
+        let (Some(&parent), Some(&child)) = (index.get(from), index.get(to)) else { continue };
         let link = |node: &Arc<Node>| Link {
             node: node.clone(),
             pending: edge.pending.clone(),
             sendrecv: edge.sendrecv.clone(),
         };
-        if let Some(l) = links.get_mut(to) {
-            l.parents.push(link(&parent.node));
-        }
-        if let Some(l) = links.get_mut(from) {
-            l.children.push(link(&child.node));
-        }
+        links[child].parents.push(link(nodes[parent]));
+        links[parent].children.push(link(nodes[child]));
     }
-    for (key, l) in links {
-        if let Some(v) = running.vertices.get(key) {
-            v.node.set_links(l);
-        }
+    for (node, l) in nodes.into_iter().zip(links) {
+        node.set_links(l);
     }
 }

@@ -45,6 +45,9 @@ pub(crate) struct Shared {
     /// How many workers have failed for good so far, read through
     /// [`crate::Engine::failures_seen`] by callers that need no per-resource events.
     pub(crate) failed_for_good: tokio::sync::watch::Sender<u64>,
+    /// Set by [`crate::Engine::shutdown_for_exit`]: stopped workers leave their memory to
+    /// the OS instead of freeing it piece by piece.
+    pub(crate) exiting: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -432,6 +435,10 @@ impl Worker {
             tracing::warn!(resource = %self.node.key, error = %error, "cleanup failed");
         }
         tracing::debug!(resource = %self.node.key, "stopped");
+        if self.shared.exiting.load(Ordering::Relaxed) {
+            // Cleaned up already; what is left is memory.
+            std::mem::forget(self);
+        }
     }
 }
 
