@@ -32,7 +32,7 @@ pub fn atomic_write_with(
     mode: Option<u32>,
     fill: impl FnOnce(&mut fs::File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = dir_of(path);
     let existing = fs::symlink_metadata(path);
     let fill = match &existing {
         // Nothing to replace: build the file as an unnamed inode and give it its name once
@@ -72,7 +72,7 @@ fn umask() -> Option<u32> {
 /// `None`), atomically as [`atomic_write`] does, and returns the new file's metadata: the
 /// caller learns what it made without looking the path up again.
 pub fn create_file(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<fs::Metadata> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = dir_of(path);
     match create_unnamed(dir, path, mode, |file: &mut fs::File| file.write_all(data))? {
         Unnamed::Done(meta) => Ok(meta),
         Unnamed::Unsupported(_) => {
@@ -80,6 +80,11 @@ pub fn create_file(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<fs
             fs::symlink_metadata(path)
         }
     }
+}
+
+/// The directory `path` is in (`.` for a bare name), where its temporary file goes.
+fn dir_of(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// What [`create_unnamed`] did.
@@ -156,16 +161,6 @@ where
         }
         Err(e) => Err(io::Error::from(e)),
     }
-}
-
-/// Replaces `path` with `data` by writing a temp file next to it and renaming it over
-/// the path: readers never see a partial file, but nothing is fsynced. For tend's own
-/// bookkeeping that is cheap to lose in a crash, not for managed files.
-pub fn replace_file(path: &Path, data: &[u8]) -> io::Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
-    tmp.write_all(data)?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Parses a mode: octal (`0644`, `755`, `1777`) or comma-separated symbolic assignments

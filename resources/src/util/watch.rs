@@ -566,7 +566,7 @@ fn sub_points(dirs: &mut Map<OsString, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, b
 /// are looked up.
 fn watch_points(dirs: &mut Map<OsString, DirWatch>, target: &Path, recursive: bool) -> (Vec<(PathBuf, bool)>, bool) {
     let mut points = Vec::new();
-    if recursive && std::fs::symlink_metadata(target).is_ok_and(|m| m.is_dir()) {
+    if recursive && is_dir(dirs, target) {
         points.push((target.to_path_buf(), true));
     }
     let Some(parent) = target.parent() else {
