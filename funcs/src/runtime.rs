@@ -108,6 +108,11 @@ impl Dataflow {
     /// are skipped; an identical snapshot is not repeated. After an error (returned once)
     /// or shutdown, `None`.
     pub async fn next(&mut self) -> Option<Result<Output, Diagnostic>> {
+        Some(self.next_shared().await?.map(Arc::unwrap_or_clone))
+    }
+
+    /// [`Dataflow::next`] without copying the output: it is shared with the engine thread.
+    pub async fn next_shared(&mut self) -> Option<Result<Arc<Output>, Diagnostic>> {
         loop {
             if self.snapshots.changed().await.is_err() {
                 return None;

@@ -159,3 +159,37 @@ async fn a_stream_that_ends_without_a_value_is_an_error() {
     assert_eq!(err.message, "func `test.quit` stopped before it was loaded");
     assert_eq!(err.span, Some(G::span_of(q)));
 }
+
+#[tokio::test]
+async fn a_graph_without_streams_is_released_once_its_output_is_out() {
+    // Nothing can change a graph of constants: the engine thread drops the function graph
+    // (and every computed value) as soon as the output is published.
+    let mut g = G::new();
+    let one = g.int(1);
+    let two = g.add1(one);
+    g.output("two", two);
+    let graph = g.finish();
+    let mut df = Dataflow::start(graph.clone(), registry(), Host::default());
+    let out = next(&mut df).await.expect("no error");
+    assert_eq!(v(&out, "two"), Some(Value::Int(2)));
+    assert!(eventually(|| std::sync::Arc::strong_count(&graph) == 1).await, "the engine still holds the graph");
+    // It still answers a shutdown.
+    df.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_graph_with_a_stream_is_kept() {
+    let mut g = G::new();
+    let s = g.input("kept.s", Type::Int);
+    g.output("s", s);
+    set("kept.s", Value::Int(1));
+    let graph = g.finish();
+    let mut df = Dataflow::start(graph.clone(), registry(), Host::default());
+    next(&mut df).await.expect("no error");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(std::sync::Arc::strong_count(&graph) > 1, "a graph with a live stream was released");
+    set("kept.s", Value::Int(5));
+    let out = until(&mut df, |o| v(o, "s") == Some(Value::Int(5))).await;
+    assert_eq!(v(&out, "s"), Some(Value::Int(5)));
+    df.shutdown().await;
+}

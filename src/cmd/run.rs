@@ -203,7 +203,10 @@ impl Runner {
         let mut watcher =
             if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
         let mut sources = compiled.sources;
+        // The dataflow holds the function graph as long as it needs it (a program without
+        // streams drops it once its output is computed).
         let mut dataflow = Some(self.start(&compiled.graph));
+        drop(compiled.graph);
         let mut exit_rx = self.engine.exit_requested();
         // A failed resource keeps its dependants waiting, so the graph never converges;
         // once a failure was seen, `--converged-timeout` also ends a run that has stalled.
@@ -380,7 +383,7 @@ impl Runner {
     /// Interprets one output and swaps it in; false (after reporting) when it was rejected.
     /// The output is taken by value and each intermediate form is dropped as soon as the next
     /// exists, so a large graph is not held in memory three times over during a swap.
-    async fn apply(&mut self, output: lang::output::Output, sources: &SourceMap) -> bool {
+    async fn apply(&mut self, output: Arc<lang::output::Output>, sources: &SourceMap) -> bool {
         tracing::debug!("output settled; interpreting");
         let interpreted = compile::interpreted(&output, &self.catalog);
         drop(output);
@@ -447,9 +450,9 @@ async fn next_event(
     }
 }
 
-async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<lang::output::Output, Diagnostic>> {
+async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
     match df {
-        Some(df) => df.next().await,
+        Some(df) => df.next_shared().await,
         None => std::future::pending().await,
     }
 }

@@ -23,7 +23,18 @@ use crate::runtime::walk::{Walked, walk};
 /// stream that ignores an input change from stalling the output.
 const STALE_GRACE: Duration = Duration::from_millis(100);
 
-pub(crate) type Snapshot = Option<Result<Output, Diagnostic>>;
+/// Shared, not copied: the engine thread, the channel and the reader each hold the same
+/// output (at 10,000 resources a copy is several megabytes).
+pub(crate) type Snapshot = Option<Result<Arc<Output>, Diagnostic>>;
+
+/// Why [`drive`] returned.
+enum Driven {
+    /// Shut down, or stopped with an error (already published).
+    Stopped,
+    /// The graph holds no stream, so its output can never change again: the engine and
+    /// the function graph are no longer needed.
+    Fixed,
+}
 
 /// Runs a graph until shutdown or the first error. Cancels every stream on the way out.
 pub(crate) fn run(
@@ -45,6 +56,17 @@ pub(crate) fn run(
     let cancel = spawner.cancel.clone();
     let engine = Engine::new(graph, info, spawner);
     let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &evaluations)));
+    if let Ok(Driven::Fixed) = result {
+        // Free the function graph and every computed value (tens of megabytes for a large
+        // program) before the caller turns the output into resources, then idle until
+        // shutdown: nothing but a shutdown can arrive without streams.
+        drop(engine);
+        while let Ok(ev) = events.recv() {
+            if matches!(ev, Event::Shutdown) {
+                break;
+            }
+        }
+    }
     if let Err(panic) = result {
         let what = panic
             .downcast_ref::<&str>()
@@ -59,8 +81,8 @@ pub(crate) fn run(
     cancel.cancel();
 }
 
-fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, evaluations: &AtomicU64) {
-    let mut last: Option<Output> = None;
+fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, evaluations: &AtomicU64) -> Driven {
+    let mut last: Option<Arc<Output>> = None;
     let mut stale_since: Option<Instant> = None;
     loop {
         engine.begin_wave();
@@ -70,11 +92,11 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
         if let Walked::Failed(d) = walked {
             tracing::debug!(error = %d.message, "dataflow stopped");
             out.send_replace(Some(Err(d)));
-            return;
+            return Driven::Stopped;
         }
         // An event that arrived during the wave means the graph has not settled yet.
         match drain(engine, events) {
-            Drained::Shutdown => return,
+            Drained::Shutdown => return Driven::Stopped,
             Drained::Some => continue,
             Drained::Nothing => {}
         }
@@ -86,28 +108,32 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
                     match events.recv_timeout(left) {
                         Ok(ev) => {
                             if !engine.apply(ev) || matches!(drain(engine, events), Drained::Shutdown) {
-                                return;
+                                return Driven::Stopped;
                             }
                             continue;
                         }
                         Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => return,
+                        Err(RecvTimeoutError::Disconnected) => return Driven::Stopped,
                     }
                 }
             }
             stale_since = None;
-            if last.as_ref() != Some(&output) {
+            if last.as_deref() != Some(&output) {
+                let output = Arc::new(output);
                 out.send_replace(Some(Ok(output.clone())));
                 last = Some(output);
+            }
+            if engine.is_fixed() {
+                return Driven::Fixed;
             }
         }
         match events.recv() {
             Ok(ev) => {
                 if !engine.apply(ev) || matches!(drain(engine, events), Drained::Shutdown) {
-                    return;
+                    return Driven::Stopped;
                 }
             }
-            Err(_) => return,
+            Err(_) => return Driven::Stopped,
         }
     }
 }

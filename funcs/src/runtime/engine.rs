@@ -417,6 +417,13 @@ impl Engine {
         true
     }
 
+    /// True when no instance holds a stream: every value is computed from constants, so
+    /// nothing can ever change the output again.
+    pub fn is_fixed(&self) -> bool {
+        let st = self.st.borrow();
+        st.stale.is_empty() && st.insts.iter().all(|i| i.stream.is_none())
+    }
+
     /// True while a stream has new inputs and has not answered them yet.
     pub fn has_stale_streams(&self) -> bool {
         !self.st.borrow().stale.is_empty()

@@ -6,6 +6,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use nix::unistd::{Gid, Group, Uid, User};
 use sha2::{Digest, Sha256};
@@ -104,10 +105,8 @@ where
     F: FnOnce(&mut fs::File) -> io::Result<()>,
 {
     use nix::errno::Errno;
-    use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
-    static PROC_FDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    if !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+    if !EMPTY_PATH_LINKS.load(Ordering::Relaxed) && !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
         return Ok(Unnamed::Unsupported(fill));
     }
     let mode = mode.unwrap_or(0o644);
@@ -137,16 +136,7 @@ where
         file.set_permissions(fs::Permissions::from_mode(mode))?;
     }
     file.sync_all()?;
-    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let link = |to: &Path| {
-        nix::unistd::linkat(
-            nix::fcntl::AT_FDCWD,
-            proc_path.as_str(),
-            nix::fcntl::AT_FDCWD,
-            to,
-            nix::fcntl::AtFlags::AT_SYMLINK_FOLLOW,
-        )
-    };
+    let link = |to: &Path| link_unnamed(&file, to);
     match link(path) {
         Ok(()) => Ok(Unnamed::Done(file.metadata()?)),
         // Something appeared at the path meanwhile: name the finished file next to it and
@@ -161,6 +151,33 @@ where
         }
         Err(e) => Err(io::Error::from(e)),
     }
+}
+
+/// Whether `linkat(fd, "", …, AT_EMPTY_PATH)` may name an unnamed file here: Linux 6.10
+/// allows it to the file's opener, older kernels only with CAP_DAC_READ_SEARCH. Cleared at
+/// the first refusal, after which files are linked through `/proc/self/fd` (a slower walk).
+static EMPTY_PATH_LINKS: AtomicBool = AtomicBool::new(true);
+static PROC_FDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Gives the unnamed `file` the name `to` (never over an existing entry).
+fn link_unnamed(file: &fs::File, to: &Path) -> nix::Result<()> {
+    use nix::errno::Errno;
+    use nix::fcntl::{AT_FDCWD, AtFlags};
+    use std::os::fd::AsRawFd;
+    if EMPTY_PATH_LINKS.load(Ordering::Relaxed) {
+        match nix::unistd::linkat(file, "", AT_FDCWD, to, AtFlags::AT_EMPTY_PATH) {
+            // Refused for want of the capability (ENOENT on kernels before 4.x, EPERM after).
+            Err(Errno::ENOENT | Errno::EPERM) if to.parent().is_none_or(|d| d.as_os_str().is_empty() || d.is_dir()) => {
+                EMPTY_PATH_LINKS.store(false, Ordering::Relaxed);
+            }
+            done => return done,
+        }
+    }
+    if !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+        return Err(Errno::EOPNOTSUPP);
+    }
+    let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    nix::unistd::linkat(AT_FDCWD, proc_path.as_str(), AT_FDCWD, to, AtFlags::AT_SYMLINK_FOLLOW)
 }
 
 /// Parses a mode: octal (`0644`, `755`, `1777`) or comma-separated symbolic assignments

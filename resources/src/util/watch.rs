@@ -5,8 +5,9 @@
 //! A subscription names target paths. For each target the hub watches the target's parent
 //! directory, and the target itself with everything below it when it is a directory watched
 //! recursively; when the parent does not exist yet, its nearest existing ancestor, to see
-//! the path being made. After every event a subscription re-resolves its watch points (a
-//! directory may have appeared). Events are spurious-friendly: anything touching a target,
+//! the path being made. After an event that may have moved them (a directory on the way
+//! appeared or vanished, a watch died) a subscription re-resolves its watch points; a
+//! change of a target itself does not move them. Events are spurious-friendly: anything touching a target,
 //! something inside it, or one of its ancestors counts.
 //!
 //! The watches ask only for changes (`MASK`): reading a file, as every check does, costs
@@ -23,7 +24,7 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::ResError;
@@ -65,8 +66,28 @@ impl Hasher for FastHash {
 /// A live subscription; dropping it releases its watch points.
 pub struct FileWatch {
     id: u64,
+    wake: Arc<Signal>,
+}
+
+/// How the hub wakes a subscription.
+#[derive(Default)]
+struct Signal {
     /// Holds at most one pending wake-up, so a burst of events coalesces into one.
-    wake: Arc<Notify>,
+    notify: Notify,
+    /// Set when an event may have moved the subscription's watch points (something on the
+    /// way to a target was made or removed, a watch died), so the woken side re-resolves
+    /// them. A change of a target itself, watched through its live parent, leaves the
+    /// points as they are and costs no re-resolution.
+    rearm: AtomicBool,
+}
+
+impl Signal {
+    fn wake(&self, rearm: bool) {
+        if rearm {
+            self.rearm.store(true, Ordering::Release);
+        }
+        self.notify.notify_one();
+    }
 }
 
 /// What a watch reports: changes of content, metadata and names, never reads.
@@ -177,16 +198,18 @@ impl Subs {
     /// directory target does not care about its entries: otherwise every file written into a
     /// managed directory would wake the directory's resource, which re-pokes all its children
     /// (quadratic at scale).
-    fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub)) {
-        let mut each = |ids: &Vec<u64>, recursive_only: bool| {
+    ///
+    /// `f` also learns whether `path` is one of the subscription's own targets.
+    fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub, bool)) {
+        let mut each = |ids: &Vec<u64>, recursive_only: bool, own: bool| {
             for sub in ids.iter().filter_map(|id| self.by_id.get(id)) {
                 if !recursive_only || sub.recursive {
-                    f(sub);
+                    f(sub, own);
                 }
             }
         };
         if let Some(ids) = self.by_target.get(path.as_os_str()) {
-            each(ids, false);
+            each(ids, false, true);
         }
         if reshapes && self.above.contains_key(path.as_os_str()) {
             // Rare (a directory holding targets was made, removed or moved): every target
@@ -194,13 +217,13 @@ impl Subs {
             for (target, ids) in &self.by_target {
                 let target = Path::new(target);
                 if target != path && target.starts_with(path) {
-                    each(ids, false);
+                    each(ids, false, false);
                 }
             }
         }
         for ancestor in path.ancestors().skip(1) {
             if let Some(ids) = self.by_target.get(ancestor.as_os_str()) {
-                each(ids, true);
+                each(ids, true, false);
             }
         }
     }
@@ -209,9 +232,11 @@ impl Subs {
 struct Sub {
     targets: Vec<PathBuf>,
     recursive: bool,
-    wake: Arc<Notify>,
+    wake: Arc<Signal>,
     /// Directories this subscription holds watches on, with the recursion used.
     points: Vec<(PathBuf, bool)>,
+    /// The points were last resolved with every target's parent watched.
+    settled: bool,
 }
 
 fn hub() -> &'static Hub {
@@ -225,20 +250,21 @@ impl FileWatch {
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.inotify()?;
-        let wake = Arc::new(Notify::new());
+        let wake = Arc::new(Signal::default());
         let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
         // Maps are keyed by the path's bytes (fast to hash), so every path is kept in one
         // spelling: no trailing or doubled slashes, no `.` components.
         let targets = targets.iter().map(|t| t.components().collect()).collect();
-        lock(&hub.state).subs.insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new() });
+        lock(&hub.state).subs.insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new(), settled: false });
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
     }
 
-    /// Waits for the next change (coalescing a burst), then re-resolves the watch points.
+    /// Waits for the next change (coalescing a burst), then re-resolves the watch points
+    /// if the change may have moved them.
     pub async fn changed(&mut self) -> Result<(), ResError> {
-        self.wake.notified().await;
-        hub().rearm(self.id)
+        self.wake.notify.notified().await;
+        if self.wake.rearm.swap(false, Ordering::AcqRel) { hub().rearm(self.id) } else { Ok(()) }
     }
 }
 
@@ -312,13 +338,13 @@ impl Hub {
             let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
             let (wanted, complete) = sub_points(dirs, sub);
             let wake = (!complete).then(|| sub.wake.clone());
-            if wanted == sub.points && state.alive(&wanted) {
+            let same = wanted == sub.points && state.alive(&wanted);
+            let Some(sub) = state.subs.by_id.get_mut(&id) else { return Ok(()) };
+            sub.settled = complete;
+            if same {
                 return Ok(());
             }
-            let old = match state.subs.by_id.get_mut(&id) {
-                Some(sub) => std::mem::replace(&mut sub.points, wanted.clone()),
-                None => return Ok(()),
-            };
+            let old = std::mem::replace(&mut sub.points, wanted.clone());
             state.acquire(inotify, &wanted);
             state.release(inotify, &old);
             // Every target's parent existed and was watched already: nothing can have
@@ -329,7 +355,7 @@ impl Hub {
             if sub_points(dirs, sub).0 == wanted {
                 return Ok(());
             }
-            wake.notify_one();
+            wake.wake(true);
         }
         Ok(())
     }
@@ -461,7 +487,7 @@ impl State {
         if mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
             // Events were lost: tell everyone, spurious events are fine.
             for sub in self.subs.by_id.values() {
-                sub.wake.notify_one();
+                sub.wake.wake(true);
             }
             for dir in self.dirs.values_mut() {
                 dir.absent.clear();
@@ -501,7 +527,10 @@ impl State {
             self.watch(inotify, &path);
             self.watch_below(inotify, &path);
         }
-        self.subs.concerned(&path, mask.intersects(RESHAPES), |sub| sub.wake.notify_one());
+        // A target's own change, seen through its live parent, cannot move any watch point.
+        self.subs.concerned(&path, mask.intersects(RESHAPES), |sub, own| {
+            sub.wake.wake(dead || !own || sub.recursive || !sub.settled);
+        });
     }
 }
 
