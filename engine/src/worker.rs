@@ -1,5 +1,5 @@
-//! One task per vertex: runs the watch (or its poll/hidden substitute), waits for events
-//! and pokes, and runs the process step (ordering check, semaphores, send/recv, refresh,
+//! One task per vertex: polls the watch (or its poll/hidden substitute) in the same task,
+//! waits for events and pokes, and runs the process step (ordering check, semaphores, send/recv, refresh,
 //! check-apply) with retries, rate limiting and timeouts.
 //!
 //! Ordering (engine.md 2.2): a vertex runs only when every parent finished a successful run
@@ -17,7 +17,6 @@ use futures::future::BoxFuture;
 use tokio::sync::{OwnedSemaphorePermit, RwLock, Semaphore, broadcast};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
 
 use crate::converger::Converger;
 use crate::event::EngineEvent;
@@ -112,7 +111,7 @@ impl Worker {
         self.init_retry_budget();
         let mut watch_budget = self.meta.retry;
         let watch_cancel = self.cancel.child_token();
-        let mut watch = Some(self.spawn_watch(watch_cancel.clone()));
+        let mut watch = Some(self.start_watch(watch_cancel.clone()));
         let mut started = false;
         loop {
             tokio::select! {
@@ -125,9 +124,8 @@ impl Worker {
                     }
                     started = false;
                     let error = match joined {
-                        Ok(Ok(())) => ResError::new("watch returned without being cancelled"),
-                        Ok(Err(e)) => e,
-                        Err(e) => ResError::new(format!("watch panicked: {e}")),
+                        Ok(()) => ResError::new("watch returned without being cancelled"),
+                        Err(e) => e,
                     };
                     if watch_budget == 0 {
                         self.fail(error);
@@ -142,7 +140,7 @@ impl Worker {
                         break;
                     }
                     self.node.set_state(WorkerState::Starting);
-                    watch = Some(self.spawn_watch(watch_cancel.child_token()));
+                    watch = Some(self.start_watch(watch_cancel.child_token()));
                     continue;
                 }
                 _ = self.node.wake.notified() => {}
@@ -335,8 +333,12 @@ impl Worker {
         Ok(permits)
     }
 
-    /// Starts the watch, or the engine's substitute for it (poll, run-once, hidden).
-    fn spawn_watch(&self, cancel: CancellationToken) -> WatchTask {
+    /// Makes the watch, or the engine's substitute for it (poll, run-once, hidden). It is
+    /// polled by the worker's own task while the worker waits (a task of its own per vertex
+    /// would cost a spawn, a join and a cross-task wake-up per event); events that come
+    /// during a process step wait in the watch until the step is over, which is when the
+    /// worker would look at them anyway.
+    fn start_watch(&self, cancel: CancellationToken) -> WatchFuture {
         let ctx = WatchCtx { node: self.node.clone(), cancel, converger: self.shared.converger.clone() };
         let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
@@ -358,12 +360,12 @@ impl Worker {
         } else {
             self.res.watch(ctx)
         };
-        AbortOnDropHandle::new(tokio::spawn(async move {
+        Box::pin(async move {
             AssertUnwindSafe(fut)
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
-        }))
+        })
     }
 
     /// Sleeps `ms` milliseconds; false when cancelled meanwhile.
@@ -422,14 +424,13 @@ impl Worker {
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
-    async fn stop(mut self, watch: Option<WatchTask>, watch_cancel: CancellationToken) {
+    async fn stop(mut self, watch: Option<WatchFuture>, watch_cancel: CancellationToken) {
         watch_cancel.cancel();
-        if let Some(mut handle) = watch
-            && tokio::time::timeout(self.shared.watch_stop_timeout, &mut handle).await.is_err()
+        if let Some(watch) = watch
+            && tokio::time::timeout(self.shared.watch_stop_timeout, watch).await.is_err()
         {
-            tracing::warn!(resource = %self.node.key, "watch did not stop in time; aborting it");
-            handle.abort();
-            let _aborted = handle.await;
+            // Dropped unfinished, which releases what it holds.
+            tracing::warn!(resource = %self.node.key, "watch did not stop in time; dropping it");
         }
         if let Err(error) = self.res.cleanup().await {
             tracing::warn!(resource = %self.node.key, error = %error, "cleanup failed");
@@ -442,13 +443,14 @@ impl Worker {
     }
 }
 
-/// The watch task; aborted when dropped, so a worker that is itself aborted (a straggler
-/// at shutdown) does not leave its watch running.
-type WatchTask = AbortOnDropHandle<Result<(), ResError>>;
+/// The watch, polled inside the worker's task (a panic in it comes out as an error); it
+/// goes with the worker, so a worker that is aborted (a straggler at shutdown) cannot leave
+/// it running.
+type WatchFuture = BoxFuture<'static, Result<(), ResError>>;
 
-async fn wait_watch(watch: &mut Option<WatchTask>) -> Result<Result<(), ResError>, tokio::task::JoinError> {
+async fn wait_watch(watch: &mut Option<WatchFuture>) -> Result<(), ResError> {
     match watch.as_mut() {
-        Some(handle) => handle.await,
+        Some(fut) => fut.await,
         None => std::future::pending().await,
     }
 }
