@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::fasthash::FastMap;
 use crate::meta::Meta;
 use crate::res::{ResKey, Resource};
 
@@ -103,20 +104,24 @@ impl Graph {
         self.check_with(&self.merged_edges())
     }
 
-    /// [`Graph::check`] with the merged edges already at hand.
+    /// [`Graph::check`] with the merged edges already at hand. Works on vertex positions:
+    /// keys are hashed once each instead of compared all along ordered-map walks (keys of
+    /// one kind share long prefixes, which makes every comparison a long `memcmp`).
     pub(crate) fn check_with(&self, edges: &BTreeMap<(ResKey, ResKey), Edge>) -> Result<(), GraphError> {
-        let mut keys = BTreeSet::new();
-        for v in &self.vertices {
-            if !keys.insert(&v.key) {
+        let mut index: FastMap<&ResKey, usize> = FastMap::default();
+        index.reserve(self.vertices.len());
+        for (i, v) in self.vertices.iter().enumerate() {
+            if index.insert(&v.key, i).is_some() {
                 return Err(GraphError::DuplicateVertex(v.key.clone()));
             }
         }
         let mut receivers = BTreeSet::new();
+        let mut arcs = Vec::with_capacity(edges.len());
         for ((from, to), edge) in edges {
-            if !keys.contains(from) || !keys.contains(to) {
+            let (Some(&f), Some(&t)) = (index.get(from), index.get(to)) else {
                 return Err(GraphError::DanglingEdge { from: from.clone(), to: to.clone() });
-            }
-            if from == to {
+            };
+            if f == t {
                 return Err(GraphError::SelfLoop(from.clone()));
             }
             for sr in &edge.sendrecv {
@@ -124,37 +129,45 @@ impl Graph {
                     return Err(GraphError::DuplicateRecv { key: to.clone(), recv: sr.recv.clone() });
                 }
             }
+            arcs.push((f, t));
         }
-        check_acyclic(&keys, edges.keys())
+        let on_cycles = vertices_on_cycles(self.vertices.len(), &arcs);
+        if on_cycles.is_empty() {
+            return Ok(());
+        }
+        let mut keys: Vec<ResKey> = on_cycles.into_iter().map(|i| self.vertices[i].key.clone()).collect();
+        keys.sort();
+        Err(GraphError::Cycle(keys))
     }
 }
 
-/// Kahn's algorithm; on failure names the vertices left on cycles (sorted).
-fn check_acyclic<'a>(
-    keys: &BTreeSet<&'a ResKey>,
-    edges: impl Iterator<Item = &'a (ResKey, ResKey)>,
-) -> Result<(), GraphError> {
-    let mut indegree: BTreeMap<&ResKey, usize> = keys.iter().map(|k| (*k, 0)).collect();
-    let mut children: BTreeMap<&ResKey, Vec<&ResKey>> = BTreeMap::new();
-    for (from, to) in edges {
-        children.entry(from).or_default().push(to);
-        *indegree.entry(to).or_default() += 1;
+/// Kahn's algorithm over `n` vertices and the `arcs` between their positions: the vertices
+/// it cannot order (those on a cycle or downstream of one), empty for a DAG.
+fn vertices_on_cycles(n: usize, arcs: &[(usize, usize)]) -> Vec<usize> {
+    // Children of vertex v: children[start[v]..start[v + 1]].
+    let mut start = vec![0usize; n + 1];
+    let mut indegree = vec![0usize; n];
+    for &(from, to) in arcs {
+        start[from + 1] += 1;
+        indegree[to] += 1;
     }
-    let mut ready: Vec<&ResKey> = indegree.iter().filter(|(_, d)| **d == 0).map(|(k, _)| *k).collect();
-    let mut seen = 0;
-    while let Some(key) = ready.pop() {
-        seen += 1;
-        for child in children.get(key).into_iter().flatten() {
-            if let Some(d) = indegree.get_mut(child) {
-                *d -= 1;
-                if *d == 0 {
-                    ready.push(child);
-                }
+    for v in 0..n {
+        start[v + 1] += start[v];
+    }
+    let mut fill = start.clone();
+    let mut children = vec![0usize; arcs.len()];
+    for &(from, to) in arcs {
+        children[fill[from]] = to;
+        fill[from] += 1;
+    }
+    let mut ready: Vec<usize> = (0..n).filter(|&v| indegree[v] == 0).collect();
+    while let Some(v) = ready.pop() {
+        for &child in &children[start[v]..start[v + 1]] {
+            indegree[child] -= 1;
+            if indegree[child] == 0 {
+                ready.push(child);
             }
         }
     }
-    if seen == indegree.len() {
-        return Ok(());
-    }
-    Err(GraphError::Cycle(indegree.into_iter().filter(|(_, d)| *d > 0).map(|(k, _)| k.clone()).collect()))
+    (0..n).filter(|&v| indegree[v] > 0).collect()
 }

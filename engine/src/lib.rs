@@ -49,6 +49,7 @@
 
 mod converger;
 mod event;
+pub mod fasthash;
 mod graph;
 mod meta;
 mod node;

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::fasthash::{FastMap, FastSet};
 use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
 use crate::meta::{Meta, MetaError};
 use crate::node::{Digest, Link, Links, Node, lock};
@@ -85,7 +86,7 @@ struct Plan {
     /// Running vertices to stop (removed, or replaced by a different instance).
     stop: Vec<ResKey>,
     /// Candidate vertices that replace nothing or replace a stopped one.
-    start: BTreeSet<ResKey>,
+    start: FastSet<ResKey>,
     unchanged: Vec<ResKey>,
 }
 
@@ -146,8 +147,8 @@ pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(Re
 /// Diff by kind+name: same fingerprint and metaparams keep the running vertex, unless it
 /// failed and asks to be rewatched.
 fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
-    let mut plan = Plan { stop: Vec::new(), start: BTreeSet::new(), unchanged: Vec::new() };
-    let candidate: BTreeMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
+    let mut plan = Plan { stop: Vec::new(), start: FastSet::default(), unchanged: Vec::new() };
+    let candidate: FastMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
     for (key, old) in &running.vertices {
         match candidate.get(key) {
             Some(new) if same(old, new) => plan.unchanged.push(key.clone()),
@@ -155,7 +156,8 @@ fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
             _ => plan.stop.push(key.clone()),
         }
     }
-    let unchanged: BTreeSet<&ResKey> = plan.unchanged.iter().collect();
+    let unchanged: FastSet<&ResKey> = plan.unchanged.iter().collect();
+    plan.start.reserve(candidate.len());
     for key in candidate.keys() {
         if !unchanged.contains(key) {
             plan.start.insert((*key).clone());
@@ -379,22 +381,24 @@ pub(crate) async fn swap(
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh
 /// flag of edges whose endpoints both stayed and whose notify flag did not change.
 fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: &Plan) {
-    let mut new_edges = BTreeMap::new();
-    for ((from, to), edge) in edges {
-        let kept = !plan.start.contains(&from) && !plan.start.contains(&to);
-        let old = if kept { running.edges.get(&(from.clone(), to.clone())) } else { None };
-        let pending = match old {
-            Some(old) if old.notify == edge.notify => old.pending.clone(),
-            _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
-        };
-        new_edges.insert((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv });
-    }
+    // `edges` is in key order, so collecting builds the map in bulk.
+    let new_edges = edges
+        .into_iter()
+        .map(|((from, to), edge)| {
+            let kept = !plan.start.contains(&from) && !plan.start.contains(&to);
+            let old = if kept { running.edges.get(&(from.clone(), to.clone())) } else { None };
+            let pending = match old {
+                Some(old) if old.notify == edge.notify => old.pending.clone(),
+                _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
+            };
+            ((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv })
+        })
+        .collect();
     running.edges = new_edges;
     // Vertices by position: one hash lookup per edge end instead of ordered-map walks
     // comparing keys.
     let nodes: Vec<&Arc<Node>> = running.vertices.values().map(|v| &v.node).collect();
-    let index: std::collections::HashMap<&ResKey, usize> =
-        running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
+    let index: FastMap<&ResKey, usize> = running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
     let mut links: Vec<Links> = vec![Links::default(); nodes.len()];
     for ((from, to), edge) in &running.edges {
         let (Some(&parent), Some(&child)) = (index.get(from), index.get(to)) else { continue };

@@ -319,6 +319,7 @@ impl Runner {
             if let Some(df) = dataflow.take() {
                 df.shutdown().await;
             }
+            resources::util::watch::leave_watches_at_exit();
             let report = self.engine.shutdown_for_exit(SHUTDOWN_DEADLINE).await;
             if !report.stragglers.is_empty() {
                 tracing::warn!(stragglers = report.stragglers.len(), "some resources did not stop in time");

@@ -22,7 +22,6 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -34,34 +33,8 @@ use tokio::sync::Notify;
 use super::lock;
 
 /// The hub's maps: keyed by path bytes and ids of the process's own making, so a fast
-/// multiplicative hash does (std's SipHash guards against keys chosen by an attacker, and
-/// cost a measurable share of subscribing and releasing 10,000 files).
-type Map<K, V> = std::collections::HashMap<K, V, BuildHasherDefault<FastHash>>;
-
-/// FxHash's scheme: fold each 8-byte word into the state with a rotate, xor and multiply.
-#[derive(Default)]
-struct FastHash(u64);
-
-impl Hasher for FastHash {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.write_u64(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.write_u64(u64::from_le_bytes(tail) ^ rest.len() as u64);
-    }
-
-    fn write_u64(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// hash does (SipHash cost a measurable share of subscribing and releasing 10,000 files).
+type Map<K, V> = engine::fasthash::FastMap<K, V>;
 
 /// A live subscription; dropping it releases its watch points.
 pub struct FileWatch {
@@ -153,6 +126,9 @@ struct Subs {
     /// For every proper ancestor of a target, how many targets lie below it: an event on
     /// such a directory (removed, moved) concerns them all.
     above: Map<OsString, usize>,
+    /// How many subscriptions are recursive: without any, an event concerns only the
+    /// subscriptions of its own path and no ancestor needs looking up.
+    recursive: usize,
 }
 
 impl Subs {
@@ -168,11 +144,13 @@ impl Subs {
                 }
             }
         }
+        self.recursive += usize::from(sub.recursive);
         self.by_id.insert(id, sub);
     }
 
     fn remove(&mut self, id: u64) -> Option<Sub> {
         let sub = self.by_id.remove(&id)?;
+        self.recursive -= usize::from(sub.recursive);
         for target in &sub.targets {
             if let Some(ids) = self.by_target.get_mut(target.as_os_str()) {
                 ids.retain(|i| *i != id);
@@ -221,9 +199,11 @@ impl Subs {
                 }
             }
         }
-        for ancestor in path.ancestors().skip(1) {
-            if let Some(ids) = self.by_target.get(ancestor.as_os_str()) {
-                each(ids, true, false);
+        if self.recursive > 0 {
+            for ancestor in path.ancestors().skip(1) {
+                if let Some(ids) = self.by_target.get(ancestor.as_os_str()) {
+                    each(ids, true, false);
+                }
             }
         }
     }
@@ -290,8 +270,21 @@ pub fn watch_loop(
     })
 }
 
+/// Set by [`leave_watches_at_exit`].
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// The process is about to exit: subscriptions dropped from now on leave their bookkeeping
+/// and inotify watches to the OS instead of releasing them one by one (a shutdown of
+/// 10,000 watched files otherwise spends its time updating maps nobody reads again).
+pub fn leave_watches_at_exit() {
+    EXITING.store(true, Ordering::Relaxed);
+}
+
 impl Drop for FileWatch {
     fn drop(&mut self) {
+        if EXITING.load(Ordering::Relaxed) {
+            return;
+        }
         let hub = hub();
         let mut state = lock(&hub.state);
         let points = state.subs.remove(self.id).map(|s| s.points).unwrap_or_default();
@@ -409,7 +402,9 @@ impl State {
     }
 
     fn below_recursive(&self, dir: &Path) -> bool {
-        dir.ancestors().skip(1).any(|a| self.dirs.get(a.as_os_str()).is_some_and(|d| d.recursive > 0))
+        // Recursive watch points exist only for recursive subscriptions.
+        self.subs.recursive > 0
+            && dir.ancestors().skip(1).any(|a| self.dirs.get(a.as_os_str()).is_some_and(|d| d.recursive > 0))
     }
 
     fn drop_unneeded(&mut self, inotify: &Inotify, dir: &Path) {
@@ -494,7 +489,9 @@ impl State {
             }
             return;
         }
-        if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path.as_os_str())) {
+        if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path.as_os_str()))
+            && !dir.absent.is_empty()
+        {
             match &event.name {
                 Some(name) => {
                     dir.absent.remove(name);
