@@ -137,11 +137,34 @@ pub trait Resource: Send + Sync + 'static {
 #[derive(Clone, Debug)]
 pub struct InitCtx {
     pub key: ResKey,
-    /// A directory private to this kind+name that survives swaps and restarts (created on
-    /// demand by the resource).
-    pub var_dir: PathBuf,
+    /// Where [`InitCtx::var_dir`] points instead of its default (tests); `None` in a
+    /// running engine.
+    pub var_dir: Option<PathBuf>,
     /// The engine's state root, for stores shared between resources (e.g. `kv`).
     pub state_dir: PathBuf,
+}
+
+impl InitCtx {
+    /// A directory private to this kind+name that survives swaps and restarts (created on
+    /// demand by the resource): `<state>/engine/state/<kind>-<name, unsafe bytes escaped>`.
+    /// Made on request: most kinds never ask, and a swap of thousands of resources need not
+    /// format a path for each.
+    pub fn var_dir(&self) -> PathBuf {
+        if let Some(dir) = &self.var_dir {
+            return dir.clone();
+        }
+        let key = &self.key;
+        let mut safe = String::with_capacity(key.name.len());
+        for b in key.name.bytes() {
+            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+                safe.push(b as char);
+            } else {
+                use std::fmt::Write as _;
+                let _infallible = write!(safe, "%{b:02x}");
+            }
+        }
+        self.state_dir.join("engine").join("state").join(format!("{}-{safe}", key.kind.replace(':', "_")))
+    }
 }
 
 /// The handle a watch loop uses to report events.
@@ -225,5 +248,27 @@ impl ApplyCtx {
 
     pub fn reports(&self) -> &[String] {
         &self.reports
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_var_dir_is_private_to_kind_and_name_and_safe_to_use_as_a_path() {
+        let ctx = |kind: &str, name: &str| InitCtx {
+            key: ResKey::new(kind, name),
+            var_dir: None,
+            state_dir: PathBuf::from("/var/lib/tend"),
+        };
+        assert_eq!(ctx("exec", "make-all_1.0").var_dir(), PathBuf::from("/var/lib/tend/engine/state/exec-make-all_1.0"));
+        // Slashes and spaces cannot split or escape the directory; `:` in a kind is kept out.
+        assert_eq!(
+            ctx("virt:builder", "../a b/c").var_dir(),
+            PathBuf::from("/var/lib/tend/engine/state/virt_builder-..%2fa%20b%2fc")
+        );
+        let pinned = InitCtx { var_dir: Some(PathBuf::from("/tmp/x")), ..ctx("exec", "a") };
+        assert_eq!(pinned.var_dir(), PathBuf::from("/tmp/x"));
     }
 }

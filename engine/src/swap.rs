@@ -87,7 +87,15 @@ struct Plan {
     stop: Vec<ResKey>,
     /// Candidate vertices that replace nothing or replace a stopped one.
     start: FastSet<ResKey>,
+    /// Every candidate starts (nothing runs yet): `start` is left empty.
+    start_all: bool,
     unchanged: Vec<ResKey>,
+}
+
+impl Plan {
+    fn starts(&self, key: &ResKey) -> bool {
+        self.start_all || self.start.contains(key)
+    }
 }
 
 /// Checks the candidate: structure, metaparams, names, then each resource's own validation
@@ -147,7 +155,11 @@ pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(Re
 /// Diff by kind+name: same fingerprint and metaparams keep the running vertex, unless it
 /// failed and asks to be rewatched.
 fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
-    let mut plan = Plan { stop: Vec::new(), start: FastSet::default(), unchanged: Vec::new() };
+    if running.vertices.is_empty() {
+        // The first graph: nothing to compare with.
+        return Plan { stop: Vec::new(), start: FastSet::default(), start_all: true, unchanged: Vec::new() };
+    }
+    let mut plan = Plan { stop: Vec::new(), start: FastSet::default(), start_all: false, unchanged: Vec::new() };
     let candidate: FastMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
     for (key, old) in &running.vertices {
         match candidate.get(key) {
@@ -195,10 +207,10 @@ async fn init_new(
     let mut inited: Vec<Vertex> = Vec::new();
     let mut reversals = Vec::new();
     let mut problems = Vec::new();
-    let mut rest = graph.vertices.into_iter().filter(|v| plan.start.contains(&v.key));
+    let mut rest = graph.vertices.into_iter().filter(|v| plan.starts(&v.key));
     for mut v in rest.by_ref() {
         let ctx =
-            InitCtx { key: v.key.clone(), var_dir: var_dir(state_dir, &v.key), state_dir: state_dir.to_path_buf() };
+            InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
         let outcome = match v.res.init(&ctx).await {
             Ok(()) if v.meta.reverse => v.res.reversal(),
             Ok(()) => Ok(None),
@@ -257,20 +269,6 @@ fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKe
         }
     }
     (injected, keep)
-}
-
-/// `<state>/engine/state/<kind>-<name with unsafe bytes escaped>`.
-fn var_dir(state_dir: &Path, key: &ResKey) -> std::path::PathBuf {
-    let mut safe = String::with_capacity(key.name.len());
-    for b in key.name.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
-            safe.push(b as char);
-        } else {
-            use std::fmt::Write as _;
-            let _infallible = write!(safe, "%{b:02x}");
-        }
-    }
-    state_dir.join("engine").join("state").join(format!("{}-{safe}", key.kind.replace(':', "_")))
 }
 
 /// Stops workers: cancel them all, then await each with the deadline, aborting stragglers.
@@ -385,7 +383,7 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
     let new_edges = edges
         .into_iter()
         .map(|((from, to), edge)| {
-            let kept = !plan.start.contains(&from) && !plan.start.contains(&to);
+            let kept = !plan.starts(&from) && !plan.starts(&to);
             let old = if kept { running.edges.get(&(from.clone(), to.clone())) } else { None };
             let pending = match old {
                 Some(old) if old.notify == edge.notify => old.pending.clone(),

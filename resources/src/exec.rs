@@ -281,7 +281,7 @@ impl Resource for Exec {
     }
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
-        let dir = ctx.var_dir.clone();
+        let dir = ctx.var_dir();
         self.last = fs::read_to_string(dir.join(LAST_RUN)).ok().and_then(|d| decode_run(&d));
         self.var_dir = Some(dir);
         Ok(())

@@ -303,8 +303,38 @@ impl Resource for File {
         self.full_check(ctx, apply, cacheable)
     }
 
+    /// Every param, length-prefixed (unambiguous, and much cheaper than a `Debug` dump,
+    /// which escapes every character: at 10,000 files this was a sixth of a swap).
     fn fingerprint(&self) -> String {
-        format!("{:?} spared {:?}", self.params, self.spared)
+        use std::fmt::Write as _;
+        // Destructured, so a new param cannot be left out of the fingerprint.
+        let FileParams { path, state, content, source, fragments, owner, group, mode, recurse, force, purge, symlink, selinux } =
+            &self.params;
+        let mut out = String::with_capacity(96 + path.len() + content.as_ref().map_or(0, String::len));
+        let mut field = |text: Option<&str>| match text {
+            Some(text) => {
+                let _infallible = write!(out, "{}:", text.len());
+                out.push_str(text);
+            }
+            None => out.push('-'),
+        };
+        for text in [path, state, source, owner, group, mode] {
+            field(Some(text));
+        }
+        field(content.as_deref());
+        field(selinux.as_deref());
+        field(Some(&fragments.len().to_string()));
+        for fragment in fragments {
+            field(Some(fragment));
+        }
+        field(Some(&self.spared.len().to_string()));
+        for spared in &self.spared {
+            field(Some(&spared.to_string_lossy()));
+        }
+        for flag in [recurse, force, purge, symlink] {
+            out.push(if *flag { 'y' } else { 'n' });
+        }
+        out
     }
 
     /// The file as it is now: absent, or a regular file with its content, mode and

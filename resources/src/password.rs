@@ -66,7 +66,7 @@ impl Resource for Password {
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
         if self.params.saved {
-            let file = ctx.var_dir.join("password");
+            let file = ctx.var_dir().join("password");
             if let Ok(text) = std::fs::read_to_string(&file) {
                 if self.usable(&text) {
                     self.current = Some(text);

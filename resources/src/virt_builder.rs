@@ -401,7 +401,7 @@ impl Resource for VirtBuilderRes {
     }
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
-        self.var_dir = Some(ctx.var_dir.clone());
+        self.var_dir = Some(ctx.var_dir());
         Ok(())
     }
 

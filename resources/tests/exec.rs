@@ -105,7 +105,7 @@ async fn output_survives_a_restart_through_the_var_dir() {
     let dir = tempfile::tempdir().unwrap();
     let ctx = InitCtx {
         key: ResKey::new("exec", "persist"),
-        var_dir: dir.path().join("var"),
+        var_dir: Some(dir.path().join("var")),
         state_dir: dir.path().to_path_buf(),
     };
     let mut first = exec("persist", &[("cmd", s("/bin/echo saved"))]);
@@ -196,7 +196,7 @@ async fn mtimes_force_a_run_and_donecmd_follows_a_successful_one() {
         ("donecmd", s(&format!("touch {}", done.display()))),
     ];
     let ctx =
-        InitCtx { key: ResKey::new("exec", "m"), var_dir: dir.path().join("var"), state_dir: dir.path().to_path_buf() };
+        InitCtx { key: ResKey::new("exec", "m"), var_dir: Some(dir.path().join("var")), state_dir: dir.path().to_path_buf() };
     let mut e = exec("m", &pairs);
     e.init(&ctx).await.unwrap();
     assert!(!check(&mut e, true).await.unwrap().0, "never ran: mtimes overrides the creates guard");

@@ -308,3 +308,33 @@ async fn a_cold_converge_checks_each_file_once_and_still_sees_outside_writes() {
     assert!(eventually(|| fs::read_to_string(&names[3]).is_ok_and(|c| c == "v\n")).await, "drift repaired");
     engine.shutdown(WAIT).await;
 }
+
+#[test]
+fn the_fingerprint_changes_with_every_param_and_only_then() {
+    let base: Vec<(&str, Value)> =
+        vec![("path", s("/srv/a")), ("state", s("exists")), ("content", s("x")), ("mode", s("0644"))];
+    let fp = |pairs: &[(&str, Value)]| file("/srv/a", pairs).fingerprint();
+    assert_eq!(fp(&base), fp(&base));
+    let variants: Vec<Vec<(&str, Value)>> = vec![
+        vec![("path", s("/srv/b"))],
+        vec![("state", s("absent"))],
+        vec![("content", s("y"))],
+        // Lengths keep neighbouring fields apart: "x" + "0644" is not "x0" + "644".
+        vec![("content", s("x0")), ("mode", s("644"))],
+        vec![("mode", s("0600"))],
+        vec![("owner", s("root"))],
+        vec![("group", s("root"))],
+        vec![("recurse", Value::Bool(true))],
+        vec![("force", Value::Bool(true))],
+        vec![("purge", Value::Bool(true))],
+        vec![("fragments", strs(&["/srv/f1"]))],
+    ];
+    for changes in variants {
+        let mut pairs = base.clone();
+        for (k, v) in &changes {
+            pairs.retain(|(key, _)| key != k);
+            pairs.push((k, v.clone()));
+        }
+        assert_ne!(fp(&base), fp(&pairs), "{changes:?} left the fingerprint alone");
+    }
+}

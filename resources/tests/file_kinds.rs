@@ -16,7 +16,7 @@ use resources::{build, build_with};
 use support::{WAIT, check, converge, engine, eventually, params, s, strs};
 
 fn init_ctx(dir: &Path, kind: &str, name: &str) -> InitCtx {
-    InitCtx { key: ResKey::new(kind, name), var_dir: dir.join("var"), state_dir: dir.to_path_buf() }
+    InitCtx { key: ResKey::new(kind, name), var_dir: Some(dir.join("var")), state_dir: dir.to_path_buf() }
 }
 
 fn gunzip(path: &Path) -> Vec<u8> {

@@ -13,7 +13,7 @@ use resources::{build, build_with, payload, value_of};
 use support::{check, converge, params, s, strs};
 
 fn init_ctx(dir: &std::path::Path, kind: &str, name: &str) -> InitCtx {
-    InitCtx { key: ResKey::new(kind, name), var_dir: dir.join("var"), state_dir: dir.to_path_buf() }
+    InitCtx { key: ResKey::new(kind, name), var_dir: Some(dir.join("var")), state_dir: dir.to_path_buf() }
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use support::{check, converge, params, s, strs};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn init_ctx(dir: &std::path::Path, kind: &str, name: &str) -> InitCtx {
-    InitCtx { key: ResKey::new(kind, name), var_dir: dir.join("var"), state_dir: dir.to_path_buf() }
+    InitCtx { key: ResKey::new(kind, name), var_dir: Some(dir.join("var")), state_dir: dir.to_path_buf() }
 }
 
 fn net_host(root: &std::path::Path) -> (Arc<FakeNet>, Host) {

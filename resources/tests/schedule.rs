@@ -60,7 +60,7 @@ impl Drop for Chosen {
 }
 
 fn init_ctx(state: &Path, name: &str) -> InitCtx {
-    InitCtx { key: ResKey::new("schedule", name), var_dir: state.join("var"), state_dir: state.to_path_buf() }
+    InitCtx { key: ResKey::new("schedule", name), var_dir: Some(state.join("var")), state_dir: state.to_path_buf() }
 }
 
 fn me() -> String {

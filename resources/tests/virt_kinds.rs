@@ -507,7 +507,7 @@ async fn an_image_is_built_once_and_its_log_kept() {
     let mut res = build_with(&host, "virt:builder", &output, &p).unwrap();
     res.init(&InitCtx {
         key: ResKey::new("virt:builder", &output),
-        var_dir: root.path().join("var"),
+        var_dir: Some(root.path().join("var")),
         state_dir: root.path().into(),
     })
     .await

@@ -732,7 +732,7 @@ mod tests {
         let mut i = input(&h, "text1", &[("store", "world://")]);
         let init = InitCtx {
             key: engine::ResKey::new(INPUT_KIND, "text1"),
-            var_dir: dir.path().join("var"),
+            var_dir: Some(dir.path().join("var")),
             state_dir: dir.path().into(),
         };
         i.init(&init).await.unwrap();
