@@ -113,19 +113,19 @@ fn resource_bodies() {
         .iter()
         .map(|e| match &e.kind {
             ResEntryKind::Field { name, cond, value } => {
-                format!("{} {} {}", name.name, cond.as_ref().map_or("-".into(), sexpr), sexpr(value))
+                format!("{} {} {}", name.name, cond.as_deref().map_or("-".into(), sexpr), sexpr(value))
             }
             ResEntryKind::Edge { prop, cond, target } => format!(
                 "{} {} {}[{}]",
                 prop.name,
-                cond.as_ref().map_or("-".into(), sexpr),
+                cond.as_deref().map_or("-".into(), sexpr),
                 target.kind.name,
                 sexpr(&target.name)
             ),
             ResEntryKind::Meta { name, cond, value } => format!(
                 "meta:{} {} {}",
                 name.as_ref().map_or("*", |n| n.name.as_str()),
-                cond.as_ref().map_or("-".into(), sexpr),
+                cond.as_deref().map_or("-".into(), sexpr),
                 sexpr(value)
             ),
         })

@@ -96,12 +96,12 @@ pub struct ResEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ResEntryKind {
     /// `field => [cond ?:] value,`
-    Field { name: Ident, cond: Option<Expr>, value: Expr },
+    Field { name: Ident, cond: Option<Box<Expr>>, value: Expr },
     /// `Prop => [cond ?:] Kind[name],` where Prop is any capitalized word, lower-cased;
     /// the init stage rejects anything but before/depend/notify/listen.
-    Edge { prop: Ident, cond: Option<Expr>, target: EdgeHalf },
+    Edge { prop: Ident, cond: Option<Box<Expr>>, target: Box<EdgeHalf> },
     /// `Meta:name => [cond ?:] value,` (`name` is `Some`) or `Meta => [cond ?:] value,`.
-    Meta { name: Option<Ident>, cond: Option<Expr>, value: Expr },
+    Meta { name: Option<Ident>, cond: Option<Box<Expr>>, value: Expr },
 }
 
 /// `Kind[name]` or `Kind[name].field` (send/recv).
@@ -163,10 +163,10 @@ pub enum ExprKind {
         name: Name,
         args: Vec<Expr>,
     },
-    Lambda(Lambda),
+    Lambda(Box<Lambda>),
     /// `func(...) { ... }(args)`: an immediately invoked lambda.
     CallLambda {
-        lambda: Lambda,
+        lambda: Box<Lambda>,
         args: Vec<Expr>,
     },
     If {

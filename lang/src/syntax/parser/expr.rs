@@ -184,10 +184,10 @@ impl Parser<'_> {
                 if self.at(&Tok::LParen) {
                     let (args, args_span) = self.args()?;
                     let span = lambda.span.to(args_span);
-                    return Ok(expr(ExprKind::CallLambda { lambda, args }, span));
+                    return Ok(expr(ExprKind::CallLambda { lambda: Box::new(lambda), args }, span));
                 }
                 let span = lambda.span;
-                Ok(expr(ExprKind::Lambda(lambda), span))
+                Ok(expr(ExprKind::Lambda(Box::new(lambda)), span))
             }
             Tok::If => self.if_expr(),
             Tok::LParen => {

@@ -289,7 +289,7 @@ impl Parser<'_> {
                 let name = self.plain_ident("a field name")?;
                 self.expect(&Tok::Rocket, "`=>` after the field name")?;
                 let (cond, value) = self.maybe_elvis()?;
-                ResEntryKind::Field { name, cond, value }
+                ResEntryKind::Field { name, cond: cond.map(Box::new), value }
             }
             Tok::Cap(word) if word == "meta" => {
                 self.bump();
@@ -300,7 +300,7 @@ impl Parser<'_> {
                 };
                 self.expect(&Tok::Rocket, "`=>`")?;
                 let (cond, value) = self.maybe_elvis()?;
-                ResEntryKind::Meta { name, cond, value }
+                ResEntryKind::Meta { name, cond: cond.map(Box::new), value }
             }
             Tok::Cap(word) => {
                 let prop = Ident { name: word.clone(), span: self.bump().1 };
@@ -323,7 +323,7 @@ impl Parser<'_> {
                     Some(cond)
                 };
                 let target = self.edge_half(false)?;
-                ResEntryKind::Edge { prop, cond, target }
+                ResEntryKind::Edge { prop, cond: cond.map(Box::new), target: Box::new(target) }
             }
             _ => return Err(self.unexpected(ENTRY_START)),
         };
