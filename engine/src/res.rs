@@ -262,7 +262,10 @@ mod tests {
             var_dir: None,
             state_dir: PathBuf::from("/var/lib/tend"),
         };
-        assert_eq!(ctx("exec", "make-all_1.0").var_dir(), PathBuf::from("/var/lib/tend/engine/state/exec-make-all_1.0"));
+        assert_eq!(
+            ctx("exec", "make-all_1.0").var_dir(),
+            PathBuf::from("/var/lib/tend/engine/state/exec-make-all_1.0")
+        );
         // Slashes and spaces cannot split or escape the directory; `:` in a kind is kept out.
         assert_eq!(
             ctx("virt:builder", "../a b/c").var_dir(),

@@ -209,8 +209,7 @@ async fn init_new(
     let mut problems = Vec::new();
     let mut rest = graph.vertices.into_iter().filter(|v| plan.starts(&v.key));
     for mut v in rest.by_ref() {
-        let ctx =
-            InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
+        let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
         let outcome = match v.res.init(&ctx).await {
             Ok(()) if v.meta.reverse => v.res.reversal(),
             Ok(()) => Ok(None),

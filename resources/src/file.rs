@@ -308,8 +308,21 @@ impl Resource for File {
     fn fingerprint(&self) -> String {
         use std::fmt::Write as _;
         // Destructured, so a new param cannot be left out of the fingerprint.
-        let FileParams { path, state, content, source, fragments, owner, group, mode, recurse, force, purge, symlink, selinux } =
-            &self.params;
+        let FileParams {
+            path,
+            state,
+            content,
+            source,
+            fragments,
+            owner,
+            group,
+            mode,
+            recurse,
+            force,
+            purge,
+            symlink,
+            selinux,
+        } = &self.params;
         let mut out = String::with_capacity(96 + path.len() + content.as_ref().map_or(0, String::len));
         let mut field = |text: Option<&str>| match text {
             Some(text) => {

@@ -195,8 +195,11 @@ async fn mtimes_force_a_run_and_donecmd_follows_a_successful_one() {
         ("mtimes", strs(&[input.to_str().unwrap()])),
         ("donecmd", s(&format!("touch {}", done.display()))),
     ];
-    let ctx =
-        InitCtx { key: ResKey::new("exec", "m"), var_dir: Some(dir.path().join("var")), state_dir: dir.path().to_path_buf() };
+    let ctx = InitCtx {
+        key: ResKey::new("exec", "m"),
+        var_dir: Some(dir.path().join("var")),
+        state_dir: dir.path().to_path_buf(),
+    };
     let mut e = exec("m", &pairs);
     e.init(&ctx).await.unwrap();
     assert!(!check(&mut e, true).await.unwrap().0, "never ran: mtimes overrides the creates guard");

@@ -235,7 +235,9 @@ impl FileWatch {
         // Maps are keyed by the path's bytes (fast to hash), so every path is kept in one
         // spelling: no trailing or doubled slashes, no `.` components.
         let targets = targets.iter().map(|t| t.components().collect()).collect();
-        lock(&hub.state).subs.insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new(), settled: false });
+        lock(&hub.state)
+            .subs
+            .insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new(), settled: false });
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
     }
