@@ -12,7 +12,12 @@ use crate::syntax::visit;
 pub fn run(mut file: File) -> (File, Diagnostics) {
     let mut diags = Diagnostics::new();
     visit::exprs_mut(&mut file.stmts, &mut |expr| {
-        let ExprKind::RawStr(raw) = &expr.kind else { return };
+        let ExprKind::RawStr(raw) = &mut expr.kind else { return };
+        if !raw.bytes().any(|b| b == b'\\' || b == b'$') {
+            // Nothing to unescape or interpolate (most strings): the text is the value.
+            expr.kind = ExprKind::Str(std::mem::take(raw));
+            return;
+        }
         expr.kind = match parse_string(raw) {
             Ok(pieces) => to_expr_kind(pieces, expr.span),
             Err(err) => {
@@ -101,9 +106,9 @@ pub fn parse_string(raw: &str) -> Result<Vec<Piece>, StrError> {
     Ok(pieces)
 }
 
-fn to_expr_kind(pieces: Vec<Piece>, span: crate::span::Span) -> ExprKind {
-    if let [Piece::Lit(text)] = pieces.as_slice() {
-        return ExprKind::Str(text.clone());
+fn to_expr_kind(mut pieces: Vec<Piece>, span: crate::span::Span) -> ExprKind {
+    if let [Piece::Lit(text)] = pieces.as_mut_slice() {
+        return ExprKind::Str(std::mem::take(text));
     }
     let parts = pieces
         .into_iter()
