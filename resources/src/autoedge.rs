@@ -10,7 +10,9 @@
 //! of its store; `ssh:authorized_key` after its `user` and the `file` it edits.
 //! Not implemented: `pkg` edges, which need the package manager's file lists.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use engine::fasthash::FastMap as HashMap;
 
 use lang::value::Value;
 
@@ -70,11 +72,11 @@ struct Index<'a> {
 impl<'a> Index<'a> {
     fn new(res: &[AutoRes<'a>]) -> Index<'a> {
         let mut index = Index {
-            files: HashMap::new(),
-            by_key: HashMap::new(),
-            groups_by_gid: HashMap::new(),
-            crons_by_unit: HashMap::new(),
-            archives: HashMap::new(),
+            files: HashMap::default(),
+            by_key: HashMap::default(),
+            groups_by_gid: HashMap::default(),
+            crons_by_unit: HashMap::default(),
+            archives: HashMap::default(),
         };
         for (idx, (kind, name, params)) in res.iter().enumerate() {
             index.by_key.entry((kind, name)).or_insert(idx);

@@ -94,7 +94,7 @@ pub fn add_autoedges(graph: &mut ResGraph) {
             .collect();
         autoedges(&res)
     };
-    let mut present: std::collections::HashSet<(usize, usize)> = graph.edges.iter().map(|e| (e.from, e.to)).collect();
+    let mut present: engine::fasthash::FastSet<(usize, usize)> = graph.edges.iter().map(|e| (e.from, e.to)).collect();
     for (a, b) in found {
         let (from, to) = (enabled[a], enabled[b]);
         if !present.insert((from, to)) {
