@@ -85,16 +85,15 @@ pub enum SwapError {
 struct Plan {
     /// Running vertices to stop (removed, or replaced by a different instance).
     stop: Vec<ResKey>,
-    /// Candidate vertices that replace nothing or replace a stopped one.
-    start: FastSet<ResKey>,
-    /// Every candidate starts (nothing runs yet): `start` is left empty.
-    start_all: bool,
+    /// Candidate vertices that replace nothing or replace a stopped one; `None` when every
+    /// candidate starts (nothing runs yet).
+    start: Option<FastSet<ResKey>>,
     unchanged: Vec<ResKey>,
 }
 
 impl Plan {
     fn starts(&self, key: &ResKey) -> bool {
-        self.start_all || self.start.contains(key)
+        self.start.as_ref().is_none_or(|start| start.contains(key))
     }
 }
 
@@ -157,25 +156,21 @@ pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(Re
 fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
     if running.vertices.is_empty() {
         // The first graph: nothing to compare with.
-        return Plan { stop: Vec::new(), start: FastSet::default(), start_all: true, unchanged: Vec::new() };
+        return Plan { stop: Vec::new(), start: None, unchanged: Vec::new() };
     }
-    let mut plan = Plan { stop: Vec::new(), start: FastSet::default(), start_all: false, unchanged: Vec::new() };
+    let mut stop = Vec::new();
+    let mut unchanged = Vec::new();
     let candidate: FastMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
     for (key, old) in &running.vertices {
         match candidate.get(key) {
-            Some(new) if same(old, new) => plan.unchanged.push(key.clone()),
-            None if keep.contains(key) => plan.unchanged.push(key.clone()),
-            _ => plan.stop.push(key.clone()),
+            Some(new) if same(old, new) => unchanged.push(key.clone()),
+            None if keep.contains(key) => unchanged.push(key.clone()),
+            _ => stop.push(key.clone()),
         }
     }
-    let unchanged: FastSet<&ResKey> = plan.unchanged.iter().collect();
-    plan.start.reserve(candidate.len());
-    for key in candidate.keys() {
-        if !unchanged.contains(key) {
-            plan.start.insert((*key).clone());
-        }
-    }
-    plan
+    let kept: FastSet<&ResKey> = unchanged.iter().collect();
+    let start = candidate.into_keys().filter(|key| !kept.contains(key)).cloned().collect();
+    Plan { stop, start: Some(start), unchanged }
 }
 
 fn same(old: &RunningVertex, new: &Vertex) -> bool {

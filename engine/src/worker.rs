@@ -1,6 +1,6 @@
 //! One task per vertex: polls the watch (or its poll/hidden substitute) in the same task,
-//! waits for events and pokes, and runs the process step (ordering check, semaphores, send/recv, refresh,
-//! check-apply) with retries, rate limiting and timeouts.
+//! waits for events and pokes, and runs the process step (ordering check, semaphores,
+//! send/recv, refresh, check-apply) with retries, rate limiting and timeouts.
 //!
 //! Ordering (engine.md 2.2): a vertex runs only when every parent finished a successful run
 //! after the vertex's own last run; otherwise it pokes the stale parents ("back-poke") and

@@ -382,8 +382,9 @@ impl Runner {
     }
 
     /// Interprets one output and swaps it in; false (after reporting) when it was rejected.
-    /// The output is taken by value and each intermediate form is dropped as soon as the next
-    /// exists, so a large graph is not held in memory three times over during a swap.
+    /// Each intermediate form is dropped as soon as the next exists (the output is shared with
+    /// the dataflow, not copied), so a large graph is not held in memory three times over
+    /// during a swap.
     async fn apply(&mut self, output: Arc<lang::output::Output>, sources: &SourceMap) -> bool {
         tracing::debug!("output settled; interpreting");
         let interpreted = compile::interpreted(&output, &self.catalog);

@@ -56,27 +56,30 @@ pub(crate) fn run(
     let cancel = spawner.cancel.clone();
     let engine = Engine::new(graph, info, spawner);
     let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &evaluations)));
-    if let Ok(Driven::Fixed) = result {
-        // Free the function graph and every computed value (tens of megabytes for a large
-        // program) before the caller turns the output into resources, then idle until
-        // shutdown: nothing but a shutdown can arrive without streams.
-        drop(engine);
-        while let Ok(ev) = events.recv() {
-            if matches!(ev, Event::Shutdown) {
-                break;
+    match result {
+        Ok(Driven::Stopped) => {}
+        Ok(Driven::Fixed) => {
+            // Free the function graph and every computed value (tens of megabytes for a
+            // large program) before the caller turns the output into resources, then idle
+            // until shutdown: nothing but a shutdown can arrive without streams.
+            drop(engine);
+            while let Ok(ev) = events.recv() {
+                if matches!(ev, Event::Shutdown) {
+                    break;
+                }
             }
         }
-    }
-    if let Err(panic) = result {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
-        out.send_replace(Some(Err(Diagnostic::without_span(
-            Stage::Stream,
-            format!("internal error in the dataflow runtime: {what}"),
-        ))));
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            out.send_replace(Some(Err(Diagnostic::without_span(
+                Stage::Stream,
+                format!("internal error in the dataflow runtime: {what}"),
+            ))));
+        }
     }
     cancel.cancel();
 }

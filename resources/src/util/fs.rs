@@ -106,7 +106,7 @@ where
 {
     use nix::errno::Errno;
     use std::os::unix::fs::OpenOptionsExt;
-    if !EMPTY_PATH_LINKS.load(Ordering::Relaxed) && !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+    if !EMPTY_PATH_LINKS.load(Ordering::Relaxed) && !proc_fds() {
         return Ok(Unnamed::Unsupported(fill));
     }
     let mode = mode.unwrap_or(0o644);
@@ -157,7 +157,12 @@ where
 /// allows it to the file's opener, older kernels only with CAP_DAC_READ_SEARCH. Cleared at
 /// the first refusal, after which files are linked through `/proc/self/fd` (a slower walk).
 static EMPTY_PATH_LINKS: AtomicBool = AtomicBool::new(true);
-static PROC_FDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+
+/// Whether `/proc/self/fd` exists (looked up once).
+fn proc_fds() -> bool {
+    static PROC_FDS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+}
 
 /// Gives the unnamed `file` the name `to` (never over an existing entry).
 fn link_unnamed(file: &fs::File, to: &Path) -> nix::Result<()> {
@@ -166,14 +171,15 @@ fn link_unnamed(file: &fs::File, to: &Path) -> nix::Result<()> {
     use std::os::fd::AsRawFd;
     if EMPTY_PATH_LINKS.load(Ordering::Relaxed) {
         match nix::unistd::linkat(file, "", AT_FDCWD, to, AtFlags::AT_EMPTY_PATH) {
-            // Refused for want of the capability (ENOENT on kernels before 4.x, EPERM after).
+            // Refused for want of the capability (ENOENT, or EPERM), as opposed to a parent
+            // directory that is gone.
             Err(Errno::ENOENT | Errno::EPERM) if to.parent().is_none_or(|d| d.as_os_str().is_empty() || d.is_dir()) => {
                 EMPTY_PATH_LINKS.store(false, Ordering::Relaxed);
             }
             done => return done,
         }
     }
-    if !*PROC_FDS.get_or_init(|| Path::new("/proc/self/fd").is_dir()) {
+    if !proc_fds() {
         return Err(Errno::EOPNOTSUPP);
     }
     let proc_path = format!("/proc/self/fd/{}", file.as_raw_fd());

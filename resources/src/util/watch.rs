@@ -7,8 +7,8 @@
 //! recursively; when the parent does not exist yet, its nearest existing ancestor, to see
 //! the path being made. After an event that may have moved them (a directory on the way
 //! appeared or vanished, a watch died) a subscription re-resolves its watch points; a
-//! change of a target itself does not move them. Events are spurious-friendly: anything touching a target,
-//! something inside it, or one of its ancestors counts.
+//! change of a target itself does not move them. Events are spurious-friendly: anything
+//! touching a target, something inside it, or one of its ancestors counts.
 //!
 //! The watches ask only for changes (`MASK`): reading a file, as every check does, costs
 //! the watcher nothing. A directory with a live watch is known to exist, so re-resolving a
