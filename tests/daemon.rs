@@ -216,3 +216,84 @@ fn soak_ten_thousand_edits_and_fact_changes() {
     println!("stopped in {took:?}");
     assert!(took < Duration::from_secs(1), "an idle daemon stops within a second of SIGTERM: {took:?}");
 }
+
+/// Programs built to hurt the compiler: types and expressions nested far past any sane
+/// depth, huge literals, long operator chains, bytes that are not UTF-8.
+fn hostile_programs() -> Vec<(&'static str, Vec<u8>)> {
+    let deep_type = format!(
+        "$x = encoding.decode_json(\"[]\", \"{}int\")\nprint \"p\" {{\n\tmsg => fmt.printf(\"%v\", $x),\n}}\n",
+        "[]".repeat(20_000)
+    );
+    let deep_map_type =
+        format!("$x = encoding.decode_json(\"{{}}\", \"{}int{}\")\n", "map{str: ".repeat(20_000), "}".repeat(20_000));
+    let deep_annotation = format!("$x {}int = []\n", "[]".repeat(20_000));
+    let deep_list = format!("$x = {}1{}\n", "[".repeat(50_000), "]".repeat(50_000));
+    let deep_parens = format!("$x = {}1{}\n", "(".repeat(50_000), ")".repeat(50_000));
+    let deep_ifs = format!("{}{}", "if true {\n".repeat(20_000), "}\n".repeat(20_000));
+    let long_chain = format!("$x = 1{}\n", " + 1".repeat(200_000));
+    let long_not = format!("$x = {}true\n", "not ".repeat(50_000));
+    let huge_string = format!("$x = \"{}\"\n", "a".repeat(20 << 20));
+    let huge_int = format!("$x = {}\n", "9".repeat(100_000));
+    let deep_interpolation = format!("$x = \"{}\"\n", "${".repeat(20_000));
+    let mut invalid_utf8 = b"$y = \"".to_vec();
+    invalid_utf8.extend_from_slice(&[0xff, 0xfe, 0xc3, 0x28, 0x80]);
+    invalid_utf8.extend_from_slice(b"\"\n");
+    vec![
+        ("a 20,000-deep list type string", deep_type.into_bytes()),
+        ("a 20,000-deep map type string", deep_map_type.into_bytes()),
+        ("a 20,000-deep type annotation", deep_annotation.into_bytes()),
+        ("a 50,000-deep list literal", deep_list.into_bytes()),
+        ("50,000 nested parentheses", deep_parens.into_bytes()),
+        ("20,000 nested ifs", deep_ifs.into_bytes()),
+        ("a chain of 200,000 additions", long_chain.into_bytes()),
+        ("50,000 nested nots", long_not.into_bytes()),
+        ("a 20 MiB string literal", huge_string.into_bytes()),
+        ("a 100,000-digit integer", huge_int.into_bytes()),
+        ("20,000 unclosed interpolations", deep_interpolation.into_bytes()),
+        ("invalid UTF-8", invalid_utf8),
+        ("a NUL byte", b"$x = \"a\0b\"\n\0\n".to_vec()),
+    ]
+}
+
+/// Every hostile program (after the good program `v1`, so that one that compiles keeps
+/// the same resources), saved over a running daemon's code, is refused or run without
+/// harm: after each the daemon is still alive and still repairs drift, and a good edit
+/// still applies.
+#[test]
+fn hostile_edits_never_take_the_daemon_down() {
+    let _serial = serial();
+    let mut daemon = Daemon::start(|d| program(d, "v1"));
+    daemon.expect("out/code", "v1", "first converge");
+    let good = program(daemon.dir.path(), "v1").replacen(
+        "import \"os\"",
+        "import \"os\"\nimport \"encoding\"\nimport \"fmt\"",
+        1,
+    );
+    for (what, hostile) in hostile_programs() {
+        let mut text = good.clone().into_bytes();
+        text.extend_from_slice(&hostile);
+        std::fs::write(daemon.path("main.mcl"), &text).unwrap();
+        // Long enough for the watcher to see the save and the compiler to finish with it.
+        std::thread::sleep(Duration::from_millis(600));
+        if let Some(status) = daemon.child.try_wait().unwrap() {
+            panic!("{what}: the daemon exited with {status:?}\nstderr tail:\n{}", tail(&daemon.read("stderr")));
+        }
+        std::fs::remove_file(daemon.path("out/code")).unwrap();
+        daemon.expect("out/code", "v1", &format!("drift repaired after {what}"));
+    }
+    daemon.write("main.mcl", &program(daemon.dir.path(), "v2"));
+    daemon.expect("out/code", "v2", "a good edit after the hostile ones");
+    let (status, _, stderr) = daemon.stop();
+    assert!(!stderr.contains("panicked"), "no panic: {}", tail(&stderr));
+    assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
+}
+
+/// The last few lines of a long log.
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(20)..]
+        .iter()
+        .map(|l| l.chars().take(300).collect::<String>())
+        .collect::<Vec<_>>()
+        .join("\n")
+}

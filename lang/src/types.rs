@@ -125,11 +125,16 @@ impl fmt::Display for Type {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeParseError(pub String);
 
+/// How deeply [`parse_type`] lets types nest: the same cap as the source parser's, so a
+/// type string from a program (`encoding.decode_json`'s) can never exhaust the stack.
+pub const MAX_TYPE_DEPTH: u32 = 100;
+
 /// Parses the permissive signature form of section 2.3 of the spec:
 /// `func(inputs []?1, function func(?1) ?2) []?2`, `map{str: int}`,
 /// `struct{a str; b int}` (trailing `;` tolerated), bare or `$`-prefixed argument names.
+/// Types nested more than [`MAX_TYPE_DEPTH`] levels deep are an error.
 pub fn parse_type(text: &str) -> Result<Type, TypeParseError> {
-    let mut p = TypeParser { s: text.as_bytes(), i: 0 };
+    let mut p = TypeParser { s: text.as_bytes(), i: 0, depth: 0 };
     let t = p.ty()?;
     p.ws();
     if p.i != p.s.len() {
@@ -141,11 +146,19 @@ pub fn parse_type(text: &str) -> Result<Type, TypeParseError> {
 struct TypeParser<'a> {
     s: &'a [u8],
     i: usize,
+    /// How many types enclose the one being parsed.
+    depth: u32,
 }
 
 impl TypeParser<'_> {
     fn err(&self, what: &str) -> TypeParseError {
-        TypeParseError(format!("{what} at offset {} in `{}`", self.i, String::from_utf8_lossy(self.s)))
+        const SHOWN: usize = 80;
+        let text = String::from_utf8_lossy(self.s);
+        let shown = match text.char_indices().nth(SHOWN) {
+            Some((cut, _)) => format!("{}…", &text[..cut]),
+            None => text.into_owned(),
+        };
+        TypeParseError(format!("{what} at offset {} in `{shown}`", self.i))
     }
     fn ws(&mut self) {
         while self.i < self.s.len() && (self.s[self.i] as char).is_whitespace() {
@@ -172,7 +185,17 @@ impl TypeParser<'_> {
         }
         String::from_utf8_lossy(&self.s[start..self.i]).into_owned()
     }
+    /// One type, at most [`MAX_TYPE_DEPTH`] levels deep.
     fn ty(&mut self) -> Result<Type, TypeParseError> {
+        if self.depth >= MAX_TYPE_DEPTH {
+            return Err(self.err(&format!("types nest too deeply (more than {MAX_TYPE_DEPTH} levels)")));
+        }
+        self.depth += 1;
+        let t = self.ty_inner();
+        self.depth -= 1;
+        t
+    }
+    fn ty_inner(&mut self) -> Result<Type, TypeParseError> {
         self.ws();
         if self.eat("[]") {
             return Ok(Type::list(self.ty()?));
@@ -272,6 +295,36 @@ mod tests {
             "variant",
         ] {
             assert_eq!(parse_type(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn refuses_deep_nesting_instead_of_overflowing() {
+        let deep = format!("{}int", "[]".repeat(20_000));
+        let err = parse_type(&deep).unwrap_err().0;
+        assert!(err.contains("nest too deeply"), "{err}");
+        assert!(err.len() < 300, "the message quotes a bounded excerpt: {err}");
+        let deep_maps = format!("{}int{}", "map{str: ".repeat(20_000), "}".repeat(20_000));
+        assert!(parse_type(&deep_maps).unwrap_err().0.contains("nest too deeply"));
+        let ok = format!("{}int", "[]".repeat(MAX_TYPE_DEPTH as usize - 1));
+        assert!(parse_type(&ok).is_ok());
+    }
+
+    proptest::proptest! {
+        /// What the `type_string` fuzz target checks, over strings made of the type syntax's
+        /// own pieces: no panic, and a parsed type prints to text that parses back to it.
+        #[test]
+        fn any_type_string_parses_or_errs_and_round_trips(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "[]", "map{", "}", ":", "struct{", ";", "func(", ")", ",", "$", "?1", "?2",
+                "int", "str", "bool", "float", "variant", " ", "a", "b", "é",
+            ]), 0..40)
+        ) {
+            let text: String = pieces.concat();
+            if let Ok(ty) = parse_type(&text) {
+                let printed = ty.to_string();
+                proptest::prop_assert_eq!(parse_type(&printed), Ok(ty), "{:?} printed as {:?}", text, printed);
+            }
         }
     }
 

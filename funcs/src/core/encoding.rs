@@ -48,7 +48,7 @@ pub fn infer_decode(site: &CallSite) -> Result<Type, String> {
     match site.args.as_slice() {
         [_] => Ok(Type::Func(vec![data], Box::new(Type::Var(1)))),
         [_, Some(Value::Str(t))] => {
-            let ty = parse_type(t).map_err(|e| format!("can't parse the type string {t:?}: {}", e.0))?;
+            let ty = parse_type(t).map_err(|e| format!("can't parse the type string: {}", e.0))?;
             if !ty.is_concrete() {
                 return Err(format!("the type {ty} must not contain type variables"));
             }
