@@ -35,7 +35,7 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
                 let _ = writeln!(err, "{}", lang::render::render(d, sources, color));
             }
             if let Some(first) = diags.iter().min_by_key(|d| d.stage) {
-                println!("# err: {}", first.one_line(sources).replace('\n', " "));
+                crate::stdout::line(format_args!("# err: {}", first.one_line(sources).replace('\n', " ")));
             }
         }
         Report::Json => {
@@ -43,7 +43,7 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
                 "ok": false,
                 "diagnostics": diags.iter().map(|d| lang::render::to_json(d, sources)).collect::<Vec<_>>(),
             });
-            println!("{doc:#}");
+            crate::stdout::line(format_args!("{doc:#}"));
         }
     }
 }
@@ -114,7 +114,7 @@ pub fn compile_or_report(
     how: Report,
 ) -> Result<(ProgramPath, SourceMap, lang::ir::FuncGraph), std::process::ExitCode> {
     let (program, outcome) = compile(path, catalog).map_err(|e| {
-        eprintln!("error: {e}");
+        crate::stderr::line(format_args!("error: {e}"));
         std::process::ExitCode::from(2)
     })?;
     match outcome.graph {

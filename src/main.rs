@@ -6,6 +6,7 @@ mod compile;
 mod loader;
 mod observe;
 mod stderr;
+mod stdout;
 
 use clap::Parser;
 use cli::{Cli, Command, LogFormat};
@@ -33,7 +34,10 @@ fn main() -> ExitCode {
     // `MIMALLOC_PURGE_DELAY` in the environment still wins.
     if cfg!(not(feature = "system-alloc")) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: a setter of mimalloc's global options, called before any other thread runs.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS) };
+        #[allow(unsafe_code)]
+        unsafe {
+            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS)
+        };
     }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);

@@ -4,6 +4,8 @@
 //! failing names, and asserts the pass rates (check mode ≥ 95% on both folders, graph mode
 //! ≥ 85% on `graph/`). Skips with a message when `../shared` is absent.
 
+#![allow(clippy::print_stdout, clippy::print_stderr)] // test reports and figures
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

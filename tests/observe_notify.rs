@@ -1,5 +1,7 @@
 //! sd_notify over a real unix datagram socket, path and abstract.
 
+#![allow(unsafe_code)] // std::env::set_var, in a binary with one test
+
 #[allow(dead_code)]
 #[path = "../src/observe/notify.rs"]
 mod notify;

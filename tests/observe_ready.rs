@@ -1,6 +1,8 @@
 //! Readiness from a real engine to a real notify socket: no READY before the first graph,
 //! READY once it converged, STATUS lines that follow the converged flag.
 
+#![allow(unsafe_code)] // std::env::set_var, in a binary with one test
+
 #[allow(dead_code)]
 #[path = "../src/observe/notify.rs"]
 mod notify;

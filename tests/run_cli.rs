@@ -180,3 +180,33 @@ fn a_closed_stderr_does_not_stop_the_run() {
     assert!(status.success(), "{status:?}");
     assert_eq!(std::fs::read_to_string(dir.path().join("out/c")).unwrap(), "v1 c 2\n");
 }
+
+/// A reader that went away (`tend graph | head -0`, `| true`) loses the output, not the
+/// process: no panic, no exit 101.
+#[test]
+fn a_closed_stdout_is_not_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), files_program(dir.path(), "v1")).unwrap();
+    std::fs::write(dir.path().join("bad.mcl"), "$x = 1 + \"a\"\n").unwrap();
+    let main = dir.path().join("main.mcl").display().to_string();
+    let bad = dir.path().join("bad.mcl").display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["graph", &main],
+        vec!["graph", "--format", "json", &main],
+        vec!["graph", "--format", "dot", &main],
+        vec!["check", "--format", "json", &main],
+        vec!["check", &bad],
+        vec!["check", "--format", "json", &bad],
+        vec!["run", &main, "--noop", "--converged-timeout", "0", "--prefix", &state],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = Command::new(TEND).args(&args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let stderr = text(&out.stderr);
+        assert!(!stderr.contains("panicked"), "tend {args:?} panicked: {stderr}");
+        assert_ne!(out.status.code(), Some(101), "tend {args:?}: {stderr}");
+    }
+    assert!(!dir.path().join("out").exists(), "--noop wrote nothing");
+}

@@ -37,8 +37,9 @@ impl FuncError {
 pub type FuncResult = Result<Value, FuncError>;
 
 /// Calls function values (lambdas) on behalf of higher-order built-ins (`iter.map`, ...).
-/// Implemented by the runtime.
-pub trait Caller: Sync {
+/// Implemented by the runtime. Not `Sync`: the runtime is single-threaded, and a caller
+/// must not leave the thread it was handed to.
+pub trait Caller {
     fn call(&self, f: &Closure, args: Vec<Value>) -> FuncResult;
 }
 

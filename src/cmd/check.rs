@@ -11,7 +11,7 @@ pub fn run(path: &Path, format: CheckFormat) -> ExitCode {
     let (_, outcome) = match compile::compile(path, &catalog) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -21,10 +21,11 @@ pub fn run(path: &Path, format: CheckFormat) -> ExitCode {
     }
     let nodes = outcome.graph.as_ref().map_or(0, |g| g.nodes.len());
     match format {
-        CheckFormat::Json => println!("{}", serde_json::json!({"ok": true, "nodes": nodes})),
-        CheckFormat::Human => {
-            eprintln!("ok: {} file(s), {nodes} function graph node(s)", outcome.sources.files().count())
-        }
+        CheckFormat::Json => crate::stdout::line(format_args!("{}", serde_json::json!({"ok": true, "nodes": nodes}))),
+        CheckFormat::Human => crate::stderr::line(format_args!(
+            "ok: {} file(s), {nodes} function graph node(s)",
+            outcome.sources.files().count()
+        )),
     }
     ExitCode::SUCCESS
 }

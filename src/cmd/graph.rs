@@ -17,7 +17,7 @@ pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
     let output = match compile::first_output(graph, registry, &program.root, timeout) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -36,9 +36,9 @@ pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
         }
     };
     match format {
-        GraphFormat::Text => print!("{graph}"),
-        GraphFormat::Json => println!("{:#}", to_json(&graph)),
-        GraphFormat::Dot => print!("{}", to_dot(&graph)),
+        GraphFormat::Text => crate::stdout::print(format_args!("{graph}")),
+        GraphFormat::Json => crate::stdout::line(format_args!("{:#}", to_json(&graph))),
+        GraphFormat::Dot => crate::stdout::print(format_args!("{}", to_dot(&graph))),
     }
     ExitCode::SUCCESS
 }

@@ -470,18 +470,18 @@ fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
 /// `--noop`: what would change, per resource in key order.
 fn print_noop(reports: &BTreeMap<ResKey, Vec<String>>) {
     if reports.is_empty() {
-        println!("noop: nothing would change");
+        crate::stdout::line(format_args!("noop: nothing would change"));
         return;
     }
     for (key, notes) in reports {
         if notes.is_empty() {
-            println!("{key}: would change");
+            crate::stdout::line(format_args!("{key}: would change"));
         }
         for note in notes {
-            println!("{note}");
+            crate::stdout::line(format_args!("{note}"));
         }
     }
-    println!("noop: {} resource(s) would change", reports.len());
+    crate::stdout::line(format_args!("noop: {} resource(s) would change", reports.len()));
 }
 
 /// SIGINT/SIGTERM: stop.

@@ -24,7 +24,9 @@ const FAILED: &str = "\u{0}why:failed";
 
 pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCode {
     let Some((kind, name)) = parse_target(target) else {
-        eprintln!("error: `{target}` is not a resource: expected KIND[NAME], e.g. file[/tmp/x]");
+        crate::stderr::line(format_args!(
+            "error: `{target}` is not a resource: expected KIND[NAME], e.g. file[/tmp/x]"
+        ));
         return ExitCode::from(2);
     };
     let (registry, catalog) = compile::catalog();
@@ -45,7 +47,7 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
     let output = match compile::first_output(probed, registry, &program.root, timeout) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("error: {e}");
+            crate::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);
         }
     };
@@ -104,8 +106,10 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
             ));
         }
         match format {
-            WhyFormat::Json => println!("{:#}", json!({"ok": false, "error": msg, "did_you_mean": near})),
-            WhyFormat::Text => eprintln!("error: {msg}"),
+            WhyFormat::Json => {
+                crate::stdout::line(format_args!("{:#}", json!({"ok": false, "error": msg, "did_you_mean": near})))
+            }
+            WhyFormat::Text => crate::stderr::line(format_args!("error: {msg}")),
         }
         return ExitCode::from(1);
     }
@@ -117,10 +121,11 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
         .map(|(i, vals)| ctx.statement(&located[i], &plans[i], vals))
         .collect();
     match format {
-        WhyFormat::Json => {
-            println!("{:#}", json!({"ok": true, "resource": format!("{kind}[{name}]"), "statements": reports}))
-        }
-        WhyFormat::Text => print!("{}", text(&format!("{kind}[{name}]"), &reports)),
+        WhyFormat::Json => crate::stdout::line(format_args!(
+            "{:#}",
+            json!({"ok": true, "resource": format!("{kind}[{name}]"), "statements": reports})
+        )),
+        WhyFormat::Text => crate::stdout::print(format_args!("{}", text(&format!("{kind}[{name}]"), &reports))),
     }
     ExitCode::SUCCESS
 }

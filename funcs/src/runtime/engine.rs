@@ -26,7 +26,6 @@
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
-use std::thread::ThreadId;
 
 use lang::diag::{Diagnostic, Stage};
 use lang::ir::{FuncGraph, NodeId, NodeKind};
@@ -164,22 +163,13 @@ pub(crate) struct Engine {
     pub host: Host,
     pub spawner: Spawner,
     st: RefCell<State>,
-    /// The engine thread; `Caller` refuses calls from anywhere else.
-    pub owner: ThreadId,
 }
 
 impl Engine {
     pub fn new(graph: Arc<FuncGraph>, info: GraphInfo, spawner: Spawner) -> Engine {
         let insts = (0..graph.nodes.len()).map(|i| Inst::new(NodeId(i as u32), None, Env::empty(), 0, false)).collect();
         let host = spawner.host.clone();
-        Engine {
-            graph,
-            info,
-            host,
-            spawner,
-            st: RefCell::new(State { insts, ..State::default() }),
-            owner: std::thread::current().id(),
-        }
+        Engine { graph, info, host, spawner, st: RefCell::new(State { insts, ..State::default() }) }
     }
 
     /// The value of `node` in `env`, recording it as a dependency of whatever is being

@@ -210,22 +210,15 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_string())
 }
 
-/// The [`Caller`] handed to pure built-ins while they run on the engine thread.
+/// The [`Caller`] handed to pure built-ins while they run on the engine thread. `Caller`
+/// is not `Sync`, so a built-in cannot hand it to another thread: the engine (and its
+/// `RefCell`) is only ever touched from its own.
 struct EngineCaller<'a> {
     engine: &'a Engine,
 }
 
-// SAFETY: `Caller: Sync` lets a built-in share the caller with other threads, but the
-// engine (with its `RefCell`) may only be touched on its own thread. `call` checks the
-// thread before anything else and refuses foreign threads, and no other method exists,
-// so the engine is never accessed from two threads.
-unsafe impl Sync for EngineCaller<'_> {}
-
 impl Caller for EngineCaller<'_> {
     fn call(&self, f: &Closure, args: Vec<Value>) -> FuncResult {
-        if std::thread::current().id() != self.engine.owner {
-            return Err(FuncError::fatal("function values can only be called on the dataflow thread"));
-        }
         match self.engine.call_closure(f, args, f.lambda) {
             None => {
                 self.engine.set_pending();
