@@ -3,6 +3,7 @@
 mod common;
 use common::*;
 use lang::types::Type;
+use lang::value::Value;
 
 #[test]
 fn top_level() {
@@ -242,7 +243,8 @@ fn regexp_and_sys_env() {
 
 #[test]
 fn os_pure_functions() {
-    let host = funcs::api::Host { root: "/".into(), args: vec!["tend".into(), "run".into()] };
+    let host =
+        funcs::api::Host { root: "/".into(), args: vec!["tend".into(), "run".into()], ..funcs::api::Host::default() };
     assert_eq!(call_host("os.args", vec![], Type::list(Type::Str), &host).unwrap(), strs(&["tend", "run"]));
     assert_eq!(ok("os.expand_home", vec![s("/abs")]), s("/abs"));
     let home = std::env::var("HOME").unwrap_or_default();
@@ -309,7 +311,7 @@ fn deploy_package_reads_relative_to_the_root() {
     std::fs::write(dir.path().join("files/file1"), "one\n").unwrap();
     std::fs::write(dir.path().join("files/foo/a"), "A").unwrap();
     std::fs::write(dir.path().join("files/foo/nested/b"), "B").unwrap();
-    let host = funcs::api::Host { root: dir.path().to_path_buf(), args: vec![] };
+    let host = funcs::api::Host::new(dir.path(), dir.path().join(".state"));
     let c = |n: &str, a: Vec<lang::value::Value>| call_host(n, a, Type::Str, &host);
     assert_eq!(c("deploy.abspath", vec![s("/files/file1")]).unwrap(), s("/files/file1"));
     use funcs::core::deploy::module_path;
@@ -390,4 +392,154 @@ fn world_store_layout() {
     assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]), "an expired candidate is ignored");
     std::fs::write(root.join("schedule/sched/h0"), "").unwrap();
     assert_eq!(read_schedule(root, "sched"), strs(&["h0"]), "no max: one host");
+}
+
+/// Hostile strings for [`no_pure_function_panics_on_hostile_arguments`]: multi-byte
+/// characters right after `%`, `\`, `$` and friends (a byte-range slice cuts them), empty,
+/// lone delimiters, huge numbers, a long run.
+fn hostile_strs() -> Vec<String> {
+    let mut out: Vec<String> = [
+        "",
+        "a",
+        "€",
+        "%",
+        "%€b",
+        "a%",
+        "%%",
+        "%z€",
+        "http://h/a%€b",
+        "é%",
+        "€€€",
+        "\0",
+        "ab€cd",
+        "${",
+        "${€",
+        "%v%",
+        "%€",
+        "🎉🎉",
+        "\\",
+        "\\€",
+        "[",
+        "(",
+        "*",
+        "?",
+        "{{",
+        "{{€",
+        "}}",
+        "0",
+        "-1",
+        "1e400",
+        "99999999999999999999999",
+        "0x",
+        "0x€",
+        "/",
+        "..",
+        "a/b/c",
+        " ",
+        "\n",
+        "\u{fffd}",
+        "::",
+        "€:€",
+        "1.2.3.4/€",
+        "[::1]:€",
+        "a=b&€",
+        "%C3",
+        "\u{301}",
+        "x\u{301}y",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    out.push("x€".repeat(5000));
+    out
+}
+
+/// A value of type `t` from the hostile pool, chosen by `pick`; `None` for types the pool
+/// does not cover.
+fn hostile_value(t: &Type, pick: usize) -> Option<Value> {
+    let strs = hostile_strs();
+    let ints = [0, 1, -1, 2, 7, 1000, i64::MAX, i64::MIN, -1000];
+    let floats = [0.0, -1.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 1e300, -0.0];
+    Some(match t {
+        Type::Str | Type::Var(_) | Type::Variant => Value::str(&strs[pick % strs.len()]),
+        Type::Int => Value::Int(ints[pick % ints.len()]),
+        Type::Float => Value::Float(floats[pick % floats.len()]),
+        Type::Bool => Value::Bool(pick.is_multiple_of(2)),
+        Type::List(e) if matches!(**e, Type::Str | Type::Var(_)) => match pick % 4 {
+            0 => Value::list(vec![]),
+            1 => Value::list(vec![Value::str("€"), Value::str("%")]),
+            2 => Value::list(vec![Value::str("")]),
+            _ => Value::list(strs.iter().take(20).map(Value::str).collect()),
+        },
+        Type::List(e) if **e == Type::Int => match pick % 3 {
+            0 => Value::list(vec![]),
+            1 => Value::list(vec![Value::Int(i64::MAX), Value::Int(1)]),
+            _ => Value::list(vec![Value::Int(-1), Value::Int(i64::MIN)]),
+        },
+        _ => return None,
+    })
+}
+
+/// Every pure built-in whose parameters are scalars or lists of them, called with many
+/// combinations of hostile arguments: it returns a value or an error, never panics (a
+/// panic in a built-in is a bug even though the runtime turns it into an error).
+#[test]
+fn no_pure_function_panics_on_hostile_arguments() {
+    // Functions that would touch the machine outside the test's directory.
+    const SKIP: &[&str] = &["os.system", "sys.exit"];
+    let dir = tempfile::tempdir().unwrap();
+    let host = funcs::api::Host::new(dir.path(), dir.path().join(".state"));
+    let mut panics = Vec::new();
+    let mut calls = 0usize;
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for b in registry().iter() {
+        let funcs::api::FuncImpl::Pure(f) = b.imp else { continue };
+        if SKIP.contains(&b.decl.name.as_str()) {
+            continue;
+        }
+        for sig in &b.decl.sigs {
+            let Type::Func(params, ret) = sig else { continue };
+            let arg_types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+            if arg_types.iter().any(|t| hostile_value(t, 0).is_none()) {
+                continue;
+            }
+            let ret = if ret.is_concrete() { (**ret).clone() } else { Type::Str };
+            // Every value of the pool in every position, the others varied pseudo-randomly.
+            for position in 0..arg_types.len().max(1) {
+                for pick in 0..hostile_strs().len() {
+                    let args: Vec<Value> = arg_types
+                        .iter()
+                        .enumerate()
+                        .map(|(k, t)| {
+                            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                            let choice = if k == position { pick } else { (seed >> 33) as usize };
+                            hostile_value(t, choice).expect("covered")
+                        })
+                        .collect();
+                    let types: Vec<Type> = args.iter().map(funcs::printf::value_type).collect();
+                    let ctx =
+                        funcs::api::CallCtx { arg_types: &types, ret_type: &ret, caller: &TestCaller, host: &host };
+                    calls += 1;
+                    if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&ctx, &args))).is_err() {
+                        panics.push(format!(
+                            "{}({})",
+                            b.decl.name,
+                            args.iter()
+                                .map(|a| format!("{a}").chars().take(40).collect::<String>())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(calls > 1000, "the pool reached only {calls} calls");
+    assert!(panics.is_empty(), "{} of {calls} calls panicked:\n{}", panics.len(), panics.join("\n"));
+}
+
+#[test]
+fn url_parser_quotes_a_bad_escape_by_characters() {
+    let msg = catchable("net.url_parser", vec![s("http://h/a%€b")]);
+    assert!(msg.contains(r#"invalid URL escape "%€b""#), "{msg}");
 }

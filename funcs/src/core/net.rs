@@ -175,7 +175,9 @@ pub fn percent_decode(s: &str) -> Result<String, String> {
         if b[i] == b'%' {
             let (Some(h), Some(l)) = (b.get(i + 1).and_then(|c| unhex(*c)), b.get(i + 2).and_then(|c| unhex(*c)))
             else {
-                return Err(format!("invalid URL escape {:?}", &s[i..(i + 3).min(s.len())]));
+                // Up to three characters, not bytes: the escape may be cut by a multi-byte one.
+                let escape: String = s[i..].chars().take(3).collect();
+                return Err(format!("invalid URL escape {escape:?}"));
             };
             out.push(h * 16 + l);
             i += 3;
