@@ -5,6 +5,7 @@ mod cmd;
 mod compile;
 mod loader;
 mod observe;
+mod services;
 mod stderr;
 mod stdout;
 

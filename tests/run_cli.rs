@@ -210,3 +210,20 @@ fn a_closed_stdout_is_not_a_crash() {
     }
     assert!(!dir.path().join("out").exists(), "--noop wrote nothing");
 }
+
+/// The store the `value` resource writes is the one `value.get*` reads: the program sees
+/// its own value once the resource has stored it (it saw `ready=false` forever while
+/// each side had a process-wide store of its own).
+#[test]
+fn value_get_reads_what_the_value_resource_stores() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("seen");
+    let program = format!(
+        "import \"fmt\"\nimport \"value\"\n\nvalue \"answer\" {{\n\tany => 42,\n}}\n$v = value.get_int(\"answer\")\nfile \"{}\" {{\n\tstate => \"exists\",\n\tcontent => fmt.printf(\"value=%d ready=%t\", $v->value, $v->ready),\n}}\n",
+        out.display()
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let result = run(dir.path(), &["--converged-timeout", "1"]);
+    assert!(result.status.success(), "stderr: {}", text(&result.stderr));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "value=42 ready=true");
+}

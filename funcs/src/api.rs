@@ -9,6 +9,7 @@ use lang::catalog::FuncDecl;
 use lang::types::Type;
 use lang::value::{Closure, Value};
 use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
@@ -43,14 +44,58 @@ pub trait Caller {
     fn call(&self, f: &Closure, args: Vec<Value>) -> FuncResult;
 }
 
-/// Facts about the running program that some built-ins need.
-#[derive(Clone, Debug, Default)]
+/// What built-ins see of the world around the program: facts about the running program
+/// and the services it shares with the resources. The binary builds one and hands it to
+/// the dataflow; tests build their own. No built-in reaches for process-wide state.
+#[derive(Clone)]
 pub struct Host {
     /// The program's root directory on disk (the directory of its entry file or
     /// `metadata.yaml`): `deploy.*` paths are relative to it.
     pub root: PathBuf,
     /// Process arguments, for `os.args`.
     pub args: Vec<String>,
+    /// The engine's state directory (`--prefix`): the local world store the `world.*`
+    /// functions read (`kv/`, `schedule/`) and `local.*`'s directories (`local/`).
+    pub state_dir: PathBuf,
+    /// What `value.get*` read: in `tend run`, the store the `value` resources write.
+    pub values: Arc<dyn ValueSource>,
+}
+
+impl Host {
+    /// A host for a program rooted at `root`, with `state_dir` as its state and a fresh
+    /// in-memory value store.
+    pub fn new(root: impl Into<PathBuf>, state_dir: impl Into<PathBuf>) -> Host {
+        Host {
+            root: root.into(),
+            args: Vec::new(),
+            state_dir: state_dir.into(),
+            values: Arc::new(crate::core::value::MemValues::default()),
+        }
+    }
+}
+
+impl Default for Host {
+    /// No root, a state directory under the temporary directory, an empty value store.
+    fn default() -> Host {
+        Host::new(PathBuf::new(), std::env::temp_dir().join("tend-state"))
+    }
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("root", &self.root)
+            .field("args", &self.args)
+            .field("state_dir", &self.state_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Where `value.get*` read from.
+pub trait ValueSource: Send + Sync {
+    fn get(&self, key: &str) -> Option<Value>;
+    /// A receiver that changes whenever any stored value changes.
+    fn changes(&self) -> watch::Receiver<u64>;
 }
 
 /// Everything a pure call sees besides its argument values.

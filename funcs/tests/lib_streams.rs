@@ -19,19 +19,18 @@ struct Running {
 }
 
 fn start(name: &str, inputs: Option<Vec<Value>>) -> Running {
+    start_on(Host::default(), name, inputs)
+}
+
+/// [`start`] with the given host (its state directory, its value store).
+fn start_on(host: Host, name: &str, inputs: Option<Vec<Value>>) -> Running {
     let b = registry().get(name).unwrap_or_else(|| panic!("{name} is not registered"));
     let FuncImpl::Stream(f) = b.imp else { panic!("{name} is not a stream") };
     let (itx, irx) = watch::channel(inputs);
     let (otx, orx) = mpsc::channel(16);
     let cancel = CancellationToken::new();
-    let ctx = StreamCtx {
-        arg_types: vec![],
-        ret_type: Type::Variant,
-        host: Host::default(),
-        inputs: irx,
-        out: otx,
-        cancel: cancel.clone(),
-    };
+    let ctx =
+        StreamCtx { arg_types: vec![], ret_type: Type::Variant, host, inputs: irx, out: otx, cancel: cancel.clone() };
     let task = tokio::spawn(f(ctx));
     Running { inputs: itx, out: orx, cancel, task }
 }
@@ -274,29 +273,24 @@ async fn interface_cidr_of_loopback() {
 
 #[tokio::test]
 async fn value_get_follows_the_store() {
-    use funcs::core::value::mem_values;
+    let values = std::sync::Arc::new(funcs::core::value::MemValues::default());
+    let host = Host { values: values.clone(), ..Host::default() };
     let b_ = registry().get("value.get_str").unwrap();
     let FuncImpl::Stream(f) = b_.imp else { panic!() };
     let (itx, irx) = watch::channel(Some(vec![s("lib-test-key")]));
     let (otx, mut orx) = mpsc::channel(4);
     let cancel = CancellationToken::new();
     let ret = lang::types::parse_type("struct{value str; ready bool}").unwrap();
-    let ctx = StreamCtx {
-        arg_types: vec![Type::Str],
-        ret_type: ret,
-        host: Host::default(),
-        inputs: irx,
-        out: otx,
-        cancel: cancel.clone(),
-    };
+    let ctx =
+        StreamCtx { arg_types: vec![Type::Str], ret_type: ret, host, inputs: irx, out: otx, cancel: cancel.clone() };
     let task = tokio::spawn(f(ctx));
     let next = async |rx: &mut mpsc::Receiver<FuncResult>| {
         tokio::time::timeout(Duration::from_secs(5), rx.recv()).await.unwrap().unwrap()
     };
     assert_eq!(next(&mut orx).await.unwrap(), st(vec![("value", s("")), ("ready", b(false))]));
-    mem_values().set("lib-test-key", s("wow"));
+    values.set("lib-test-key", s("wow"));
     assert_eq!(next(&mut orx).await.unwrap(), st(vec![("value", s("wow")), ("ready", b(true))]));
-    mem_values().set("lib-test-key", i(42));
+    values.set("lib-test-key", i(42));
     assert!(matches!(next(&mut orx).await, Err(FuncError::Catchable(_))));
     drop(itx);
     cancel.cancel();
@@ -352,20 +346,20 @@ async fn os_readfile_in_a_directory_created_later() {
 #[tokio::test]
 async fn world_functions_follow_the_kv_store() {
     let dir = tempfile::tempdir().unwrap();
-    funcs::core::world::set_state_dir(dir.path());
-    let mut g = start("world.getval", Some(vec![s("key1")]));
+    let host = Host::new("", dir.path());
+    let mut g = start_on(host.clone(), "world.getval", Some(vec![s("key1")]));
     assert_eq!(g.value().await, st(vec![("value", s("")), ("exists", b(false))]));
     std::fs::create_dir_all(dir.path().join("kv/key1")).unwrap();
     std::fs::write(dir.path().join("kv/key1/value"), "hello").unwrap();
     assert_eq!(g.value().await, st(vec![("value", s("hello")), ("exists", b(true))]));
     g.stop().await;
-    let mut k = start("world.kvlookup", Some(vec![s("ns")]));
+    let mut k = start_on(host.clone(), "world.kvlookup", Some(vec![s("ns")]));
     assert_eq!(k.value().await, m(vec![]));
     std::fs::create_dir_all(dir.path().join("kv/ns")).unwrap();
     std::fs::write(dir.path().join("kv/ns/h1"), "one").unwrap();
     assert_eq!(k.value().await, m(vec![(s("h1"), s("one"))]));
     k.stop().await;
-    let mut sc = start("world.schedule", Some(vec![s("xsched")]));
+    let mut sc = start_on(host.clone(), "world.schedule", Some(vec![s("xsched")]));
     assert_eq!(sc.value().await, strs(&[]));
     sc.stop().await;
 }

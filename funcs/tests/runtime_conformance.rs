@@ -159,7 +159,7 @@ async fn graph_corpus_through_the_runtime() {
             }
             std::fs::write(&target, body).expect("write archive file");
         }
-        let host = Host { root: root.path().to_path_buf(), args: Vec::new() };
+        let host = Host::new(root.path(), root.path().join(".state"));
         let result = first_output(Arc::new(graph), registry.clone(), host, Duration::from_secs(10)).await;
         if let Err(d) = &result
             && d.message.contains("internal error")
@@ -256,7 +256,7 @@ async fn example_programs_run() {
             skipped += 1;
             continue;
         };
-        let host = Host { root: dir.clone(), args: Vec::new() };
+        let host = Host::new(dir.clone(), dir.join(".state"));
         match first_output(Arc::new(graph), registry.clone(), host, Duration::from_secs(2)).await {
             Ok(_) => settled += 1,
             Err(d) if d.message.starts_with("timeout") => timed_out += 1,

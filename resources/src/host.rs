@@ -43,6 +43,9 @@ pub struct Host {
     pub http: Arc<crate::http::Hub>,
     /// Files of the `tftp:server`s.
     pub tftp: Arc<crate::tftp::TftpHub>,
+    /// What `value` resources (and `http:server:ui:input`'s `local://` store) keep; the
+    /// binary hands the same store to the `value.get*` functions.
+    pub values: Arc<crate::value::ValueStore>,
     /// libvirt domains (`virt`).
     pub libvirt: Arc<dyn crate::virt::Libvirt>,
     /// libvirt networks (`virt:network` and its grouped hosts and ranges).
@@ -68,8 +71,9 @@ impl Host {
             net: Arc::new(crate::net::IpRoute2 { proc_root: PathBuf::from("/") }),
             settings: Arc::new(crate::gsettings::GsettingsCli),
             firewall: Arc::new(crate::firewalld::FirewallCmd { root: PathBuf::from("/") }),
-            http: crate::http::Hub::global(),
-            tftp: crate::tftp::TftpHub::global(),
+            http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::Curl)),
+            tftp: crate::tftp::TftpHub::new(),
+            values: Arc::default(),
             libvirt: Arc::new(crate::virt::Virsh),
             networks: Arc::new(crate::virt_network::VirshNetworks),
             builder: Arc::new(crate::virt_builder::VirtBuilder),
@@ -94,6 +98,7 @@ impl Host {
             firewall: Arc::new(crate::firewalld::FakeFirewall::default()),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
             tftp: crate::tftp::TftpHub::new(),
+            values: Arc::default(),
             libvirt: Arc::new(crate::virt::FakeLibvirt::default()),
             networks: Arc::new(crate::virt_network::FakeNetworks::default()),
             builder: Arc::new(crate::virt_builder::FakeBuilder::default()),
@@ -132,7 +137,9 @@ impl Host {
             "http:server:flag" => Box::new(crate::http::flag::HttpFlag::build(self.http.clone(), name, params)?),
             "http:server:proxy" => Box::new(crate::http::proxy::HttpProxy::build(self.http.clone(), name, params)?),
             "http:server:ui" => Box::new(crate::http::ui::HttpUi::build(self.http.clone(), name, params)?),
-            "http:server:ui:input" => Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), name, params)?),
+            "http:server:ui:input" => {
+                Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), self.values.clone(), name, params)?)
+            }
             "tftp:server" => Box::new(crate::tftp::TftpServer::build(self.tftp.clone(), name, params)?),
             "tftp:file" => Box::new(crate::tftp::TftpFile::build(self.tftp.clone(), name, params)?),
             "virt" => Box::new(crate::virt::Virt::build(self, name, params)?),

@@ -82,7 +82,9 @@ pub use meta::meta_from;
 pub use params::BuildError;
 pub use schema::declare;
 
-/// Builds a resource of `kind` against the real host.
+/// Builds a resource of `kind` against a fresh real host (its own value store and server
+/// registries: resources that must meet are built with one shared [`Host`] through
+/// [`build_with`]).
 pub fn build(kind: &str, name: &str, params: &BTreeMap<String, Value>) -> Result<Box<dyn Resource>, BuildError> {
     build_with(&Host::system(), kind, name, params)
 }
@@ -101,7 +103,7 @@ pub fn build_with(
         "print" => Box::new(print::Print::build(name, params)?),
         "test" => Box::new(test_res::Test::build(name, params)?),
         "noop" => Box::new(noop::Noop::build(name, params)?),
-        "value" => Box::new(value::ValueRes::build(name, params)?),
+        "value" => Box::new(value::ValueRes::build(host.values.clone(), name, params)?),
         "msg" => Box::new(msg::Msg::build(name, params)?),
         "timer" => Box::new(timer::Timer::build(name, params)?),
         "kv" => Box::new(kv::Kv::build(name, params)?),

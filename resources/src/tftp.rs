@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -54,11 +54,6 @@ pub struct TftpHub {
 
 impl TftpHub {
     /// The process-wide hub of the real host.
-    pub fn global() -> Arc<TftpHub> {
-        static HUB: OnceLock<Arc<TftpHub>> = OnceLock::new();
-        HUB.get_or_init(TftpHub::new).clone()
-    }
-
     pub fn new() -> Arc<TftpHub> {
         Arc::new(TftpHub { files: Registry::new(), bound: Mutex::default() })
     }

@@ -1,13 +1,14 @@
-//! `value`: holds a value of any type, keeps it in the process-wide value store under the
+//! `value`: holds a value of any type, keeps it in the host's value store under the
 //! resource name (so the program can read it back, e.g. through `value.get`), and sends it
 //! as `any`. A received value overrides the param for the life of the instance.
 //!
-//! The store is in memory ([`store`]) and mirrored as text under
-//! `<state_dir>/value/<name>` for people looking at the host.
+//! The store is in memory ([`ValueStore`], one per [`crate::Host`], shared by the binary
+//! with the `value.get*` functions) and mirrored as text under `<state_dir>/value/<name>`
+//! for people looking at the host.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource};
@@ -18,11 +19,17 @@ use crate::common::{Raw, sends};
 use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 
-/// The process-wide store the `value` resources write.
+/// The store the `value` resources write and `value.get*` read.
 pub struct ValueStore {
     values: Mutex<BTreeMap<String, Value>>,
     /// Bumped on every change, for readers that want to react (e.g. a `value.get` func).
     version: watch::Sender<u64>,
+}
+
+impl Default for ValueStore {
+    fn default() -> ValueStore {
+        ValueStore { values: Mutex::new(BTreeMap::new()), version: watch::Sender::new(0) }
+    }
 }
 
 impl ValueStore {
@@ -35,7 +42,8 @@ impl ValueStore {
         self.version.subscribe()
     }
 
-    pub(crate) fn set(&self, name: &str, value: Value) -> bool {
+    /// Stores `value` under `name`; whether that changed anything.
+    pub fn set(&self, name: &str, value: Value) -> bool {
         let mut values = self.values.lock().unwrap_or_else(|e| e.into_inner());
         if values.get(name) == Some(&value) {
             return false;
@@ -46,12 +54,6 @@ impl ValueStore {
     }
 }
 
-/// The process-wide value store.
-pub fn store() -> &'static ValueStore {
-    static STORE: OnceLock<ValueStore> = OnceLock::new();
-    STORE.get_or_init(|| ValueStore { values: Mutex::new(BTreeMap::new()), version: watch::Sender::new(0) })
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub struct ValueParams {
     pub any: Option<Value>,
@@ -60,14 +62,15 @@ pub struct ValueParams {
 pub struct ValueRes {
     raw: Raw,
     params: ValueParams,
+    store: Arc<ValueStore>,
     mirror: Option<PathBuf>,
 }
 
 impl ValueRes {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<ValueRes, BuildError> {
+    pub fn build(store: Arc<ValueStore>, name: &str, values: &BTreeMap<String, Value>) -> Result<ValueRes, BuildError> {
         let raw = Raw::new("value", name, values);
         let params = raw.decode(|p| Ok(ValueParams { any: p.get("any").cloned() }))?;
-        Ok(ValueRes { raw, params, mirror: None })
+        Ok(ValueRes { raw, params, store, mirror: None })
     }
 }
 
@@ -81,14 +84,14 @@ impl Resource for ValueRes {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let Some(value) = self.params.any.clone() else { return Ok(true) };
         let name = &self.raw.name;
-        if store().get(name).as_ref() == Some(&value) {
+        if self.store.get(name).as_ref() == Some(&value) {
             return Ok(true);
         }
         if !apply {
             ctx.report(format!("value[{name}]: would store {value}"));
             return Ok(false);
         }
-        store().set(name, value.clone());
+        self.store.set(name, value.clone());
         if let Some(dir) = &self.mirror {
             let safe: String =
                 name.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();

@@ -122,7 +122,7 @@ async fn a_server_serves_files_root_flags_and_long_polls() {
     // A flag: POST sets the value, which send/recv carries into the value resource.
     let (status, _, _) = request(addr, "POST", "/flag1", &[], "key=hello&whatever=bye").await;
     assert_eq!(status, 200);
-    let stored = || resources::value::store().get(value_name);
+    let stored = || host.values.get(value_name);
     assert!(eventually(|| stored() == Some(Value::str("hello"))).await, "{:?}", stored());
     assert_eq!(get(addr, "/flag1").await.0, 404, "flags only take POST");
 
@@ -184,14 +184,14 @@ async fn the_ui_form_sends_saved_values() {
     let engine = engine(&dir.path().join("state"));
     apply(&engine, g).await;
     let addr = host.http.bound("srv").unwrap();
-    assert_eq!(resources::value::store().get(value_name), Some(s("default")));
+    assert_eq!(host.values.get(value_name), Some(s("default")));
 
     let (status, page) = get(addr, "/ui/index.html").await;
     assert_eq!(status, 200);
     assert!(page.contains("<title>mgmt http ui</title>") && page.contains("id=\"text1\""), "{page}");
     let (status, _, body) = request(addr, "POST", "/ui/save/", &[], "id=text1&value=typed").await;
     assert_eq!((status, body.as_str()), (200, "null"));
-    let stored = || resources::value::store().get(value_name);
+    let stored = || host.values.get(value_name);
     assert!(eventually(|| stored() == Some(s("typed"))).await, "{:?}", stored());
 
     let (status, headers, _) = request(addr, "POST", "/ui/save/", &[], "id=kv1&value=v1&redirect=index.html").await;

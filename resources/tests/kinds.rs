@@ -64,14 +64,15 @@ async fn noop_and_panic_are_always_right() {
 #[tokio::test]
 async fn value_stores_and_sends_its_value() {
     let dir = tempfile::tempdir().unwrap();
-    let mut v = build("value", "kinds-test-value", &params(&[("any", Value::Int(42))])).unwrap();
+    let host = Host::sandbox(dir.path());
+    let mut v = build_with(&host, "value", "kinds-test-value", &params(&[("any", Value::Int(42))])).unwrap();
     v.init(&init_ctx(dir.path(), "value", "kinds-test-value")).await.unwrap();
     converge(v.as_mut()).await;
-    assert_eq!(resources::value::store().get("kinds-test-value"), Some(Value::Int(42)));
+    assert_eq!(host.values.get("kinds-test-value"), Some(Value::Int(42)));
     assert_eq!(value_of(&v.sends().unwrap()["any"]).unwrap(), &Value::Int(42));
     assert!(v.recv("any", &payload(Value::str("now a string"))).unwrap());
     converge(v.as_mut()).await;
-    assert_eq!(resources::value::store().get("kinds-test-value"), Some(Value::str("now a string")));
+    assert_eq!(host.values.get("kinds-test-value"), Some(Value::str("now a string")));
     assert_eq!(fs::read_to_string(dir.path().join("value/kinds-test-value")).unwrap(), "\"now a string\"");
 }
 

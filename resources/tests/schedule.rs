@@ -27,7 +27,7 @@ struct Chosen {
 }
 
 impl Chosen {
-    fn start(namespace: &str) -> Chosen {
+    fn start(state: &Path, namespace: &str) -> Chosen {
         let registry = funcs::registry::Registry::core();
         let FuncImpl::Stream(f) = registry.get("world.schedule").expect("registered").imp else { panic!("a stream") };
         let (inputs, irx) = watch::channel(Some(vec![Value::str(namespace)]));
@@ -36,7 +36,7 @@ impl Chosen {
         let ctx = StreamCtx {
             arg_types: vec![Type::Str],
             ret_type: Type::List(Box::new(Type::Str)),
-            host: funcs::api::Host::default(),
+            host: funcs::api::Host::new("", state),
             inputs: irx,
             out: otx,
             cancel: cancel.clone(),
@@ -89,10 +89,9 @@ async fn schedule(state: &Path, ns: &str, pairs: &[(&str, Value)]) -> Box<dyn Re
 async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path();
-    funcs::core::world::set_state_dir(state);
 
     // Volunteering makes this host the chosen one; withdrawing takes it out again.
-    let mut chosen = Chosen::start("xsched");
+    let mut chosen = Chosen::start(state, "xsched");
     assert_eq!(chosen.next().await, Vec::<String>::new());
     let opts = [("strategy", s("rr")), ("max", Value::Int(2)), ("persist", Value::Bool(false)), ("ttl", Value::Int(0))];
     let mut res = schedule(state, "xsched", &opts).await;

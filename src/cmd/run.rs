@@ -74,15 +74,16 @@ pub fn run(opts: Options) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let state_dir = opts.prefix.clone().unwrap_or_else(default_prefix);
-    funcs::core::world::set_state_dir(&state_dir);
+    let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
+    let services = crate::services::Services::system(&program.root, &state_dir);
     let mut runner = Runner {
         engine: Engine::new(EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE }),
         registry: Arc::new(registry),
         catalog,
         program,
         noop: opts.noop,
-        host: resources::Host::system(),
+        host: services.resources,
+        funcs_host: services.funcs,
         applied: false,
         metrics: Arc::new(metrics::Metrics::new()),
         metrics_addr,
@@ -99,30 +100,6 @@ pub fn run(opts: Options) -> ExitCode {
     // Dropping it piece by piece costs tens of milliseconds at 10,000 resources.
     std::mem::forget(runner);
     code
-}
-
-/// The state directory: `$XDG_CACHE_HOME/tend`, `~/.cache/tend`, or `/var/lib/tend` for root.
-fn default_prefix() -> PathBuf {
-    if nix_is_root() {
-        return PathBuf::from("/var/lib/tend");
-    }
-    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
-        return PathBuf::from(x).join("tend");
-    }
-    if let Some(h) = std::env::var_os("HOME").filter(|x| !x.is_empty()) {
-        return PathBuf::from(h).join(".cache/tend");
-    }
-    std::env::temp_dir().join("tend")
-}
-
-fn nix_is_root() -> bool {
-    // The effective uid, read from /proc to avoid a libc dependency in the app.
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines().find_map(|l| l.strip_prefix("Uid:").and_then(|r| r.split_whitespace().nth(1).map(str::to_string)))
-        })
-        .is_some_and(|uid| uid == "0")
 }
 
 /// A compiled program: its function graph and the files it was read from.
@@ -156,7 +133,10 @@ struct Runner {
     catalog: Catalog,
     program: ProgramPath,
     noop: bool,
+    /// What resources are built against (backends, value store, server registries).
     host: resources::Host,
+    /// What the functions see: the program's root, the state directory, the same value store.
+    funcs_host: funcs::api::Host,
     /// Whether a graph was ever accepted by the engine.
     applied: bool,
     metrics: Arc<metrics::Metrics>,
@@ -377,8 +357,7 @@ impl Runner {
     }
 
     fn start(&self, graph: &Arc<lang::ir::FuncGraph>) -> Dataflow {
-        let host = funcs::api::Host { root: self.program.root.clone(), args: std::env::args().collect() };
-        Dataflow::start(graph.clone(), self.registry.clone(), host)
+        Dataflow::start(graph.clone(), self.registry.clone(), self.funcs_host.clone())
     }
 
     /// Interprets one output and swaps it in; false (after reporting) when it was rejected.

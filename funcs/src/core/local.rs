@@ -6,29 +6,10 @@ use crate::registry::Registry;
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 
 pub fn register(r: &mut Registry) {
     pure(r, "local.pool", "func(namespace str, uid str) int", pool, "a stable small integer (>= 1) per uid");
     pure(r, "local.vardir", "func(path str) str", vardir, "a per-program state directory");
-}
-
-/// Where tend keeps local state: `$TEND_VARDIR`, else `/var/lib/tend` for root, else
-/// `$XDG_STATE_HOME/tend` (`~/.local/state/tend`).
-pub fn state_dir() -> PathBuf {
-    if let Some(d) = std::env::var_os("TEND_VARDIR").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d);
-    }
-    if nix::unistd::getuid().is_root() {
-        return PathBuf::from("/var/lib/tend");
-    }
-    if let Some(d) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return PathBuf::from(d).join("tend");
-    }
-    match std::env::var_os("HOME").filter(|d| !d.is_empty()) {
-        Some(h) => PathBuf::from(h).join(".local/state/tend"),
-        None => std::env::temp_dir().join("tend-state"),
-    }
 }
 
 /// A relative path with no `..`, `.` or root components.
@@ -54,20 +35,25 @@ pub fn vardir_in(base: &Path, p: &str) -> FuncResult {
     Ok(Value::str(s))
 }
 
-fn vardir(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    vardir_in(&state_dir(), arg_str(a, 0)?)
+fn vardir(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    vardir_in(&ctx.host.state_dir, arg_str(a, 0)?)
 }
 
-static POOL_LOCK: Mutex<()> = Mutex::new(());
-
 /// Looks up or allocates the number of `uid` in the pool file of `namespace`: the
-/// smallest integer >= 1 not used yet. The file holds `uid=number` lines.
+/// smallest integer >= 1 not used yet. The file holds `uid=number` lines; it is locked
+/// (`flock`) while read and rewritten, so concurrent callers, in this process or
+/// another, never hand out one number twice.
 pub fn pool_in(base: &Path, namespace: &str, uid: &str) -> FuncResult {
-    let _guard = POOL_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    use std::io::{Read, Seek, Write};
     let dir = base.join("local").join("pool");
     std::fs::create_dir_all(&dir).map_err(|e| FuncError::fatal(format!("can't create {}: {e}", dir.display())))?;
     let file = dir.join(safe_rel(namespace)?.to_string_lossy().replace('/', "_"));
-    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    let io_err = |e: std::io::Error| FuncError::fatal(format!("can't update {}: {e}", file.display()));
+    let opened = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&file);
+    let mut locked = nix::fcntl::Flock::lock(opened.map_err(io_err)?, nix::fcntl::FlockArg::LockExclusive)
+        .map_err(|(_, errno)| io_err(errno.into()))?;
+    let mut text = String::new();
+    locked.read_to_string(&mut text).map_err(io_err)?;
     let mut entries: BTreeMap<String, i64> = text
         .lines()
         .filter_map(|l| l.rsplit_once('=').and_then(|(k, v)| Some((k.to_string(), v.parse().ok()?))))
@@ -81,10 +67,14 @@ pub fn pool_in(base: &Path, namespace: &str, uid: &str) -> FuncResult {
     }
     entries.insert(uid.to_string(), n);
     let body: String = entries.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
-    std::fs::write(&file, body).map_err(|e| FuncError::fatal(format!("can't write {}: {e}", file.display())))?;
+    locked
+        .set_len(0)
+        .and_then(|()| locked.rewind())
+        .and_then(|()| locked.write_all(body.as_bytes()))
+        .map_err(io_err)?;
     Ok(Value::Int(n))
 }
 
-fn pool(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    pool_in(&state_dir(), arg_str(a, 0)?, arg_str(a, 1)?)
+fn pool(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
+    pool_in(&ctx.host.state_dir, arg_str(a, 0)?, arg_str(a, 1)?)
 }

@@ -1,9 +1,8 @@
 //! The `value` package: read back what `value` resources store, as
 //! `struct{value T; ready bool}` (`ready` is false until the resource has stored one).
 //!
-//! The functions read a process-wide [`ValueSource`]. By default that is this module's
-//! own in-memory [`MemValues`]; the app can install the resource store with
-//! [`set_source`].
+//! The functions read the [`ValueSource`] of their [`crate::api::Host`]: in `tend run` the
+//! store the `value` resources write, elsewhere an in-memory [`MemValues`].
 
 use super::stream;
 use super::streams::{Emitter, boxed, per_input};
@@ -13,7 +12,7 @@ use futures::future::BoxFuture;
 use lang::types::Type;
 use lang::value::Value;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::Mutex;
 use tokio::sync::watch;
 
 pub fn register(r: &mut Registry) {
@@ -30,12 +29,7 @@ pub fn register(r: &mut Registry) {
     stream(r, "value.get_float", "func(key str) struct{value float; ready bool}", get, "a stored float");
 }
 
-/// Where `value.get*` read from.
-pub trait ValueSource: Send + Sync {
-    fn get(&self, key: &str) -> Option<Value>;
-    /// A receiver that changes whenever any stored value changes.
-    fn changes(&self) -> watch::Receiver<u64>;
-}
+pub use crate::api::ValueSource;
 
 /// A simple in-memory store (the default source).
 pub struct MemValues {
@@ -65,29 +59,6 @@ impl ValueSource for MemValues {
     }
     fn changes(&self) -> watch::Receiver<u64> {
         self.version.subscribe()
-    }
-}
-
-/// The default in-memory store.
-pub fn mem_values() -> &'static Arc<MemValues> {
-    static MEM: OnceLock<Arc<MemValues>> = OnceLock::new();
-    MEM.get_or_init(|| Arc::new(MemValues::default()))
-}
-
-fn slot() -> &'static RwLock<Option<Arc<dyn ValueSource>>> {
-    static SOURCE: OnceLock<RwLock<Option<Arc<dyn ValueSource>>>> = OnceLock::new();
-    SOURCE.get_or_init(|| RwLock::new(None))
-}
-
-/// Installs the store `value.get*` read (for streams started afterwards).
-pub fn set_source(src: Arc<dyn ValueSource>) {
-    *slot().write().unwrap_or_else(|e| e.into_inner()) = Some(src);
-}
-
-fn source() -> Arc<dyn ValueSource> {
-    match slot().read().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        Some(s) => s.clone(),
-        None => mem_values().clone(),
     }
 }
 
@@ -128,7 +99,7 @@ fn get(ctx: StreamCtx) -> BoxFuture<'static, ()> {
         let want = want.clone();
         async move {
             let Some(key) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-            let src = source();
+            let src = em.host().values.clone();
             let mut changes = src.changes();
             let mut last = None;
             loop {

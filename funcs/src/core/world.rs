@@ -6,8 +6,7 @@
 //! only one that writes here, so the election is: live candidates in name order, up to
 //! `max`). Expired leases are noticed within the 5 s re-read of [`follow_dir`].
 //!
-//! The state directory must be the engine's: the app sets it with [`set_state_dir`]
-//! (default: `$TMPDIR/tend-state`, the engine's default).
+//! The state directory is the engine's, handed over in [`crate::api::Host::state_dir`].
 
 use super::dirwatch::DirWatch;
 use super::streams::{Emitter, boxed, per_input};
@@ -18,28 +17,12 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{OnceLock, RwLock};
 use std::time::Duration;
 
 pub fn register(r: &mut Registry) {
     stream(r, "world.getval", "func(key str) struct{value str; exists bool}", getval, "a key of the kv store");
     stream(r, "world.kvlookup", "func(namespace str) map{str: str}", kvlookup, "host name -> value of a mapped kv key");
     stream(r, "world.schedule", "func(namespace str) []str", schedule, "the host names chosen for a namespace");
-}
-
-fn slot() -> &'static RwLock<Option<PathBuf>> {
-    static DIR: OnceLock<RwLock<Option<PathBuf>>> = OnceLock::new();
-    DIR.get_or_init(|| RwLock::new(None))
-}
-
-/// Tells the `world` functions where the engine keeps its state (for streams started
-/// afterwards).
-pub fn set_state_dir(dir: impl Into<PathBuf>) {
-    *slot().write().unwrap_or_else(|e| e.into_inner()) = Some(dir.into());
-}
-
-pub fn state_dir() -> PathBuf {
-    slot().read().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_else(|| std::env::temp_dir().join("tend-state"))
 }
 
 /// The file-name form of a key: `%xx` for every byte outside `[A-Za-z0-9._-]`.
@@ -173,7 +156,7 @@ fn follow_keyed(ctx: StreamCtx, subdir: &'static str, read: fn(&Path, &str) -> V
                 return;
             }
         };
-        let root = state_dir();
+        let root = em.host().state_dir.clone();
         let dir = root.join(subdir).join(escape(&key));
         follow_dir(dir, em, move || Ok(read(&root, &key))).await
     }))

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -52,11 +52,6 @@ pub struct Hub {
 
 impl Hub {
     /// The process-wide hub of the real host (downloads through `curl`).
-    pub fn global() -> Arc<Hub> {
-        static HUB: OnceLock<Arc<Hub>> = OnceLock::new();
-        HUB.get_or_init(|| Hub::with_upstream(Arc::new(proxy::Curl))).clone()
-    }
-
     /// A fresh hub (tests: one per sandbox) downloading through `upstream`.
     pub fn with_upstream(upstream: Arc<dyn proxy::Upstream>) -> Arc<Hub> {
         Arc::new(Hub { routes: Registry::new(), inputs: Registry::new(), upstream, bound: Mutex::default() })

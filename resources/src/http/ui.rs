@@ -377,6 +377,8 @@ pub struct HttpUiInput {
     raw: Raw,
     params: InputParams,
     hub: Arc<Hub>,
+    /// The host's value store, for a `local://` store.
+    values: Arc<crate::value::ValueStore>,
     input: Arc<Input>,
     store: Result<Store, String>,
     /// The kv file for `world://` (after init).
@@ -394,7 +396,12 @@ fn parse_url(text: &str) -> Result<(String, Vec<(String, String)>), String> {
 }
 
 impl HttpUiInput {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpUiInput, BuildError> {
+    pub fn build(
+        hub: Arc<Hub>,
+        store_values: Arc<crate::value::ValueStore>,
+        name: &str,
+        values: &BTreeMap<String, Value>,
+    ) -> Result<HttpUiInput, BuildError> {
         let raw = Raw::new(INPUT_KIND, name, values);
         let params = raw.decode(|p: &Params<'_>| {
             Ok(InputParams {
@@ -443,7 +450,17 @@ impl HttpUiInput {
             saved: Notify::new(),
             changed: watch::Sender::new(0),
         });
-        Ok(HttpUiInput { raw, params, hub, input, store, world_file: None, last: None, sent: None })
+        Ok(HttpUiInput {
+            raw,
+            params,
+            hub,
+            values: store_values,
+            input,
+            store,
+            world_file: None,
+            last: None,
+            sent: None,
+        })
     }
 
     /// The value web clients see.
@@ -463,7 +480,7 @@ impl HttpUiInput {
     fn store_get(&self) -> Result<Option<String>, ResError> {
         match self.store.as_ref().unwrap_or(&Store::None) {
             Store::None => Ok(None),
-            Store::Local(key) => match crate::value::store().get(key) {
+            Store::Local(key) => match self.values.get(key) {
                 None => Ok(None),
                 Some(Value::Str(s)) => Ok(Some(s.to_string())),
                 Some(other) => Err(self.err("store", format!("the local value `{key}` is not a str: {other}"))),
@@ -483,7 +500,7 @@ impl HttpUiInput {
         match self.store.as_ref().unwrap_or(&Store::None) {
             Store::None => Ok(()),
             Store::Local(key) => {
-                crate::value::store().set(key, Value::str(value));
+                self.values.set(key, Value::str(value));
                 Ok(())
             }
             Store::World(_) => {
@@ -533,18 +550,19 @@ impl Resource for HttpUiInput {
         let ui = self.params.path.clone();
         let store = self.store.clone().unwrap_or(Store::None);
         let world_file = self.world_file.clone();
+        let values = self.values.clone();
         Box::pin(async move {
             let _listed = hub.inputs.register(&ui, input.clone());
             let mut files = match (&store, world_file) {
                 (Store::World(_), Some(file)) => Some(FileWatch::new(vec![file], false)?),
                 _ => None,
             };
-            let mut locals = matches!(store, Store::Local(_)).then(|| crate::value::store().changes());
+            let mut locals = matches!(store, Store::Local(_)).then(|| values.changes());
             let local_key = match &store {
                 Store::Local(key) => Some(key.clone()),
                 _ => None,
             };
-            let mut last_local = local_key.as_ref().and_then(|k| crate::value::store().get(k));
+            let mut last_local = local_key.as_ref().and_then(|k| values.get(k));
             ctx.event();
             loop {
                 tokio::select! {
@@ -559,7 +577,7 @@ impl Resource for HttpUiInput {
                             locals = None;
                             continue;
                         }
-                        let now = local_key.as_ref().and_then(|k| crate::value::store().get(k));
+                        let now = local_key.as_ref().and_then(|k| values.get(k));
                         if now != last_local {
                             last_local = now;
                             input.lock().store_event = true;
@@ -643,7 +661,7 @@ mod tests {
 
     fn input(hub: &Arc<Hub>, name: &str, pairs: &[(&str, &str)]) -> HttpUiInput {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), Value::str(*v))).collect();
-        HttpUiInput::build(hub.clone(), name, &values).unwrap()
+        HttpUiInput::build(hub.clone(), Arc::default(), name, &values).unwrap()
     }
 
     fn ui(hub: &Arc<Hub>) -> HttpUi {
@@ -760,13 +778,13 @@ mod tests {
     async fn a_local_store_input_uses_the_value_store() {
         let h = hub();
         let key = "tend-ui-test-local-key";
-        crate::value::store().set(key, Value::str("stored"));
         let mut i = input(&h, "x", &[("store", &format!("local://?key={key}"))]);
+        i.values.set(key, Value::str("stored"));
         let mut ctx = ApplyCtx::detached();
         assert!(!i.check_apply(&mut ctx, true).await.unwrap());
         assert_eq!(i.value(), "stored", "at startup the store wins");
         i.input.set_from_web(&["web".into()]).unwrap();
         assert!(!i.check_apply(&mut ctx, true).await.unwrap());
-        assert_eq!(crate::value::store().get(key), Some(Value::str("web")));
+        assert_eq!(i.values.get(key), Some(Value::str("web")));
     }
 }

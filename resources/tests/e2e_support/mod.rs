@@ -19,7 +19,7 @@ pub async fn resource_graph(program: &str) -> Result<lang::resgraph::ResGraph, S
     resources::declare(&mut catalog);
     let first = |d: &lang::diag::Diagnostic| format!("{}: {}", d.stage.code(), d.message);
     let graph = front_end(program, &catalog).map_err(|d| first(&d))?;
-    let host = funcs::api::Host { root: "/".into(), args: Vec::new() };
+    let host = funcs::api::Host { root: "/".into(), ..funcs::api::Host::default() };
     let output =
         funcs::runtime::first_output(Arc::new(graph), Arc::new(registry), host, WAIT).await.map_err(|d| first(&d))?;
     let (mut graph, diags) = lang::interpret::interpret(&output, &catalog);

@@ -1,0 +1,65 @@
+//! The services a run shares between its functions and its resources, built once here and
+//! handed to both through their contexts (`funcs::api::Host`, `resources::Host`): the state
+//! directory, the value store that `value` resources write and `value.get*` read, the
+//! server registries. Nothing else in the workspace keeps process-wide mutable state.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lang::value::Value;
+use resources::value::ValueStore;
+
+/// The two halves of one run's context.
+pub struct Services {
+    pub funcs: funcs::api::Host,
+    pub resources: resources::Host,
+}
+
+impl Services {
+    /// The real host for the program rooted at `root`, keeping state under `state_dir`.
+    pub fn system(root: &Path, state_dir: &Path) -> Services {
+        let resources = resources::Host::system();
+        let mut funcs = funcs::api::Host::new(root, state_dir);
+        funcs.args = std::env::args().collect();
+        funcs.values = Arc::new(SharedValues(resources.values.clone()));
+        Services { funcs, resources }
+    }
+}
+
+/// The resources' value store, as the functions read it.
+struct SharedValues(Arc<ValueStore>);
+
+impl funcs::api::ValueSource for SharedValues {
+    fn get(&self, key: &str) -> Option<Value> {
+        self.0.get(key)
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.changes()
+    }
+}
+
+/// The state directory when `--prefix` is not given: `/var/lib/tend` for root, else
+/// `$XDG_CACHE_HOME/tend`, else `~/.cache/tend`.
+pub fn default_state_dir() -> PathBuf {
+    if is_root() {
+        return PathBuf::from("/var/lib/tend");
+    }
+    if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(x).join("tend");
+    }
+    if let Some(h) = std::env::var_os("HOME").filter(|x| !x.is_empty()) {
+        return PathBuf::from(h).join(".cache/tend");
+    }
+    std::env::temp_dir().join("tend")
+}
+
+fn is_root() -> bool {
+    // The effective uid, read from /proc to avoid a libc dependency in the app.
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| l.strip_prefix("Uid:").and_then(|r| r.split_whitespace().nth(1).map(str::to_string)))
+        })
+        .is_some_and(|uid| uid == "0")
+}
