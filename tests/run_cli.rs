@@ -227,3 +227,60 @@ fn value_get_reads_what_the_value_resource_stores() {
     assert!(result.status.success(), "stderr: {}", text(&result.stderr));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "value=42 ready=true");
 }
+
+/// `kill -9` in the middle of converges that rewrite large files never leaves a partial
+/// file, and the next run leaves no temporary file behind: rewrites are built unnamed, and
+/// a run sweeps the temporary names of writers that died (one is planted here, named as
+/// a killed writer would have left it).
+#[test]
+fn a_killed_run_leaves_no_temporary_files_once_the_next_run_is_done() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let names: Vec<String> = (0..120).map(|i| format!("f{i}")).collect();
+    let program = |version: usize| {
+        let list = names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(", ");
+        format!(
+            "import \"strings\"\n\nfor $i, $n in [{list}] {{\n\tfile \"{}/${{n}}\" {{\n\t\tstate => \"exists\",\n\t\tcontent => strings.right_pad(\"v{version} ${{n}} \", \"x\", 262144),\n\t}}\n}}\n",
+            out.display()
+        )
+    };
+    let state = dir.path().join("state").display().to_string();
+    for round in 0..8 {
+        std::fs::write(dir.path().join("main.mcl"), program(round)).unwrap();
+        let mut child = Command::new(TEND)
+            .arg("run")
+            .arg(dir.path().join("main.mcl"))
+            .args(["--prefix", &state])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(40 + 25 * round as u64));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        for n in &names {
+            let text = std::fs::read(out.join(n)).unwrap_or_default();
+            assert!(text.is_empty() || text.len() == 262144, "{n} is partial after a kill: {} bytes", text.len());
+        }
+    }
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let planted = out.join(format!(".tend-{dead_pid}-00000000deadbeef"));
+    std::fs::write(&planted, "left by a killed run").unwrap();
+
+    std::fs::write(dir.path().join("main.mcl"), program(99)).unwrap();
+    let done = run(dir.path(), &["--converged-timeout", "0"]);
+    assert!(done.status.success(), "stderr: {}", text(&done.stderr));
+    let leftovers: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tend-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    for n in &names {
+        let text = std::fs::read_to_string(out.join(n)).unwrap();
+        assert!(text.starts_with(&format!("v99 {n} ")) && text.len() == 262144, "{n}");
+    }
+}

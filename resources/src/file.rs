@@ -19,13 +19,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
-use crate::util::fs::{TEMP_PREFIX, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff};
+use crate::util::fs::{
+    TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
+};
 use crate::util::lock;
 use crate::util::watch::FileWatch;
 
@@ -66,6 +68,8 @@ pub struct File {
     /// still carries this stamp: the event was the resource's own write (or a no-op touch
     /// of nothing it manages), and checking again would find it right.
     verified: Arc<Mutex<Option<Stamp>>>,
+    /// Where init sweeps the file's directory of temporary files a crashed run left.
+    sweeps: Option<Arc<TempSweeps>>,
 }
 
 /// What identifies one version of a file: any write, chmod, chown or replacement changes it
@@ -193,7 +197,14 @@ impl File {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<File, BuildError> {
         let raw = Raw::new("file", name, values);
         let params = raw.decode(FileParams::decode)?;
-        Ok(File { raw, params, spared: Vec::new(), verified: Arc::default() })
+        Ok(File { raw, params, spared: Vec::new(), verified: Arc::default(), sweeps: None })
+    }
+
+    /// Has init sweep the file's directory (once per directory and `sweeps`) of the
+    /// temporary files of writers that died.
+    pub fn sweeping(mut self, sweeps: Arc<TempSweeps>) -> File {
+        self.sweeps = Some(sweeps);
+        self
     }
 
     /// Tells a purging directory which paths other resources manage (mgmt spares them).
@@ -249,6 +260,13 @@ impl Run<'_> {
 impl Resource for File {
     fn validate(&self) -> Result<(), ResError> {
         self.params.validate().map_err(|m| res_error(self.raw_error(m)))
+    }
+
+    async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
+        if let Some(sweeps) = &self.sweeps {
+            sweeps.sweep_dir_of(Path::new(self.params.path.trim_end_matches('/')));
+        }
+        Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {

@@ -121,7 +121,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
     let groups = network_groups(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
         let built = if v.kind == "file" {
-            crate::file::File::build(&v.name, &v.params).map(|f| {
+            crate::file::File::build(&v.name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
                 if !f.params().purge {
                     return Box::new(f) as Box<dyn engine::Resource>;
                 }

@@ -46,6 +46,8 @@ pub struct Host {
     /// What `value` resources (and `http:server:ui:input`'s `local://` store) keep; the
     /// binary hands the same store to the `value.get*` functions.
     pub values: Arc<crate::value::ValueStore>,
+    /// The directories `file` resources have swept of stale temporary files.
+    pub temps: Arc<crate::util::fs::TempSweeps>,
     /// libvirt domains (`virt`).
     pub libvirt: Arc<dyn crate::virt::Libvirt>,
     /// libvirt networks (`virt:network` and its grouped hosts and ranges).
@@ -74,6 +76,7 @@ impl Host {
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::Curl)),
             tftp: crate::tftp::TftpHub::new(),
             values: Arc::default(),
+            temps: Arc::default(),
             libvirt: Arc::new(crate::virt::Virsh),
             networks: Arc::new(crate::virt_network::VirshNetworks),
             builder: Arc::new(crate::virt_builder::VirtBuilder),
@@ -99,6 +102,7 @@ impl Host {
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
             tftp: crate::tftp::TftpHub::new(),
             values: Arc::default(),
+            temps: Arc::default(),
             libvirt: Arc::new(crate::virt::FakeLibvirt::default()),
             networks: Arc::new(crate::virt_network::FakeNetworks::default()),
             builder: Arc::new(crate::virt_builder::FakeBuilder::default()),

@@ -98,7 +98,7 @@ pub fn build_with(
 ) -> Result<Box<dyn Resource>, BuildError> {
     params::Params::new(kind, name, params)?;
     Ok(match kind {
-        "file" => Box::new(file::File::build(name, params)?),
+        "file" => Box::new(file::File::build(name, params)?.sweeping(host.temps.clone())),
         "exec" => Box::new(exec::Exec::build(name, params)?),
         "print" => Box::new(print::Print::build(name, params)?),
         "test" => Box::new(test_res::Test::build(name, params)?),

@@ -1,10 +1,11 @@
-//! File helpers: atomic writes (temp file in the same directory, fsync, rename; from bytes
-//! or streamed), mode parsing (octal or symbolic assignments),
-//! owner/group lookup, checksums and unified diffs for noop reports.
+//! File helpers: atomic writes (an unnamed file in the same directory, filled and fsynced,
+//! then named; from bytes or streamed), the sweep of temporary names a crash left behind,
+//! mode parsing (octal or symbolic assignments), owner/group lookup, checksums and unified
+//! diffs for noop reports.
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -13,6 +14,68 @@ use sha2::{Digest, Sha256};
 
 /// Name prefix of the temporary files [`atomic_write`] creates next to their target.
 pub const TEMP_PREFIX: &str = ".tend-";
+
+/// A fresh temporary name in `dir`: `.tend-<pid>-<16 hex digits>`. The pid tells
+/// [`sweep_stale_temps`] whether the writer can still be at work.
+fn temp_name(dir: &Path) -> std::path::PathBuf {
+    dir.join(format!("{TEMP_PREFIX}{}-{:016x}", std::process::id(), rand::random::<u64>()))
+}
+
+/// The pid in a temporary name of ours (`.tend-<pid>-<16 hex>`), `None` for any other name.
+fn temp_owner(name: &std::ffi::OsStr) -> Option<i32> {
+    let rest = name.to_str()?.strip_prefix(TEMP_PREFIX)?;
+    let (pid, random) = rest.split_once('-')?;
+    let hex = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    let pid = pid.parse::<i32>().ok().filter(|p| *p > 0 && !pid.starts_with('0'))?;
+    hex.then_some(pid)
+}
+
+/// Removes from `dir` the temporary files of writers that are gone: a process killed in the
+/// middle of an atomic write (after its file got a temporary name, before the rename)
+/// leaves one behind. Only names of our exact form are touched, and only when their
+/// process no longer exists; this process's own, and those of a live process (another
+/// tend), are in flight. How many were removed.
+pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
+    let me = std::process::id() as i32;
+    let mut removed = 0;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let Some(pid) = temp_owner(&entry.file_name()) else { continue };
+        let gone =
+            pid != me && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if gone && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// The directories whose stale temporary files were swept in this run, so that each is
+/// read once however many files it holds. One per [`crate::Host`].
+#[derive(Default)]
+pub struct TempSweeps {
+    done: std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>,
+}
+
+impl TempSweeps {
+    /// Sweeps the directory `path` is in, unless that was done already.
+    pub fn sweep_dir_of(&self, path: &Path) {
+        let dir = dir_of(path);
+        {
+            let mut done = crate::util::lock(&self.done);
+            if done.contains(dir) {
+                return;
+            }
+            done.insert(dir.to_path_buf());
+        }
+        match sweep_stale_temps(dir) {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(dir = %dir.display(), removed = n, "removed temporary files a crash left behind"),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => tracing::debug!(dir = %dir.display(), error = %e, "cannot sweep temporary files"),
+        }
+    }
+}
 
 /// Replaces `path` with `data` atomically. The new file gets `mode` if given, else the
 /// mode of the file it replaces, else 0644. Never follows a symlink at `path`: the rename
@@ -46,16 +109,67 @@ pub fn atomic_write_with(
         _ => fill,
     };
     let existing = existing.ok().filter(|m| m.is_file());
-    let mut tmp = tempfile::Builder::new().prefix(TEMP_PREFIX).tempfile_in(dir)?;
-    fill(tmp.as_file_mut())?;
     let kept_mode = existing.as_ref().map(|m| m.mode() & 0o7777);
-    tmp.as_file().set_permissions(fs::Permissions::from_mode(mode.or(kept_mode).unwrap_or(0o644)))?;
-    if let Some(meta) = &existing {
-        // Keep ownership of the file being replaced (best effort: needs privileges).
-        let _best_effort = std::os::unix::fs::fchown(tmp.as_file(), Some(meta.uid()), Some(meta.gid()));
+    let finish = |file: &mut fs::File| -> io::Result<()> {
+        file.set_permissions(fs::Permissions::from_mode(mode.or(kept_mode).unwrap_or(0o644)))?;
+        if let Some(meta) = &existing {
+            // Keep ownership of the file being replaced (best effort: needs privileges).
+            let _best_effort = std::os::unix::fs::fchown(&*file, Some(meta.uid()), Some(meta.gid()));
+        }
+        file.sync_all()
+    };
+    // The replacement is built as an unnamed inode too, and only named (then renamed over
+    // the target) once complete: a crash while it is written and synced leaves nothing. The
+    // name lives for two syscalls; [`sweep_stale_temps`] removes one a crash left there.
+    let fill = match unnamed_file(dir, 0o600)? {
+        Some(mut file) => {
+            fill(&mut file)?;
+            finish(&mut file)?;
+            let temp = temp_name(dir);
+            link_unnamed(&file, &temp).map_err(io::Error::from)?;
+            return fs::rename(&temp, path).inspect_err(|_| {
+                let _cleanup = fs::remove_file(&temp);
+            });
+        }
+        None => fill,
+    };
+    // No O_TMPFILE here: a named temporary file, removed if anything fails.
+    let temp = temp_name(dir);
+    let written = (|| {
+        let mut file = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&temp)?;
+        fill(&mut file)?;
+        finish(&mut file)?;
+        fs::rename(&temp, path)
+    })();
+    if written.is_err() {
+        let _cleanup = fs::remove_file(&temp);
     }
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
+    written
+}
+
+/// An unnamed (`O_TMPFILE`) file in `dir` created with `mode` (less the umask), or `None`
+/// where the filesystem (or the kernel) cannot make one or the process cannot name one
+/// afterwards.
+fn unnamed_file(dir: &Path, mode: u32) -> io::Result<Option<fs::File>> {
+    use nix::errno::Errno;
+    if !EMPTY_PATH_LINKS.load(Ordering::Relaxed) && !proc_fds() {
+        return Ok(None);
+    }
+    let opened =
+        fs::OpenOptions::new().write(true).custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits()).mode(mode).open(dir);
+    match opened {
+        Ok(f) => Ok(Some(f)),
+        // Not every filesystem has O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL on old kernels).
+        Err(e)
+            if matches!(
+                Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+                Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// The process's umask, read once from `/proc/self/status` (reading it with `umask(2)`
@@ -105,31 +219,12 @@ where
     F: FnOnce(&mut fs::File) -> io::Result<()>,
 {
     use nix::errno::Errno;
-    use std::os::unix::fs::OpenOptionsExt;
-    if !EMPTY_PATH_LINKS.load(Ordering::Relaxed) && !proc_fds() {
-        return Ok(Unnamed::Unsupported(fill));
-    }
     let mode = mode.unwrap_or(0o644);
     // Created with its final mode when the umask lets it through whole, which saves a
     // chmod (and the inotify event it sends every watcher of the directory).
     let born_right = umask().is_some_and(|umask| mode <= 0o777 && mode & umask == 0);
-    let opened = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(nix::fcntl::OFlag::O_TMPFILE.bits())
-        .mode(if born_right { mode } else { 0o600 })
-        .open(dir);
-    let mut file = match opened {
-        Ok(f) => f,
-        // Not every filesystem has O_TMPFILE (EOPNOTSUPP; EISDIR or EINVAL on old kernels).
-        Err(e)
-            if matches!(
-                Errno::from_raw(e.raw_os_error().unwrap_or(0)),
-                Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL
-            ) =>
-        {
-            return Ok(Unnamed::Unsupported(fill));
-        }
-        Err(e) => return Err(e),
+    let Some(mut file) = unnamed_file(dir, if born_right { mode } else { 0o600 })? else {
+        return Ok(Unnamed::Unsupported(fill));
     };
     fill(&mut file)?;
     if !born_right {
@@ -142,7 +237,7 @@ where
         // Something appeared at the path meanwhile: name the finished file next to it and
         // rename it over, as a replacement would.
         Err(Errno::EEXIST) => {
-            let temp = dir.join(format!("{TEMP_PREFIX}{:016x}", rand::random::<u64>()));
+            let temp = temp_name(dir);
             link(&temp)?;
             fs::rename(&temp, path).inspect_err(|_| {
                 let _cleanup = fs::remove_file(&temp);
@@ -347,6 +442,42 @@ mod tests {
         atomic_write(&link, b"new", None).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "keep");
         assert!(fs::symlink_metadata(&link).unwrap().is_file());
+    }
+
+    #[test]
+    fn the_sweep_removes_only_temporary_files_of_dead_writers() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        let name = |pid: u32| format!("{TEMP_PREFIX}{pid}-{:016x}", 0xabcdef_u64);
+        let stale = dir.path().join(name(dead));
+        let mine = dir.path().join(name(std::process::id()));
+        let live = dir.path().join(name(1));
+        let legacy = dir.path().join(".tend-a1B2c3");
+        let users = dir.path().join(".tend-notes");
+        for p in [&stale, &mine, &live, &legacy, &users] {
+            fs::write(p, "x").unwrap();
+        }
+        assert_eq!(sweep_stale_temps(dir.path()).unwrap(), 1);
+        assert!(!stale.exists(), "a dead writer's temporary file is removed");
+        for kept in [&mine, &live, &legacy, &users] {
+            assert!(kept.exists(), "{} is kept", kept.display());
+        }
+    }
+
+    #[test]
+    fn a_rewrite_leaves_no_temporary_name_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        fs::write(&p, "old").unwrap();
+        for i in 0..20 {
+            atomic_write(&p, format!("v{i}").as_bytes(), Some(0o640)).unwrap();
+        }
+        assert_eq!(fs::read_to_string(&p).unwrap(), "v19");
+        assert_eq!(fs::metadata(&p).unwrap().permissions().mode() & 0o777, 0o640);
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("f")]);
     }
 
     #[test]
