@@ -1,7 +1,7 @@
 //! What the engine reports: a closed set of events, broadcast to subscribers (the app's
 //! log, tests) and mirrored to `tracing`.
 
-use crate::res::ResKey;
+use crate::key::ResKey;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum EngineEvent {

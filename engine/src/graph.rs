@@ -5,22 +5,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::fasthash::FastMap;
+use crate::key::{ResKey, SendRecv};
 use crate::meta::Meta;
-use crate::res::{ResKey, Resource};
+use crate::res::Resource;
 
 /// One resource to run.
 pub struct Vertex {
     pub key: ResKey,
     pub meta: Meta,
     pub res: Box<dyn Resource>,
-}
-
-/// A value carried along an edge: the sender's `send` field into the receiver's `recv`
-/// param.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SendRecv {
-    pub send: String,
-    pub recv: String,
 }
 
 /// `from` runs before `to`.

@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 
 use crate::converger::{Converger, Slot};
-use crate::graph::SendRecv;
-use crate::res::{Payload, ResKey};
+
+use crate::key::{Payload, ResKey, SendRecv};
 
 pub(crate) struct Node {
     pub(crate) key: ResKey,

@@ -8,9 +8,7 @@
 //! `Ok(false)` when it was wrong (and, with `apply`, is now fixed), and must not change
 //! anything when `apply` is false; `cleanup` runs once after the worker has exited.
 
-use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -19,51 +17,8 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::converger::Converger;
+use crate::key::{Payload, ResError, ResKey};
 use crate::node::Node;
-
-/// A value moving along a send/recv edge. The engine never looks inside; senders and
-/// receivers agree on the concrete type (the `resources` crate uses `lang::value::Value`).
-pub type Payload = Arc<dyn Any + Send + Sync>;
-
-/// The identity of a resource: kind and name, printed `kind[name]`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ResKey {
-    pub kind: std::sync::Arc<str>,
-    pub name: std::sync::Arc<str>,
-}
-
-impl ResKey {
-    /// Both parts are shared, so the many copies of a key (graph, events, links, metrics)
-    /// cost a reference count each, not two strings.
-    pub fn new(kind: impl AsRef<str>, name: impl AsRef<str>) -> ResKey {
-        ResKey { kind: kind.as_ref().into(), name: name.as_ref().into() }
-    }
-}
-
-impl fmt::Display for ResKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}[{}]", self.kind, self.name)
-    }
-}
-
-/// A failure reported by a resource (validation, init, watch, check-apply, cleanup).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ResError {
-    pub message: String,
-}
-
-impl ResError {
-    pub fn new(message: impl Into<String>) -> ResError {
-        ResError { message: message.into() }
-    }
-}
-
-impl From<std::io::Error> for ResError {
-    fn from(e: std::io::Error) -> ResError {
-        ResError::new(e.to_string())
-    }
-}
 
 /// A resource kind's implementation. Object safe: the engine holds `Box<dyn Resource>`.
 #[async_trait]

@@ -13,10 +13,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::fasthash::{FastMap, FastSet};
-use crate::graph::{Edge, Graph, GraphError, SendRecv, Vertex};
+use crate::graph::{Edge, Graph, GraphError, Vertex};
+use crate::key::SendRecv;
+use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, MetaError};
 use crate::node::{Digest, Link, Links, Node, lock};
-use crate::res::{InitCtx, ResError, ResKey, Resource};
+use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
 /// The running graph: one record per vertex, one per edge.

@@ -20,9 +20,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::converger::Converger;
 use crate::event::EngineEvent;
+use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
 use crate::node::{Links, Node, WorkerState, lock};
-use crate::res::{ApplyCtx, ResError, ResKey, Resource, WatchCtx};
+use crate::res::{ApplyCtx, Resource, WatchCtx};
 
 /// Engine-wide state the workers share.
 pub(crate) struct Shared {
