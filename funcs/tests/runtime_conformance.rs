@@ -126,7 +126,7 @@ async fn graph_corpus_through_the_runtime() {
     };
     let registry = Arc::new(Registry::core());
     let mut catalog = registry.catalog();
-    resources::schema::declare(&mut catalog);
+    resources::kind::declare(&mut catalog);
     let (mut ran, mut good, mut skipped) = (0, 0, 0);
     let (mut stream_want, mut stream_got, mut stream_exact) = (0, 0, 0);
     let mut failures = Vec::new();
@@ -240,7 +240,7 @@ async fn example_programs_run() {
     };
     let registry = Arc::new(Registry::core());
     let mut catalog = registry.catalog();
-    resources::schema::declare(&mut catalog);
+    resources::kind::declare(&mut catalog);
     let dir = shared.join("conformance").join("examples");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())

@@ -225,3 +225,30 @@ impl Resource for Group {
         format!("{:?}", self.params)
     }
 }
+
+/// The `user` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const USER: crate::kind::Kind = crate::kind::Kind {
+    name: "user",
+    params: &[
+        ("state", "str"),
+        ("uid", "int"),
+        ("gid", "int"),
+        ("group", "str"),
+        ("groups", "[]str"),
+        ("homedir", "str"),
+        ("shell", "str"),
+        ("allowduplicateuid", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(User::build(host, name, params)?)),
+};
+
+/// The `group` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const GROUP: crate::kind::Kind = crate::kind::Kind {
+    name: "group",
+    params: &[("state", "str"), ("gid", "int")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Group::build(host, name, params)?)),
+};

@@ -545,6 +545,24 @@ impl Names {
     }
 }
 
+/// The `gzip` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const GZIP: crate::kind::Kind = crate::kind::Kind {
+    name: "gzip",
+    params: &[("path", "str"), ("input", "str"), ("content", "str"), ("level", "int")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)),
+};
+
+/// The `tar` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const TAR: crate::kind::Kind = crate::kind::Kind {
+    name: "tar",
+    params: &[("path", "str"), ("inputs", "[]str"), ("format", "int")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Tar::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -297,6 +297,15 @@ impl Resource for ConsulKv {
     }
 }
 
+/// The `consul:kv` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const CONSUL_KV: crate::kind::Kind = crate::kind::Kind {
+    name: "consul:kv",
+    params: &[("key", "str"), ("value", "str"), ("scheme", "str"), ("address", "str"), ("token", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(ConsulKv::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -217,3 +217,25 @@ impl Resource for Cron {
         self.raw.recv(key, value, &mut self.params, CronParams::decode)
     }
 }
+
+/// The `cron` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const CRON: crate::kind::Kind = crate::kind::Kind {
+    name: "cron",
+    params: &[
+        ("unit", "str"),
+        ("state", "str"),
+        ("startup", "str"),
+        ("session", "bool"),
+        ("trigger", "str"),
+        ("time", "str"),
+        ("accuracysec", "str"),
+        ("randomizeddelaysec", "str"),
+        ("persistent", "bool"),
+        ("wakesystem", "bool"),
+        ("remainafterelapse", "bool"),
+        ("description", "str"),
+    ],
+    sends: &[],
+    can_recv: true,
+    build: |host, name, params| Ok(Box::new(Cron::build(host, name, params)?)),
+};

@@ -239,6 +239,15 @@ impl Resource for DockerImage {
     }
 }
 
+/// The `docker:image` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const DOCKER_IMAGE: crate::kind::Kind = crate::kind::Kind {
+    name: "docker:image",
+    params: &[("state", "str"), ("apiversion", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(DockerImage::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

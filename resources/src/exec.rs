@@ -385,6 +385,45 @@ impl Resource for Exec {
     }
 }
 
+/// The `exec` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const EXEC: crate::kind::Kind = crate::kind::Kind {
+    name: "exec",
+    params: &[
+        ("cmd", "str"),
+        ("args", "[]str"),
+        ("cwd", "str"),
+        ("shell", "str"),
+        ("env", "map{str: str}"),
+        ("sig", "str"),
+        ("timeout", "int"),
+        ("watchcmd", "str"),
+        ("watchcwd", "str"),
+        ("watchshell", "str"),
+        ("watchfiles", "[]str"),
+        ("ifcmd", "str"),
+        ("ifcwd", "str"),
+        ("ifshell", "str"),
+        ("ifequals", "str"),
+        ("ifequals_stdout", "str"),
+        ("nifcmd", "str"),
+        ("nifcwd", "str"),
+        ("nifshell", "str"),
+        ("creates", "str"),
+        ("mtimes", "[]str"),
+        ("donecmd", "str"),
+        ("donecwd", "str"),
+        ("doneshell", "str"),
+        ("user", "str"),
+        ("group", "str"),
+        ("send_output", "str"),
+        ("send_stdout", "str"),
+        ("send_stderr", "str"),
+    ],
+    sends: &[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Exec::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -698,3 +698,28 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// The `file` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const FILE: crate::kind::Kind = crate::kind::Kind {
+    name: "file",
+    params: &[
+        ("path", "str"),
+        ("dirname", "str"),
+        ("basename", "str"),
+        ("state", "str"),
+        ("content", "str"),
+        ("source", "str"),
+        ("fragments", "[]str"),
+        ("owner", "str"),
+        ("group", "str"),
+        ("mode", "str"),
+        ("recurse", "bool"),
+        ("force", "bool"),
+        ("purge", "bool"),
+        ("symlink", "bool"),
+        ("selinux", "str"),
+    ],
+    sends: &[],
+    can_recv: true,
+    build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),
+};

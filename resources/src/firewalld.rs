@@ -362,6 +362,15 @@ impl Resource for Firewalld {
     }
 }
 
+/// The `firewalld` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const FIREWALLD: crate::kind::Kind = crate::kind::Kind {
+    name: "firewalld",
+    params: &[("zone", "str"), ("state", "str"), ("services", "[]str"), ("ports", "[]str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Firewalld::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -410,6 +410,22 @@ impl Resource for Gsettings {
     }
 }
 
+/// The `gsettings` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const GSETTINGS: crate::kind::Kind = crate::kind::Kind {
+    name: "gsettings",
+    params: &[
+        ("schema", "str"),
+        ("key", "str"),
+        ("type", "str"),
+        ("value", "variant"),
+        ("user", "str"),
+        ("group", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Gsettings::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

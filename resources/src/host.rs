@@ -18,11 +18,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ResError, Resource};
-use lang::value::Value;
+use engine::ResError;
 use tokio_util::sync::CancellationToken;
 
-use crate::params::BuildError;
 use crate::util::command::{self, CmdOutput, CmdSpec};
 
 /// Everything a host-touching kind needs.
@@ -113,55 +111,6 @@ impl Host {
     /// `abs` (an absolute system path) under the root.
     pub fn path(&self, abs: &str) -> PathBuf {
         self.root.join(abs.trim_start_matches('/'))
-    }
-
-    pub(crate) fn build(
-        &self,
-        kind: &str,
-        name: &str,
-        params: &BTreeMap<String, Value>,
-    ) -> Result<Box<dyn Resource>, BuildError> {
-        Ok(match kind {
-            "line" => Box::new(crate::line::Line::build(name, params)?),
-            "sysctl" => Box::new(crate::sysctl::Sysctl::build(self, name, params)?),
-            "hostname" => Box::new(crate::hostname::Hostname::build(self, name, params)?),
-            "user" => Box::new(crate::account::User::build(self, name, params)?),
-            "group" => Box::new(crate::account::Group::build(self, name, params)?),
-            "cron" => Box::new(crate::cron::Cron::build(self, name, params)?),
-            "mount" => Box::new(crate::mount::Mount::build(self, name, params)?),
-            "pkg" => Box::new(crate::pkg::Pkg::build(self, name, params)?),
-            "svc" => Box::new(crate::svc::Svc::build(self, name, params)?),
-            "ssh:authorized_key" => Box::new(crate::ssh_key::SshAuthorizedKey::build(self, name, params)?),
-            "schedule" => Box::new(crate::schedule::Schedule::build(self, name, params)?),
-            "net" => Box::new(crate::net::Net::build(self, name, params)?),
-            "gsettings" => Box::new(crate::gsettings::Gsettings::build(self, name, params)?),
-            "firewalld" => Box::new(crate::firewalld::Firewalld::build(self, name, params)?),
-            "http:server" => Box::new(crate::http::server::HttpServer::build(self.http.clone(), name, params)?),
-            "http:server:file" => Box::new(crate::http::file::HttpFile::build(self.http.clone(), name, params)?),
-            "http:server:flag" => Box::new(crate::http::flag::HttpFlag::build(self.http.clone(), name, params)?),
-            "http:server:proxy" => Box::new(crate::http::proxy::HttpProxy::build(self.http.clone(), name, params)?),
-            "http:server:ui" => Box::new(crate::http::ui::HttpUi::build(self.http.clone(), name, params)?),
-            "http:server:ui:input" => {
-                Box::new(crate::http::ui::HttpUiInput::build(self.http.clone(), self.values.clone(), name, params)?)
-            }
-            "tftp:server" => Box::new(crate::tftp::TftpServer::build(self.tftp.clone(), name, params)?),
-            "tftp:file" => Box::new(crate::tftp::TftpFile::build(self.tftp.clone(), name, params)?),
-            "virt" => Box::new(crate::virt::Virt::build(self, name, params)?),
-            "virt:network" => Box::new(crate::virt_network::VirtNetwork::build(self, name, params)?),
-            "virt:network:host" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
-            "virt:network:range" => Box::new(crate::virt_network::NetworkMember::build(kind, name, params)?),
-            "virt:builder" => Box::new(crate::virt_builder::VirtBuilderRes::build(self, name, params)?),
-            "nspawn" => Box::new(crate::nspawn::Nspawn::build(self, name, params)?),
-            "docker:image" => Box::new(crate::docker::DockerImage::build(self, name, params)?),
-            other => {
-                return Err(BuildError {
-                    kind: other.to_string(),
-                    name: name.to_string(),
-                    field: None,
-                    message: format!("no resource kind `{other}` available"),
-                });
-            }
-        })
     }
 }
 

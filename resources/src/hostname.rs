@@ -128,3 +128,17 @@ impl Resource for Hostname {
         format!("{:?}", self.params)
     }
 }
+
+/// The `hostname` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HOSTNAME: crate::kind::Kind = crate::kind::Kind {
+    name: "hostname",
+    params: &[
+        ("hostname", "str"),
+        ("pretty_hostname", "str"),
+        ("static_hostname", "str"),
+        ("transient_hostname", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Hostname::build(host, name, params)?)),
+};

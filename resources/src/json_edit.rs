@@ -612,6 +612,15 @@ impl Cursor<'_> {
     }
 }
 
+/// The `json:edit` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
+    name: "json:edit",
+    params: &[("store", "str"), ("edits", "[]str")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(JsonEdit::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

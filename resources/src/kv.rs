@@ -173,6 +173,15 @@ impl Resource for Kv {
     }
 }
 
+/// The `kv` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const KV: crate::kind::Kind = crate::kind::Kind {
+    name: "kv",
+    params: &[("key", "str"), ("value", "str"), ("mapped", "bool"), ("skiplessthan", "bool"), ("skipcmpstyle", "int")],
+    sends: &[],
+    can_recv: true,
+    build: |_host, name, params| Ok(Box::new(Kv::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::stored_is_greater;

@@ -43,6 +43,7 @@ pub mod host;
 pub mod hostname;
 pub mod http;
 pub mod json_edit;
+pub mod kind;
 pub mod kv;
 pub mod line;
 pub mod meta;
@@ -56,7 +57,6 @@ pub mod password;
 pub mod pkg;
 pub mod print;
 pub mod schedule;
-pub mod schema;
 pub mod ssh_key;
 pub mod svc;
 pub mod sysctl;
@@ -78,9 +78,59 @@ use lang::value::Value;
 pub use autoedge::{AutoRes, autoedges, file_path};
 pub use common::{payload, value_of};
 pub use host::Host;
+pub use kind::declare;
 pub use meta::meta_from;
 pub use params::BuildError;
-pub use schema::declare;
+
+/// Every resource kind, in the order the catalog declares them. A new kind is one module
+/// that defines its [`kind::Kind`] and one line here.
+pub const KINDS: &[&kind::Kind] = &[
+    &file::FILE,
+    &exec::EXEC,
+    &print::PRINT,
+    &test_res::TEST,
+    &noop::NOOP,
+    &value::VALUE,
+    &msg::MSG,
+    &timer::TIMER,
+    &kv::KV,
+    &hostname::HOSTNAME,
+    &account::USER,
+    &account::GROUP,
+    &line::LINE,
+    &sysctl::SYSCTL,
+    &cron::CRON,
+    &mount::MOUNT,
+    &pkg::PKG,
+    &svc::SVC,
+    &virt::VIRT,
+    &virt_network::VIRT_NETWORK,
+    &virt_network::VIRT_NETWORK_HOST,
+    &virt_network::VIRT_NETWORK_RANGE,
+    &virt_builder::VIRT_BUILDER,
+    &nspawn::NSPAWN,
+    &docker::DOCKER_IMAGE,
+    &net::NET,
+    &gsettings::GSETTINGS,
+    &firewalld::FIREWALLD,
+    &consul::CONSUL_KV,
+    &password::PASSWORD,
+    &json_edit::JSON_EDIT,
+    &archive::GZIP,
+    &archive::TAR,
+    &ssh_key::SSH_AUTHORIZED_KEY,
+    &schedule::SCHEDULE,
+    &password::EXIT,
+    &noop::PANIC,
+    &http::server::HTTP_SERVER,
+    &http::file::HTTP_SERVER_FILE,
+    &http::flag::HTTP_SERVER_FLAG,
+    &http::proxy::HTTP_SERVER_PROXY,
+    &http::ui::HTTP_SERVER_UI,
+    &http::ui::HTTP_SERVER_UI_INPUT,
+    &tftp::TFTP_SERVER,
+    &tftp::TFTP_FILE,
+];
 
 /// Builds a resource of `kind` against a fresh real host (its own value store and server
 /// registries: resources that must meet are built with one shared [`Host`] through
@@ -97,25 +147,15 @@ pub fn build_with(
     params: &BTreeMap<String, Value>,
 ) -> Result<Box<dyn Resource>, BuildError> {
     params::Params::new(kind, name, params)?;
-    Ok(match kind {
-        "file" => Box::new(file::File::build(name, params)?.sweeping(host.temps.clone())),
-        "exec" => Box::new(exec::Exec::build(name, params)?),
-        "print" => Box::new(print::Print::build(name, params)?),
-        "test" => Box::new(test_res::Test::build(name, params)?),
-        "noop" => Box::new(noop::Noop::build(name, params)?),
-        "value" => Box::new(value::ValueRes::build(host.values.clone(), name, params)?),
-        "msg" => Box::new(msg::Msg::build(name, params)?),
-        "timer" => Box::new(timer::Timer::build(name, params)?),
-        "kv" => Box::new(kv::Kv::build(name, params)?),
-        "password" => Box::new(password::Password::build(name, params)?),
-        "json:edit" => Box::new(json_edit::JsonEdit::build(name, params)?),
-        "gzip" => Box::new(archive::Gzip::build(name, params)?),
-        "tar" => Box::new(archive::Tar::build(name, params)?),
-        "exit" => Box::new(password::Exit::build(name, params)?),
-        "consul:kv" => Box::new(consul::ConsulKv::build(name, params)?),
-        "_panic" => Box::new(noop::Panic),
-        other => return host.build(other, name, params),
-    })
+    match kind::find(kind) {
+        Some(k) => (k.build)(host, name, params),
+        None => Err(BuildError {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            field: None,
+            message: format!("no resource kind `{kind}` available"),
+        }),
+    }
 }
 
 /// Builds an engine vertex: the resource plus its decoded metaparams.

@@ -156,6 +156,15 @@ impl Resource for Line {
     }
 }
 
+/// The `line` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const LINE: crate::kind::Kind = crate::kind::Kind {
+    name: "line",
+    params: &[("file", "str"), ("state", "str"), ("content", "str"), ("trim", "bool")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Line::build(name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::edit;

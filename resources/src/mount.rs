@@ -172,3 +172,19 @@ impl Resource for Mount {
         format!("{:?}", self.params)
     }
 }
+
+/// The `mount` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const MOUNT: crate::kind::Kind = crate::kind::Kind {
+    name: "mount",
+    params: &[
+        ("state", "str"),
+        ("device", "str"),
+        ("type", "str"),
+        ("options", "map{str: str}"),
+        ("freq", "int"),
+        ("passno", "int"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Mount::build(host, name, params)?)),
+};

@@ -97,3 +97,18 @@ impl Resource for Msg {
         true
     }
 }
+
+/// The `msg` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const MSG: crate::kind::Kind = crate::kind::Kind {
+    name: "msg",
+    params: &[
+        ("body", "str"),
+        ("priority", "str"),
+        ("fields", "map{str: str}"),
+        ("journal", "bool"),
+        ("syslog", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Msg::build(name, params)?)),
+};

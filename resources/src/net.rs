@@ -638,6 +638,15 @@ pub fn unit_path(root: &Path, name: &str) -> PathBuf {
     root.join(NETWORKD_DIR.trim_start_matches('/')).join(format!("tend-{name}.network"))
 }
 
+/// The `net` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const NET: crate::kind::Kind = crate::kind::Kind {
+    name: "net",
+    params: &[("state", "str"), ("addrs", "[]str"), ("gateway", "str"), ("ip_forward", "bool")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Net::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,3 +54,21 @@ impl Resource for Panic {
         String::new()
     }
 }
+
+/// The `noop` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const NOOP: crate::kind::Kind = crate::kind::Kind {
+    name: "noop",
+    params: &[("comment", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Noop::build(name, params)?)),
+};
+
+/// The `_panic` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const PANIC: crate::kind::Kind = crate::kind::Kind {
+    name: "_panic",
+    params: &[],
+    sends: &[],
+    can_recv: false,
+    build: |_host, _name, _params| Ok(Box::new(Panic)),
+};

@@ -260,6 +260,15 @@ impl Resource for Nspawn {
     }
 }
 
+/// The `nspawn` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const NSPAWN: crate::kind::Kind = crate::kind::Kind {
+    name: "nspawn",
+    params: &[("state", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Nspawn::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

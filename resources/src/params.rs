@@ -8,8 +8,6 @@ use std::fmt;
 use lang::types::Type;
 use lang::value::Value;
 
-use crate::schema;
-
 /// Why a resource could not be built or is invalid; names the field when one is at fault.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub struct BuildError {
@@ -40,8 +38,8 @@ impl<'a> Params<'a> {
     /// Checks that the kind exists and every param is one it declares.
     pub fn new(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Result<Params<'a>, BuildError> {
         let params = Params { kind, name, values };
-        let decl =
-            schema::decl(kind).ok_or_else(|| params.error(None, format!("no resource kind `{kind}` available")))?;
+        let decl = crate::kind::decl(kind)
+            .ok_or_else(|| params.error(None, format!("no resource kind `{kind}` available")))?;
         for (field, value) in values {
             if let Some(param) = decl.param(field) {
                 if !conforms(value, &param.ty) {

@@ -149,3 +149,21 @@ impl Resource for Exit {
         self.code.to_string()
     }
 }
+
+/// The `password` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const PASSWORD: crate::kind::Kind = crate::kind::Kind {
+    name: "password",
+    params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
+    sends: &[("password", "str")],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Password::build(name, params)?)),
+};
+
+/// The `exit` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const EXIT: crate::kind::Kind = crate::kind::Kind {
+    name: "exit",
+    params: &[("code", "int")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Exit::build(name, params)?)),
+};

@@ -91,3 +91,18 @@ impl Resource for Pkg {
         format!("{:?}", self.params)
     }
 }
+
+/// The `pkg` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const PKG: crate::kind::Kind = crate::kind::Kind {
+    name: "pkg",
+    params: &[
+        ("state", "str"),
+        ("allowdowngrade", "bool"),
+        ("allowuntrusted", "bool"),
+        ("allownonfree", "bool"),
+        ("allowunsupported", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Pkg::build(host, name, params)?)),
+};

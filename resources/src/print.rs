@@ -69,3 +69,12 @@ impl Resource for Print {
         self.raw.recv(key, value, &mut self.params, PrintParams::decode)
     }
 }
+
+/// The `print` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const PRINT: crate::kind::Kind = crate::kind::Kind {
+    name: "print",
+    params: &[("msg", "str"), ("refresh_only", "bool")],
+    sends: &[],
+    can_recv: true,
+    build: |_host, name, params| Ok(Box::new(Print::build(name, params)?)),
+};

@@ -308,6 +308,22 @@ impl Resource for Schedule {
     }
 }
 
+/// The `schedule` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const SCHEDULE: crate::kind::Kind = crate::kind::Kind {
+    name: "schedule",
+    params: &[
+        ("namespace", "str"),
+        ("strategy", "str"),
+        ("max", "int"),
+        ("persist", "bool"),
+        ("ttl", "int"),
+        ("withdraw", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Schedule::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

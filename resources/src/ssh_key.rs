@@ -431,6 +431,25 @@ fn check_blob(mut blob: &[u8]) -> Result<String, String> {
     Ok(kind)
 }
 
+/// The `ssh:authorized_key` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const SSH_AUTHORIZED_KEY: crate::kind::Kind = crate::kind::Kind {
+    name: "ssh:authorized_key",
+    params: &[
+        ("state", "str"),
+        ("file", "str"),
+        ("user", "str"),
+        ("content", "str"),
+        ("options", "[]str"),
+        ("type", "str"),
+        ("key", "str"),
+        ("comment", "str"),
+        ("mkdir", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(SshAuthorizedKey::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

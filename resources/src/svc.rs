@@ -231,3 +231,12 @@ impl Follow {
         Ok(active_wrong || enabled_wrong)
     }
 }
+
+/// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const SVC: crate::kind::Kind = crate::kind::Kind {
+    name: "svc",
+    params: &[("state", "str"), ("startup", "str"), ("session", "bool")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Svc::build(host, name, params)?)),
+};

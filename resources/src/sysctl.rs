@@ -121,3 +121,12 @@ impl Resource for Sysctl {
         format!("{:?}", self.params)
     }
 }
+
+/// The `sysctl` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const SYSCTL: crate::kind::Kind = crate::kind::Kind {
+    name: "sysctl",
+    params: &[("value", "str"), ("runtime", "bool"), ("persist", "bool"), ("path", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Sysctl::build(host, name, params)?)),
+};

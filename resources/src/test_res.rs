@@ -69,7 +69,7 @@ impl TestParams {
 }
 
 fn p_values(p: &Params<'_>) -> BTreeMap<String, Value> {
-    crate::schema::decl("test")
+    crate::kind::decl("test")
         .map(|d| d.params.iter().filter_map(|f| p.get(&f.name).map(|v| (f.name.clone(), v.clone()))).collect())
         .unwrap_or_default()
 }
@@ -165,3 +165,50 @@ impl Resource for Test {
         Ok(changed)
     }
 }
+
+/// The `test` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const TEST: crate::kind::Kind = crate::kind::Kind {
+    name: "test",
+    params: &[
+        ("bool", "bool"),
+        ("str", "str"),
+        ("int", "int"),
+        ("int8", "int"),
+        ("int16", "int"),
+        ("int32", "int"),
+        ("int64", "int"),
+        ("uint", "int"),
+        ("uint8", "int"),
+        ("uint16", "int"),
+        ("uint32", "int"),
+        ("uint64", "int"),
+        ("byte", "int"),
+        ("rune", "int"),
+        ("float32", "float"),
+        ("float64", "float"),
+        ("boolptr", "bool"),
+        ("stringptr", "str"),
+        ("int64ptr", "int"),
+        ("int8ptr", "int"),
+        ("uint8ptr", "int"),
+        ("int8ptrptrptr", "int"),
+        ("slicestring", "[]str"),
+        ("mapintfloat", "map{int: float}"),
+        ("mixedstruct", "struct{somebool bool; somestr str; someint int; somefloat float}"),
+        ("interface", "variant"),
+        ("anotherstr", "str"),
+        ("func1", "func(int) str"),
+        ("validatebool", "bool"),
+        ("validateerror", "str"),
+        ("alwaysgroup", "bool"),
+        ("comparefail", "bool"),
+        ("sendvalue", "str"),
+        ("expectrecv", "[]str"),
+        ("onlyshow", "[]str"),
+        ("waitforerror", "int"),
+        ("comment", "str"),
+    ],
+    sends: &[("hello", "str"), ("answer", "int")],
+    can_recv: true,
+    build: |_host, name, params| Ok(Box::new(Test::build(name, params)?)),
+};

@@ -517,6 +517,24 @@ impl Resource for TftpFile {
     }
 }
 
+/// The `tftp:server` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const TFTP_SERVER: crate::kind::Kind = crate::kind::Kind {
+    name: "tftp:server",
+    params: &[("address", "str"), ("timeout", "int"), ("root", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(TftpServer::build(host.tftp.clone(), name, params)?)),
+};
+
+/// The `tftp:file` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const TFTP_FILE: crate::kind::Kind = crate::kind::Kind {
+    name: "tftp:file",
+    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(TftpFile::build(host.tftp.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

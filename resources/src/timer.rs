@@ -75,3 +75,12 @@ impl Resource for Timer {
         true
     }
 }
+
+/// The `timer` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const TIMER: crate::kind::Kind = crate::kind::Kind {
+    name: "timer",
+    params: &[("interval", "int")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(Timer::build(name, params)?)),
+};

@@ -116,3 +116,12 @@ impl Resource for ValueRes {
         self.raw.recv(key, value, &mut self.params, |p| Ok(ValueParams { any: p.get("any").cloned() }))
     }
 }
+
+/// The `value` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VALUE: crate::kind::Kind = crate::kind::Kind {
+    name: "value",
+    params: &[("any", "variant")],
+    sends: &[("any", "variant")],
+    can_recv: true,
+    build: |host, name, params| Ok(Box::new(ValueRes::build(host.values.clone(), name, params)?)),
+};

@@ -1188,6 +1188,35 @@ impl Resource for Virt {
     }
 }
 
+/// The mcl type of the `auth` param of `virt` and `virt:network`.
+pub(crate) const AUTH_TYPE: &str = "struct{username str; password str}";
+
+/// The `virt` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VIRT: crate::kind::Kind = crate::kind::Kind {
+    name: "virt",
+    params: &[
+        ("uri", "str"),
+        ("state", "str"),
+        ("transient", "bool"),
+        ("cpus", "int"),
+        ("maxcpus", "int"),
+        ("hotcpus", "bool"),
+        ("memory", "int"),
+        ("osinit", "str"),
+        ("boot", "[]str"),
+        ("disk", "[]struct{source str; type str}"),
+        ("cdrom", "[]struct{source str; type str}"),
+        ("network", "[]struct{name str; mac str}"),
+        ("filesystem", "[]struct{access str; source str; target str; read_only bool}"),
+        ("auth", AUTH_TYPE),
+        ("restartondiverge", "str"),
+        ("restartonrefresh", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(Virt::build(host, name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

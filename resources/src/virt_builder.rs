@@ -34,7 +34,7 @@ use crate::util::events::run_tool;
 use crate::util::watch::watch_loop;
 
 /// The program run for a build.
-pub const VIRT_BUILDER: &str = "virt-builder";
+pub const VIRT_BUILDER_TOOL: &str = "virt-builder";
 
 /// The (Debian) package that provides it.
 pub const GUESTFS_PACKAGE: &str = "guestfs-tools";
@@ -61,10 +61,10 @@ fn on_path(program: &str) -> bool {
 #[async_trait]
 impl ImageBuilder for VirtBuilder {
     fn available(&self) -> bool {
-        on_path(VIRT_BUILDER)
+        on_path(VIRT_BUILDER_TOOL)
     }
     async fn build(&self, args: &[String], cancel: &CancellationToken) -> Result<CmdOutput, ResError> {
-        let argv: Vec<String> = std::iter::once(VIRT_BUILDER.to_string()).chain(args.iter().cloned()).collect();
+        let argv: Vec<String> = std::iter::once(VIRT_BUILDER_TOOL.to_string()).chain(args.iter().cloned()).collect();
         run_tool(&argv, &[], cancel).await
     }
 }
@@ -425,7 +425,7 @@ impl Resource for VirtBuilderRes {
         }
         if !self.builder.available() {
             if p.no_setup {
-                return Err(ResError::new(format!("{key}: {VIRT_BUILDER} is not installed and no_setup is set")));
+                return Err(ResError::new(format!("{key}: {VIRT_BUILDER_TOOL} is not installed and no_setup is set")));
             }
             tracing::info!(resource = %key, package = GUESTFS_PACKAGE, "installing the image builder");
             self.packages.install(GUESTFS_PACKAGE, None, false).await?;
@@ -452,7 +452,7 @@ impl Resource for VirtBuilderRes {
                         let tail: Vec<&str> =
                             out.output.lines().rev().take(10).collect::<Vec<_>>().into_iter().rev().collect();
                         let status = out.code.map(|c| format!("exit status {c}")).unwrap_or_else(|| "a signal".into());
-                        ResError::new(format!("{key}: {VIRT_BUILDER} failed with {status}: {}", tail.join("\n")))
+                        ResError::new(format!("{key}: {VIRT_BUILDER_TOOL} failed with {status}: {}", tail.join("\n")))
                     }
                     Err(e) => ResError::new(format!("{key}: {e}")),
                 })
@@ -464,6 +464,37 @@ impl Resource for VirtBuilderRes {
         format!("{:?}", self.params)
     }
 }
+
+/// The `virt:builder` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VIRT_BUILDER: crate::kind::Kind = crate::kind::Kind {
+    name: "virt:builder",
+    params: &[
+        ("output", "str"),
+        ("os_version", "str"),
+        ("arch", "str"),
+        ("hostname", "str"),
+        ("format", "str"),
+        ("size", "int"),
+        ("packages", "[]str"),
+        ("update", "bool"),
+        ("selinux_relabel", "bool"),
+        ("no_setup", "bool"),
+        ("ssh_keys", "[]struct{user str; type str; key str; comment str}"),
+        ("root_ssh_inject", "bool"),
+        ("root_password_selector", "str"),
+        ("bootstrap", "bool"),
+        ("seeds", "[]str"),
+        ("mkdir", "[]str"),
+        ("copy_in", "[]struct{path str; dest str}"),
+        ("run_cmd", "[]str"),
+        ("firstboot_cmd", "[]str"),
+        ("log_output", "bool"),
+        ("tweaks", "bool"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(VirtBuilderRes::build(host, name, params)?)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -1271,6 +1271,46 @@ impl Resource for VirtNetwork {
     }
 }
 
+/// The `virt:network` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VIRT_NETWORK: crate::kind::Kind = crate::kind::Kind {
+    name: "virt:network",
+    params: &[
+        ("uri", "str"),
+        ("state", "str"),
+        ("transient", "bool"),
+        ("startup", "str"),
+        ("uuid", "str"),
+        ("device", "str"),
+        ("mode", "str"),
+        ("mac", "str"),
+        ("ip", "str"),
+        ("purge_hosts", "bool"),
+        ("purge_ranges", "bool"),
+        ("auth", crate::virt::AUTH_TYPE),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(VirtNetwork::build(host, name, params)?)),
+};
+
+/// The `virt:network:host` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VIRT_NETWORK_HOST: crate::kind::Kind = crate::kind::Kind {
+    name: "virt:network:host",
+    params: &[("network", "str"), ("hostname", "str"), ("mac", "str"), ("ip", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?)),
+};
+
+/// The `virt:network:range` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const VIRT_NETWORK_RANGE: crate::kind::Kind = crate::kind::Kind {
+    name: "virt:network:range",
+    params: &[("network", "str"), ("start", "str"), ("end", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -266,7 +266,7 @@ async fn pkg_installs_pins_and_removes() {
 async fn every_declared_kind_can_be_built() {
     let root = tempfile::tempdir().unwrap();
     let host = Host::sandbox(root.path());
-    for decl in resources::schema::decls() {
+    for decl in resources::kind::decls() {
         assert!(build_with(&host, &decl.kind, "/x", &params(&[])).is_ok(), "{}", decl.kind);
     }
 }

@@ -287,6 +287,15 @@ impl Resource for HttpFile {
     }
 }
 
+/// The `http:server:file` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER_FILE: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server:file",
+    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str"), ("longpoll", "bool")],
+    sends: &[],
+    can_recv: true,
+    build: |host, name, params| Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

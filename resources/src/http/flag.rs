@@ -132,6 +132,15 @@ impl Resource for HttpFlag {
     }
 }
 
+/// The `http:server:flag` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER_FLAG: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server:flag",
+    params: &[("server", "str"), ("path", "str"), ("key", "str")],
+    sends: &[("value", "str")],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -390,6 +390,15 @@ impl Resource for HttpProxy {
     }
 }
 
+/// The `http:server:proxy` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER_PROXY: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server:proxy",
+    params: &[("server", "str"), ("path", "str"), ("sub", "str"), ("head", "str"), ("cache", "str")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -361,6 +361,22 @@ impl hyper::body::Body for Deadline {
     }
 }
 
+/// The `http:server` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server",
+    params: &[
+        ("address", "str"),
+        ("timeout", "int"),
+        ("read_timeout", "int"),
+        ("write_timeout", "int"),
+        ("shutdown_timeout", "int"),
+        ("root", "str"),
+    ],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

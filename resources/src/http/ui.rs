@@ -647,6 +647,24 @@ impl Resource for HttpUiInput {
     }
 }
 
+/// The `http:server:ui` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER_UI: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server:ui",
+    params: &[("server", "str"), ("path", "str"), ("data", "struct{title str; head str}")],
+    sends: &[],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?)),
+};
+
+/// The `http:server:ui:input` kind: its params and send fields as the type checker sees them, and its constructor.
+pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind = crate::kind::Kind {
+    name: "http:server:ui:input",
+    params: &[("path", "str"), ("id", "str"), ("value", "str"), ("store", "str"), ("type", "str"), ("sort", "str")],
+    sends: &[("value", "str")],
+    can_recv: false,
+    build: |host, name, params| Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), name, params)?)),
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,149 @@
+//! What a resource kind is to the rest of the crate: one [`Kind`] value, defined in the
+//! kind's own module beside its implementation (its name, its params and send fields as
+//! the type checker sees them, its constructor) and registered in [`crate::KINDS`]. The
+//! catalog's declarations ([`declare`]) and [`crate::build_with`] both read that list.
+//!
+//! Param and send types are mcl type texts. Go widths collapse the mgmt way: every
+//! int/uint width is `int`, float32/64 is `float`, pointers are transparent,
+//! `interface{}` is `variant`.
+
+use std::collections::BTreeMap;
+
+use engine::Resource;
+use lang::catalog::{Catalog, ParamDecl, ResourceDecl};
+use lang::types::{Type, parse_type};
+use lang::value::Value;
+
+use crate::host::Host;
+use crate::params::BuildError;
+
+/// Builds a resource of a kind from its params, against a host's backends and services.
+pub type BuildFn = fn(&Host, &str, &BTreeMap<String, Value>) -> Result<Box<dyn Resource>, BuildError>;
+
+/// One resource kind.
+pub struct Kind {
+    /// The kind as written in mcl: `file`, `http:server:ui`.
+    pub name: &'static str,
+    /// Settable params, `(name, mcl type text)`, in the order errors list them.
+    pub params: &'static [(&'static str, &'static str)],
+    /// Fields it can send over send/recv edges (empty: cannot send).
+    pub sends: &'static [(&'static str, &'static str)],
+    /// Whether it can receive over send/recv edges.
+    pub can_recv: bool,
+    /// Its constructor: decodes and type-checks the params.
+    pub build: BuildFn,
+}
+
+/// The registered kind called `name`.
+pub fn find(name: &str) -> Option<&'static Kind> {
+    crate::KINDS.iter().copied().find(|k| k.name == name)
+}
+
+/// Registers a [`ResourceDecl`] for every supported kind.
+pub fn declare(catalog: &mut Catalog) {
+    for decl in decls() {
+        catalog.add_resource(decl);
+    }
+}
+
+/// The declarations of every supported kind, in registration order.
+pub fn decls() -> Vec<ResourceDecl> {
+    all().to_vec()
+}
+
+/// The declaration of one kind.
+pub fn decl(kind: &str) -> Option<&'static ResourceDecl> {
+    all().iter().find(|d| d.kind == kind)
+}
+
+/// Built once (an immutable table): every resource of a graph looks its kind up here.
+fn all() -> &'static [ResourceDecl] {
+    static ALL: std::sync::OnceLock<Vec<ResourceDecl>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        crate::KINDS
+            .iter()
+            .map(|kind| ResourceDecl {
+                kind: kind.name.to_string(),
+                params: fields(kind.params),
+                sends: fields(kind.sends),
+                can_recv: kind.can_recv,
+            })
+            .collect()
+    })
+}
+
+fn fields(list: &[(&str, &str)]) -> Vec<ParamDecl> {
+    list.iter().map(|(name, ty)| ParamDecl { name: (*name).to_string(), ty: ty_of(ty) }).collect()
+}
+
+/// The type texts are constants written in the kinds' modules; a parse failure is a bug
+/// there, caught by `every_declared_type_parses` below.
+fn ty_of(text: &str) -> Type {
+    parse_type(text).unwrap_or_else(|e| panic!("bad type text in a resource kind: {}", e.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_declared_type_parses() {
+        for kind in crate::KINDS {
+            for (name, ty) in kind.params.iter().chain(kind.sends) {
+                assert!(parse_type(ty).is_ok(), "{}.{name}: {ty}", kind.name);
+            }
+        }
+    }
+
+    #[test]
+    fn kind_names_are_unique() {
+        let mut names: Vec<&str> = crate::KINDS.iter().map(|k| k.name).collect();
+        names.sort_unstable();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a kind is registered twice");
+    }
+
+    #[test]
+    fn test_kind_has_the_conformance_fields() {
+        let mut catalog = Catalog::new();
+        declare(&mut catalog);
+        let test = catalog.resource("test").expect("test declared");
+        assert_eq!(test.param("uint64").map(|p| &p.ty), Some(&Type::Int));
+        assert_eq!(test.param("float32").map(|p| &p.ty), Some(&Type::Float));
+        assert_eq!(test.param("interface").map(|p| &p.ty), Some(&Type::Variant));
+        assert_eq!(test.param("func1").map(|p| p.ty.to_string()), Some("func(int) str".to_string()));
+        assert_eq!(test.param("slicestring").map(|p| p.ty.to_string()), Some("[]str".to_string()));
+        assert_eq!(test.send("hello").map(|p| &p.ty), Some(&Type::Str));
+        assert_eq!(test.send("answer").map(|p| &p.ty), Some(&Type::Int));
+        assert!(test.can_recv);
+        let exec = catalog.resource("exec").expect("exec declared");
+        assert!(!exec.can_recv);
+        assert!(exec.send("stdout").is_some());
+        assert!(catalog.resource("file").is_some_and(|f| f.sends.is_empty() && f.can_recv));
+        assert!(catalog.resource("_panic").is_some());
+    }
+
+    #[test]
+    fn server_kinds_have_mgmt_fields() {
+        let mut catalog = Catalog::new();
+        declare(&mut catalog);
+        let ui = catalog.resource("http:server:ui").expect("declared");
+        assert_eq!(ui.param("data").map(|p| p.ty.to_string()), Some("struct{title str; head str}".to_string()));
+        let flag = catalog.resource("http:server:flag").expect("declared");
+        assert_eq!(flag.send("value").map(|p| &p.ty), Some(&Type::Str));
+        assert!(catalog.resource("http:server:file").is_some_and(|f| f.can_recv && f.param("longpoll").is_some()));
+        assert_eq!(catalog.resource("tftp:server").and_then(|t| t.param("timeout")).map(|p| &p.ty), Some(&Type::Int));
+    }
+
+    #[test]
+    fn no_kind_declares_a_field_twice() {
+        for kind in crate::KINDS {
+            let mut names: Vec<_> = kind.params.iter().map(|(n, _)| n).collect();
+            names.sort();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "{}", kind.name);
+        }
+    }
+}
