@@ -297,3 +297,68 @@ fn tail(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A save written in place by a slow writer (the file truncated, then written a moment
+/// later, then closed) is read once complete: the empty file in between is never compiled,
+/// so the bystander exec is neither stopped nor run again. Under CPU load `fs::write`'s
+/// truncation and write can be that far apart, which is how a kept exec used to run twice.
+#[test]
+fn a_save_in_progress_is_not_compiled() {
+    use std::io::Write;
+    let _serial = serial();
+    let daemon = Daemon::start(|d| program(d, "v1"));
+    daemon.expect("out/code", "v1", "first converge");
+    for version in ["v2", "v3", "v4"] {
+        let mut file = std::fs::File::create(daemon.path("main.mcl")).unwrap(); // truncates
+        std::thread::sleep(Duration::from_millis(300));
+        file.write_all(program(daemon.dir.path(), version).as_bytes()).unwrap();
+        drop(file);
+        daemon.expect("out/code", version, "the slow save");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
+    assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");
+    let (status, _, stderr) = daemon.stop();
+    assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
+}
+
+/// The swap/exec scenario of `facts_and_edits_swap_only_what_changed`, many times over,
+/// with busy threads on every core: the kept exec runs once and its watch starts once.
+#[test]
+fn a_kept_exec_runs_once_through_edits_under_cpu_load() {
+    let _serial = serial();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let burners: Vec<_> = (0..cores)
+        .map(|_| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+                }
+            })
+        })
+        .collect();
+    let daemon = Daemon::start(|d| program(d, "0"));
+    daemon.expect("out/code", "0", "first converge");
+    for n in 1..=40 {
+        daemon.write("main.mcl", &program(daemon.dir.path(), &n.to_string()));
+        if n % 2 == 0 {
+            daemon.write("fact", &format!("f{n}"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        if n % 10 == 0 {
+            daemon.expect("out/code", &n.to_string(), "the latest edit under load");
+        }
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for b in burners {
+        b.join().unwrap();
+    }
+    assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
+    assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");
+    let (status, _, stderr) = daemon.stop();
+    assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
+}

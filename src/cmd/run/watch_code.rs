@@ -1,5 +1,13 @@
 //! Live editing: watches the program's source files (their directories, so editors that
 //! replace a file by rename are seen) and reports a change once writes have settled.
+//!
+//! A save is read only once it is complete: a file written in place (opened with
+//! `O_TRUNC`, written, closed) is half-written, often empty, until its writer closes it,
+//! and compiling it then would swap in a graph without most of the resources (stopping
+//! them, and re-running `exec`s when the full file comes). So a modified file counts as
+//! settled once it was closed after writing (or replaced by a rename) and nothing
+//! happened for [`SETTLE`]; a writer that keeps the file open for [`OPEN_LIMIT`] is
+//! not waited for any longer.
 
 use lang::span::SourceMap;
 use notify::{RecursiveMode, Watcher};
@@ -11,15 +19,44 @@ use tokio::sync::mpsc;
 /// How long to wait after a change for further writes before recompiling.
 pub const SETTLE: Duration = Duration::from_millis(50);
 
+/// How long a file being written in place (modified, not yet closed) holds the reload back.
+pub const OPEN_LIMIT: Duration = Duration::from_secs(5);
+
+/// What happened to a path, as far as settling is concerned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Change {
+    /// Its content changed through an open file (the writer may not be done).
+    Written,
+    /// A writer closed it: what was written is all there is.
+    Closed,
+    /// Anything else: created, renamed over, removed, chmodded.
+    Other,
+}
+
+impl Change {
+    fn of(kind: &notify::EventKind) -> Option<Change> {
+        use notify::event::{AccessKind, AccessMode, ModifyKind};
+        match kind {
+            notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Change::Closed),
+            // Opens, reads and read-only closes change nothing.
+            notify::EventKind::Access(_) => None,
+            notify::EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => Some(Change::Written),
+            _ => Some(Change::Other),
+        }
+    }
+}
+
 pub struct CodeWatcher {
     watcher: notify::RecommendedWatcher,
-    rx: mpsc::UnboundedReceiver<PathBuf>,
+    rx: mpsc::UnboundedReceiver<(PathBuf, Change)>,
     /// Source files on disk.
     files: BTreeSet<PathBuf>,
     /// Directories being watched.
     dirs: BTreeSet<PathBuf>,
     /// A relevant change seen, and when the burst it started counts as settled.
     settling: Option<(PathBuf, tokio::time::Instant)>,
+    /// Relevant files written but not closed yet, and since when.
+    open_writes: std::collections::BTreeMap<PathBuf, tokio::time::Instant>,
 }
 
 impl CodeWatcher {
@@ -27,19 +64,11 @@ impl CodeWatcher {
     pub fn new(root: &Path, sources: &SourceMap) -> Option<CodeWatcher> {
         let (tx, rx) = mpsc::unbounded_channel();
         let handler = move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res {
-                if matches!(
-                    ev.kind,
-                    notify::EventKind::Access(
-                        notify::event::AccessKind::Open(_)
-                            | notify::event::AccessKind::Read
-                            | notify::event::AccessKind::Close(notify::event::AccessMode::Read)
-                    )
-                ) {
-                    return;
-                }
+            if let Ok(ev) = res
+                && let Some(change) = Change::of(&ev.kind)
+            {
                 for p in ev.paths {
-                    let _ = tx.send(p);
+                    let _ = tx.send((p, change));
                 }
             }
         };
@@ -50,7 +79,14 @@ impl CodeWatcher {
                 return None;
             }
         };
-        let mut w = CodeWatcher { watcher, rx, files: BTreeSet::new(), dirs: BTreeSet::new(), settling: None };
+        let mut w = CodeWatcher {
+            watcher,
+            rx,
+            files: BTreeSet::new(),
+            dirs: BTreeSet::new(),
+            settling: None,
+            open_writes: std::collections::BTreeMap::new(),
+        };
         w.extend(root, sources);
         Some(w)
     }
@@ -88,30 +124,61 @@ impl CodeWatcher {
             || p.file_name().is_some_and(|n| n == "metadata.yaml")
     }
 
-    /// The next relevant change, after writes have settled for [`SETTLE`]. Cancel-safe:
-    /// the main loop drops this future whenever another event comes first, so the state
-    /// of a settling burst lives in `self`.
+    /// Notes what happened to a relevant path: a write opens it, a close or any other
+    /// change (a rename over it, a removal) ends that.
+    fn note(&mut self, path: &Path, change: Change) {
+        match change {
+            Change::Written => {
+                self.open_writes.entry(path.to_path_buf()).or_insert_with(tokio::time::Instant::now);
+            }
+            Change::Closed | Change::Other => {
+                self.open_writes.remove(path);
+            }
+        }
+    }
+
+    /// When the current burst counts as settled: [`SETTLE`] after its last event, but not
+    /// before every file written in place was closed (or [`OPEN_LIMIT`] passed).
+    fn settles_at(&self, quiet_at: tokio::time::Instant) -> tokio::time::Instant {
+        let open_until = self.open_writes.values().map(|since| *since + OPEN_LIMIT).max();
+        open_until.map_or(quiet_at, |until| until.max(quiet_at))
+    }
+
+    /// The next relevant change, once settled (see [`CodeWatcher::settles_at`]).
+    /// Cancel-safe: the main loop drops this future whenever another event comes first, so
+    /// the state of a settling burst lives in `self`.
     async fn next(&mut self) -> Option<PathBuf> {
         loop {
             match self.settling.clone() {
                 None => {
-                    let p = self.rx.recv().await?;
+                    let (p, change) = self.rx.recv().await?;
                     if self.relevant(&p) {
+                        self.note(&p, change);
                         self.settling = Some((p, tokio::time::Instant::now() + SETTLE));
                     }
                 }
-                Some((first, quiet_at)) => match tokio::time::timeout_at(quiet_at, self.rx.recv()).await {
-                    // Unrelated activity in the same directory does not hold the reload back.
-                    Ok(Some(q)) if self.relevant(&q) => {
-                        self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+                Some((first, quiet_at)) => {
+                    match tokio::time::timeout_at(self.settles_at(quiet_at), self.rx.recv()).await {
+                        // Unrelated activity in the same directory does not hold the reload back.
+                        Ok(Some((q, change))) if self.relevant(&q) => {
+                            self.note(&q, change);
+                            self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+                        }
+                        Ok(Some(_)) => {}
+                        Ok(None) => return None,
+                        Err(_) => {
+                            if !self.open_writes.is_empty() {
+                                tracing::warn!(
+                                    files = ?self.open_writes.keys().collect::<Vec<_>>(),
+                                    "a source file is still open for writing; reading it anyway"
+                                );
+                                self.open_writes.clear();
+                            }
+                            self.settling = None;
+                            return Some(first);
+                        }
                     }
-                    Ok(Some(_)) => {}
-                    Ok(None) => return None,
-                    Err(_) => {
-                        self.settling = None;
-                        return Some(first);
-                    }
-                },
+                }
             }
         }
     }
