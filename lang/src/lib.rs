@@ -26,6 +26,7 @@ pub mod render;
 pub mod resgraph;
 pub mod scope;
 pub mod span;
+pub mod suggest;
 pub mod syntax;
 pub mod types;
 pub mod unify;

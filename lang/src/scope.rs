@@ -18,7 +18,6 @@ mod frame;
 mod imports;
 mod order;
 mod stmt;
-mod suggest;
 
 use crate::catalog::Catalog;
 use crate::diag::{Diagnostic, Diagnostics, Stage};
@@ -282,7 +281,7 @@ impl<'a> Ctx<'a> {
         let shown = if ns == Ns::Var { format!("${name}") } else { name.to_string() };
         let mut d =
             Diagnostic::new(Stage::SetScope, format!("{} `{shown}` does not exist in this scope", ns.word()), span);
-        let close = suggest::closest(name, self.visible(start, ns));
+        let close = crate::suggest::closest(name, self.visible(start, ns));
         if !close.is_empty() {
             let list: Vec<String> =
                 close.iter().map(|c| if ns == Ns::Var { format!("`${c}`") } else { format!("`{c}`") }).collect();

@@ -49,7 +49,9 @@ impl<'a> Params<'a> {
                 }
             } else {
                 let known: Vec<&str> = decl.params.iter().map(|p| p.name.as_str()).collect();
-                let hint = did_you_mean(field, &known).map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default();
+                let hint = lang::suggest::did_you_mean(field, known.iter().copied())
+                    .map(|s| format!(" (did you mean `{s}`?)"))
+                    .unwrap_or_default();
                 return Err(params.error(Some(field), format!("field does not exist in `{kind}` resource{hint}")));
             }
         }
@@ -218,25 +220,6 @@ pub fn conforms(value: &Value, ty: &Type) -> bool {
         }
         _ => false,
     }
-}
-
-/// The closest known name within edit distance 2, for error hints.
-pub fn did_you_mean<'k>(word: &str, known: &[&'k str]) -> Option<&'k str> {
-    known.iter().map(|k| (edit_distance(word, k), *k)).filter(|(d, _)| *d <= 2).min().map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 #[cfg(test)]

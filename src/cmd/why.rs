@@ -81,7 +81,7 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
             .map(|d| format!("{}[{}]", d.kind, d.name))
             .collect();
         let wanted = format!("{kind}[{name}]");
-        let near = closest(&wanted, &existing);
+        let near = lang::suggest::closest(&wanted, existing.iter().cloned());
         let mut msg = format!("resource `{wanted}` is not in the graph");
         if existing.is_empty() {
             msg.push_str(" (the program declares no resources)");
@@ -543,30 +543,6 @@ fn shorten(s: &str, max: usize) -> String {
     t
 }
 
-/// Up to three existing names nearest to `wanted` by edit distance (within half its
-/// length), nearest first.
-fn closest(wanted: &str, existing: &[String]) -> Vec<String> {
-    let limit = (wanted.chars().count() / 2).max(2);
-    let mut scored: Vec<(usize, &String)> =
-        existing.iter().map(|e| (distance(wanted, e), e)).filter(|(d, _)| *d <= limit).collect();
-    scored.sort();
-    scored.dedup_by(|a, b| a.1 == b.1);
-    scored.into_iter().take(3).map(|(_, e)| e.clone()).collect()
-}
-
-fn distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -576,7 +552,7 @@ mod tests {
         assert_eq!(parse_target("File[/tmp/x]"), Some(("file".into(), "/tmp/x".into())));
         assert_eq!(parse_target("file[a[b]]"), Some(("file".into(), "a[b]".into())));
         assert_eq!(parse_target("file/tmp"), None);
-        let existing = vec!["file[/tmp/a]".to_string(), "pkg[cowsay]".to_string()];
-        assert_eq!(closest("file[/tmp/b]", &existing), vec!["file[/tmp/a]".to_string()]);
+        let existing = ["file[/tmp/a]".to_string(), "pkg[cowsay]".to_string()];
+        assert_eq!(lang::suggest::closest("file[/tmp/b]", existing.iter().cloned()), vec!["file[/tmp/a]".to_string()]);
     }
 }

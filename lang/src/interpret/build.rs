@@ -31,7 +31,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
             decl.kind, decl.name, decl.kind
         );
         let mut d = Diagnostic::new(Stage::Interpret, msg, decl.span);
-        if let Some(s) = closest(&decl.kind, catalog.resources().map(|r| r.kind.as_str())) {
+        if let Some(s) = crate::suggest::did_you_mean(&decl.kind, catalog.resources().map(|r| r.kind.as_str())) {
             d = d.with_note(format!("did you mean `{s}`?"));
         }
         return Err(d);
@@ -152,10 +152,4 @@ fn validate(v: &Vertex) -> Result<(), String> {
         return Err("invalid meta params: export entry is empty".into());
     }
     Ok(())
-}
-
-fn closest<'a>(word: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .filter(|c| *c != word && (c.contains(word) || word.contains(c)))
-        .min_by_key(|c| c.len().abs_diff(word.len()))
 }

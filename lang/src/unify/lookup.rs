@@ -3,7 +3,7 @@
 //! queued until unification of everything else tells what it is.
 
 use super::infer::Ctx;
-use super::report::{self, describe_node};
+use super::report::describe_node;
 use super::table::{Shape, Var};
 use crate::diag::{Diagnostic, Stage};
 use crate::ir::{NodeId, NodeKind};
@@ -52,7 +52,7 @@ impl Ctx<'_> {
                             describe_node(graph, node)
                         );
                         let mut d = Diagnostic::new(Stage::Unify, msg, span);
-                        if let Some(s) = report::did_you_mean(field, names.iter().copied()) {
+                        if let Some(s) = crate::suggest::did_you_mean(field, names.iter().copied()) {
                             d = d.with_note(format!("did you mean `{s}`?"));
                         } else if names.is_empty() {
                             d = d.with_note("the struct has no fields");

@@ -153,49 +153,6 @@ pub(crate) fn op_name(op: Op) -> &'static str {
     }
 }
 
-/// The closest candidate within a small edit distance.
-pub(crate) fn did_you_mean<'s>(word: &str, candidates: impl IntoIterator<Item = &'s str>) -> Option<&'s str> {
-    let limit = (word.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .filter(|c| *c != word)
-        .map(|c| (edit_distance(word, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| c)
-}
-
-/// Optimal string alignment distance (insert, delete, substitute, swap two neighbours),
-/// so that a transposition (`nmae` for `name`) counts as one edit, as in scope's
-/// suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let w = b.len() + 1;
-    let mut d: Vec<usize> = (0..(a.len() + 1) * w)
-        .map(|k| {
-            if k < w {
-                k
-            } else if k % w == 0 {
-                k / w
-            } else {
-                0
-            }
-        })
-        .collect();
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[(i - 1) * w + j] + 1).min(d[i * w + j - 1] + 1).min(d[(i - 1) * w + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[(i - 2) * w + j - 2] + 1);
-            }
-            d[i * w + j] = best;
-        }
-    }
-    d[a.len() * w + b.len()]
-}
-
 /// `name(a str, b int) ret` from a signature.
 pub(crate) fn format_sig(name: &str, sig: &Type) -> String {
     let s = sig.to_string();
@@ -247,7 +204,7 @@ pub(crate) fn bad_call(ctx: &mut Ctx<'_>, node: NodeId) -> Diagnostic {
             let mut similar: Vec<&str> = catalog
                 .funcs()
                 .map(|d| d.name.as_str())
-                .filter(|n| edit_distance(n, func) <= 2 || n.rsplit('.').next() == Some(short))
+                .filter(|n| crate::suggest::distance(n, func) <= 2 || n.rsplit('.').next() == Some(short))
                 .collect();
             similar.truncate(8);
             let mut d = Diagnostic::new(Stage::Unify, format!("func `{func}` does not exist"), span);
@@ -297,17 +254,6 @@ pub(crate) fn check_op(ctx: &mut Ctx<'_>, node: NodeId) -> Option<Diagnostic> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn suggests_close_names_only() {
-        assert_eq!(did_you_mean("anotherstr", ["anotherstr2", "int", "bool"]), Some("anotherstr2"));
-        assert_eq!(did_you_mean("xyz", ["anotherstr", "int"]), None);
-        // a swap of two neighbours is one edit
-        assert_eq!(did_you_mean("nmae", ["name", "host"]), Some("name"));
-        assert_eq!(edit_distance("kitten", "sitting"), 3);
-        assert_eq!(edit_distance("", "abc"), 3);
-        assert_eq!(edit_distance("abc", ""), 3);
-    }
 
     #[test]
     fn describes_interpolations_with_their_text() {

@@ -4,12 +4,12 @@
 
 use super::infer::Ctx;
 use super::meta::{meta_param_type, meta_struct_type};
-use super::report::did_you_mean;
 use super::table::Shape;
 use crate::catalog::ResourceDecl;
 use crate::diag::{Diagnostic, Stage};
 use crate::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, NodeKind};
 use crate::span::Span;
+use crate::suggest::did_you_mean;
 use crate::types::Type;
 
 /// Which forms a name expression may take.

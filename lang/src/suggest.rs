@@ -1,9 +1,11 @@
-//! Did-you-mean suggestions for unknown names (Levenshtein distance over the names in
-//! scope).
+//! Did-you-mean suggestions, the one place that decides what "close" means: the optimal
+//! string alignment distance (a swap of two neighbours is one edit), within a third of the
+//! wanted name's length (at least one edit). Used for unknown names in scope, fields,
+//! kinds and params in the type checker, resource params, and `tend why`'s targets.
 
 /// Edit distance between two strings (insert, delete, substitute, swap two neighbours;
 /// by chars): the optimal string alignment distance.
-pub(crate) fn distance(a: &str, b: &str) -> usize {
+pub fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let w = b.len() + 1;
@@ -27,18 +29,28 @@ pub(crate) fn distance(a: &str, b: &str) -> usize {
     d[a.len() * w + b.len()]
 }
 
+/// How many edits a candidate may be from `wanted` and still be suggested.
+fn limit(wanted: &str) -> usize {
+    (wanted.chars().count() / 3).max(1)
+}
+
 /// Up to three candidates close to `wanted`, closest first (ties by name).
-pub(crate) fn closest(wanted: &str, candidates: impl IntoIterator<Item = String>) -> Vec<String> {
-    let limit = (wanted.chars().count() / 3).max(1);
-    let mut scored: Vec<(usize, String)> = candidates
+pub fn closest<S: AsRef<str> + Ord>(wanted: &str, candidates: impl IntoIterator<Item = S>) -> Vec<S> {
+    let limit = limit(wanted);
+    let mut scored: Vec<(usize, S)> = candidates
         .into_iter()
-        .filter(|c| c != wanted)
-        .map(|c| (distance(wanted, &c), c))
+        .filter(|c| c.as_ref() != wanted)
+        .map(|c| (distance(wanted, c.as_ref()), c))
         .filter(|(d, _)| *d <= limit)
         .collect();
     scored.sort();
     scored.dedup();
     scored.into_iter().take(3).map(|(_, c)| c).collect()
+}
+
+/// The closest candidate to `wanted`, if any is close enough.
+pub fn did_you_mean<S: AsRef<str> + Ord>(wanted: &str, candidates: impl IntoIterator<Item = S>) -> Option<S> {
+    closest(wanted, candidates).into_iter().next()
 }
 
 #[cfg(test)]
@@ -49,6 +61,8 @@ mod tests {
     fn distance_counts_edits() {
         assert_eq!(distance("kitten", "sitting"), 3);
         assert_eq!(distance("", "abc"), 3);
+        assert_eq!(distance("abc", ""), 3);
+        assert_eq!(distance("nmae", "name"), 1, "a swap of two neighbours is one edit");
         assert_eq!(distance("same", "same"), 0);
         assert_eq!(distance("valeu", "value"), 1);
     }
@@ -58,5 +72,13 @@ mod tests {
         let got = closest("pritnf", ["printf".to_string(), "print".to_string(), "len".to_string()]);
         assert_eq!(got, vec!["printf".to_string(), "print".to_string()]);
         assert!(closest("x", ["yyyyy".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn did_you_mean_takes_the_closest() {
+        assert_eq!(did_you_mean("anotherstr", ["anotherstr2", "int", "bool"]), Some("anotherstr2"));
+        assert_eq!(did_you_mean("xyz", ["anotherstr", "int"]), None);
+        assert_eq!(did_you_mean("nmae", ["name", "host"]), Some("name"));
+        assert_eq!(did_you_mean("contnet", ["content", "context", "mode"]), Some("content"));
     }
 }
