@@ -41,32 +41,6 @@ struct Outcome {
     failure: Option<String>,
 }
 
-/// The sections of a txtar archive (a later section of the same name wins, as in conform).
-fn parse_txtar(text: &str) -> BTreeMap<String, String> {
-    let mut files = BTreeMap::new();
-    let mut current: Option<(String, String)> = None;
-    for line in text.split_inclusive('\n') {
-        let header = line.trim_end().strip_prefix("-- ").and_then(|r| r.strip_suffix(" --"));
-        match header {
-            Some(name) if !name.trim().is_empty() => {
-                if let Some((n, body)) = current.take() {
-                    files.insert(n, body);
-                }
-                current = Some((name.trim().to_string(), String::new()));
-            }
-            _ => {
-                if let Some((_, body)) = current.as_mut() {
-                    body.push_str(line);
-                }
-            }
-        }
-    }
-    if let Some((n, body)) = current {
-        files.insert(n, body);
-    }
-    files
-}
-
 /// Sorted `Vertex:`/`Edge:` lines, edges without their ` # label`.
 fn norm_graph(text: &str) -> Vec<String> {
     let mut out: Vec<String> = text
@@ -136,7 +110,7 @@ fn run_one(path: &Path, mode: Mode) -> Outcome {
         failure: Some(why),
     };
     let files = match std::fs::read(path) {
-        Ok(bytes) => parse_txtar(&String::from_utf8_lossy(&bytes)),
+        Ok(bytes) => sections_by_name(&String::from_utf8_lossy(&bytes)),
         Err(e) => return fail("unreadable", e.to_string()),
     };
     let Some(want) = files.get("OUTPUT") else { return fail("no OUTPUT", "no OUTPUT section".into()) };
@@ -315,7 +289,9 @@ fn judging_follows_conform() {
     let later = vec!["errInterpret".to_string()];
     assert_eq!(judge(Mode::Check, "", &later, "", true), None);
     assert!(judge(Mode::Check, "", &later, "", false).is_some());
-    let files = parse_txtar("junk\n-- a.mcl --\nx\n-- OUTPUT --\ny\n");
-    assert_eq!(files.get("a.mcl").map(String::as_str), Some("x\n"));
-    assert_eq!(files.get("OUTPUT").map(String::as_str), Some("y\n"));
+}
+
+/// The sections of a txtar archive by name (a later section of the same name wins, as in conform).
+fn sections_by_name(text: &str) -> BTreeMap<String, String> {
+    testkit::txtar(text).into_iter().collect()
 }

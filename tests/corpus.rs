@@ -9,23 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The sections of a txtar archive, in order.
-fn parse_txtar(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_end();
-        if let Some(name) = trimmed.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
-            out.push((name.trim().to_string(), String::new()));
-        } else if let Some(last) = out.last_mut() {
-            last.1.push_str(line);
-        }
-    }
-    out
-}
-
 fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let sections = parse_txtar(&text);
+    let sections = testkit::txtar(&text);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut expected = None;
     let mut stderr_lines: Vec<&str> = Vec::new();

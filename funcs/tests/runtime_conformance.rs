@@ -17,27 +17,6 @@ use lang::diag::{Diagnostics, Stage};
 use lang::loader::MemLoader;
 use lang::span::{SourceFile, SourceMap};
 
-fn shared_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TEND_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")),
-    };
-    dir.is_dir().then_some(dir)
-}
-
-fn txtar(text: &str) -> Vec<(String, String)> {
-    let mut sections: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_end_matches('\n');
-        if let Some(name) = trimmed.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
-            sections.push((name.to_string(), String::new()));
-        } else if let Some((_, body)) = sections.last_mut() {
-            body.push_str(line);
-        }
-    }
-    sections
-}
-
 fn first_stage(diags: &Diagnostics) -> Option<Stage> {
     diags.first().map(|d| d.stage)
 }
@@ -120,7 +99,7 @@ fn archives(dir: &Path) -> Vec<PathBuf> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_corpus_through_the_runtime() {
-    let Some(shared) = shared_dir() else {
+    let Some(shared) = testkit::shared_dir() else {
         println!("skipping: ../shared (the conformance corpus) is not present");
         return;
     };
@@ -134,7 +113,7 @@ async fn graph_corpus_through_the_runtime() {
     for path in archives(&shared.join("conformance").join("graph")) {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        let sections = txtar(&text);
+        let sections = testkit::txtar(&text);
         let Some((_, output)) = sections.iter().find(|(n, _)| n == "OUTPUT") else { continue };
         let want = expected(output);
         let (graph, sources) = match compile(&sections, &catalog) {
@@ -234,7 +213,7 @@ async fn graph_corpus_through_the_runtime() {
 /// data): reports how many settle, fail or time out, and asserts no internal errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_programs_run() {
-    let Some(shared) = shared_dir() else {
+    let Some(shared) = testkit::shared_dir() else {
         println!("skipping: ../shared (the conformance corpus) is not present");
         return;
     };

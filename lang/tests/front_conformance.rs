@@ -3,35 +3,11 @@
 //! exactly when the archive expects it to.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use lang::diag::Diagnostics;
 use lang::span::{FileId, SourceFile, SourceMap};
 use lang::{init, interpolate, syntax};
-
-/// `../shared` next to the workspace root; `TEND_SHARED_DIR` overrides it (for worktrees that
-/// live elsewhere).
-fn shared_dir() -> Option<PathBuf> {
-    let dir = match std::env::var_os("TEND_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")),
-    };
-    if dir.is_dir() { Some(dir) } else { None }
-}
-
-/// The sections of a txtar archive, in order.
-fn txtar_sections(text: &str) -> Vec<(String, String)> {
-    let mut sections: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_end_matches('\n');
-        if let Some(name) = trimmed.strip_prefix("-- ").and_then(|rest| rest.strip_suffix(" --")) {
-            sections.push((name.to_string(), String::new()));
-        } else if let Some((_, body)) = sections.last_mut() {
-            body.push_str(line);
-        }
-    }
-    sections
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Expect {
@@ -65,17 +41,9 @@ fn render(text: &str, diags: &Diagnostics) -> String {
     diags.iter().map(|d| d.one_line(&map)).collect::<Vec<_>>().join("\n        ")
 }
 
-fn archives(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> =
-        fs::read_dir(dir).map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect()).unwrap_or_default();
-    out.retain(|p| p.extension().is_some_and(|e| e == "txtar"));
-    out.sort();
-    out
-}
-
 #[test]
 fn front_end_stages_match_the_conformance_corpus() {
-    let Some(shared) = shared_dir() else {
+    let Some(shared) = testkit::shared_dir() else {
         println!("skipping: ../shared (the conformance corpus) is not present");
         return;
     };
@@ -83,9 +51,9 @@ fn front_end_stages_match_the_conformance_corpus() {
     let mut passed = [0usize; 4];
     let mut failures = Vec::new();
     for sub in ["graph", "unit-errors"] {
-        for path in archives(&shared.join("conformance").join(sub)) {
+        for path in testkit::archives(&shared.join("conformance").join(sub)) {
             let Ok(text) = fs::read_to_string(&path) else { continue };
-            let sections = txtar_sections(&text);
+            let sections = testkit::txtar(&text);
             let Some((_, main)) = sections.iter().find(|(name, _)| name == "main.mcl") else { continue };
             let Some((_, output)) = sections.iter().find(|(name, _)| name == "OUTPUT") else { continue };
             let expect = match output.lines().find_map(|l| l.strip_prefix("# err: ")) {
@@ -127,7 +95,7 @@ fn front_end_stages_match_the_conformance_corpus() {
 
 #[test]
 fn every_example_program_passes_the_front_end() {
-    let Some(shared) = shared_dir() else {
+    let Some(shared) = testkit::shared_dir() else {
         println!("skipping: ../shared (the conformance corpus) is not present");
         return;
     };

@@ -13,13 +13,6 @@ use lang::types::{Type, parse_type};
 use lang::value::Value;
 use std::path::{Path, PathBuf};
 
-fn shared() -> Option<PathBuf> {
-    let dir = std::env::var_os("TEND_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")));
-    dir.join("conformance").is_dir().then_some(dir)
-}
-
 /// Built-ins the corpus uses most, with mgmt's signatures.
 const FUNCS: &[(&str, &[&str])] = &[
     ("contains", &["func(needle ?1, haystack []?1) bool"]),
@@ -208,20 +201,6 @@ fn catalog() -> Catalog {
     c
 }
 
-/// The sections of a txtar archive.
-fn txtar(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_end();
-        if let Some(name) = t.strip_prefix("-- ").and_then(|r| r.strip_suffix(" --")) {
-            out.push((name.to_string(), String::new()));
-        } else if let Some(last) = out.last_mut() {
-            last.1.push_str(line);
-        }
-    }
-    out
-}
-
 enum Outcome {
     /// Failed before unification (not this phase's business, or a function this test's
     /// catalog does not declare).
@@ -284,7 +263,7 @@ fn expected_stage(output: &str) -> Option<&str> {
 
 #[test]
 fn corpus_unify_stage_matches() {
-    let Some(shared) = shared() else {
+    let Some(shared) = testkit::shared_dir().filter(|s| s.join("conformance").is_dir()) else {
         println!("skipping: ../shared/conformance not found");
         return;
     };
@@ -302,7 +281,7 @@ fn corpus_unify_stage_matches() {
     let mut failures = Vec::new();
     for path in &files {
         let Ok(text) = std::fs::read_to_string(path) else { continue };
-        let sections = txtar(&text);
+        let sections = testkit::txtar(&text);
         let Some(output) = sections.iter().find(|(n, _)| n == "OUTPUT").map(|(_, b)| b.clone()) else {
             skipped += 1;
             continue;

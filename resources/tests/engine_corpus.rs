@@ -1,12 +1,11 @@
 //! mgmt's engine corpus (`../shared/conformance/engine/*.txtar`): each program is
 //! compiled, interpreted and run by the engine until converged. Cases expecting an error
 //! must fail at that stage; the others must produce the expected vertices and edges and
-//! converge. Skips with a message when the corpus is absent (`TEND_SHARED` overrides its
-//! location).
+//! converge. Skips with a message when the corpus is absent (`TEND_SHARED_DIR` overrides
+//! its location).
 
 mod e2e_support;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use resources::Host;
@@ -15,41 +14,15 @@ use resources::Host;
 /// (`sendrecv-simple3`: an int received into `print.msg`).
 const EXPECTED_RUNTIME_FAILURES: &[(&str, &str)] = &[("sendrecv-simple3.txtar", "print[print1]")];
 
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("TEND_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared")))
-        .join("conformance/engine")
-}
-
-/// The sections of a txtar archive, by name.
-fn txtar(text: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_end();
-        if let Some(name) = trimmed.strip_prefix("-- ").and_then(|l| l.strip_suffix(" --")) {
-            out.push((name.to_string(), String::new()));
-        } else if let Some((_, body)) = out.last_mut() {
-            body.push_str(line);
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_engine_corpus_runs() {
-    let dir = corpus_dir();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        println!("skipped: no engine corpus at {}", dir.display());
-        return;
-    };
-    let mut cases: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    cases.sort();
+    let Some(dir) = testkit::conformance("engine") else { return };
+    let cases = testkit::archives(&dir);
     let mut failures = Vec::new();
     for case in &cases {
         let name = case.file_name().unwrap_or_default().to_string_lossy().to_string();
-        let sections = txtar(&std::fs::read_to_string(case).unwrap_or_default());
-        let get = |n: &str| sections.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()).unwrap_or_default();
+        let sections = testkit::txtar(&std::fs::read_to_string(case).unwrap_or_default());
+        let get = |n: &str| testkit::section(&sections, n).unwrap_or_default().to_string();
         let (program, output) = (get("main.mcl"), get("OUTPUT"));
         let expected_err = output
             .lines()
