@@ -1,7 +1,7 @@
 //! Interpretation of hand-built evaluation outputs into resource graphs: duplicates,
 //! hidden and exported resources, edges, send/recv, meta params, validation and cycles.
 
-#[path = "unify_support.rs"]
+#[path = "unify_support/mod.rs"]
 mod support;
 
 use lang::diag::{Diagnostic, Stage};

@@ -4,12 +4,12 @@
 //! uses. An archive expecting `errSetScope` must fail resolution; one expecting a later
 //! stage (or success) must pass it. Archives that fail an earlier stage are skipped.
 
+mod corpus_support;
+
 use lang::catalog::{Catalog, FuncDecl};
 use lang::diag::{Diagnostics, Stage};
-use lang::loader::MemLoader;
-use lang::span::{SourceFile, SourceMap};
+use lang::span::SourceMap;
 use lang::types::Type;
-use lang::value::Value;
 use std::path::{Path, PathBuf};
 
 /// Every built-in the corpus calls (names only; signatures do not matter to scope).
@@ -104,11 +104,7 @@ fn catalog() -> Catalog {
             doc: "",
         });
     }
-    c.add_constant("hostname", Value::str(""));
-    c.add_constant("purpleidea", Value::str("hello world!"));
-    for (k, v) in [("exists", "exists"), ("absent", "absent"), ("undefined", "")] {
-        c.add_constant(format!("const.res.file.state.{k}"), Value::str(v));
-    }
+    corpus_support::add_corpus_constants(&mut c);
     c
 }
 
@@ -118,43 +114,8 @@ enum Outcome {
     Resolved(Diagnostics, SourceMap),
 }
 
-fn front(file: lang::span::FileId, text: &str) -> (Option<lang::syntax::ast::File>, Diagnostics) {
-    let (parsed, mut diags) = lang::syntax::parse(file, text);
-    if !diags.is_empty() {
-        return (None, diags);
-    }
-    diags.extend(lang::init::check(&parsed));
-    if !diags.is_empty() {
-        return (None, diags);
-    }
-    let (out, more) = lang::interpolate::run(parsed);
-    if !more.is_empty() {
-        return (None, more);
-    }
-    (Some(out), diags)
-}
-
 fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
-    let mut loader = MemLoader::new();
-    for (name, body) in sections {
-        if name != "OUTPUT" && name != "CONFIG" {
-            loader = loader.with(&format!("/{name}"), body);
-        }
-    }
-    let mut entry = "/main.mcl".to_string();
-    if let Some(meta) = loader.files.get("/metadata.yaml") {
-        for line in meta.lines() {
-            if let Some(rest) = line.trim().strip_prefix("main:") {
-                entry = format!("/{}", rest.trim().trim_matches('"'));
-            }
-        }
-    }
-    let Some(text) = loader.files.get(&entry).cloned() else { return Outcome::Earlier };
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
-    let (main, diags) = front(id, &text);
-    let Some(main) = main.filter(|_| diags.is_empty()) else { return Outcome::Earlier };
-    let (_graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
+    let Some((_graph, diags, sources)) = corpus_support::resolve(sections, catalog) else { return Outcome::Earlier };
     Outcome::Resolved(diags, sources)
 }
 

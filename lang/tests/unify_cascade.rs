@@ -1,7 +1,7 @@
 //! Consequences of a type error are not reported again: a clash with a type an earlier
 //! error poisoned stays quiet, while independent errors are all reported.
 
-#[path = "unify_support.rs"]
+#[path = "unify_support/mod.rs"]
 mod support;
 
 use lang::diag::Stage;

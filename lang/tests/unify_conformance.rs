@@ -5,10 +5,11 @@
 //! earlier, or call a function this small catalog does not declare, are skipped (the app's
 //! tests run the same corpus with the real catalog).
 
+mod corpus_support;
+
 use lang::catalog::{CallSite, Catalog, FuncDecl, ParamDecl, ResourceDecl};
 use lang::diag::{Diagnostics, Stage};
-use lang::loader::MemLoader;
-use lang::span::{SourceFile, SourceMap};
+use lang::span::SourceMap;
 use lang::types::{Type, parse_type};
 use lang::value::Value;
 use std::path::{Path, PathBuf};
@@ -193,11 +194,7 @@ fn catalog() -> Catalog {
             can_recv: *can_recv,
         });
     }
-    c.add_constant("hostname", Value::str(""));
-    c.add_constant("purpleidea", Value::str("hello world!"));
-    for (k, v) in [("exists", "exists"), ("absent", "absent"), ("undefined", "")] {
-        c.add_constant(format!("const.res.file.state.{k}"), Value::str(v));
-    }
+    corpus_support::add_corpus_constants(&mut c);
     c
 }
 
@@ -208,43 +205,8 @@ enum Outcome {
     Unified(Diagnostics, SourceMap),
 }
 
-fn front(file: lang::span::FileId, text: &str) -> (Option<lang::syntax::ast::File>, Diagnostics) {
-    let (parsed, mut diags) = lang::syntax::parse(file, text);
-    if !diags.is_empty() {
-        return (None, diags);
-    }
-    diags.extend(lang::init::check(&parsed));
-    if !diags.is_empty() {
-        return (None, diags);
-    }
-    let (out, more) = lang::interpolate::run(parsed);
-    if !more.is_empty() {
-        return (None, more);
-    }
-    (Some(out), diags)
-}
-
 fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
-    let mut loader = MemLoader::new();
-    for (name, body) in sections {
-        if name != "OUTPUT" && name != "CONFIG" {
-            loader = loader.with(&format!("/{name}"), body);
-        }
-    }
-    let mut entry = "/main.mcl".to_string();
-    if let Some(meta) = loader.files.get("/metadata.yaml") {
-        for line in meta.lines() {
-            if let Some(rest) = line.trim().strip_prefix("main:") {
-                entry = format!("/{}", rest.trim().trim_matches('"'));
-            }
-        }
-    }
-    let Some(text) = loader.files.get(&entry).cloned() else { return Outcome::Earlier };
-    let mut sources = SourceMap::new();
-    let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
-    let (main, diags) = front(id, &text);
-    let Some(main) = main.filter(|_| diags.is_empty()) else { return Outcome::Earlier };
-    let (mut graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
+    let Some((mut graph, diags, sources)) = corpus_support::resolve(sections, catalog) else { return Outcome::Earlier };
     if !diags.is_empty() {
         return Outcome::Earlier;
     }

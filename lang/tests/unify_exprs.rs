@@ -1,7 +1,7 @@
 //! Unification of expressions: literals, operators, calls, lambdas, lookups, annotations,
 //! ambiguity and the occurs check, on hand-built function graphs.
 
-#[path = "unify_support.rs"]
+#[path = "unify_support/mod.rs"]
 mod support;
 
 use lang::diag::Stage;

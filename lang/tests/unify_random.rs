@@ -2,7 +2,7 @@
 //! reports nothing every reachable node has a concrete type (and every unreachable one
 //! has none).
 
-#[path = "unify_support.rs"]
+#[path = "unify_support/mod.rs"]
 mod support;
 
 use lang::ir::{FuncGraph, IrStmt, NodeId, NodeKind, Op, ParamId};

@@ -1,7 +1,7 @@
 //! Unification of statements: resource names by static speculation, fields, metas, body
 //! edges, edge statements and send/recv, loops, conditions and panics.
 
-#[path = "unify_support.rs"]
+#[path = "unify_support/mod.rs"]
 mod support;
 
 use lang::diag::Stage;

@@ -23,8 +23,8 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error};
-use crate::http::server::{listen_candidates, parse_listen};
 use crate::params::{BuildError, Params};
+use crate::util::listen::{bind_first, check_root, parse_listen};
 use crate::util::registry::Registry;
 
 /// mgmt's default per-block timeout, in seconds.
@@ -167,7 +167,7 @@ impl Resource for TftpServer {
             timeout: Duration::from_secs(timeout),
         });
         Box::pin(async move {
-            let sock = bind(&address).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
+            let sock = bind_first(&address, UdpSocket::bind).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
             let local = sock.local_addr()?;
             tracing::info!(resource = %key, %local, "listening");
             hub.set_bound(&serving.name, Some(local));
@@ -181,18 +181,8 @@ impl Resource for TftpServer {
     }
 
     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
-        let root = &self.params.root;
-        if !root.is_empty() {
-            match std::fs::metadata(root) {
-                Ok(m) if !m.is_dir() => return Err(self.err("root", format!("`{root}` is not a directory"))),
-                Ok(_) => {}
-                // Another resource may create it later; until then root lookups fail.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    tracing::warn!(resource = %format!("tftp:server[{}]", self.raw.name), "root `{root}` does not exist (yet)");
-                }
-                Err(e) => return Err(self.err("root", format!("cannot stat `{root}`: {e}"))),
-            }
-        }
+        let key = format!("tftp:server[{}]", self.raw.name);
+        check_root(&key, &self.params.root).map_err(|m| self.err("root", m))?;
         if self.hub.bound(&self.raw.name).is_none() {
             return Err(ResError::new(format!("tftp:server[{}]: not listening on {}", self.raw.name, self.address())));
         }
@@ -202,18 +192,6 @@ impl Resource for TftpServer {
     fn fingerprint(&self) -> String {
         format!("{:?}", self.params)
     }
-}
-
-async fn bind(address: &str) -> io::Result<UdpSocket> {
-    let candidates = listen_candidates(address).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let mut last = None;
-    for addr in candidates {
-        match UdpSocket::bind(addr).await {
-            Ok(s) => return Ok(s),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("no address to bind")))
 }
 
 /// Answers requests on `sock` until `stop`; each read runs as its own transfer (own port,

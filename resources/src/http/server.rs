@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -32,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Body, Content, Hub, Request, Response};
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
+use crate::util::listen::{bind_first, check_root, parse_listen};
 
 /// The largest request body read before dispatch (flag and ui forms are small).
 pub const MAX_BODY: usize = 4 << 20;
@@ -92,40 +92,6 @@ impl HttpServer {
     }
 }
 
-/// Splits a Go-style listen address (`:80`, `127.0.0.1:80`, `[::1]:80`) into the IP (none:
-/// all interfaces) and the port.
-pub fn parse_listen(addr: &str) -> Result<(Option<IpAddr>, u16), String> {
-    let (host, port) = if let Some(rest) = addr.strip_prefix('[') {
-        let (host, port) = rest.split_once("]:").ok_or_else(|| format!("missing port in address `{addr}`"))?;
-        (host, port)
-    } else {
-        let (host, port) = addr.rsplit_once(':').ok_or_else(|| format!("missing port in address `{addr}`"))?;
-        if host.contains(':') {
-            return Err(format!("too many colons in address `{addr}`"));
-        }
-        (host, port)
-    };
-    let port: u16 = port.parse().map_err(|_| format!("invalid port `{port}` in address `{addr}`"))?;
-    if host.is_empty() {
-        return Ok((None, port));
-    }
-    let ip: IpAddr = host.parse().map_err(|_| format!("the address is not a valid IP: {host}"))?;
-    Ok((Some(ip), port))
-}
-
-/// The socket addresses to try for a listen address: all interfaces means IPv6 `::`
-/// (dual-stack on Linux) and then IPv4 `0.0.0.0`.
-pub fn listen_candidates(addr: &str) -> Result<Vec<SocketAddr>, String> {
-    let (ip, port) = parse_listen(addr)?;
-    Ok(match ip {
-        Some(ip) => vec![SocketAddr::new(ip, port)],
-        None => vec![
-            SocketAddr::new(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED), port),
-            SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), port),
-        ],
-    })
-}
-
 /// What every connection of one running server shares.
 struct Serving {
     hub: Arc<Hub>,
@@ -167,7 +133,8 @@ impl Resource for HttpServer {
         });
         let drain = self.params.pick(self.params.shutdown_timeout);
         Box::pin(async move {
-            let listener = bind(&address).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
+            let listener =
+                bind_first(&address, TcpListener::bind).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
             let local = listener.local_addr()?;
             if parse_listen(&address).is_ok_and(|(ip, _)| ip.is_none_or(|ip| ip.is_unspecified())) {
                 tracing::warn!(resource = %key, "listening on all interfaces at {address}");
@@ -184,18 +151,8 @@ impl Resource for HttpServer {
     }
 
     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
-        let root = &self.params.root;
-        if !root.is_empty() {
-            match std::fs::metadata(root) {
-                Ok(m) if !m.is_dir() => return Err(self.err("root", format!("`{root}` is not a directory"))),
-                Ok(_) => {}
-                // Another resource may create it later; until then root lookups are 404s.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    tracing::warn!(resource = %format!("http:server[{}]", self.raw.name), "root `{root}` does not exist (yet)");
-                }
-                Err(e) => return Err(self.err("root", format!("cannot stat `{root}`: {e}"))),
-            }
-        }
+        let key = format!("http:server[{}]", self.raw.name);
+        check_root(&key, &self.params.root).map_err(|m| self.err("root", m))?;
         if self.hub.bound(&self.raw.name).is_none() {
             return Err(ResError::new(format!("http:server[{}]: not listening on {}", self.raw.name, self.address())));
         }
@@ -205,18 +162,6 @@ impl Resource for HttpServer {
     fn fingerprint(&self) -> String {
         format!("{:?}", self.params)
     }
-}
-
-async fn bind(address: &str) -> io::Result<TcpListener> {
-    let candidates = listen_candidates(address).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
-    let mut last = None;
-    for addr in candidates {
-        match TcpListener::bind(addr).await {
-            Ok(l) => return Ok(l),
-            Err(e) => last = Some(e),
-        }
-    }
-    Err(last.unwrap_or_else(|| io::Error::other("no address to bind")))
 }
 
 /// Accepts connections until `stop`, then drains them (within `drain` when given). Every
@@ -380,18 +325,6 @@ pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn listen_addresses_parse_like_go() {
-        assert_eq!(parse_listen(":8080"), Ok((None, 8080)));
-        assert_eq!(parse_listen("127.0.0.1:80"), Ok((Some("127.0.0.1".parse().unwrap()), 80)));
-        assert_eq!(parse_listen("[::1]:80"), Ok((Some("::1".parse().unwrap()), 80)));
-        assert!(parse_listen("8080").unwrap_err().contains("missing port"));
-        assert!(parse_listen("::1:80").unwrap_err().contains("too many colons"));
-        assert!(parse_listen("example.com:80").unwrap_err().contains("not a valid IP"));
-        assert!(parse_listen(":http").unwrap_err().contains("invalid port"));
-        assert_eq!(listen_candidates(":0").unwrap().len(), 2);
-    }
 
     fn build(pairs: &[(&str, Value)]) -> Result<HttpServer, BuildError> {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();

@@ -1,0 +1,66 @@
+//! What the conformance tests of the front end share: an archive run through parse,
+//! init, interpolate and scope resolution, and the constants mgmt's corpus reads.
+
+#![allow(dead_code)]
+
+use lang::catalog::Catalog;
+use lang::diag::Diagnostics;
+use lang::loader::MemLoader;
+use lang::span::{SourceFile, SourceMap};
+use lang::value::Value;
+
+/// The constants the corpus's programs read (`$hostname`, `purpleidea`, file states).
+pub fn add_corpus_constants(c: &mut Catalog) {
+    c.add_constant("hostname", Value::str(""));
+    c.add_constant("purpleidea", Value::str("hello world!"));
+    for (k, v) in [("exists", "exists"), ("absent", "absent"), ("undefined", "")] {
+        c.add_constant(format!("const.res.file.state.{k}"), Value::str(v));
+    }
+}
+
+/// Parse, init and interpolate one file; the tree when all three passed.
+pub fn front(file: lang::span::FileId, text: &str) -> (Option<lang::syntax::ast::File>, Diagnostics) {
+    let (parsed, mut diags) = lang::syntax::parse(file, text);
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    diags.extend(lang::init::check(&parsed));
+    if !diags.is_empty() {
+        return (None, diags);
+    }
+    let (out, more) = lang::interpolate::run(parsed);
+    if !more.is_empty() {
+        return (None, more);
+    }
+    (Some(out), diags)
+}
+
+/// An archive's program through scope resolution: the function graph, the diagnostics of
+/// that stage and the sources; `None` when it failed an earlier stage (or has no entry
+/// file). The entry is `main.mcl`, or what `metadata.yaml` names.
+pub fn resolve(
+    sections: &[(String, String)],
+    catalog: &Catalog,
+) -> Option<(lang::ir::FuncGraph, Diagnostics, SourceMap)> {
+    let mut loader = MemLoader::new();
+    for (name, body) in sections {
+        if name != "OUTPUT" && name != "CONFIG" {
+            loader = loader.with(&format!("/{name}"), body);
+        }
+    }
+    let mut entry = "/main.mcl".to_string();
+    if let Some(meta) = loader.files.get("/metadata.yaml") {
+        for line in meta.lines() {
+            if let Some(rest) = line.trim().strip_prefix("main:") {
+                entry = format!("/{}", rest.trim().trim_matches('"'));
+            }
+        }
+    }
+    let text = loader.files.get(&entry).cloned()?;
+    let mut sources = SourceMap::new();
+    let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
+    let (main, diags) = front(id, &text);
+    let main = main.filter(|_| diags.is_empty())?;
+    let (graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
+    Some((graph, diags, sources))
+}
