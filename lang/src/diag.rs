@@ -41,6 +41,27 @@ impl fmt::Display for Stage {
     }
 }
 
+/// A stable name for a kind of error, beside its stage: tests, tools and the language
+/// server match on it, never on the message's wording (which may improve). Printed in
+/// JSON output as `"code"`. Only some diagnostics carry one so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Code {
+    /// Binds, functions or classes that refer to themselves (`not a dag`), statically.
+    ScopeRecursion,
+    /// The resource graph's edges form a cycle.
+    ResourceCycle,
+}
+
+impl Code {
+    /// The stable text of the code.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::ScopeRecursion => "scope-recursion",
+            Code::ResourceCycle => "resource-cycle",
+        }
+    }
+}
+
 /// A secondary location with its own message ("expected int because of this").
 #[derive(Clone, Debug, PartialEq)]
 pub struct Label {
@@ -60,19 +81,33 @@ pub struct Diagnostic {
     pub labels: Vec<Label>,
     /// Free-form notes ("expected one of: ...", "did you mean `$name`?").
     pub notes: Vec<String>,
+    /// The kind of error, when it has a stable code.
+    pub code: Option<Code>,
 }
 
 impl Diagnostic {
     pub fn new(stage: Stage, message: impl Into<String>, span: Span) -> Diagnostic {
-        Diagnostic { stage, message: message.into(), span: Some(span), labels: Vec::new(), notes: Vec::new() }
+        Diagnostic {
+            stage,
+            message: message.into(),
+            span: Some(span),
+            labels: Vec::new(),
+            notes: Vec::new(),
+            code: None,
+        }
     }
 
     pub fn without_span(stage: Stage, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { stage, message: message.into(), span: None, labels: Vec::new(), notes: Vec::new() }
+        Diagnostic { stage, message: message.into(), span: None, labels: Vec::new(), notes: Vec::new(), code: None }
     }
 
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {
         self.labels.push(Label { span, message: message.into() });
+        self
+    }
+
+    pub fn with_code(mut self, code: Code) -> Diagnostic {
+        self.code = Some(code);
         self
     }
 

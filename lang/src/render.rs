@@ -65,6 +65,7 @@ pub fn to_json(diag: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
     };
     serde_json::json!({
         "stage": diag.stage.code(),
+        "code": diag.code.map(|c| c.as_str()),
         "message": diag.message,
         "span": diag.span.map(pos),
         "labels": diag.labels.iter().map(|l| serde_json::json!({"message": l.message, "span": pos(l.span)})).collect::<Vec<_>>(),

@@ -20,7 +20,7 @@ mod order;
 mod stmt;
 
 use crate::catalog::Catalog;
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, NodeId, NodeKind};
 use crate::loader::Loader;
 use crate::span::{FileId, SourceMap, Span};
@@ -64,7 +64,7 @@ pub fn resolve_with(
 ) -> (FuncGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     order::check_file(&main, &mut diags);
-    let static_recursion = diags.iter().any(|d| d.message.contains("not a dag"));
+    let static_recursion = diags.iter().any(|d| d.code == Some(Code::ScopeRecursion));
     let loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
     let mut ctx = Ctx {
         catalog,
@@ -192,7 +192,10 @@ impl<'a> Ctx<'a> {
     fn recursion(&mut self, span: Span) {
         if !self.static_recursion {
             self.static_recursion = true;
-            self.error(Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", span));
+            self.error(
+                Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", span)
+                    .with_code(Code::ScopeRecursion),
+            );
         }
     }
 

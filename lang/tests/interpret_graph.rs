@@ -269,6 +269,7 @@ fn cycles_are_rejected_naming_the_cycle() {
     let closing = o.edge(("Test", "c", None), ("Test", "a", None));
     let d = o.error();
     assert_eq!(d.message, "resource graph has cycles: not a dag: test[a] -> test[b] -> test[c] -> test[a]");
+    assert_eq!(d.code, Some(lang::diag::Code::ResourceCycle));
     assert_eq!(d.span, Some(closing));
 }
 

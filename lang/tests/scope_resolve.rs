@@ -154,6 +154,7 @@ fn recursion_is_labelled_at_each_reference_of_the_cycle() {
     let out = resolve(main);
     assert_eq!(out.lines(), vec!["recursive reference while setting scope: not a dag: /main.mcl @ 2:10-2:12"]);
     assert_eq!(out.labels(0), vec!["/main.mcl @ 2:10-2:12", "/main.mcl @ 3:7-3:12"]);
+    assert_eq!(out.diags[0].code, Some(lang::diag::Code::ScopeRecursion), "pinned by code, not wording");
 }
 
 #[test]

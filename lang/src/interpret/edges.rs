@@ -3,7 +3,7 @@
 //! pairs attached; then the send/recv rules and the acyclicity check.
 
 use super::merge::Placement;
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::EdgeProp;
 use crate::output::Output;
 use crate::resgraph::{Edge, ResGraph, SendRecv};
@@ -176,7 +176,7 @@ fn cycle_error(
     let mut names: Vec<String> = on_cycle.iter().map(|(v, _, _)| graph.vertices[*v].key()).collect();
     names.push(graph.vertices[back_to].key());
     let msg = format!("resource graph has cycles: not a dag: {}", names.join(" -> "));
-    let mut d = Diagnostic::new(Stage::Interpret, msg, graph.edges[closing].span);
+    let mut d = Diagnostic::new(Stage::Interpret, msg, graph.edges[closing].span).with_code(Code::ResourceCycle);
     for (_, edge, _) in on_cycle.iter().skip(1) {
         if let Some(e) = edge {
             let e = &graph.edges[*e];

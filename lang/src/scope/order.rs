@@ -8,7 +8,7 @@
 //! along the cycle. Uses inside nested blocks and lambdas count for the definition that
 //! contains them, which is how a class including itself through an `if` is found.
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{self, ExprKind, ImportAlias, InterpPart, ResEntryKind, StmtKind};
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,7 +129,8 @@ fn check_block(stmts: &[ast::Stmt], diags: &mut Diagnostics) {
     for mut cycle in cycles(&edges) {
         cycle.sort_by_key(|e| e.span);
         let Some(first) = cycle.first().map(|e| e.span) else { continue };
-        let mut d = Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", first);
+        let mut d = Diagnostic::new(Stage::SetScope, "recursive reference while setting scope: not a dag", first)
+            .with_code(Code::ScopeRecursion);
         for e in &cycle {
             let label = if e.from == e.to {
                 format!("{} refers to itself here", defs[e.from].key.shown())
