@@ -54,7 +54,8 @@ pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
 /// read once however many files it holds. One per [`crate::Host`].
 #[derive(Default)]
 pub struct TempSweeps {
-    done: std::sync::Mutex<std::collections::HashSet<std::path::PathBuf>>,
+    /// Keyed by the directory's bytes with the fast hash: every `file` of a graph asks.
+    done: std::sync::Mutex<engine::fasthash::FastSet<Vec<u8>>>,
 }
 
 impl TempSweeps {
@@ -62,11 +63,13 @@ impl TempSweeps {
     pub fn sweep_dir_of(&self, path: &Path) {
         let dir = dir_of(path);
         {
+            use std::os::unix::ffi::OsStrExt;
+            let key = dir.as_os_str().as_bytes();
             let mut done = crate::util::lock(&self.done);
-            if done.contains(dir) {
+            if done.contains(key) {
                 return;
             }
-            done.insert(dir.to_path_buf());
+            done.insert(key.to_vec());
         }
         match sweep_stale_temps(dir) {
             Ok(0) => {}
