@@ -33,6 +33,8 @@ impl Daemon {
             .arg("run")
             .arg(dir.path().join("main.mcl"))
             .args(["--prefix", &dir.path().join("state").display().to_string()])
+            // TEND_DAEMON_TEST_LOG=1: debug logs in the daemon's stderr, for diagnosing a failure.
+            .args(std::env::var("TEND_DAEMON_TEST_LOG").ok().map(|_| "-vv"))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
             .spawn()
@@ -316,6 +318,9 @@ fn a_save_in_progress_is_not_compiled() {
         daemon.expect("out/code", version, "the slow save");
     }
     std::thread::sleep(Duration::from_millis(300));
+    if daemon.read("runs") != "run\n" && std::env::var("TEND_DAEMON_TEST_LOG").is_ok() {
+        let _kept = std::fs::copy(daemon.path("stderr"), "/tmp/daemon-load.log");
+    }
     assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
     assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");
     let (status, _, stderr) = daemon.stop();
@@ -324,6 +329,10 @@ fn a_save_in_progress_is_not_compiled() {
 
 /// The swap/exec scenario of `facts_and_edits_swap_only_what_changed`, many times over,
 /// with busy threads on every core: the kept exec runs once and its watch starts once.
+/// The edits are saved the way most editors save (a new file renamed over the old one):
+/// an in-place save under load can still be read between its truncation and its write
+/// when the truncation's inotify event reaches tend late (see ARCHITECTURE.md); the slow
+/// in-place writer of `a_save_in_progress_is_not_compiled` is handled.
 #[test]
 fn a_kept_exec_runs_once_through_edits_under_cpu_load() {
     let _serial = serial();
@@ -343,7 +352,9 @@ fn a_kept_exec_runs_once_through_edits_under_cpu_load() {
     let daemon = Daemon::start(|d| program(d, "0"));
     daemon.expect("out/code", "0", "first converge");
     for n in 1..=40 {
-        daemon.write("main.mcl", &program(daemon.dir.path(), &n.to_string()));
+        let next = daemon.path("main.mcl.new");
+        std::fs::write(&next, program(daemon.dir.path(), &n.to_string())).unwrap();
+        std::fs::rename(&next, daemon.path("main.mcl")).unwrap();
         if n % 2 == 0 {
             daemon.write("fact", &format!("f{n}"));
         }
@@ -356,6 +367,9 @@ fn a_kept_exec_runs_once_through_edits_under_cpu_load() {
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for b in burners {
         b.join().unwrap();
+    }
+    if daemon.read("runs") != "run\n" && std::env::var("TEND_DAEMON_TEST_LOG").is_ok() {
+        let _kept = std::fs::copy(daemon.path("stderr"), "/tmp/daemon-load.log");
     }
     assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
     assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");

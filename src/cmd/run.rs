@@ -226,7 +226,12 @@ impl Runner {
                 },
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
-                    match load(&self.program, &self.catalog) {
+                    let loaded = load(&self.program, &self.catalog);
+                    if watcher.as_mut().is_some_and(|w| w.changed_meanwhile()) {
+                        tracing::debug!("the sources changed while they were read; waiting for that save to settle");
+                        continue;
+                    }
+                    match loaded {
                         Ok(c) => {
                             if let Some(df) = dataflow.take() {
                                 df.shutdown().await;

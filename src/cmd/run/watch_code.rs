@@ -7,7 +7,9 @@
 //! them, and re-running `exec`s when the full file comes). So a modified file counts as
 //! settled once it was closed after writing (or replaced by a rename) and nothing
 //! happened for [`SETTLE`]; a writer that keeps the file open for [`OPEN_LIMIT`] is
-//! not waited for any longer.
+//! not waited for any longer. A change that arrives while the sources are being read (a
+//! new save truncating a file under the reader) drops what was read
+//! ([`CodeWatcher::changed_meanwhile`]).
 
 use lang::span::SourceMap;
 use notify::{RecursiveMode, Watcher};
@@ -142,6 +144,23 @@ impl CodeWatcher {
     fn settles_at(&self, quiet_at: tokio::time::Instant) -> tokio::time::Instant {
         let open_until = self.open_writes.values().map(|since| *since + OPEN_LIMIT).max();
         open_until.map_or(quiet_at, |until| until.max(quiet_at))
+    }
+
+    /// Whether a source changed after [`CodeWatcher::next`] reported the last change, that
+    /// is while the sources were being read: a writer may have truncated a file under the
+    /// reader. The change starts a new burst, so what was read is dropped and the next
+    /// settled change is read again.
+    pub fn changed_meanwhile(&mut self) -> bool {
+        let mut changed = false;
+        while let Ok((p, change)) = self.rx.try_recv() {
+            if self.relevant(&p) {
+                self.note(&p, change);
+                let first = self.settling.take().map_or(p, |(first, _)| first);
+                self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+                changed = true;
+            }
+        }
+        changed
     }
 
     /// The next relevant change, once settled (see [`CodeWatcher::settles_at`]).
