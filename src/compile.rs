@@ -93,7 +93,7 @@ pub fn first_output(
     root: &Path,
     timeout_secs: f64,
 ) -> Result<Result<lang::output::Output, Diagnostic>, String> {
-    let host = crate::services::Services::system(root, &crate::services::default_state_dir()).funcs;
+    let host = crate::services::functions_only(root, &crate::services::default_state_dir());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

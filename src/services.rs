@@ -19,11 +19,18 @@ impl Services {
     /// The real host for the program rooted at `root`, keeping state under `state_dir`.
     pub fn system(root: &Path, state_dir: &Path) -> Services {
         let resources = resources::Host::system();
-        let mut funcs = funcs::api::Host::new(root, state_dir);
-        funcs.args = std::env::args().collect();
+        let mut funcs = functions_only(root, state_dir);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
         Services { funcs, resources }
     }
+}
+
+/// What the functions see when no resource runs (`tend graph`, `tend why`): the same
+/// root, arguments and state directory, and a value store of their own.
+pub fn functions_only(root: &Path, state_dir: &Path) -> funcs::api::Host {
+    let mut funcs = funcs::api::Host::new(root, state_dir);
+    funcs.args = std::env::args().collect();
+    funcs
 }
 
 /// The resources' value store, as the functions read it.

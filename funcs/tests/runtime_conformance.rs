@@ -5,7 +5,7 @@
 //! guarantees: it never panics, every errStream archive fails in the runtime, and most
 //! archives that should pass produce their expected graph.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -88,15 +88,6 @@ fn expected(output: &str) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
-fn archives(dir: &Path) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default();
-    out.retain(|p| p.extension().is_some_and(|e| e == "txtar"));
-    out.sort();
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graph_corpus_through_the_runtime() {
     let Some(shared) = testkit::shared_dir() else {
@@ -110,7 +101,7 @@ async fn graph_corpus_through_the_runtime() {
     let (mut stream_want, mut stream_got, mut stream_exact) = (0, 0, 0);
     let mut failures = Vec::new();
     let mut internal = Vec::new();
-    for path in archives(&shared.join("conformance").join("graph")) {
+    for path in testkit::archives(&shared.join("conformance").join("graph")) {
         let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
         let Ok(text) = std::fs::read_to_string(&path) else { continue };
         let sections = testkit::txtar(&text);
