@@ -11,19 +11,23 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::{Accounts, Host, UserSpec};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Presence;
 use crate::util::watch::watch_loop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct UserParams {
-    pub state: String,
-    pub uid: Option<u32>,
-    pub gid: Option<u32>,
-    pub group: Option<String>,
-    pub groups: Option<Vec<String>>,
-    pub homedir: Option<String>,
-    pub shell: Option<String>,
-    pub allowduplicateuid: bool,
+crate::params! {
+    /// `user`'s params; unset options leave the account's value alone.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct UserParams {
+        pub state: Presence,
+        pub uid: Option<u32>,
+        pub gid: Option<u32>,
+        pub group: Option<String>,
+        pub groups: Option<Vec<String>>,
+        pub homedir: Option<String>,
+        pub shell: Option<String>,
+        pub allowduplicateuid: bool,
+    }
 }
 
 pub struct User {
@@ -35,18 +39,7 @@ pub struct User {
 impl User {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<User, BuildError> {
         let raw = Raw::new("user", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(UserParams {
-                state: p.str("state")?,
-                uid: p.opt_int_in("uid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
-                gid: p.opt_int_in("gid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
-                group: p.opt_str("group")?,
-                groups: p.opt_list_str("groups")?,
-                homedir: p.opt_str("homedir")?,
-                shell: p.opt_str("shell")?,
-                allowduplicateuid: p.bool("allowduplicateuid")?,
-            })
-        })?;
+        let params = raw.decode(UserParams::decode)?;
         Ok(User { raw, params, accounts: host.accounts.clone() })
     }
 
@@ -100,7 +93,7 @@ impl User {
 impl Resource for User {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        if !matches!(p.state.as_str(), "exists" | "absent") {
+        if p.state == Presence::Unset {
             return Err(self.err("state", "must be `exists` or `absent`"));
         }
         if p.gid.is_some() && p.group.is_some() {
@@ -124,7 +117,7 @@ impl Resource for User {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let name = self.raw.name.clone();
         let exists = self.accounts.user(&name).await?.is_some();
-        if self.params.state == "absent" {
+        if self.params.state == Presence::Absent {
             if !exists {
                 return Ok(true);
             }
@@ -153,10 +146,13 @@ impl Resource for User {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct GroupParams {
-    pub state: String,
-    pub gid: Option<u32>,
+crate::params! {
+    /// `group`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GroupParams {
+        pub state: Presence,
+        pub gid: Option<u32>,
+    }
 }
 
 pub struct Group {
@@ -168,12 +164,7 @@ pub struct Group {
 impl Group {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Group, BuildError> {
         let raw = Raw::new("group", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(GroupParams {
-                state: p.str("state")?,
-                gid: p.opt_int_in("gid", 0, i64::from(u32::MAX), "uint32")?.map(|n| n as u32),
-            })
-        })?;
+        let params = raw.decode(GroupParams::decode)?;
         Ok(Group { raw, params, accounts: host.accounts.clone() })
     }
 }
@@ -181,7 +172,7 @@ impl Group {
 #[async_trait]
 impl Resource for Group {
     fn validate(&self) -> Result<(), ResError> {
-        if !matches!(self.params.state.as_str(), "exists" | "absent") {
+        if self.params.state == Presence::Unset {
             return Err(res_error(BuildError {
                 kind: "group".into(),
                 name: self.raw.name.clone(),
@@ -199,9 +190,9 @@ impl Resource for Group {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let name = self.raw.name.clone();
         let current = self.accounts.group(&name).await?;
-        let (ok, action) = match (self.params.state.as_str(), current, self.params.gid) {
-            ("absent", None, _) => (true, ""),
-            ("absent", Some(_), _) => (false, "delete"),
+        let (ok, action) = match (self.params.state, current, self.params.gid) {
+            (Presence::Absent, None, _) => (true, ""),
+            (Presence::Absent, Some(_), _) => (false, "delete"),
             (_, None, _) => (false, "add"),
             (_, Some(have), Some(want)) if have != want => (false, "modify"),
             _ => (true, ""),
@@ -229,16 +220,7 @@ impl Resource for Group {
 /// The `user` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const USER: crate::kind::Kind = crate::kind::Kind {
     name: "user",
-    params: &[
-        ("state", "str"),
-        ("uid", "int"),
-        ("gid", "int"),
-        ("group", "str"),
-        ("groups", "[]str"),
-        ("homedir", "str"),
-        ("shell", "str"),
-        ("allowduplicateuid", "bool"),
-    ],
+    params: UserParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(User::build(host, name, params)?)),
@@ -247,7 +229,7 @@ pub const USER: crate::kind::Kind = crate::kind::Kind {
 /// The `group` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const GROUP: crate::kind::Kind = crate::kind::Kind {
     name: "group",
-    params: &[("state", "str"), ("gid", "int")],
+    params: GroupParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Group::build(host, name, params)?)),

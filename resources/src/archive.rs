@@ -30,7 +30,7 @@ use lang::value::Value;
 use sha2::{Digest, Sha256};
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write_with;
 use crate::util::watch::watch_loop;
 
@@ -109,12 +109,17 @@ fn converge_output(
 // ---------------------------------------------------------------------------------------
 // gzip
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct GzipParams {
-    pub path: String,
-    pub input: Option<String>,
-    pub content: String,
-    pub level: i64,
+crate::params! {
+    /// `gzip`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GzipParams {
+        /// The file written; defaults to the name.
+        pub path: String,
+        pub input: Option<String>,
+        pub content: String,
+        /// -1 is the library's default.
+        pub level: i64 = -1,
+    }
 }
 
 pub struct Gzip {
@@ -125,14 +130,7 @@ pub struct Gzip {
 impl Gzip {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Gzip, BuildError> {
         let raw = Raw::new("gzip", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(GzipParams {
-                path: p.str("path")?,
-                input: p.opt_str("input")?,
-                content: p.str("content")?,
-                level: p.opt_int("level")?.unwrap_or(-1),
-            })
-        })?;
+        let params = raw.decode(GzipParams::decode)?;
         Ok(Gzip { raw, params })
     }
 
@@ -246,11 +244,15 @@ fn huffman_only_gzip(input: &mut dyn Read, out: &mut dyn Write) -> io::Result<()
 // ---------------------------------------------------------------------------------------
 // tar
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct TarParams {
-    pub path: String,
-    pub inputs: Vec<String>,
-    pub format: i64,
+crate::params! {
+    /// `tar`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct TarParams {
+        /// The file written; defaults to the name.
+        pub path: String,
+        pub inputs: Vec<String>,
+        pub format: i64,
+    }
 }
 
 pub struct Tar {
@@ -284,13 +286,7 @@ impl TarFormat {
 impl Tar {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Tar, BuildError> {
         let raw = Raw::new("tar", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(TarParams {
-                path: p.str("path")?,
-                inputs: p.list_str("inputs")?,
-                format: p.opt_int("format")?.unwrap_or(0),
-            })
-        })?;
+        let params = raw.decode(TarParams::decode)?;
         Ok(Tar { raw, params })
     }
 
@@ -548,7 +544,7 @@ impl Names {
 /// The `gzip` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const GZIP: crate::kind::Kind = crate::kind::Kind {
     name: "gzip",
-    params: &[("path", "str"), ("input", "str"), ("content", "str"), ("level", "int")],
+    params: GzipParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)),
@@ -557,7 +553,7 @@ pub const GZIP: crate::kind::Kind = crate::kind::Kind {
 /// The `tar` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const TAR: crate::kind::Kind = crate::kind::Kind {
     name: "tar",
-    params: &[("path", "str"), ("inputs", "[]str"), ("format", "int")],
+    params: TarParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Tar::build(name, params)?)),

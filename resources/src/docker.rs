@@ -20,7 +20,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Presence;
 use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
 use crate::util::lock;
 
@@ -165,10 +166,13 @@ impl Docker for FakeDocker {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DockerImageParams {
-    pub state: String,
-    pub apiversion: String,
+crate::params! {
+    /// `docker:image`'s params; the name is the image reference.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct DockerImageParams {
+        pub state: Presence = Presence::Exists,
+        pub apiversion: String,
+    }
 }
 
 pub struct DockerImage {
@@ -180,9 +184,7 @@ pub struct DockerImage {
 impl DockerImage {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<DockerImage, BuildError> {
         let raw = Raw::new("docker:image", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(DockerImageParams { state: p.str_or("state", "exists")?, apiversion: p.str("apiversion")? })
-        })?;
+        let params = raw.decode(DockerImageParams::decode)?;
         Ok(DockerImage { raw, params, docker: host.docker.clone() })
     }
 }
@@ -201,7 +203,7 @@ impl Resource for DockerImage {
         if self.raw.name.is_empty() || self.raw.name.chars().any(char::is_whitespace) {
             return Err(err(None, "the name must be an image reference without white space".into()));
         }
-        if !matches!(self.params.state.as_str(), "exists" | "absent") {
+        if self.params.state == Presence::Unset {
             return Err(err(Some("state"), "must be `exists` or `absent`".into()));
         }
         let api = &self.params.apiversion;
@@ -219,7 +221,7 @@ impl Resource for DockerImage {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let (image, api) = (image_ref(&self.raw.name), self.params.apiversion.clone());
         let present = self.docker.image_id(&image, &api).await?.is_some();
-        let want = self.params.state == "exists";
+        let want = self.params.state == Presence::Exists;
         if present == want {
             return Ok(true);
         }
@@ -242,7 +244,7 @@ impl Resource for DockerImage {
 /// The `docker:image` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const DOCKER_IMAGE: crate::kind::Kind = crate::kind::Kind {
     name: "docker:image",
-    params: &[("state", "str"), ("apiversion", "str")],
+    params: DockerImageParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(DockerImage::build(host, name, params)?)),

@@ -22,80 +22,50 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error, sends};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::command::{self, CmdOutput, CmdSpec};
 use crate::util::fs::{lookup_gid, lookup_uid};
 use crate::util::watch::FileWatch;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ExecParams {
-    pub cmd: String,
-    pub args: Vec<String>,
-    pub cwd: String,
-    pub shell: String,
-    pub env: Option<BTreeMap<String, String>>,
-    pub sig: String,
-    /// Seconds; 0 = none (prefer `Meta:timeout`).
-    pub timeout: u64,
-    pub watchcmd: String,
-    pub watchcwd: String,
-    pub watchshell: String,
-    pub watchfiles: Vec<String>,
-    pub ifcmd: String,
-    pub ifcwd: String,
-    pub ifshell: String,
-    pub ifequals: Option<String>,
-    pub ifequals_stdout: Option<String>,
-    pub nifcmd: String,
-    pub nifcwd: String,
-    pub nifshell: String,
-    pub creates: String,
-    pub mtimes: Vec<String>,
-    pub donecmd: String,
-    pub donecwd: String,
-    pub doneshell: String,
-    pub user: String,
-    pub group: String,
-    pub send_output: Option<String>,
-    pub send_stdout: Option<String>,
-    pub send_stderr: Option<String>,
+crate::params! {
+    /// `exec`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ExecParams {
+        /// The command; defaults to the resource's name.
+        pub cmd: String => |p, f| p.str_or(f, p.name),
+        pub args: Vec<String>,
+        pub cwd: String,
+        pub shell: String,
+        pub env: Option<BTreeMap<String, String>>,
+        pub sig: String,
+        /// Seconds; 0 = none (prefer `Meta:timeout`).
+        pub timeout: u64,
+        pub watchcmd: String,
+        pub watchcwd: String,
+        pub watchshell: String,
+        pub watchfiles: Vec<String>,
+        pub ifcmd: String,
+        pub ifcwd: String,
+        pub ifshell: String,
+        pub ifequals: Option<String>,
+        pub ifequals_stdout: Option<String>,
+        pub nifcmd: String,
+        pub nifcwd: String,
+        pub nifshell: String,
+        pub creates: String,
+        pub mtimes: Vec<String>,
+        pub donecmd: String,
+        pub donecwd: String,
+        pub doneshell: String,
+        pub user: String,
+        pub group: String,
+        pub send_output: Option<String>,
+        pub send_stdout: Option<String>,
+        pub send_stderr: Option<String>,
+    }
 }
 
 impl ExecParams {
-    fn decode(p: &Params<'_>) -> Result<ExecParams, BuildError> {
-        Ok(ExecParams {
-            cmd: p.str_or("cmd", p.name)?,
-            args: p.list_str("args")?,
-            cwd: p.str("cwd")?,
-            shell: p.str("shell")?,
-            env: p.map_str("env")?,
-            sig: p.str("sig")?,
-            timeout: p.opt_int_in("timeout", 0, i64::MAX, "uint64")?.unwrap_or(0) as u64,
-            watchcmd: p.str("watchcmd")?,
-            watchcwd: p.str("watchcwd")?,
-            watchshell: p.str("watchshell")?,
-            watchfiles: p.list_str("watchfiles")?,
-            ifcmd: p.str("ifcmd")?,
-            ifcwd: p.str("ifcwd")?,
-            ifshell: p.str("ifshell")?,
-            ifequals: p.opt_str("ifequals")?,
-            ifequals_stdout: p.opt_str("ifequals_stdout")?,
-            nifcmd: p.str("nifcmd")?,
-            nifcwd: p.str("nifcwd")?,
-            nifshell: p.str("nifshell")?,
-            creates: p.str("creates")?,
-            mtimes: p.list_str("mtimes")?,
-            donecmd: p.str("donecmd")?,
-            donecwd: p.str("donecwd")?,
-            doneshell: p.str("doneshell")?,
-            user: p.str("user")?,
-            group: p.str("group")?,
-            send_output: p.opt_str("send_output")?,
-            send_stdout: p.opt_str("send_stdout")?,
-            send_stderr: p.opt_str("send_stderr")?,
-        })
-    }
-
     fn validate(&self) -> Result<(), (&'static str, String)> {
         if self.cmd.trim().is_empty() {
             return Err(("cmd", "must not be empty".into()));
@@ -388,37 +358,7 @@ impl Resource for Exec {
 /// The `exec` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const EXEC: crate::kind::Kind = crate::kind::Kind {
     name: "exec",
-    params: &[
-        ("cmd", "str"),
-        ("args", "[]str"),
-        ("cwd", "str"),
-        ("shell", "str"),
-        ("env", "map{str: str}"),
-        ("sig", "str"),
-        ("timeout", "int"),
-        ("watchcmd", "str"),
-        ("watchcwd", "str"),
-        ("watchshell", "str"),
-        ("watchfiles", "[]str"),
-        ("ifcmd", "str"),
-        ("ifcwd", "str"),
-        ("ifshell", "str"),
-        ("ifequals", "str"),
-        ("ifequals_stdout", "str"),
-        ("nifcmd", "str"),
-        ("nifcwd", "str"),
-        ("nifshell", "str"),
-        ("creates", "str"),
-        ("mtimes", "[]str"),
-        ("donecmd", "str"),
-        ("donecwd", "str"),
-        ("doneshell", "str"),
-        ("user", "str"),
-        ("group", "str"),
-        ("send_output", "str"),
-        ("send_stdout", "str"),
-        ("send_stderr", "str"),
-    ],
+    params: ExecParams::FIELDS,
     sends: &[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Exec::build(name, params)?)),

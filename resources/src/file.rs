@@ -25,6 +25,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
+use crate::typed::Presence;
 use crate::util::fs::{
     TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
 };
@@ -34,25 +35,42 @@ use crate::util::watch::FileWatch;
 mod quick;
 use quick::Quick;
 
-/// The params, as the user sees them.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FileParams {
-    /// Absolute path (from `path`, `dirname`, `basename` or the name); a trailing `/`
-    /// means a directory.
-    pub path: String,
-    /// `exists`, `absent`, or empty (never create or delete).
-    pub state: String,
-    pub content: Option<String>,
-    pub source: String,
-    pub fragments: Vec<String>,
-    pub owner: String,
-    pub group: String,
-    pub mode: String,
-    pub recurse: bool,
-    pub force: bool,
-    pub purge: bool,
-    pub symlink: bool,
-    pub selinux: Option<String>,
+crate::params! {
+    /// The params, as the user sees them.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct FileParams {
+        /// Absolute path (from `path`, `dirname`, `basename` or the name); a trailing `/`
+        /// means a directory.
+        pub path: String => resolved_path,
+        /// Replaces the directory part of the path (ends in `/`).
+        pub dirname: String,
+        /// Replaces the last component of the path.
+        pub basename: String,
+        /// Unset: never create or delete.
+        pub state: Presence,
+        pub content: Option<String>,
+        pub source: String,
+        pub fragments: Vec<String>,
+        pub owner: String,
+        pub group: String,
+        pub mode: String,
+        pub recurse: bool,
+        pub force: bool,
+        pub purge: bool,
+        pub symlink: bool,
+        pub selinux: Option<String>,
+    }
+}
+
+/// The path `path`, `dirname` and `basename` (or the name) make together.
+fn resolved_path(p: &Params<'_>, _field: &str) -> Result<String, BuildError> {
+    let mut values = BTreeMap::new();
+    for field in ["path", "dirname", "basename"] {
+        if let Some(text) = p.opt_str(field)? {
+            values.insert(field.to_string(), Value::str(text));
+        }
+    }
+    Ok(crate::autoedge::file_path(p.name, &values))
 }
 
 pub struct File {
@@ -106,31 +124,6 @@ impl Stamp {
 }
 
 impl FileParams {
-    fn decode(p: &Params<'_>) -> Result<FileParams, BuildError> {
-        let values: BTreeMap<String, Value> = ["path", "dirname", "basename"]
-            .iter()
-            .filter_map(|k| p.get(k).map(|v| (k.to_string(), v.clone())))
-            .collect();
-        for field in values.keys() {
-            p.str(field)?;
-        }
-        Ok(FileParams {
-            path: crate::autoedge::file_path(p.name, &values),
-            state: p.str("state")?,
-            content: p.opt_str("content")?,
-            source: p.str("source")?,
-            fragments: p.list_str("fragments")?,
-            owner: p.str("owner")?,
-            group: p.str("group")?,
-            mode: p.str("mode")?,
-            recurse: p.bool("recurse")?,
-            force: p.bool("force")?,
-            purge: p.bool("purge")?,
-            symlink: p.bool("symlink")?,
-            selinux: p.opt_str("selinux")?,
-        })
-    }
-
     fn is_dir(&self) -> bool {
         self.path.ends_with('/')
     }
@@ -138,7 +131,7 @@ impl FileParams {
     /// Whether the file's whole desired state is in the params (a regular file with literal
     /// content), so an unchanged [`Stamp`] proves it is still right.
     fn stamp_covers_state(&self) -> bool {
-        self.state == "exists"
+        self.state == Presence::Exists
             && !self.is_dir()
             && self.content.is_some()
             && self.source.is_empty()
@@ -150,14 +143,11 @@ impl FileParams {
         if !self.path.starts_with('/') {
             return Err(format!("path `{}` must be absolute", self.path));
         }
-        if !matches!(self.state.as_str(), "" | "exists" | "absent") {
-            return Err(format!("state must be `exists`, `absent` or empty, not `{}`", self.state));
-        }
         let sources = [self.content.is_some(), !self.source.is_empty(), !self.fragments.is_empty()];
         if sources.iter().filter(|s| **s).count() > 1 {
             return Err("only one of content, source and fragments may be set".into());
         }
-        if self.state == "absent" && (self.content.is_some() || !self.fragments.is_empty()) {
+        if self.state == Presence::Absent && (self.content.is_some() || !self.fragments.is_empty()) {
             return Err("an absent file cannot have content".into());
         }
         if self.is_dir() && (self.content.is_some() || !self.fragments.is_empty() || self.symlink) {
@@ -328,6 +318,8 @@ impl Resource for File {
         // Destructured, so a new param cannot be left out of the fingerprint.
         let FileParams {
             path,
+            dirname: _,
+            basename: _,
             state,
             content,
             source,
@@ -349,7 +341,7 @@ impl Resource for File {
             }
             None => out.push('-'),
         };
-        for text in [path, state, source, owner, group, mode] {
+        for text in [path, state.as_str(), source, owner, group, mode] {
             field(Some(text));
         }
         field(content.as_deref());
@@ -437,9 +429,9 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
         || !p.group.is_empty()
         || !p.mode.is_empty();
 
-    match p.state.as_str() {
-        "absent" => return remove(p, path, now, run),
-        "" if now == Found::Missing => {
+    match p.state {
+        Presence::Absent => return remove(p, path, now, run),
+        Presence::Unset if now == Found::Missing => {
             return if managed { Err("does not exist (set state => \"exists\" to create it)".into()) } else { Ok(()) };
         }
         _ => {}
@@ -702,23 +694,7 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
 /// The `file` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const FILE: crate::kind::Kind = crate::kind::Kind {
     name: "file",
-    params: &[
-        ("path", "str"),
-        ("dirname", "str"),
-        ("basename", "str"),
-        ("state", "str"),
-        ("content", "str"),
-        ("source", "str"),
-        ("fragments", "[]str"),
-        ("owner", "str"),
-        ("group", "str"),
-        ("mode", "str"),
-        ("recurse", "bool"),
-        ("force", "bool"),
-        ("purge", "bool"),
-        ("symlink", "bool"),
-        ("selinux", "str"),
-    ],
+    params: FileParams::FIELDS,
     sends: &[],
     can_recv: true,
     build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),

@@ -17,7 +17,8 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Presence;
 use crate::util::command::{self, CmdSpec};
 use crate::util::watch::FileWatch;
 
@@ -195,12 +196,16 @@ impl Firewall for FakeFirewall {
 // ---------------------------------------------------------------------------------------
 // The resource
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct FirewalldParams {
-    pub zone: String,
-    pub state: String,
-    pub services: Vec<String>,
-    pub ports: Vec<String>,
+crate::params! {
+    /// `firewalld`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct FirewalldParams {
+        pub zone: String,
+        /// Unset means `exists`.
+        pub state: Presence,
+        pub services: Vec<String>,
+        pub ports: Vec<String>,
+    }
 }
 
 pub struct Firewalld {
@@ -219,19 +224,12 @@ enum Fix {
 impl Firewalld {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Firewalld, BuildError> {
         let raw = Raw::new("firewalld", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(FirewalldParams {
-                zone: p.str("zone")?,
-                state: p.str("state")?,
-                services: p.list_str("services")?,
-                ports: p.list_str("ports")?,
-            })
-        })?;
+        let params = raw.decode(FirewalldParams::decode)?;
         Ok(Firewalld { raw, params, firewall: host.firewall.clone() })
     }
 
     fn open(&self) -> bool {
-        self.params.state != "absent"
+        self.params.state != Presence::Absent
     }
 
     /// The changes needed in one layer of a zone; an error for a port that is only open
@@ -283,9 +281,6 @@ impl Resource for Firewalld {
             })
         };
         let p = &self.params;
-        if !matches!(p.state.as_str(), "" | "exists" | "absent") {
-            return Err(err("state", format!("must be `exists`, `absent` or empty, not `{}`", p.state)));
-        }
         if let Some(i) = p.services.iter().position(|s| s.is_empty() || s.contains(char::is_whitespace)) {
             return Err(err("services", format!("entry {i} is not a service name")));
         }
@@ -365,7 +360,7 @@ impl Resource for Firewalld {
 /// The `firewalld` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const FIREWALLD: crate::kind::Kind = crate::kind::Kind {
     name: "firewalld",
-    params: &[("zone", "str"), ("state", "str"), ("services", "[]str"), ("ports", "[]str")],
+    params: FirewalldParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Firewalld::build(host, name, params)?)),

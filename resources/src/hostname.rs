@@ -13,10 +13,21 @@ use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::{Host, HostnameSetter};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 use crate::util::watch::watch_loop;
 
+crate::params! {
+    /// `hostname`'s params as written: `hostname` stands for each of the three not given.
+    pub struct HostnameSpec {
+        pub hostname: Option<String>,
+        pub pretty_hostname: Option<String>,
+        pub static_hostname: Option<String>,
+        pub transient_hostname: Option<String>,
+    }
+}
+
+/// The three names to manage (`None`: leave that one alone).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostnameParams {
     pub pretty: Option<String>,
@@ -35,16 +46,13 @@ pub struct Hostname {
 impl Hostname {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Hostname, BuildError> {
         let raw = Raw::new("hostname", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            let fallback = p.opt_str("hostname")?;
-            let pick =
-                |f: &str| -> Result<Option<String>, BuildError> { Ok(p.opt_str(f)?.or_else(|| fallback.clone())) };
-            Ok(HostnameParams {
-                pretty: pick("pretty_hostname")?,
-                static_name: pick("static_hostname")?,
-                transient: pick("transient_hostname")?,
-            })
-        })?;
+        let spec = raw.decode(HostnameSpec::decode)?;
+        let pick = |name: Option<String>| name.or_else(|| spec.hostname.clone());
+        let params = HostnameParams {
+            pretty: pick(spec.pretty_hostname),
+            static_name: pick(spec.static_hostname),
+            transient: pick(spec.transient_hostname),
+        };
         Ok(Hostname {
             raw,
             params,
@@ -132,12 +140,7 @@ impl Resource for Hostname {
 /// The `hostname` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HOSTNAME: crate::kind::Kind = crate::kind::Kind {
     name: "hostname",
-    params: &[
-        ("hostname", "str"),
-        ("pretty_hostname", "str"),
-        ("static_hostname", "str"),
-        ("transient_hostname", "str"),
-    ],
+    params: HostnameSpec::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Hostname::build(host, name, params)?)),

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
 
@@ -29,15 +29,13 @@ use crate::util::watch::watch_loop;
 const REREADS: u32 = 3;
 const REREAD_DELAY: std::time::Duration = std::time::Duration::from_millis(100);
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct JsonEditParams {
-    pub store: String,
-    pub edits: Vec<String>,
-}
-
-impl JsonEditParams {
-    fn decode(p: &Params<'_>) -> Result<JsonEditParams, BuildError> {
-        Ok(JsonEditParams { store: p.str("store")?, edits: p.list_str("edits")? })
+crate::params! {
+    /// `json:edit`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct JsonEditParams {
+        /// `file:/abs/path` or `world:key`.
+        pub store: String,
+        pub edits: Vec<String>,
     }
 }
 
@@ -615,7 +613,7 @@ impl Cursor<'_> {
 /// The `json:edit` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
     name: "json:edit",
-    params: &[("store", "str"), ("edits", "[]str")],
+    params: JsonEditParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(JsonEdit::build(name, params)?)),

@@ -14,28 +14,20 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error, store_name};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct KvParams {
-    pub key: String,
-    pub value: Option<String>,
-    pub mapped: bool,
-    pub skiplessthan: bool,
-    pub skipcmpstyle: i64,
-}
-
-impl KvParams {
-    fn decode(p: &Params<'_>) -> Result<KvParams, BuildError> {
-        Ok(KvParams {
-            key: p.str_or("key", p.name)?,
-            value: p.opt_str("value")?,
-            mapped: p.bool("mapped")?,
-            skiplessthan: p.bool("skiplessthan")?,
-            skipcmpstyle: p.opt_int("skipcmpstyle")?.unwrap_or(0),
-        })
+crate::params! {
+    /// `kv`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct KvParams {
+        /// The key; defaults to the resource's name.
+        pub key: String => |p, f| p.str_or(f, p.name),
+        pub value: Option<String>,
+        pub mapped: bool,
+        pub skiplessthan: bool,
+        pub skipcmpstyle: i64,
     }
 }
 
@@ -176,7 +168,7 @@ impl Resource for Kv {
 /// The `kv` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const KV: crate::kind::Kind = crate::kind::Kind {
     name: "kv",
-    params: &[("key", "str"), ("value", "str"), ("mapped", "bool"), ("skiplessthan", "bool"), ("skipcmpstyle", "int")],
+    params: KvParams::FIELDS,
     sends: &[],
     can_recv: true,
     build: |_host, name, params| Ok(Box::new(Kv::build(name, params)?)),

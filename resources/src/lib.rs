@@ -64,6 +64,7 @@ pub mod systemd;
 pub mod test_res;
 pub mod tftp;
 pub mod timer;
+pub mod typed;
 pub mod util;
 pub mod value;
 pub mod virt;

@@ -11,26 +11,19 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Presence;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct LineParams {
-    pub file: String,
-    pub state: String,
-    pub content: String,
-    pub trim: bool,
-}
-
-impl LineParams {
-    fn decode(p: &Params<'_>) -> Result<LineParams, BuildError> {
-        Ok(LineParams {
-            file: p.str("file")?,
-            state: p.str("state")?,
-            content: p.str("content")?,
-            trim: p.bool("trim")?,
-        })
+crate::params! {
+    /// `line`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct LineParams {
+        pub file: String,
+        pub state: Presence,
+        pub content: String,
+        pub trim: bool,
     }
 }
 
@@ -121,7 +114,7 @@ impl Resource for Line {
         if !self.params.file.starts_with('/') && !self.params.file.starts_with('~') {
             return Err(err("file", "must be an absolute path or start with `~user/`"));
         }
-        if !matches!(self.params.state.as_str(), "exists" | "absent") {
+        if self.params.state == Presence::Unset {
             return Err(err("state", "must be `exists` or `absent`"));
         }
         Ok(())
@@ -139,10 +132,10 @@ impl Resource for Line {
         let path = self.path()?;
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.params.state == "absent" => return Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.params.state == Presence::Absent => return Ok(true),
             Err(e) => return Err(ResError::new(format!("line[{}]: {}: {e}", self.raw.name, path.display()))),
         };
-        let Some(new) = edit(&text, &block, self.params.state == "exists", self.params.trim) else { return Ok(true) };
+        let Some(new) = edit(&text, &block, self.params.state == Presence::Exists, self.params.trim) else { return Ok(true) };
         if !apply {
             ctx.report(unified_diff(&path.display().to_string(), &text, &new));
             return Ok(false);
@@ -159,7 +152,7 @@ impl Resource for Line {
 /// The `line` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const LINE: crate::kind::Kind = crate::kind::Kind {
     name: "line",
-    params: &[("file", "str"), ("state", "str"), ("content", "str"), ("trim", "bool")],
+    params: LineParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Line::build(name, params)?)),

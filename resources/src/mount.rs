@@ -15,17 +15,25 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::{Host, Mounter};
 use crate::params::{BuildError, Params};
+use crate::typed::Presence;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct MountParams {
-    pub state: String,
-    pub device: String,
-    pub fstype: String,
-    pub options: BTreeMap<String, String>,
-    pub freq: i64,
-    pub passno: i64,
+crate::params! {
+    /// `mount`'s params; the name is the mount point.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MountParams {
+        pub state: Presence,
+        pub device: String,
+        pub fstype("type"): String,
+        pub options: BTreeMap<String, String> = BTreeMap::from([("defaults".to_string(), String::new())]),
+        pub freq: i64 => non_negative,
+        pub passno: i64 => non_negative,
+    }
+}
+
+fn non_negative(p: &Params<'_>, field: &str) -> Result<i64, BuildError> {
+    Ok(p.opt_int_in(field, 0, i64::from(i32::MAX), "int")?.unwrap_or(0))
 }
 
 pub struct Mount {
@@ -39,18 +47,7 @@ pub struct Mount {
 impl Mount {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Mount, BuildError> {
         let raw = Raw::new("mount", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(MountParams {
-                state: p.str("state")?,
-                device: p.str("device")?,
-                fstype: p.str("type")?,
-                options: p
-                    .map_str("options")?
-                    .unwrap_or_else(|| BTreeMap::from([("defaults".to_string(), String::new())])),
-                freq: p.opt_int_in("freq", 0, i64::from(i32::MAX), "int")?.unwrap_or(0),
-                passno: p.opt_int_in("passno", 0, i64::from(i32::MAX), "int")?.unwrap_or(0),
-            })
-        })?;
+        let params = raw.decode(MountParams::decode)?;
         Ok(Mount {
             raw,
             params,
@@ -111,10 +108,10 @@ impl Resource for Mount {
         if !self.raw.name.starts_with('/') {
             return Err(err(None, "the name must be an absolute mount point".into()));
         }
-        if !matches!(p.state.as_str(), "exists" | "absent") {
+        if p.state == Presence::Unset {
             return Err(err(Some("state"), "must be `exists` or `absent`".into()));
         }
-        if p.state == "exists" {
+        if p.state == Presence::Exists {
             if p.device.is_empty() {
                 return Err(err(Some("device"), "is required".into()));
             }
@@ -136,7 +133,7 @@ impl Resource for Mount {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let point = self.raw.name.clone();
         let key = format!("mount[{point}]");
-        let exists = self.params.state == "exists";
+        let exists = self.params.state == Presence::Exists;
         let text = std::fs::read_to_string(&self.fstab).unwrap_or_default();
         let entry = self.entry();
         let wanted = self.edited(&text, exists.then_some(entry.as_str()));
@@ -176,14 +173,7 @@ impl Resource for Mount {
 /// The `mount` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const MOUNT: crate::kind::Kind = crate::kind::Kind {
     name: "mount",
-    params: &[
-        ("state", "str"),
-        ("device", "str"),
-        ("type", "str"),
-        ("options", "map{str: str}"),
-        ("freq", "int"),
-        ("passno", "int"),
-    ],
+    params: MountParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Mount::build(host, name, params)?)),

@@ -9,28 +9,19 @@ use engine::{ApplyCtx, ResError, Resource};
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 
 const PRIORITIES: &[&str] = &["Emerg", "Alert", "Crit", "Err", "Warning", "Notice", "Info", "Debug"];
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct MsgParams {
-    pub body: String,
-    pub priority: String,
-    pub fields: BTreeMap<String, String>,
-    pub journal: bool,
-    pub syslog: bool,
-}
-
-impl MsgParams {
-    fn decode(p: &Params<'_>) -> Result<MsgParams, BuildError> {
-        Ok(MsgParams {
-            body: p.str("body")?,
-            priority: p.str("priority")?,
-            fields: p.map_str("fields")?.unwrap_or_default(),
-            journal: p.bool("journal")?,
-            syslog: p.bool("syslog")?,
-        })
+crate::params! {
+    /// `msg`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct MsgParams {
+        pub body: String,
+        pub priority: String,
+        pub fields: BTreeMap<String, String>,
+        pub journal: bool,
+        pub syslog: bool,
     }
 }
 
@@ -101,13 +92,7 @@ impl Resource for Msg {
 /// The `msg` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const MSG: crate::kind::Kind = crate::kind::Kind {
     name: "msg",
-    params: &[
-        ("body", "str"),
-        ("priority", "str"),
-        ("fields", "map{str: str}"),
-        ("journal", "bool"),
-        ("syslog", "bool"),
-    ],
+    params: MsgParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Msg::build(name, params)?)),

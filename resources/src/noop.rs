@@ -9,6 +9,14 @@ use lang::value::Value;
 use crate::common::Raw;
 use crate::params::BuildError;
 
+crate::params! {
+    /// `noop`'s params.
+    pub struct NoopParams {
+        /// Free text, for the reader of the program.
+        pub comment: String,
+    }
+}
+
 pub struct Noop {
     raw: Raw,
     comment: String,
@@ -17,7 +25,7 @@ pub struct Noop {
 impl Noop {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Noop, BuildError> {
         let raw = Raw::new("noop", name, values);
-        let comment = raw.decode(|p| p.str("comment"))?;
+        let comment = raw.decode(NoopParams::decode)?.comment;
         Ok(Noop { raw, comment })
     }
 }
@@ -58,7 +66,7 @@ impl Resource for Panic {
 /// The `noop` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const NOOP: crate::kind::Kind = crate::kind::Kind {
     name: "noop",
-    params: &[("comment", "str")],
+    params: NoopParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Noop::build(name, params)?)),

@@ -58,6 +58,12 @@ impl<'a> Params<'a> {
         Ok(params)
     }
 
+    /// A view without the existence and type checks of [`Params::new`] (for tests of decoders).
+    #[cfg(test)]
+    pub(crate) fn unchecked(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Params<'a> {
+        Params { kind, name, values }
+    }
+
     pub fn error(&self, field: Option<&str>, message: impl Into<String>) -> BuildError {
         BuildError {
             kind: self.kind.to_string(),

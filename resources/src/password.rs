@@ -13,16 +13,27 @@ use lang::value::Value;
 use rand::Rng;
 
 use crate::common::{Raw, sends};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct PasswordParams {
-    pub length: usize,
-    pub saved: bool,
-    pub check_recovery: bool,
+crate::params! {
+    /// `password`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PasswordParams {
+        pub length: u16 = 64,
+        pub saved: bool,
+        pub check_recovery: bool,
+    }
+}
+
+crate::params! {
+    /// `exit`'s params.
+    pub struct ExitParams {
+        /// The exit code asked for, 0..=125.
+        pub code: i64 => |p, f| Ok(p.opt_int_in(f, 0, 125, "exit code (0..125)")?.unwrap_or(0)),
+    }
 }
 
 pub struct Password {
@@ -35,18 +46,12 @@ pub struct Password {
 impl Password {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Password, BuildError> {
         let raw = Raw::new("password", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(PasswordParams {
-                length: p.opt_int_in("length", 0, i64::from(u16::MAX), "uint16")?.unwrap_or(64) as usize,
-                saved: p.bool("saved")?,
-                check_recovery: p.bool("check_recovery")?,
-            })
-        })?;
+        let params = raw.decode(PasswordParams::decode)?;
         Ok(Password { raw, params, current: None, file: None })
     }
 
     fn usable(&self, text: &str) -> bool {
-        text.len() == self.params.length && text.bytes().all(|b| ALPHABET.contains(&b))
+        text.len() == usize::from(self.params.length) && text.bytes().all(|b| ALPHABET.contains(&b))
     }
 }
 
@@ -90,7 +95,7 @@ impl Resource for Password {
             ctx.report(format!("password[{}]: would generate a password", self.raw.name));
             return Ok(false);
         }
-        let fresh = generate(self.params.length);
+        let fresh = generate(usize::from(self.params.length));
         if let Some(file) = &self.file {
             if let Some(dir) = file.parent() {
                 std::fs::create_dir_all(dir)?;
@@ -125,7 +130,7 @@ pub struct Exit {
 impl Exit {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Exit, BuildError> {
         let raw = Raw::new("exit", name, values);
-        let code = raw.decode(|p| p.opt_int_in("code", 0, 125, "exit code (0..125)"))?.unwrap_or(0) as i32;
+        let code = raw.decode(ExitParams::decode)?.code as i32;
         Ok(Exit { name: name.to_string(), code, requested: false })
     }
 }
@@ -153,7 +158,7 @@ impl Resource for Exit {
 /// The `password` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const PASSWORD: crate::kind::Kind = crate::kind::Kind {
     name: "password",
-    params: &[("length", "int"), ("saved", "bool"), ("check_recovery", "bool")],
+    params: PasswordParams::FIELDS,
     sends: &[("password", "str")],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Password::build(name, params)?)),
@@ -162,7 +167,7 @@ pub const PASSWORD: crate::kind::Kind = crate::kind::Kind {
 /// The `exit` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const EXIT: crate::kind::Kind = crate::kind::Kind {
     name: "exit",
-    params: &[("code", "int")],
+    params: ExitParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Exit::build(name, params)?)),

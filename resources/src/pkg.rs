@@ -10,15 +10,19 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::{Host, PackageManager};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct PkgParams {
-    pub state: String,
-    pub allowdowngrade: bool,
-    pub allowuntrusted: bool,
-    pub allownonfree: bool,
-    pub allowunsupported: bool,
+crate::params! {
+    /// `pkg`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PkgParams {
+        /// `installed`, `uninstalled`, `newest` or a version (an open set).
+        pub state: String => |p, f| p.str_or(f, "installed"),
+        pub allowdowngrade: bool,
+        pub allowuntrusted: bool,
+        pub allownonfree: bool,
+        pub allowunsupported: bool,
+    }
 }
 
 pub struct Pkg {
@@ -30,15 +34,7 @@ pub struct Pkg {
 impl Pkg {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Pkg, BuildError> {
         let raw = Raw::new("pkg", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(PkgParams {
-                state: p.str_or("state", "installed")?,
-                allowdowngrade: p.bool("allowdowngrade")?,
-                allowuntrusted: p.bool("allowuntrusted")?,
-                allownonfree: p.bool("allownonfree")?,
-                allowunsupported: p.bool("allowunsupported")?,
-            })
-        })?;
+        let params = raw.decode(PkgParams::decode)?;
         Ok(Pkg { raw, params, packages: host.packages.clone() })
     }
 }
@@ -95,13 +91,7 @@ impl Resource for Pkg {
 /// The `pkg` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const PKG: crate::kind::Kind = crate::kind::Kind {
     name: "pkg",
-    params: &[
-        ("state", "str"),
-        ("allowdowngrade", "bool"),
-        ("allowuntrusted", "bool"),
-        ("allownonfree", "bool"),
-        ("allowunsupported", "bool"),
-    ],
+    params: PkgParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Pkg::build(host, name, params)?)),

@@ -8,17 +8,14 @@ use engine::{ApplyCtx, Payload, ResError, Resource};
 use lang::value::Value;
 
 use crate::common::Raw;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct PrintParams {
-    pub msg: String,
-    pub refresh_only: bool,
-}
-
-impl PrintParams {
-    fn decode(p: &Params<'_>) -> Result<PrintParams, BuildError> {
-        Ok(PrintParams { msg: p.str("msg")?, refresh_only: p.bool("refresh_only")? })
+crate::params! {
+    /// `print`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct PrintParams {
+        pub msg: String,
+        pub refresh_only: bool,
     }
 }
 
@@ -73,7 +70,7 @@ impl Resource for Print {
 /// The `print` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const PRINT: crate::kind::Kind = crate::kind::Kind {
     name: "print",
-    params: &[("msg", "str"), ("refresh_only", "bool")],
+    params: PrintParams::FIELDS,
     sends: &[],
     can_recv: true,
     build: |_host, name, params| Ok(Box::new(Print::build(name, params)?)),

@@ -25,36 +25,24 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Presence;
 use crate::util::fs::{atomic_write, lchown, unified_diff};
 use crate::util::watch::watch_loop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct SshKeyParams {
-    pub state: String,
-    pub file: String,
-    pub user: String,
-    pub content: String,
-    pub options: Vec<String>,
-    pub key_type: String,
-    pub key: String,
-    pub comment: String,
-    pub mkdir: bool,
-}
-
-impl SshKeyParams {
-    fn decode(p: &Params<'_>) -> Result<SshKeyParams, BuildError> {
-        Ok(SshKeyParams {
-            state: p.str("state")?,
-            file: p.str("file")?,
-            user: p.str("user")?,
-            content: p.str("content")?,
-            options: p.list_str("options")?,
-            key_type: p.str("type")?,
-            key: p.str("key")?,
-            comment: p.str("comment")?,
-            mkdir: p.bool_or("mkdir", true)?,
-        })
+crate::params! {
+    /// `ssh:authorized_key`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SshKeyParams {
+        pub state: Presence,
+        pub file: String,
+        pub user: String,
+        pub content: String,
+        pub options: Vec<String>,
+        pub key_type("type"): String,
+        pub key: String,
+        pub comment: String,
+        pub mkdir: bool = true,
     }
 }
 
@@ -154,7 +142,7 @@ impl SshAuthorizedKey {
 impl Resource for SshAuthorizedKey {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        if !matches!(p.state.as_str(), "exists" | "absent") {
+        if p.state == Presence::Unset {
             return Err(self.error("state", "must be `exists` or `absent`"));
         }
         if !p.user.is_empty() && !valid_user_name(&p.user) {
@@ -198,7 +186,7 @@ impl Resource for SshAuthorizedKey {
         let fail = |e: ResError| ResError::new(format!("{key}: {}", e.message));
         let want = self.line()?;
         let path = self.locator().path().await.map_err(fail)?;
-        let present = self.params.state == "exists";
+        let present = self.params.state == Presence::Exists;
         let owner = if present { self.owner().await.map_err(fail)? } else { None };
         let mut ok = true;
 
@@ -434,17 +422,7 @@ fn check_blob(mut blob: &[u8]) -> Result<String, String> {
 /// The `ssh:authorized_key` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SSH_AUTHORIZED_KEY: crate::kind::Kind = crate::kind::Kind {
     name: "ssh:authorized_key",
-    params: &[
-        ("state", "str"),
-        ("file", "str"),
-        ("user", "str"),
-        ("content", "str"),
-        ("options", "[]str"),
-        ("type", "str"),
-        ("key", "str"),
-        ("comment", "str"),
-        ("mkdir", "bool"),
-    ],
+    params: SshKeyParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(SshAuthorizedKey::build(host, name, params)?)),

@@ -17,9 +17,10 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Host, ServiceManager, UnitChanges};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
+use crate::typed::Startup;
 use crate::util::watch::watch_loop;
 
 /// How often the watch asks the init system whether the unit's state changed, where the
@@ -29,11 +30,38 @@ pub const STATE_POLL: Duration = Duration::from_secs(10);
 /// How long the watch waits before subscribing again after a subscription ended.
 const RESUBSCRIBE_DELAY: Duration = Duration::from_secs(1);
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct SvcParams {
-    pub state: String,
-    pub startup: String,
-    pub session: bool,
+crate::choice! {
+    /// Whether a service should run; unset leaves it alone.
+    #[derive(Default)]
+    pub enum SvcState {
+        #[default]
+        Unset = "",
+        Running = "running",
+        Stopped = "stopped",
+    }
+}
+crate::choice_default_when_absent!(SvcState);
+
+impl SvcState {
+    /// Whether the unit should be active (`None`: leave it alone).
+    fn wanted(self) -> Option<bool> {
+        match self {
+            SvcState::Unset => None,
+            SvcState::Running => Some(true),
+            SvcState::Stopped => Some(false),
+        }
+    }
+}
+
+crate::params! {
+    /// `svc`'s params; the name is the unit without `.service`.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SvcParams {
+        pub state: SvcState,
+        pub startup: Startup,
+        /// The user's session manager instead of the system's.
+        pub session: bool,
+    }
 }
 
 pub struct Svc {
@@ -46,9 +74,7 @@ pub struct Svc {
 impl Svc {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Svc, BuildError> {
         let raw = Raw::new("svc", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(SvcParams { state: p.str("state")?, startup: p.str("startup")?, session: p.bool("session")? })
-        })?;
+        let params = raw.decode(SvcParams::decode)?;
         let unit = format!("{name}.service");
         let unit_files = ["/etc/systemd/system/", "/usr/lib/systemd/system/"]
             .iter()
@@ -64,32 +90,14 @@ impl Svc {
 
 #[async_trait]
 impl Resource for Svc {
-    fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: &str| {
-            res_error(BuildError {
-                kind: "svc".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message: message.into(),
-            })
-        };
-        if !matches!(self.params.state.as_str(), "" | "running" | "stopped") {
-            return Err(err("state", "must be `running`, `stopped` or empty"));
-        }
-        if !matches!(self.params.startup.as_str(), "" | "enabled" | "disabled") {
-            return Err(err("startup", "must be `enabled`, `disabled` or empty"));
-        }
-        Ok(())
-    }
-
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
         let follow = Follow {
             key: format!("svc[{}]", self.raw.name),
             services: self.services.clone(),
             unit: self.unit(),
             session: self.params.session,
-            want_active: (!self.params.state.is_empty()).then(|| self.params.state == "running"),
-            want_enabled: (!self.params.startup.is_empty()).then(|| self.params.startup == "enabled"),
+            want_active: self.params.state.wanted(),
+            want_enabled: self.params.startup.wanted(),
         };
         let unit_files = self.unit_files.clone();
         Box::pin(async move {
@@ -112,8 +120,7 @@ impl Resource for Svc {
         }
         let mut ok = true;
         let mut started_or_stopped = false;
-        if !self.params.state.is_empty() {
-            let want = self.params.state == "running";
+        if let Some(want) = self.params.state.wanted() {
             if self.services.is_active(&unit, session).await? != want {
                 ok = false;
                 started_or_stopped = true;
@@ -126,8 +133,7 @@ impl Resource for Svc {
                 }
             }
         }
-        if !self.params.startup.is_empty() {
-            let want = self.params.startup == "enabled";
+        if let Some(want) = self.params.startup.wanted() {
             if self.services.is_enabled(&unit, session).await? != want {
                 ok = false;
                 if !apply {
@@ -235,7 +241,7 @@ impl Follow {
 /// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SVC: crate::kind::Kind = crate::kind::Kind {
     name: "svc",
-    params: &[("state", "str"), ("startup", "str"), ("session", "bool")],
+    params: SvcParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Svc::build(host, name, params)?)),

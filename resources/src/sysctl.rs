@@ -12,16 +12,21 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 use crate::util::watch::watch_loop;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct SysctlParams {
-    pub value: String,
-    pub runtime: bool,
-    pub persist: bool,
-    pub path: String,
+crate::params! {
+    /// `sysctl`'s params; the name is the key (`net.ipv4.ip_forward`).
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct SysctlParams {
+        pub value: String,
+        /// Set it in `/proc/sys` now.
+        pub runtime: bool = true,
+        /// Write it to `path` for the next boot.
+        pub persist: bool = true,
+        pub path: String => |p, f| p.str_or(f, &format!("/etc/sysctl.d/99-{}.conf", p.name)),
+    }
 }
 
 pub struct Sysctl {
@@ -34,14 +39,7 @@ pub struct Sysctl {
 impl Sysctl {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Sysctl, BuildError> {
         let raw = Raw::new("sysctl", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(SysctlParams {
-                value: p.str("value")?,
-                runtime: p.bool_or("runtime", true)?,
-                persist: p.bool_or("persist", true)?,
-                path: p.str_or("path", &format!("/etc/sysctl.d/99-{name}.conf"))?,
-            })
-        })?;
+        let params = raw.decode(SysctlParams::decode)?;
         let proc_path = host.path(&format!("/proc/sys/{}", name.replace('.', "/")));
         let conf_path = host.path(&params.path);
         Ok(Sysctl { raw, params, proc_path, conf_path })
@@ -125,7 +123,7 @@ impl Resource for Sysctl {
 /// The `sysctl` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SYSCTL: crate::kind::Kind = crate::kind::Kind {
     name: "sysctl",
-    params: &[("value", "str"), ("runtime", "bool"), ("persist", "bool"), ("path", "str")],
+    params: SysctlParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Sysctl::build(host, name, params)?)),

@@ -14,6 +14,14 @@ use tokio::sync::Notify;
 use crate::common::Raw;
 use crate::params::BuildError;
 
+crate::params! {
+    /// `timer`'s params.
+    pub struct TimerParams {
+        /// Seconds between ticks.
+        pub interval: u32,
+    }
+}
+
 pub struct Timer {
     interval: u64,
     /// Told by check-apply to restart the ticker (on refresh); the watch listens.
@@ -24,7 +32,7 @@ pub struct Timer {
 impl Timer {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Timer, BuildError> {
         let raw = Raw::new("timer", name, values);
-        let interval = raw.decode(|p| p.opt_int_in("interval", 0, i64::from(u32::MAX), "uint32"))?.unwrap_or(0) as u64;
+        let interval = u64::from(raw.decode(TimerParams::decode)?.interval);
         Ok(Timer { interval, reset: Arc::new(Notify::new()), raw })
     }
 }
@@ -79,7 +87,7 @@ impl Resource for Timer {
 /// The `timer` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const TIMER: crate::kind::Kind = crate::kind::Kind {
     name: "timer",
-    params: &[("interval", "int")],
+    params: TimerParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(Timer::build(name, params)?)),

@@ -54,9 +54,12 @@ impl ValueStore {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ValueParams {
-    pub any: Option<Value>,
+crate::params! {
+    /// `value`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ValueParams {
+        pub any: Option<Value>,
+    }
 }
 
 pub struct ValueRes {
@@ -69,7 +72,7 @@ pub struct ValueRes {
 impl ValueRes {
     pub fn build(store: Arc<ValueStore>, name: &str, values: &BTreeMap<String, Value>) -> Result<ValueRes, BuildError> {
         let raw = Raw::new("value", name, values);
-        let params = raw.decode(|p| Ok(ValueParams { any: p.get("any").cloned() }))?;
+        let params = raw.decode(ValueParams::decode)?;
         Ok(ValueRes { raw, params, store, mirror: None })
     }
 }
@@ -113,14 +116,14 @@ impl Resource for ValueRes {
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
-        self.raw.recv(key, value, &mut self.params, |p| Ok(ValueParams { any: p.get("any").cloned() }))
+        self.raw.recv(key, value, &mut self.params, ValueParams::decode)
     }
 }
 
 /// The `value` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VALUE: crate::kind::Kind = crate::kind::Kind {
     name: "value",
-    params: &[("any", "variant")],
+    params: ValueParams::FIELDS,
     sends: &[("any", "variant")],
     can_recv: true,
     build: |host, name, params| Ok(Box::new(ValueRes::build(host.values.clone(), name, params)?)),

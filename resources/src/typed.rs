@@ -1,0 +1,437 @@
+//! Params typed once: a kind writes its params as one Rust struct inside [`params!`], and
+//! that struct yields both the catalog's declarations (`FIELDS`: each param's mcl type
+//! text, which the type checker reads) and the decoder (`decode`), from the Rust type of
+//! each field through [`Param`]. Closed sets of strings (`state`, modes, strategies) are
+//! enums made by [`choice!`]; a value outside the set is an error naming the allowed ones.
+//!
+//! Go widths collapse the mgmt way in the declared type (every integer width is `int`) and
+//! are range-checked on decode, named like Go in the error (`u8` is `uint8`).
+
+use std::collections::BTreeMap;
+
+use lang::value::Value;
+
+use crate::params::{BuildError, Params};
+
+/// A Rust type a present param value converts to.
+pub trait ParamType: Sized {
+    /// The mcl type text the catalog declares.
+    const TYPE: &'static str;
+    /// Converts `value` (already checked against [`Self::TYPE`]) of `field`.
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError>;
+    /// What a value must be, for errors.
+    fn expected() -> String {
+        format!("a {}", Self::TYPE)
+    }
+}
+
+/// How a param field reads, present or absent.
+pub trait Param: Sized {
+    /// The mcl type text the catalog declares.
+    const TYPE: &'static str;
+    fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError>;
+}
+
+/// An optional param: absent is `None`.
+impl<T: ParamType> Param for Option<T> {
+    const TYPE: &'static str = T::TYPE;
+    fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
+        p.get(field).map(|v| T::from_value(p, field, v)).transpose()
+    }
+}
+
+/// Reads a param that must be given.
+pub fn required<T: ParamType>(p: &Params<'_>, field: &str) -> Result<T, BuildError> {
+    match p.get(field) {
+        Some(v) => T::from_value(p, field, v),
+        None => Err(p.error(Some(field), format!("must be set: expected {}", T::expected()))),
+    }
+}
+
+fn wrong(p: &Params<'_>, field: &str, expected: &str, found: &Value) -> BuildError {
+    p.error(Some(field), format!("expected {expected}, found {found}"))
+}
+
+/// Types whose absent value is their `Default` (the Go zero value).
+macro_rules! zero_when_absent {
+    ($($t:ty),* $(,)?) => {$(
+        impl Param for $t {
+            const TYPE: &'static str = <$t as ParamType>::TYPE;
+            fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
+                Ok(<Option<$t> as Param>::read(p, field)?.unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+zero_when_absent!(String, bool, i64, u64, u32, u16, u8, i32, i16, i8, f64, Vec<String>, BTreeMap<String, String>);
+
+impl ParamType for String {
+    const TYPE: &'static str = "str";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        value.as_str().map(str::to_string).ok_or_else(|| wrong(p, field, "a str", value))
+    }
+}
+
+impl ParamType for bool {
+    const TYPE: &'static str = "bool";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        value.as_bool().ok_or_else(|| wrong(p, field, "a bool", value))
+    }
+}
+
+impl ParamType for f64 {
+    const TYPE: &'static str = "float";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::Float(f) => Ok(*f),
+            other => Err(wrong(p, field, "a float", other)),
+        }
+    }
+}
+
+/// Integers: declared `int`, range-checked for their width with Go's name in the error.
+macro_rules! go_int {
+    ($($t:ty => $go:literal),* $(,)?) => {$(
+        impl ParamType for $t {
+            const TYPE: &'static str = "int";
+            fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+                let min = <$t>::MIN as i64;
+                let max = i64::try_from(<$t>::MAX).unwrap_or(i64::MAX);
+                let Some(i) = p.opt_int_in(field, min, max, $go)? else {
+                    return Err(wrong(p, field, "an int", value));
+                };
+                <$t>::try_from(i).map_err(|_| p.error(Some(field), format!("int `{i}` does not fit into `{}` field", $go)))
+            }
+        }
+    )*};
+}
+
+go_int!(i64 => "int64", u64 => "uint64", u32 => "uint32", u16 => "uint16", u8 => "uint8", i32 => "int32", i16 => "int16", i8 => "int8");
+
+impl ParamType for Vec<String> {
+    const TYPE: &'static str = "[]str";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::List(items) => items
+                .iter()
+                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| wrong(p, field, "a []str", v)))
+                .collect(),
+            other => Err(wrong(p, field, "a []str", other)),
+        }
+    }
+}
+
+impl ParamType for BTreeMap<String, String> {
+    const TYPE: &'static str = "map{str: str}";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::Map(m) => m
+                .iter()
+                .map(|(k, v)| match (k.as_str(), v.as_str()) {
+                    (Some(k), Some(v)) => Ok((k.to_string(), v.to_string())),
+                    _ => Err(p.error(Some(field), format!("expected a map{{str: str}}, found entry {k}: {v}"))),
+                })
+                .collect(),
+            other => Err(wrong(p, field, "a map{str: str}", other)),
+        }
+    }
+}
+
+/// Any value, kept as it is: the field's declared type (`as "…"` in [`params!`]) was
+/// checked when the params were read.
+impl ParamType for Value {
+    const TYPE: &'static str = "variant";
+    fn from_value(_: &Params<'_>, _: &str, value: &Value) -> Result<Self, BuildError> {
+        Ok(value.clone())
+    }
+}
+
+/// Declares a kind's params struct once. Each field is a param named like the field (or
+/// `field("mcl-name")`), declared with its Rust type's mcl type (or `as "type text"`), read
+/// through [`Param`] (or `= default` when absent, or `=> reader` for anything else, a
+/// `fn(&Params, &str) -> Result<T, BuildError>`). Generates the struct, `FIELDS` (for the
+/// kind's [`crate::kind::Kind::params`]) and `decode`.
+#[macro_export]
+macro_rules! params {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $fvis:vis $field:ident $(($pname:literal))? : $ty:ty
+                    $(as $text:literal)? $(= $default:expr)? $(=> $reader:expr)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[$fmeta])* $fvis $field: $ty, )*
+        }
+
+        impl $name {
+            /// Every param as `(name, mcl type text)`, in declaration order.
+            pub const FIELDS: &'static [(&'static str, &'static str)] = &[
+                $( ($crate::params!(@name $field $($pname)?), $crate::params!(@text $ty $(, $text)?)) ),*
+            ];
+
+            /// Reads every param (their existence and declared types were checked by
+            /// [`$crate::params::Params::new`]).
+            pub fn decode(p: &$crate::params::Params<'_>) -> Result<$name, $crate::params::BuildError> {
+                Ok($name {
+                    $( $field: $crate::params!(@read p, $crate::params!(@name $field $($pname)?), $ty
+                        $(, default $default)? $(, reader $reader)?), )*
+                })
+            }
+        }
+    };
+    (@name $field:ident) => { stringify!($field) };
+    (@name $field:ident $pname:literal) => { $pname };
+    (@text $ty:ty) => { <$ty as $crate::typed::Param>::TYPE };
+    (@text $ty:ty, $text:literal) => { $text };
+    (@read $p:ident, $pname:expr, $ty:ty) => { <$ty as $crate::typed::Param>::read($p, $pname)? };
+    (@read $p:ident, $pname:expr, $ty:ty, default $default:expr) => {
+        <Option<$ty> as $crate::typed::Param>::read($p, $pname)?.unwrap_or_else(|| $default)
+    };
+    (@read $p:ident, $pname:expr, $ty:ty, reader $reader:expr) => {{
+        let reader: fn(&$crate::params::Params<'_>, &str) -> Result<$ty, $crate::params::BuildError> = $reader;
+        reader($p, $pname)?
+    }};
+}
+
+/// A closed set of string values as an enum: `choice! { pub enum State { Exists = "exists",
+/// Absent = "absent" } }`. It is a [`ParamType`] declared `str`; any other string is an
+/// error listing the allowed ones. Give the variant that an absent param means with
+/// `#[default]` to make it readable as a plain field.
+#[macro_export]
+macro_rules! choice {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $(#[$vmeta:meta])* $variant:ident = $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant, )+
+        }
+
+        impl $name {
+            /// Every allowed value, as written in mcl.
+            pub const ALL: &'static [&'static str] = &[$($text),+];
+
+            /// The value as written in mcl.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $text, )+
+                }
+            }
+
+            /// The variant written `text`, if any.
+            pub fn parse(text: &str) -> Option<$name> {
+                match text {
+                    $( $text => Some($name::$variant), )+
+                    _ => None,
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl $crate::typed::ParamType for $name {
+            const TYPE: &'static str = "str";
+            fn from_value(
+                p: &$crate::params::Params<'_>,
+                field: &str,
+                value: &lang::value::Value,
+            ) -> Result<Self, $crate::params::BuildError> {
+                let text = value.as_str().unwrap_or_default();
+                $name::parse(text).ok_or_else(|| {
+                    p.error(Some(field), format!("`{text}` is not {}", <$name as $crate::typed::ParamType>::expected()))
+                })
+            }
+            fn expected() -> String {
+                $crate::typed::one_of($name::ALL)
+            }
+        }
+    };
+}
+
+crate::choice! {
+    /// Whether a thing should exist: the `state` of most kinds. Unset is left to each
+    /// kind (some leave the thing alone, most reject it in validation).
+    #[derive(Default)]
+    pub enum Presence {
+        #[default]
+        Unset = "",
+        Exists = "exists",
+        Absent = "absent",
+    }
+}
+crate::choice_default_when_absent!(Presence);
+
+crate::choice! {
+    /// Whether a unit starts at boot (`svc`, `cron`); unset leaves it alone.
+    #[derive(Default)]
+    pub enum Startup {
+        #[default]
+        Unset = "",
+        Enabled = "enabled",
+        Disabled = "disabled",
+    }
+}
+crate::choice_default_when_absent!(Startup);
+
+impl Startup {
+    /// Whether the unit should be enabled (`None`: leave it alone).
+    pub fn wanted(self) -> Option<bool> {
+        match self {
+            Startup::Unset => None,
+            Startup::Enabled => Some(true),
+            Startup::Disabled => Some(false),
+        }
+    }
+}
+
+/// "one of `a`, `b` or `c`" (an empty string shows as `""`).
+pub fn one_of(all: &[&str]) -> String {
+    let quoted: Vec<String> =
+        all.iter().map(|s| if s.is_empty() { "\"\"".to_string() } else { format!("`{s}`") }).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("one of {} or {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
+/// A choice whose absent value is its `#[default]` variant.
+#[macro_export]
+macro_rules! choice_default_when_absent {
+    ($($t:ty),* $(,)?) => {$(
+        impl $crate::typed::Param for $t {
+            const TYPE: &'static str = "str";
+            fn read(p: &$crate::params::Params<'_>, field: &str) -> Result<Self, $crate::params::BuildError> {
+                Ok(<Option<$t> as $crate::typed::Param>::read(p, field)?.unwrap_or_default())
+            }
+        }
+    )*};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::choice! {
+        /// A test set.
+        #[derive(Default)]
+        enum Mood {
+            #[default]
+            Calm = "",
+            Happy = "happy",
+            Sad = "sad",
+        }
+    }
+    crate::choice_default_when_absent!(Mood);
+
+    crate::params! {
+        #[derive(Debug, PartialEq)]
+        struct Sample {
+            text: String,
+            maybe: Option<String>,
+            flag: bool = true,
+            small: u8,
+            mood: Mood,
+            kind_("kind"): String,
+            any: Option<Value> as "[]int",
+            named: String => |p, f| Ok(p.opt_str(f)?.unwrap_or_else(|| p.name.to_string())),
+        }
+    }
+
+    fn values(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    fn decode(pairs: &[(&str, Value)]) -> Result<Sample, BuildError> {
+        let v = values(pairs);
+        let p = Params::unchecked("sample", "s1", &v);
+        Sample::decode(&p)
+    }
+
+    #[test]
+    fn fields_declare_each_param_once_with_its_mcl_type() {
+        assert_eq!(
+            Sample::FIELDS,
+            &[
+                ("text", "str"),
+                ("maybe", "str"),
+                ("flag", "bool"),
+                ("small", "int"),
+                ("mood", "str"),
+                ("kind", "str"),
+                ("any", "[]int"),
+                ("named", "str"),
+            ]
+        );
+    }
+
+    #[test]
+    fn absent_params_read_as_their_defaults() {
+        let s = decode(&[]).unwrap();
+        assert_eq!(
+            s,
+            Sample {
+                text: String::new(),
+                maybe: None,
+                flag: true,
+                small: 0,
+                mood: Mood::Calm,
+                kind_: String::new(),
+                any: None,
+                named: "s1".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn present_params_are_converted() {
+        let s = decode(&[
+            ("text", Value::str("t")),
+            ("flag", Value::Bool(false)),
+            ("small", Value::Int(255)),
+            ("mood", Value::str("sad")),
+            ("kind", Value::str("k")),
+            ("named", Value::str("n")),
+        ])
+        .unwrap();
+        assert_eq!((s.text.as_str(), s.flag, s.small, s.mood, s.kind_.as_str()), ("t", false, 255, Mood::Sad, "k"));
+        assert_eq!(s.named, "n");
+    }
+
+    #[test]
+    fn a_value_outside_a_choice_names_the_allowed_ones() {
+        let err = decode(&[("mood", Value::str("grumpy"))]).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("mood"));
+        assert_eq!(err.message, "`grumpy` is not one of \"\", `happy` or `sad`");
+    }
+
+    #[test]
+    fn widths_are_checked_with_go_names() {
+        let err = decode(&[("small", Value::Int(256))]).unwrap_err();
+        assert_eq!(err.message, "int `256` does not fit into `uint8` field");
+        let err = decode(&[("small", Value::Int(-1))]).unwrap_err();
+        assert_eq!(err.message, "can't store negative int `-1` into unsigned `uint8` field");
+    }
+
+    #[test]
+    fn a_required_param_says_what_it_expects() {
+        let v = values(&[]);
+        let p = Params::unchecked("sample", "s1", &v);
+        let err = required::<Mood>(&p, "mood").unwrap_err();
+        assert_eq!(err.message, "must be set: expected one of \"\", `happy` or `sad`");
+    }
+}
