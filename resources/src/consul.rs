@@ -21,7 +21,7 @@ use lang::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 
 /// How long one blocking query may wait on the server.
 pub const BLOCK: Duration = Duration::from_secs(300);
@@ -44,13 +44,16 @@ pub struct Reply {
     pub body: Vec<u8>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ConsulKvParams {
-    pub key: String,
-    pub value: String,
-    pub scheme: String,
-    pub address: String,
-    pub token: String,
+crate::params! {
+    /// `consul:kv`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ConsulKvParams {
+        pub key: String,
+        pub value: String,
+        pub scheme: String,
+        pub address: String,
+        pub token: String,
+    }
 }
 
 /// Resolves the target from the params and the name (see the module doc).
@@ -215,15 +218,7 @@ pub struct ConsulKv {
 impl ConsulKv {
     pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<ConsulKv, BuildError> {
         let raw = Raw::new("consul:kv", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(ConsulKvParams {
-                key: p.str("key")?,
-                value: p.str("value")?,
-                scheme: p.str("scheme")?,
-                address: p.str("address")?,
-                token: p.str("token")?,
-            })
-        })?;
+        let params = raw.decode(ConsulKvParams::decode)?;
         Ok(ConsulKv { raw, params })
     }
 
@@ -300,7 +295,7 @@ impl Resource for ConsulKv {
 /// The `consul:kv` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const CONSUL_KV: crate::kind::Kind = crate::kind::Kind {
     name: "consul:kv",
-    params: &[("key", "str"), ("value", "str"), ("scheme", "str"), ("address", "str"), ("token", "str")],
+    params: ConsulKvParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(ConsulKv::build(name, params)?)),

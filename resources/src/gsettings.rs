@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::command::{self, CmdSpec};
 
 /// Who runs the `gsettings` commands: the agent itself, or another user (uid, gid).
@@ -257,14 +257,18 @@ impl Settings for FakeSettings {
 // ---------------------------------------------------------------------------------------
 // The resource
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct GsettingsParams {
-    pub schema: String,
-    pub key: String,
-    pub ty: String,
-    pub value: Option<Value>,
-    pub user: String,
-    pub group: String,
+crate::params! {
+    /// `gsettings`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct GsettingsParams {
+        pub schema: String,
+        pub key: String,
+        /// `bool`, `str`, `int` or `custom` (checked with the value, in validation).
+        pub ty("type"): String,
+        pub value: Option<Value>,
+        pub user: String,
+        pub group: String,
+    }
 }
 
 pub struct Gsettings {
@@ -276,16 +280,7 @@ pub struct Gsettings {
 impl Gsettings {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Gsettings, BuildError> {
         let raw = Raw::new("gsettings", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(GsettingsParams {
-                schema: p.str("schema")?,
-                key: p.str("key")?,
-                ty: p.str("type")?,
-                value: p.get("value").cloned(),
-                user: p.str("user")?,
-                group: p.str("group")?,
-            })
-        })?;
+        let params = raw.decode(GsettingsParams::decode)?;
         Ok(Gsettings { raw, params, settings: host.settings.clone() })
     }
 
@@ -413,14 +408,7 @@ impl Resource for Gsettings {
 /// The `gsettings` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const GSETTINGS: crate::kind::Kind = crate::kind::Kind {
     name: "gsettings",
-    params: &[
-        ("schema", "str"),
-        ("key", "str"),
-        ("type", "str"),
-        ("value", "variant"),
-        ("user", "str"),
-        ("group", "str"),
-    ],
+    params: GsettingsParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Gsettings::build(host, name, params)?)),

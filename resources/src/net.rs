@@ -27,7 +27,7 @@ use tokio::io::AsyncBufReadExt;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::command::{self, CmdOutput, CmdSpec};
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
@@ -350,13 +350,28 @@ impl NetLinks for FakeNet {
 // ---------------------------------------------------------------------------------------
 // The resource
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct NetParams {
-    pub state: String,
-    /// `None`: addresses are not managed.
-    pub addrs: Option<Vec<String>>,
-    pub gateway: String,
-    pub ip_forward: Option<bool>,
+crate::choice! {
+    /// A link's admin state; unset leaves it (and the networkd file) alone.
+    #[derive(Default)]
+    pub enum AdminState {
+        #[default]
+        Unset = "",
+        Up = "up",
+        Down = "down",
+    }
+}
+crate::choice_default_when_absent!(AdminState);
+
+crate::params! {
+    /// `net`'s params; the name is the interface.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NetParams {
+        pub state: AdminState,
+        /// `None`: addresses are not managed.
+        pub addrs: Option<Vec<String>>,
+        pub gateway: String,
+        pub ip_forward: Option<bool>,
+    }
 }
 
 /// What happens to the networkd file.
@@ -389,14 +404,7 @@ pub struct Net {
 impl Net {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Net, BuildError> {
         let raw = Raw::new("net", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(NetParams {
-                state: p.str("state")?,
-                addrs: p.opt_list_str("addrs")?,
-                gateway: p.str("gateway")?,
-                ip_forward: p.opt_bool("ip_forward")?,
-            })
-        })?;
+        let params = raw.decode(NetParams::decode)?;
         Ok(Net {
             raw,
             params,
@@ -431,10 +439,10 @@ impl Net {
     fn wanted_unit(&self) -> Result<Option<String>, ()> {
         match &self.unit_file {
             UnitFile::Restore(content) => Ok(content.clone()),
-            UnitFile::FromParams => match self.params.state.as_str() {
-                "up" => Ok(Some(self.unit_contents())),
-                "down" => Ok(None),
-                _ => Err(()),
+            UnitFile::FromParams => match self.params.state {
+                AdminState::Up => Ok(Some(self.unit_contents())),
+                AdminState::Down => Ok(None),
+                AdminState::Unset => Err(()),
             },
         }
     }
@@ -500,9 +508,6 @@ impl Resource for Net {
                 message: "the name must be an interface name (1 to 15 characters, no `/` or spaces)".into(),
             }));
         }
-        if !matches!(p.state.as_str(), "" | "up" | "down") {
-            return Err(self.invalid("state", format!("must be `up`, `down` or empty, not `{}`", p.state)));
-        }
         for (i, addr) in p.addrs.iter().flatten().enumerate() {
             parse_cidr(addr).map_err(|e| self.invalid("addrs", format!("entry {i}: {e}")))?;
         }
@@ -556,12 +561,12 @@ impl Resource for Net {
         let mut ok = self.unit_check_apply(ctx, apply)?;
         let p = self.params.clone();
 
-        if !p.state.is_empty() && link.up != (p.state == "up") {
+        if p.state != AdminState::Unset && link.up != (p.state == AdminState::Up) {
             ok = false;
-            step(ctx, apply, format!("{key}: would set the link {}", p.state), links.set_up(&name, p.state == "up"))
+            step(ctx, apply, format!("{key}: would set the link {}", p.state), links.set_up(&name, p.state == AdminState::Up))
                 .await?;
         }
-        if p.state == "down" {
+        if p.state == AdminState::Down {
             return Ok(ok);
         }
 
@@ -614,7 +619,7 @@ impl Resource for Net {
     fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
         let Some(before) = &self.snapshot else { return Ok(None) };
         let params = NetParams {
-            state: if before.link.up { "up" } else { "down" }.into(),
+            state: if before.link.up { AdminState::Up } else { AdminState::Down },
             addrs: before.link.up.then(|| before.link.addrs.iter().filter(|a| !is_link_local(a)).cloned().collect()),
             gateway: match before.gateways.as_slice() {
                 [one] => one.clone(),
@@ -641,7 +646,7 @@ pub fn unit_path(root: &Path, name: &str) -> PathBuf {
 /// The `net` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const NET: crate::kind::Kind = crate::kind::Kind {
     name: "net",
-    params: &[("state", "str"), ("addrs", "[]str"), ("gateway", "str"), ("ip_forward", "bool")],
+    params: NetParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Net::build(host, name, params)?)),
@@ -722,8 +727,10 @@ mod tests {
     fn validation_names_the_field() {
         let host = Host::sandbox("/nonexistent");
         let build = |k: &str, v: Value| Net::build(&host, "eth0", &BTreeMap::from([(k.to_string(), v)])).unwrap();
-        let err = build("state", Value::str("sideways")).validate().unwrap_err();
-        assert!(err.message.contains("net[eth0]: field `state`"), "{err}");
+        let err = Net::build(&host, "eth0", &BTreeMap::from([("state".to_string(), Value::str("sideways"))]))
+            .err()
+            .unwrap();
+        assert!(err.to_string().contains("net[eth0]: field `state`: `sideways` is not one of"), "{err}");
         let err = build("addrs", Value::list(vec![Value::str("10.0.0.1")])).validate().unwrap_err();
         assert!(err.message.contains("field `addrs`: entry 0"), "{err}");
         let err = build("gateway", Value::str("nope")).validate().unwrap_err();

@@ -22,7 +22,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::events::{run_tool, run_tool_ok};
 use crate::util::lock;
 use crate::util::watch::watch_loop;
@@ -162,9 +162,23 @@ impl Machines for FakeMachines {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NspawnParams {
-    pub state: String,
+crate::choice! {
+    /// Whether a container should run.
+    #[derive(Default)]
+    pub enum NspawnState {
+        #[default]
+        Running = "running",
+        Stopped = "stopped",
+    }
+}
+crate::choice_default_when_absent!(NspawnState);
+
+crate::params! {
+    /// `nspawn`'s params; the name is the machine's.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct NspawnParams {
+        pub state: NspawnState,
+    }
 }
 
 pub struct Nspawn {
@@ -176,7 +190,7 @@ pub struct Nspawn {
 impl Nspawn {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Nspawn, BuildError> {
         let raw = Raw::new("nspawn", name, values);
-        let params = raw.decode(|p: &Params<'_>| Ok(NspawnParams { state: p.str_or("state", "running")? }))?;
+        let params = raw.decode(NspawnParams::decode)?;
         Ok(Nspawn { raw, params, machines: host.machines.clone() })
     }
 }
@@ -203,9 +217,6 @@ impl Resource for Nspawn {
         if !valid_machine_name(&self.raw.name) {
             return Err(err(None, "the name must be a machine name: at most 64 letters, digits, `-`, `_` or `.`"));
         }
-        if !matches!(self.params.state.as_str(), "running" | "stopped") {
-            return Err(err(Some("state"), "must be `running` or `stopped`"));
-        }
         Ok(())
     }
 
@@ -217,7 +228,7 @@ impl Resource for Nspawn {
         let name = self.raw.name.clone();
         let key = format!("nspawn[{name}]");
         let state = self.machines.state(&name).await?;
-        let want_running = self.params.state == "running";
+        let want_running = self.params.state == NspawnState::Running;
         match (want_running, state.as_deref()) {
             (false, None) => Ok(true),
             (true, Some("running")) if !ctx.refresh => Ok(true),
@@ -263,7 +274,7 @@ impl Resource for Nspawn {
 /// The `nspawn` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const NSPAWN: crate::kind::Kind = crate::kind::Kind {
     name: "nspawn",
-    params: &[("state", "str")],
+    params: NspawnParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Nspawn::build(host, name, params)?)),

@@ -89,28 +89,8 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn str(&self, field: &str) -> Result<String, BuildError> {
-        Ok(self.opt_str(field)?.unwrap_or_default())
-    }
-
     pub fn str_or(&self, field: &str, default: &str) -> Result<String, BuildError> {
         Ok(self.opt_str(field)?.unwrap_or_else(|| default.to_string()))
-    }
-
-    pub fn opt_bool(&self, field: &str) -> Result<Option<bool>, BuildError> {
-        match self.get(field) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(other) => Err(self.wrong(field, "a bool", other)),
-        }
-    }
-
-    pub fn bool(&self, field: &str) -> Result<bool, BuildError> {
-        Ok(self.opt_bool(field)?.unwrap_or(false))
-    }
-
-    pub fn bool_or(&self, field: &str, default: bool) -> Result<bool, BuildError> {
-        Ok(self.opt_bool(field)?.unwrap_or(default))
     }
 
     /// An int that must fit `[min, max]` (the Go field's width), named like Go in errors.
@@ -128,39 +108,11 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn opt_int(&self, field: &str) -> Result<Option<i64>, BuildError> {
-        self.opt_int_in(field, i64::MIN, i64::MAX, "int64")
-    }
-
     pub fn opt_float(&self, field: &str) -> Result<Option<f64>, BuildError> {
         match self.get(field) {
             None => Ok(None),
             Some(Value::Float(f)) => Ok(Some(*f)),
             Some(other) => Err(self.wrong(field, "a float", other)),
-        }
-    }
-
-    pub fn list_str(&self, field: &str) -> Result<Vec<String>, BuildError> {
-        match self.get(field) {
-            None => Ok(Vec::new()),
-            Some(Value::List(items)) => items
-                .iter()
-                .map(|v| v.as_str().map(str::to_string).ok_or_else(|| self.wrong(field, "a []str", v)))
-                .collect(),
-            Some(other) => Err(self.wrong(field, "a []str", other)),
-        }
-    }
-
-    pub fn opt_list_str(&self, field: &str) -> Result<Option<Vec<String>>, BuildError> {
-        if self.get(field).is_none() { Ok(None) } else { self.list_str(field).map(Some) }
-    }
-
-    /// A struct param's fields (`None` when unset).
-    pub fn opt_struct(&self, field: &str) -> Result<Option<Fields<'a>>, BuildError> {
-        match self.get(field) {
-            None => Ok(None),
-            Some(Value::Struct(fields)) => Ok(Some(Fields(fields))),
-            Some(other) => Err(self.wrong(field, "a struct", other)),
         }
     }
 
@@ -179,20 +131,6 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn map_str(&self, field: &str) -> Result<Option<BTreeMap<String, String>>, BuildError> {
-        match self.get(field) {
-            None => Ok(None),
-            Some(Value::Map(m)) => m
-                .iter()
-                .map(|(k, v)| match (k.as_str(), v.as_str()) {
-                    (Some(k), Some(v)) => Ok((k.to_string(), v.to_string())),
-                    _ => Err(self.error(Some(field), format!("expected a map{{str: str}}, found entry {k}: {v}"))),
-                })
-                .collect::<Result<_, _>>()
-                .map(Some),
-            Some(other) => Err(self.wrong(field, "a map{str: str}", other)),
-        }
-    }
 }
 
 /// The fields of one struct value (its shape was checked against the declared type);
@@ -200,7 +138,10 @@ impl<'a> Params<'a> {
 #[derive(Clone, Copy)]
 pub struct Fields<'a>(&'a [(String, Value)]);
 
-impl Fields<'_> {
+impl<'a> Fields<'a> {
+    pub fn new(fields: &'a [(String, Value)]) -> Fields<'a> {
+        Fields(fields)
+    }
     fn get(&self, name: &str) -> Option<&Value> {
         self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v)
     }
@@ -255,7 +196,7 @@ mod tests {
         let err = p.opt_int_in("uint8", 0, 255, "uint8").unwrap_err();
         assert_eq!(err.message, "can't store negative int `-1` into unsigned `uint8` field");
         assert!(p.opt_int_in("int8", -128, 127, "int8").is_err());
-        assert_eq!(p.str("anotherstr").unwrap(), "");
+        assert_eq!(p.opt_str("anotherstr").unwrap(), None);
         let wrong = values(&[("str", Value::Int(1))]);
         let err = Params::new("test", "t", &wrong).err().expect("type mismatch");
         assert_eq!(err.field.as_deref(), Some("str"));

@@ -24,35 +24,28 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error, store_name};
 use crate::host::{Host, HostnameSetter};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
 
 /// Seconds a running candidacy stays valid without renewal when `ttl` is not set.
 pub const DEFAULT_LEASE: u64 = 10;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ScheduleParams {
-    pub namespace: String,
-    pub strategy: Option<String>,
-    pub max: Option<i64>,
-    pub persist: bool,
-    pub ttl: Option<i64>,
-    pub withdraw: bool,
+crate::params! {
+    /// `schedule`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ScheduleParams {
+        /// Defaults to the name.
+        pub namespace: String => |p, f| p.str_or(f, p.name),
+        pub strategy: Option<String>,
+        pub max: Option<i64>,
+        pub persist: bool,
+        pub ttl: Option<i64>,
+        pub withdraw: bool,
+    }
 }
 
 impl ScheduleParams {
-    fn decode(p: &Params<'_>) -> Result<ScheduleParams, BuildError> {
-        Ok(ScheduleParams {
-            namespace: p.str_or("namespace", p.name)?,
-            strategy: p.opt_str("strategy")?,
-            max: p.opt_int("max")?,
-            persist: p.bool("persist")?,
-            ttl: p.opt_int("ttl")?,
-            withdraw: p.bool("withdraw")?,
-        })
-    }
-
     fn ttl(&self) -> u64 {
         self.ttl.and_then(|t| u64::try_from(t).ok()).unwrap_or(0)
     }
@@ -311,14 +304,7 @@ impl Resource for Schedule {
 /// The `schedule` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SCHEDULE: crate::kind::Kind = crate::kind::Kind {
     name: "schedule",
-    params: &[
-        ("namespace", "str"),
-        ("strategy", "str"),
-        ("max", "int"),
-        ("persist", "bool"),
-        ("ttl", "int"),
-        ("withdraw", "bool"),
-    ],
+    params: ScheduleParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Schedule::build(host, name, params)?)),

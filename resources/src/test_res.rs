@@ -15,63 +15,64 @@ use lang::value::Value;
 use crate::common::{Raw, res_error, sends};
 use crate::params::{BuildError, Params};
 
-/// Go integer widths of the fields that have one: (field, min, max, Go type).
-const WIDTHS: &[(&str, i64, i64, &str)] = &[
-    ("int8", i8::MIN as i64, i8::MAX as i64, "int8"),
-    ("int16", i16::MIN as i64, i16::MAX as i64, "int16"),
-    ("int32", i32::MIN as i64, i32::MAX as i64, "int32"),
-    ("rune", i32::MIN as i64, i32::MAX as i64, "int32"),
-    ("uint", 0, i64::MAX, "uint"),
-    ("uint8", 0, u8::MAX as i64, "uint8"),
-    ("byte", 0, u8::MAX as i64, "uint8"),
-    ("uint16", 0, u16::MAX as i64, "uint16"),
-    ("uint32", 0, u32::MAX as i64, "uint32"),
-    ("uint64", 0, i64::MAX, "uint64"),
-    ("int8ptr", i8::MIN as i64, i8::MAX as i64, "int8"),
-    ("uint8ptr", 0, u8::MAX as i64, "uint8"),
-    ("int8ptrptrptr", i8::MIN as i64, i8::MAX as i64, "int8"),
-    ("waitforerror", 0, i64::MAX, "uint64"),
-];
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TestParams {
-    /// Every field as given (already type- and range-checked).
-    pub values: BTreeMap<String, Value>,
-    pub validatebool: bool,
-    pub validateerror: String,
-    pub comparefail: bool,
-    pub sendvalue: Option<String>,
-    pub expectrecv: Option<Vec<String>>,
-    pub waitforerror: Option<u64>,
-}
-
-impl TestParams {
-    fn decode(p: &Params<'_>) -> Result<TestParams, BuildError> {
-        for (field, min, max, go) in WIDTHS {
-            p.opt_int_in(field, *min, *max, go)?;
-        }
-        if let Some(f) = p.opt_float("float32")?
-            && f.is_finite()
-            && f.abs() > f64::from(f32::MAX)
-        {
-            return Err(p.error(Some("float32"), format!("float `{f}` does not fit into `float32` field")));
-        }
-        Ok(TestParams {
-            values: p_values(p),
-            validatebool: p.bool("validatebool")?,
-            validateerror: p.str("validateerror")?,
-            comparefail: p.bool("comparefail")?,
-            sendvalue: p.opt_str("sendvalue")?,
-            expectrecv: p.opt_list_str("expectrecv")?,
-            waitforerror: p.opt_int_in("waitforerror", 0, i64::MAX, "uint64")?.map(|n| n as u64),
-        })
+crate::params! {
+    /// Every field of mgmt's test resource, each with its Go width (range-checked on
+    /// decode); optional ones stay `None` when not given, so the fingerprint tells them apart.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct TestParams {
+        pub bool: Option<bool>,
+        pub str: Option<String>,
+        pub int: Option<i64>,
+        pub int8: Option<i8>,
+        pub int16: Option<i16>,
+        pub int32: Option<i32>,
+        pub int64: Option<i64>,
+        pub uint: Option<i64> => |p, f| p.opt_int_in(f, 0, i64::MAX, "uint"),
+        pub uint8: Option<u8>,
+        pub uint16: Option<u16>,
+        pub uint32: Option<u32>,
+        pub uint64: Option<u64>,
+        pub byte: Option<u8>,
+        pub rune: Option<i32>,
+        pub float32: Option<f64> => float32,
+        pub float64: Option<f64>,
+        pub boolptr: Option<bool>,
+        pub stringptr: Option<String>,
+        pub int64ptr: Option<i64>,
+        pub int8ptr: Option<i8>,
+        pub uint8ptr: Option<u8>,
+        pub int8ptrptrptr: Option<i8>,
+        pub slicestring: Option<Vec<String>>,
+        pub mapintfloat: Option<Value> as "map{int: float}",
+        pub mixedstruct: Option<Value> as "struct{somebool bool; somestr str; someint int; somefloat float}",
+        pub interface: Option<Value>,
+        pub anotherstr: Option<String>,
+        pub func1: Option<Value> as "func(int) str",
+        pub validatebool: bool,
+        pub validateerror: String,
+        pub alwaysgroup: bool,
+        pub comparefail: bool,
+        /// What `hello` sends.
+        pub sendvalue: Option<String>,
+        /// Keys that must have been received before check-apply.
+        pub expectrecv: Option<Vec<String>>,
+        pub onlyshow: Option<Vec<String>>,
+        /// Milliseconds after which the watch fails.
+        pub waitforerror: Option<u64>,
+        pub comment: Option<String>,
     }
 }
 
-fn p_values(p: &Params<'_>) -> BTreeMap<String, Value> {
-    crate::kind::decl("test")
-        .map(|d| d.params.iter().filter_map(|f| p.get(&f.name).map(|v| (f.name.clone(), v.clone()))).collect())
-        .unwrap_or_default()
+/// A float that must fit Go's `float32`.
+fn float32(p: &Params<'_>, field: &str) -> Result<Option<f64>, BuildError> {
+    let f = p.opt_float(field)?;
+    if let Some(f) = f
+        && f.is_finite()
+        && f.abs() > f64::from(f32::MAX)
+    {
+        return Err(p.error(Some(field), format!("float `{f}` does not fit into `float32` field")));
+    }
+    Ok(f)
 }
 
 pub struct Test {
@@ -169,45 +170,7 @@ impl Resource for Test {
 /// The `test` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const TEST: crate::kind::Kind = crate::kind::Kind {
     name: "test",
-    params: &[
-        ("bool", "bool"),
-        ("str", "str"),
-        ("int", "int"),
-        ("int8", "int"),
-        ("int16", "int"),
-        ("int32", "int"),
-        ("int64", "int"),
-        ("uint", "int"),
-        ("uint8", "int"),
-        ("uint16", "int"),
-        ("uint32", "int"),
-        ("uint64", "int"),
-        ("byte", "int"),
-        ("rune", "int"),
-        ("float32", "float"),
-        ("float64", "float"),
-        ("boolptr", "bool"),
-        ("stringptr", "str"),
-        ("int64ptr", "int"),
-        ("int8ptr", "int"),
-        ("uint8ptr", "int"),
-        ("int8ptrptrptr", "int"),
-        ("slicestring", "[]str"),
-        ("mapintfloat", "map{int: float}"),
-        ("mixedstruct", "struct{somebool bool; somestr str; someint int; somefloat float}"),
-        ("interface", "variant"),
-        ("anotherstr", "str"),
-        ("func1", "func(int) str"),
-        ("validatebool", "bool"),
-        ("validateerror", "str"),
-        ("alwaysgroup", "bool"),
-        ("comparefail", "bool"),
-        ("sendvalue", "str"),
-        ("expectrecv", "[]str"),
-        ("onlyshow", "[]str"),
-        ("waitforerror", "int"),
-        ("comment", "str"),
-    ],
+    params: TestParams::FIELDS,
     sends: &[("hello", "str"), ("answer", "int")],
     can_recv: true,
     build: |_host, name, params| Ok(Box::new(Test::build(name, params)?)),

@@ -23,7 +23,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 use crate::util::registry::Registry;
 
@@ -89,11 +89,15 @@ impl TftpEntry {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerParams {
-    pub address: String,
-    pub timeout: u64,
-    pub root: String,
+crate::params! {
+    /// `tftp:server`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ServerParams {
+        pub address: String,
+        /// Seconds.
+        pub timeout: u64 = DEFAULT_TIMEOUT,
+        pub root: String,
+    }
 }
 
 pub struct TftpServer {
@@ -105,13 +109,7 @@ pub struct TftpServer {
 impl TftpServer {
     pub fn build(hub: Arc<TftpHub>, name: &str, values: &BTreeMap<String, Value>) -> Result<TftpServer, BuildError> {
         let raw = Raw::new("tftp:server", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(ServerParams {
-                address: p.str("address")?,
-                timeout: p.opt_int_in("timeout", 0, i64::MAX, "uint64")?.map(|t| t as u64).unwrap_or(DEFAULT_TIMEOUT),
-                root: p.str("root")?,
-            })
-        })?;
+        let params = raw.decode(ServerParams::decode)?;
         Ok(TftpServer { raw, params, hub })
     }
 
@@ -413,12 +411,15 @@ async fn send_until_acked(sock: &UdpSocket, packet: &[u8], block: u16, timeout: 
     Err(io::Error::new(io::ErrorKind::TimedOut, format!("no ACK for block {block}")))
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct FileParams {
-    pub server: String,
-    pub filename: String,
-    pub path: String,
-    pub data: String,
+crate::params! {
+    /// `tftp:file`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct FileParams {
+        pub server: String,
+        pub filename: String,
+        pub path: String,
+        pub data: String,
+    }
 }
 
 pub struct TftpFile {
@@ -431,14 +432,7 @@ pub struct TftpFile {
 impl TftpFile {
     pub fn build(hub: Arc<TftpHub>, name: &str, values: &BTreeMap<String, Value>) -> Result<TftpFile, BuildError> {
         let raw = Raw::new("tftp:file", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(FileParams {
-                server: p.str("server")?,
-                filename: p.str("filename")?,
-                path: p.str("path")?,
-                data: p.str("data")?,
-            })
-        })?;
+        let params = raw.decode(FileParams::decode)?;
         let filename = if params.filename.is_empty() { name.to_string() } else { params.filename.clone() };
         let source = if params.path.is_empty() {
             Source::Data(params.data.as_bytes().to_vec())
@@ -498,7 +492,7 @@ impl Resource for TftpFile {
 /// The `tftp:server` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const TFTP_SERVER: crate::kind::Kind = crate::kind::Kind {
     name: "tftp:server",
-    params: &[("address", "str"), ("timeout", "int"), ("root", "str")],
+    params: ServerParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(TftpServer::build(host.tftp.clone(), name, params)?)),
@@ -507,7 +501,7 @@ pub const TFTP_SERVER: crate::kind::Kind = crate::kind::Kind {
 /// The `tftp:file` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const TFTP_FILE: crate::kind::Kind = crate::kind::Kind {
     name: "tftp:file",
-    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str")],
+    params: FileParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(TftpFile::build(host.tftp.clone(), name, params)?)),

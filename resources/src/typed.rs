@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use lang::value::Value;
 
-use crate::params::{BuildError, Params};
+use crate::params::{BuildError, Fields, Params};
 
 /// A Rust type a present param value converts to.
 pub trait ParamType: Sized {
@@ -138,6 +138,42 @@ impl ParamType for BTreeMap<String, String> {
     }
 }
 
+/// A Rust struct a struct-valued param decodes into (`virt`'s disks, `auth`): its mcl
+/// struct type, the list type of it, and how its fields read (a missing one is the zero
+/// value; the shape was checked against [`Self::TYPE`]).
+pub trait StructParam: Sized {
+    /// The mcl struct type text: `struct{source str; type str}`.
+    const TYPE: &'static str;
+    /// `[]` and [`Self::TYPE`] (written out: constants cannot be joined).
+    const LIST_TYPE: &'static str;
+    fn from_fields(fields: Fields<'_>) -> Self;
+}
+
+/// Reads the struct (a value that is not one reads as all zero values).
+pub fn struct_of<T: StructParam>(value: &Value) -> T {
+    match value {
+        Value::Struct(fields) => T::from_fields(Fields::new(fields)),
+        _ => T::from_fields(Fields::new(&[])),
+    }
+}
+
+impl<T: StructParam> ParamType for Vec<T> {
+    const TYPE: &'static str = T::LIST_TYPE;
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::List(items) => Ok(items.iter().map(struct_of).collect()),
+            other => Err(wrong(p, field, "a list of structs", other)),
+        }
+    }
+}
+
+impl<T: StructParam> Param for Vec<T> {
+    const TYPE: &'static str = T::LIST_TYPE;
+    fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
+        Ok(<Option<Vec<T>> as Param>::read(p, field)?.unwrap_or_default())
+    }
+}
+
 /// Any value, kept as it is: the field's declared type (`as "…"` in [`params!`]) was
 /// checked when the params were read.
 impl ParamType for Value {
@@ -172,7 +208,7 @@ macro_rules! params {
         impl $name {
             /// Every param as `(name, mcl type text)`, in declaration order.
             pub const FIELDS: &'static [(&'static str, &'static str)] = &[
-                $( ($crate::params!(@name $field $($pname)?), $crate::params!(@text $ty $(, $text)?)) ),*
+                $( ($crate::params!(@name $field $($pname)?), $crate::params!(@text $ty, [$($text)?], [$($default)?])) ),*
             ];
 
             /// Reads every param (their existence and declared types were checked by
@@ -187,8 +223,9 @@ macro_rules! params {
     };
     (@name $field:ident) => { stringify!($field) };
     (@name $field:ident $pname:literal) => { $pname };
-    (@text $ty:ty) => { <$ty as $crate::typed::Param>::TYPE };
-    (@text $ty:ty, $text:literal) => { $text };
+    (@text $ty:ty, [$text:literal], [$($default:tt)*]) => { $text };
+    (@text $ty:ty, [], []) => { <$ty as $crate::typed::Param>::TYPE };
+    (@text $ty:ty, [], [$($default:tt)+]) => { <Option<$ty> as $crate::typed::Param>::TYPE };
     (@read $p:ident, $pname:expr, $ty:ty) => { <$ty as $crate::typed::Param>::read($p, $pname)? };
     (@read $p:ident, $pname:expr, $ty:ty, default $default:expr) => {
         <Option<$ty> as $crate::typed::Param>::read($p, $pname)?.unwrap_or_else(|| $default)

@@ -36,7 +36,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::params::{BuildError, Fields, Params};
 use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
 use crate::util::lock;
 
@@ -63,6 +63,27 @@ pub struct Conn {
 pub struct Auth {
     pub username: String,
     pub password: String,
+}
+
+impl crate::typed::StructParam for Auth {
+    const TYPE: &'static str = "struct{username str; password str}";
+    const LIST_TYPE: &'static str = "[]struct{username str; password str}";
+    fn from_fields(f: Fields<'_>) -> Auth {
+        Auth { username: f.str("username"), password: f.str("password") }
+    }
+}
+
+impl crate::typed::ParamType for Auth {
+    const TYPE: &'static str = <Auth as crate::typed::StructParam>::TYPE;
+    fn from_value(_: &Params<'_>, _: &str, value: &Value) -> Result<Auth, BuildError> {
+        Ok(crate::typed::struct_of(value))
+    }
+}
+
+/// Credentials given, if any (empty ones are none).
+pub(crate) fn read_auth(p: &Params<'_>, field: &str) -> Result<Option<Auth>, BuildError> {
+    let auth = <Option<Auth> as crate::typed::Param>::read(p, field)?;
+    Ok(auth.filter(|a| !a.username.is_empty() || !a.password.is_empty()))
 }
 
 /// A domain's run state as libvirt reports it.
@@ -652,10 +673,26 @@ pub struct Disk {
     pub kind: String,
 }
 
+impl crate::typed::StructParam for Disk {
+    const TYPE: &'static str = "struct{source str; type str}";
+    const LIST_TYPE: &'static str = "[]struct{source str; type str}";
+    fn from_fields(f: Fields<'_>) -> Disk {
+        Disk { source: f.str("source"), kind: f.str("type") }
+    }
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Nic {
     pub name: String,
     pub mac: String,
+}
+
+impl crate::typed::StructParam for Nic {
+    const TYPE: &'static str = "struct{name str; mac str}";
+    const LIST_TYPE: &'static str = "[]struct{name str; mac str}";
+    fn from_fields(f: Fields<'_>) -> Nic {
+        Nic { name: f.str("name"), mac: f.str("mac") }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -666,70 +703,71 @@ pub struct Filesystem {
     pub read_only: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VirtParams {
-    pub uri: String,
-    pub state: String,
-    pub transient: bool,
-    pub cpus: i64,
-    pub maxcpus: i64,
-    pub hotcpus: bool,
-    pub memory: i64,
-    pub osinit: String,
-    pub boot: Vec<String>,
-    pub disk: Vec<Disk>,
-    pub cdrom: Vec<Disk>,
-    pub network: Vec<Nic>,
-    pub filesystem: Vec<Filesystem>,
-    pub auth: Option<Auth>,
-    pub restartondiverge: String,
-    pub restartonrefresh: bool,
+impl crate::typed::StructParam for Filesystem {
+    const TYPE: &'static str = "struct{access str; source str; target str; read_only bool}";
+    const LIST_TYPE: &'static str = "[]struct{access str; source str; target str; read_only bool}";
+    fn from_fields(f: Fields<'_>) -> Filesystem {
+        Filesystem { access: f.str("access"), source: f.str("source"), target: f.str("target"), read_only: f.bool("read_only") }
+    }
+}
+
+crate::choice! {
+    /// The run state wanted of a domain; unset leaves it as it is.
+    #[derive(Default)]
+    pub enum RunState {
+        #[default]
+        Unset = "",
+        Running = "running",
+        Paused = "paused",
+        Shutoff = "shutoff",
+    }
+}
+crate::choice_default_when_absent!(RunState);
+
+crate::choice! {
+    /// What a running domain whose params need a restart gets (`restartondiverge`).
+    pub enum Diverge {
+        /// Restart it if needed (also what an explicit empty value means).
+        Unset = "",
+        Ignore = "ignore",
+        IfNeeded = "ifneeded",
+        Error = "error",
+    }
+}
+
+/// A uint param (range-checked like Go's `uint`) with a default.
+fn uint(p: &Params<'_>, field: &str, default: i64) -> Result<i64, BuildError> {
+    Ok(p.opt_int_in(field, 0, i64::MAX, "uint")?.unwrap_or(default))
+}
+
+crate::params! {
+    /// `virt`'s params.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct VirtParams {
+        pub uri: String,
+        pub state: RunState,
+        pub transient: bool,
+        pub cpus: i64 => |p, f| uint(p, f, 0),
+        pub maxcpus: i64 => |p, f| uint(p, f, DEFAULT_MAX_CPUS),
+        pub hotcpus: bool = true,
+        /// KiB.
+        pub memory: i64 => |p, f| uint(p, f, 0),
+        pub osinit: String,
+        pub boot: Vec<String>,
+        pub disk: Vec<Disk>,
+        pub cdrom: Vec<Disk>,
+        pub network: Vec<Nic>,
+        pub filesystem: Vec<Filesystem>,
+        pub auth: Option<Auth> => read_auth,
+        pub restartondiverge: Diverge = Diverge::Error,
+        pub restartonrefresh: bool,
+    }
 }
 
 impl VirtParams {
-    fn decode(p: &Params<'_>) -> Result<VirtParams, BuildError> {
-        let uint = |f: &str, default: i64| -> Result<i64, BuildError> {
-            Ok(p.opt_int_in(f, 0, i64::MAX, "uint")?.unwrap_or(default))
-        };
-        let disks = |f: &str| -> Result<Vec<Disk>, BuildError> {
-            Ok(p.list_struct(f)?.iter().map(|s| Disk { source: s.str("source"), kind: s.str("type") }).collect())
-        };
-        let auth = p
-            .opt_struct("auth")?
-            .map(|s| Auth { username: s.str("username"), password: s.str("password") })
-            .filter(|a| !a.username.is_empty() || !a.password.is_empty());
-        Ok(VirtParams {
-            uri: p.str("uri")?,
-            state: p.str("state")?,
-            transient: p.bool("transient")?,
-            cpus: uint("cpus", 0)?,
-            maxcpus: uint("maxcpus", DEFAULT_MAX_CPUS)?,
-            hotcpus: p.bool_or("hotcpus", true)?,
-            memory: uint("memory", 0)?,
-            osinit: p.str("osinit")?,
-            boot: p.list_str("boot")?,
-            disk: disks("disk")?,
-            cdrom: disks("cdrom")?,
-            network: p.list_struct("network")?.iter().map(|s| Nic { name: s.str("name"), mac: s.str("mac") }).collect(),
-            filesystem: p
-                .list_struct("filesystem")?
-                .iter()
-                .map(|s| Filesystem {
-                    access: s.str("access"),
-                    source: s.str("source"),
-                    target: s.str("target"),
-                    read_only: s.bool("read_only"),
-                })
-                .collect(),
-            auth,
-            restartondiverge: p.str_or("restartondiverge", "error")?,
-            restartonrefresh: p.bool("restartonrefresh")?,
-        })
-    }
-
     /// A transient domain that is `shutoff` is one that does not exist.
     pub fn absent(&self) -> bool {
-        self.transient && self.state == "shutoff"
+        self.transient && self.state == RunState::Shutoff
     }
 
     /// The vcpu slots the domain should have: `maxcpus` when cpus hot-plug, else `cpus`.
@@ -888,12 +926,12 @@ impl Virt {
             ctx.report(format!("{}: would {how} the domain", self.key()));
             return Ok(());
         }
-        let paused = p.state == "paused";
+        let paused = p.state == RunState::Paused;
         if p.transient {
             self.libvirt.create(&conn, &xml, paused).await
         } else {
             self.libvirt.define(&conn, &xml).await?;
-            if matches!(p.state.as_str(), "running" | "paused") {
+            if matches!(p.state, RunState::Running | RunState::Paused) {
                 self.libvirt.start(&conn, name, paused).await
             } else {
                 Ok(())
@@ -927,7 +965,7 @@ impl Virt {
     /// Why the running domain cannot take the params without a restart, if it cannot.
     fn divergence(&self, info: &DomainInfo) -> Option<String> {
         let p = &self.params;
-        if !info.state.active() || p.state == "shutoff" {
+        if !info.state.active() || p.state == RunState::Shutoff {
             return None;
         }
         if info.max_vcpus != p.slots() {
@@ -955,7 +993,7 @@ impl Virt {
         {
             self.libvirt.define(&conn, &domain_xml(name, &self.params, Some(&i.uuid))).await?;
             // With no wanted state the domain goes back to how it was.
-            if self.params.state.is_empty() && info.state.active() {
+            if self.params.state == RunState::Unset && info.state.active() {
                 self.libvirt.start(&conn, name, info.state == DomState::Paused).await?;
             }
         }
@@ -1012,9 +1050,6 @@ impl Resource for Virt {
                 message,
             })
         };
-        if !matches!(p.state.as_str(), "" | "running" | "paused" | "shutoff") {
-            return Err(err("state", "must be `running`, `paused`, `shutoff` or empty".into()));
-        }
         if p.cpus > p.maxcpus {
             return Err(err(
                 "cpus",
@@ -1028,9 +1063,6 @@ impl Resource for Virt {
             if p.memory < 1 {
                 return Err(err("memory", "must be the domain's memory size in KiB".into()));
             }
-        }
-        if !matches!(p.restartondiverge.as_str(), "" | "ignore" | "ifneeded" | "error") {
-            return Err(err("restartondiverge", "must be `ignore`, `ifneeded`, `error` or empty".into()));
         }
         for dev in &p.boot {
             if !matches!(dev.as_str(), "fd" | "hd" | "cdrom" | "network") {
@@ -1101,9 +1133,9 @@ impl Resource for Virt {
                 restart = Some("a notification asked for it".to_string());
             }
             if let Some(why) = self.divergence(&info) {
-                match p.restartondiverge.as_str() {
-                    "ignore" => {}
-                    "error" => {
+                match p.restartondiverge {
+                    Diverge::Ignore => {}
+                    Diverge::Error => {
                         return Err(ResError::new(format!(
                             "{key}: {why}; the domain needs a restart (restartondiverge is `error`)"
                         )));
@@ -1129,14 +1161,14 @@ impl Resource for Virt {
 
         // cpus and memory, live (when it runs) and in the persistent config. A running
         // domain that must go off is reshaped once it is off.
-        let off_later = p.state == "shutoff" && info.state.active();
+        let off_later = p.state == RunState::Shutoff && info.state.active();
         if !p.absent() && !off_later && !self.attrs(ctx, apply, &info).await? {
             ok = false;
         }
 
         // The run state.
         use DomState::*;
-        if info.state == ShuttingDown && p.state != "shutoff" && apply {
+        if info.state == ShuttingDown && p.state != RunState::Shutoff && apply {
             match self.wait_off(ctx).await? {
                 Some(i) => info = i,
                 None => {
@@ -1147,13 +1179,16 @@ impl Resource for Virt {
             }
         }
         let state = info.state;
-        let action: Option<&str> = match (p.state.as_str(), state) {
-            ("", _) | ("running", Running | Blocked) | ("paused", Paused) | ("shutoff", ShutOff) => None,
-            ("running", Paused | PmSuspended) => Some("resume"),
-            ("running", _) => Some("start"),
-            ("paused", Running | Blocked) => Some("suspend"),
-            ("paused", _) => Some("start --paused"),
-            _ => Some("destroy"),
+        let action: Option<&str> = match (p.state, state) {
+            (RunState::Unset, _)
+            | (RunState::Running, Running | Blocked)
+            | (RunState::Paused, Paused)
+            | (RunState::Shutoff, ShutOff) => None,
+            (RunState::Running, Paused | PmSuspended) => Some("resume"),
+            (RunState::Running, _) => Some("start"),
+            (RunState::Paused, Running | Blocked) => Some("suspend"),
+            (RunState::Paused, _) => Some("start --paused"),
+            (RunState::Shutoff, _) => Some("destroy"),
         };
         if let Some(action) = action {
             ok = false;
@@ -1188,30 +1223,10 @@ impl Resource for Virt {
     }
 }
 
-/// The mcl type of the `auth` param of `virt` and `virt:network`.
-pub(crate) const AUTH_TYPE: &str = "struct{username str; password str}";
-
 /// The `virt` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT: crate::kind::Kind = crate::kind::Kind {
     name: "virt",
-    params: &[
-        ("uri", "str"),
-        ("state", "str"),
-        ("transient", "bool"),
-        ("cpus", "int"),
-        ("maxcpus", "int"),
-        ("hotcpus", "bool"),
-        ("memory", "int"),
-        ("osinit", "str"),
-        ("boot", "[]str"),
-        ("disk", "[]struct{source str; type str}"),
-        ("cdrom", "[]struct{source str; type str}"),
-        ("network", "[]struct{name str; mac str}"),
-        ("filesystem", "[]struct{access str; source str; target str; read_only bool}"),
-        ("auth", AUTH_TYPE),
-        ("restartondiverge", "str"),
-        ("restartonrefresh", "bool"),
-    ],
+    params: VirtParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(Virt::build(host, name, params)?)),

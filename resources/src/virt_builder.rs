@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error};
 use crate::host::{Host, PackageManager};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::command::CmdOutput;
 use crate::util::events::run_tool;
 use crate::util::watch::watch_loop;
@@ -134,72 +134,43 @@ pub struct CopyIn {
     pub dest: String,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BuilderParams {
-    pub output: String,
-    pub os_version: String,
-    pub arch: String,
-    pub hostname: String,
-    pub format: String,
-    pub size: i64,
-    pub packages: Vec<String>,
-    pub update: bool,
-    pub selinux_relabel: bool,
-    pub no_setup: bool,
-    pub ssh_keys: Vec<SshKey>,
-    pub root_ssh_inject: bool,
-    pub root_password_selector: String,
-    pub bootstrap: bool,
-    pub seeds: Vec<String>,
-    pub mkdir: Vec<String>,
-    pub copy_in: Vec<CopyIn>,
-    pub run_cmd: Vec<String>,
-    pub firstboot_cmd: Vec<String>,
-    pub log_output: bool,
-    pub tweaks: bool,
+crate::params! {
+    /// `virt:builder`'s params.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct BuilderParams {
+        /// The image written; defaults to the name.
+        pub output: String => |p, f| Ok(p.opt_str(f)?.filter(|o| !o.is_empty()).unwrap_or_else(|| p.name.to_string())),
+        pub os_version: String,
+        pub arch: String,
+        pub hostname: String,
+        pub format: String,
+        pub size: i64,
+        pub packages: Vec<String>,
+        pub update: bool = true,
+        pub selinux_relabel: bool = true,
+        pub no_setup: bool,
+        pub ssh_keys: Vec<SshKey> as "[]struct{user str; type str; key str; comment str}" => |p, f| {
+            Ok(p.list_struct(f)?
+                .iter()
+                .map(|s| SshKey { user: s.str("user"), kind: s.str("type"), key: s.str("key"), comment: s.str("comment") })
+                .collect())
+        },
+        pub root_ssh_inject: bool = true,
+        pub root_password_selector: String = "disabled".into(),
+        pub bootstrap: bool = true,
+        pub seeds: Vec<String>,
+        pub mkdir: Vec<String>,
+        pub copy_in: Vec<CopyIn> as "[]struct{path str; dest str}" => |p, f| {
+            Ok(p.list_struct(f)?.iter().map(|s| CopyIn { path: s.str("path"), dest: s.str("dest") }).collect())
+        },
+        pub run_cmd: Vec<String>,
+        pub firstboot_cmd: Vec<String>,
+        pub log_output: bool = true,
+        pub tweaks: bool = true,
+    }
 }
 
 impl BuilderParams {
-    fn decode(name: &str, p: &Params<'_>) -> Result<BuilderParams, BuildError> {
-        let output = p.str("output")?;
-        Ok(BuilderParams {
-            output: if output.is_empty() { name.to_string() } else { output },
-            os_version: p.str("os_version")?,
-            arch: p.str("arch")?,
-            hostname: p.str("hostname")?,
-            format: p.str("format")?,
-            size: p.opt_int("size")?.unwrap_or(0),
-            packages: p.list_str("packages")?,
-            update: p.bool_or("update", true)?,
-            selinux_relabel: p.bool_or("selinux_relabel", true)?,
-            no_setup: p.bool("no_setup")?,
-            ssh_keys: p
-                .list_struct("ssh_keys")?
-                .iter()
-                .map(|s| SshKey {
-                    user: s.str("user"),
-                    kind: s.str("type"),
-                    key: s.str("key"),
-                    comment: s.str("comment"),
-                })
-                .collect(),
-            root_ssh_inject: p.bool_or("root_ssh_inject", true)?,
-            root_password_selector: p.str_or("root_password_selector", "disabled")?,
-            bootstrap: p.bool_or("bootstrap", true)?,
-            seeds: p.list_str("seeds")?,
-            mkdir: p.list_str("mkdir")?,
-            copy_in: p
-                .list_struct("copy_in")?
-                .iter()
-                .map(|s| CopyIn { path: s.str("path"), dest: s.str("dest") })
-                .collect(),
-            run_cmd: p.list_str("run_cmd")?,
-            firstboot_cmd: p.list_str("firstboot_cmd")?,
-            log_output: p.bool_or("log_output", true)?,
-            tweaks: p.bool_or("tweaks", true)?,
-        })
-    }
-
     /// The distribution part of `os_version` (`fedora-40` -> `fedora`).
     pub fn distro(&self) -> &str {
         self.os_version.split_once('-').map(|(d, _)| d).unwrap_or("")
@@ -309,7 +280,7 @@ pub struct VirtBuilderRes {
 impl VirtBuilderRes {
     pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<VirtBuilderRes, BuildError> {
         let raw = Raw::new("virt:builder", name, values);
-        let params = raw.decode(|p| BuilderParams::decode(name, p))?;
+        let params = raw.decode(BuilderParams::decode)?;
         Ok(VirtBuilderRes {
             raw,
             params,
@@ -468,29 +439,7 @@ impl Resource for VirtBuilderRes {
 /// The `virt:builder` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_BUILDER: crate::kind::Kind = crate::kind::Kind {
     name: "virt:builder",
-    params: &[
-        ("output", "str"),
-        ("os_version", "str"),
-        ("arch", "str"),
-        ("hostname", "str"),
-        ("format", "str"),
-        ("size", "int"),
-        ("packages", "[]str"),
-        ("update", "bool"),
-        ("selinux_relabel", "bool"),
-        ("no_setup", "bool"),
-        ("ssh_keys", "[]struct{user str; type str; key str; comment str}"),
-        ("root_ssh_inject", "bool"),
-        ("root_password_selector", "str"),
-        ("bootstrap", "bool"),
-        ("seeds", "[]str"),
-        ("mkdir", "[]str"),
-        ("copy_in", "[]struct{path str; dest str}"),
-        ("run_cmd", "[]str"),
-        ("firstboot_cmd", "[]str"),
-        ("log_output", "bool"),
-        ("tweaks", "bool"),
-    ],
+    params: BuilderParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(VirtBuilderRes::build(host, name, params)?)),
@@ -502,7 +451,7 @@ mod tests {
 
     fn params(pairs: &[(&str, Value)]) -> BuilderParams {
         let values: BTreeMap<String, Value> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
-        Raw::new("virt:builder", "/img/vm.raw", &values).decode(|p| BuilderParams::decode("/img/vm.raw", p)).unwrap()
+        Raw::new("virt:builder", "/img/vm.raw", &values).decode(BuilderParams::decode).unwrap()
     }
 
     #[test]

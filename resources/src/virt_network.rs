@@ -37,7 +37,9 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
-use crate::params::{BuildError, Params};
+use crate::net::AdminState;
+use crate::params::BuildError;
+use crate::typed::Startup;
 use crate::util::events::{Lines, broadcast_lines, follow};
 use crate::util::lock;
 use crate::util::watch::FileWatch;
@@ -692,18 +694,13 @@ pub enum MemberSpec {
 
 impl MemberSpec {
     pub fn decode(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Result<MemberSpec, BuildError> {
-        Raw::new(kind, name, values).decode(|p: &Params<'_>| {
-            Ok(if kind == "virt:network:host" {
-                let hostname = p.str("hostname")?;
-                MemberSpec::Host(HostSpec {
-                    res: name.to_string(),
-                    mac: p.str("mac")?,
-                    hostname: if hostname.is_empty() { name.to_string() } else { hostname },
-                    ip: p.str("ip")?,
-                })
-            } else {
-                MemberSpec::Range(RangeSpec { res: name.to_string(), start: p.str("start")?, end: p.str("end")? })
-            })
+        let raw = Raw::new(kind, name, values);
+        Ok(if kind == "virt:network:host" {
+            let p = raw.decode(HostParams::decode)?;
+            MemberSpec::Host(HostSpec { res: name.to_string(), mac: p.mac, hostname: p.hostname, ip: p.ip })
+        } else {
+            let p = raw.decode(RangeParams::decode)?;
+            MemberSpec::Range(RangeSpec { res: name.to_string(), start: p.start, end: p.end })
         })
     }
 
@@ -800,44 +797,48 @@ impl Resource for NetworkMember {
 // ---------------------------------------------------------------------------------------
 // The network resource
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NetworkParams {
-    pub uri: String,
-    pub state: String,
-    pub transient: bool,
-    pub startup: String,
-    pub uuid: String,
-    pub device: String,
-    pub mode: String,
-    pub mac: String,
-    pub ip: String,
-    pub purge_hosts: bool,
-    pub purge_ranges: bool,
-    pub auth: Option<Auth>,
+crate::params! {
+    /// `virt:network`'s params.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct NetworkParams {
+        pub uri: String,
+        pub state: AdminState,
+        pub transient: bool,
+        pub startup: Startup,
+        pub uuid: String,
+        pub device: String,
+        pub mode: String,
+        pub mac: String,
+        pub ip: String,
+        pub purge_hosts: bool,
+        pub purge_ranges: bool,
+        pub auth: Option<Auth> => crate::virt::read_auth,
+    }
+}
+
+crate::params! {
+    /// `virt:network:host`'s params, as written (grouped into its network's).
+    pub struct HostParams {
+        /// The network it belongs to (read by the grouping).
+        pub network: String,
+        /// Defaults to the name.
+        pub hostname: String => |p, f| Ok(p.opt_str(f)?.filter(|h| !h.is_empty()).unwrap_or_else(|| p.name.to_string())),
+        pub mac: String,
+        pub ip: String,
+    }
+}
+
+crate::params! {
+    /// `virt:network:range`'s params, as written (grouped into its network's).
+    pub struct RangeParams {
+        /// The network it belongs to (read by the grouping).
+        pub network: String,
+        pub start: String,
+        pub end: String,
+    }
 }
 
 impl NetworkParams {
-    fn decode(p: &Params<'_>) -> Result<NetworkParams, BuildError> {
-        let auth = p
-            .opt_struct("auth")?
-            .map(|s| Auth { username: s.str("username"), password: s.str("password") })
-            .filter(|a| !a.username.is_empty() || !a.password.is_empty());
-        Ok(NetworkParams {
-            uri: p.str("uri")?,
-            state: p.str("state")?,
-            transient: p.bool("transient")?,
-            startup: p.str("startup")?,
-            uuid: p.str("uuid")?,
-            device: p.str("device")?,
-            mode: p.str("mode")?,
-            mac: p.str("mac")?,
-            ip: p.str("ip")?,
-            purge_hosts: p.bool("purge_hosts")?,
-            purge_ranges: p.bool("purge_ranges")?,
-            auth,
-        })
-    }
-
     fn device(&self) -> &str {
         if self.device.is_empty() { DEFAULT_DEVICE } else { &self.device }
     }
@@ -848,7 +849,7 @@ impl NetworkParams {
 
     /// Transient and down: the network must not exist, nothing else matters.
     fn teardown(&self) -> bool {
-        self.transient && self.state == "down"
+        self.transient && self.state == AdminState::Down
     }
 
     fn conn(&self) -> Conn {
@@ -1043,13 +1044,7 @@ impl Resource for VirtNetwork {
                 message,
             })
         };
-        if !matches!(p.state.as_str(), "" | "up" | "down") {
-            return Err(err(Some("state"), "must be `up`, `down` or empty".into()));
-        }
-        if !matches!(p.startup.as_str(), "" | "enabled" | "disabled") {
-            return Err(err(Some("startup"), "must be `enabled`, `disabled` or empty".into()));
-        }
-        if p.transient && !p.startup.is_empty() {
+        if p.transient && p.startup != Startup::Unset {
             return Err(err(Some("startup"), "a transient network cannot start on boot".into()));
         }
         if !p.uuid.is_empty() && !valid_uuid(&p.uuid) {
@@ -1144,7 +1139,7 @@ impl Resource for VirtNetwork {
 
         // Take down and undefine what must go.
         if let Some(mut i) = info {
-            if i.active && p.state == "down" {
+            if i.active && p.state == AdminState::Down {
                 ok = false;
                 if apply {
                     nets.destroy(&conn, &name).await?;
@@ -1167,7 +1162,7 @@ impl Resource for VirtNetwork {
 
         // Define or create what is missing, with every grouped host and range.
         let Some(mut info) = info else {
-            if p.transient && p.state != "up" {
+            if p.transient && p.state != AdminState::Up {
                 return Ok(ok);
             }
             if !apply {
@@ -1179,16 +1174,16 @@ impl Resource for VirtNetwork {
                 nets.create(&conn, &xml).await?;
             } else {
                 nets.define(&conn, &xml).await?;
-                if p.state == "up" {
+                if p.state == AdminState::Up {
                     nets.start(&conn, &name).await?;
                 }
-                if !p.startup.is_empty() {
-                    nets.set_autostart(&conn, &name, p.startup == "enabled").await?;
+                if let Some(enabled) = p.startup.wanted() {
+                    nets.set_autostart(&conn, &name, enabled).await?;
                 }
             }
             return Ok(false);
         };
-        if p.transient && p.state != "up" && !info.active {
+        if p.transient && p.state != AdminState::Up && !info.active {
             return Ok(ok);
         }
 
@@ -1207,7 +1202,7 @@ impl Resource for VirtNetwork {
         }
 
         // The base fields, compared with the persistent config (live for transient).
-        if !(p.transient && p.state != "up") {
+        if !(p.transient && p.state != AdminState::Up) {
             let def = parse_network_xml(&nets.xml(&conn, &name, !p.transient).await?)?;
             let idx = self.ip_index(&def)?;
             if !self.base_matches(&def, idx)? {
@@ -1223,7 +1218,7 @@ impl Resource for VirtNetwork {
                         nets.define(&conn, &xml).await?;
                         if info.active {
                             nets.destroy(&conn, &name).await?;
-                            if p.state != "down" {
+                            if p.state != AdminState::Down {
                                 nets.start(&conn, &name).await?;
                             }
                         }
@@ -1245,7 +1240,7 @@ impl Resource for VirtNetwork {
         }
 
         // Up or down.
-        if p.state == "up" && !info.active {
+        if p.state == AdminState::Up && !info.active {
             ok = false;
             if apply {
                 nets.start(&conn, &name).await?;
@@ -1255,10 +1250,13 @@ impl Resource for VirtNetwork {
         }
 
         // Autostart.
-        if !p.startup.is_empty() && info.persistent && info.autostart != (p.startup == "enabled") {
+        if let Some(enabled) = p.startup.wanted()
+            && info.persistent
+            && info.autostart != enabled
+        {
             ok = false;
             if apply {
-                nets.set_autostart(&conn, &name, p.startup == "enabled").await?;
+                nets.set_autostart(&conn, &name, enabled).await?;
             } else {
                 ctx.report(format!("{key}: would set autostart to {}", p.startup));
             }
@@ -1274,20 +1272,7 @@ impl Resource for VirtNetwork {
 /// The `virt:network` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK: crate::kind::Kind = crate::kind::Kind {
     name: "virt:network",
-    params: &[
-        ("uri", "str"),
-        ("state", "str"),
-        ("transient", "bool"),
-        ("startup", "str"),
-        ("uuid", "str"),
-        ("device", "str"),
-        ("mode", "str"),
-        ("mac", "str"),
-        ("ip", "str"),
-        ("purge_hosts", "bool"),
-        ("purge_ranges", "bool"),
-        ("auth", crate::virt::AUTH_TYPE),
-    ],
+    params: NetworkParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(VirtNetwork::build(host, name, params)?)),
@@ -1296,7 +1281,7 @@ pub const VIRT_NETWORK: crate::kind::Kind = crate::kind::Kind {
 /// The `virt:network:host` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK_HOST: crate::kind::Kind = crate::kind::Kind {
     name: "virt:network:host",
-    params: &[("network", "str"), ("hostname", "str"), ("mac", "str"), ("ip", "str")],
+    params: HostParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?)),
@@ -1305,7 +1290,7 @@ pub const VIRT_NETWORK_HOST: crate::kind::Kind = crate::kind::Kind {
 /// The `virt:network:range` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK_RANGE: crate::kind::Kind = crate::kind::Kind {
     name: "virt:network:range",
-    params: &[("network", "str"), ("start", "str"), ("end", "str")],
+    params: RangeParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?)),

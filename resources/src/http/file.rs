@@ -22,27 +22,18 @@ use tokio::sync::watch;
 
 use super::{Content, Hub, Request, Response, Route};
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::watch::FileWatch;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct FileParams {
-    pub server: String,
-    pub filename: String,
-    pub path: String,
-    pub data: String,
-    pub longpoll: bool,
-}
-
-impl FileParams {
-    fn decode(p: &Params<'_>) -> Result<FileParams, BuildError> {
-        Ok(FileParams {
-            server: p.str("server")?,
-            filename: p.str("filename")?,
-            path: p.str("path")?,
-            data: p.str("data")?,
-            longpoll: p.bool("longpoll")?,
-        })
+crate::params! {
+    /// `http:server:file`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct FileParams {
+        pub server: String,
+        pub filename: String,
+        pub path: String,
+        pub data: String,
+        pub longpoll: bool,
     }
 }
 
@@ -290,7 +281,7 @@ impl Resource for HttpFile {
 /// The `http:server:file` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER_FILE: crate::kind::Kind = crate::kind::Kind {
     name: "http:server:file",
-    params: &[("server", "str"), ("filename", "str"), ("path", "str"), ("data", "str"), ("longpoll", "bool")],
+    params: FileParams::FIELDS,
     sends: &[],
     can_recv: true,
     build: |host, name, params| Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?)),

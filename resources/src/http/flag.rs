@@ -16,13 +16,17 @@ use tokio::sync::Notify;
 
 use super::{Hub, Request, Response, Route};
 use crate::common::{Raw, res_error, sends};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct FlagParams {
-    pub server: String,
-    pub path: String,
-    pub key: String,
+crate::params! {
+    /// `http:server:flag`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct FlagParams {
+        pub server: String,
+        /// Defaults to the name.
+        pub path: String => |p, f| p.str_or(f, p.name),
+        pub key: String,
+    }
 }
 
 pub struct HttpFlag {
@@ -47,9 +51,7 @@ pub struct FlagRoute {
 impl HttpFlag {
     pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpFlag, BuildError> {
         let raw = Raw::new("http:server:flag", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(FlagParams { server: p.str("server")?, path: p.str_or("path", name)?, key: p.str("key")? })
-        })?;
+        let params = raw.decode(FlagParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };
         let route =
             Arc::new(FlagRoute { path, key: params.key.clone(), value: Mutex::new(None), posted: Notify::new() });
@@ -135,7 +137,7 @@ impl Resource for HttpFlag {
 /// The `http:server:flag` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER_FLAG: crate::kind::Kind = crate::kind::Kind {
     name: "http:server:flag",
-    params: &[("server", "str"), ("path", "str"), ("key", "str")],
+    params: FlagParams::FIELDS,
     sends: &[("value", "str")],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?)),

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Content, Hub, Request, Response, Route};
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::command::{self, CmdSpec};
 
 /// What a download gave.
@@ -113,13 +113,16 @@ impl Upstream for MemUpstream {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ProxyParams {
-    pub server: String,
-    pub path: String,
-    pub sub: String,
-    pub head: String,
-    pub cache: String,
+crate::params! {
+    /// `http:server:proxy`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ProxyParams {
+        pub server: String,
+        pub path: String,
+        pub sub: String,
+        pub head: String,
+        pub cache: String,
+    }
 }
 
 pub struct HttpProxy {
@@ -188,15 +191,7 @@ impl PathMap {
 impl HttpProxy {
     pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpProxy, BuildError> {
         let raw = Raw::new("http:server:proxy", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(ProxyParams {
-                server: p.str("server")?,
-                path: p.str("path")?,
-                sub: p.str("sub")?,
-                head: p.str("head")?,
-                cache: p.str("cache")?,
-            })
-        })?;
+        let params = raw.decode(ProxyParams::decode)?;
         let map = PathMap {
             path: if params.path.is_empty() { name.to_string() } else { params.path.clone() },
             sub: params.sub.clone(),
@@ -393,7 +388,7 @@ impl Resource for HttpProxy {
 /// The `http:server:proxy` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER_PROXY: crate::kind::Kind = crate::kind::Kind {
     name: "http:server:proxy",
-    params: &[("server", "str"), ("path", "str"), ("sub", "str"), ("head", "str"), ("cache", "str")],
+    params: ProxyParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?)),

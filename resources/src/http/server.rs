@@ -30,35 +30,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Body, Content, Hub, Request, Response};
 use crate::common::{Raw, res_error};
-use crate::params::{BuildError, Params};
+use crate::params::BuildError;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 
 /// The largest request body read before dispatch (flag and ui forms are small).
 pub const MAX_BODY: usize = 4 << 20;
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerParams {
-    pub address: String,
-    pub timeout: Option<u64>,
-    pub read_timeout: Option<u64>,
-    pub write_timeout: Option<u64>,
-    pub shutdown_timeout: Option<u64>,
-    pub root: String,
+crate::params! {
+    /// `http:server`'s params; timeouts in seconds.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct ServerParams {
+        pub address: String,
+        pub timeout: Option<u64>,
+        pub read_timeout: Option<u64>,
+        pub write_timeout: Option<u64>,
+        pub shutdown_timeout: Option<u64>,
+        pub root: String,
+    }
 }
 
 impl ServerParams {
-    fn decode(p: &Params<'_>) -> Result<ServerParams, BuildError> {
-        let secs = |field: &str| p.opt_int_in(field, 0, i64::MAX, "uint64").map(|v| v.map(|v| v as u64));
-        Ok(ServerParams {
-            address: p.str("address")?,
-            timeout: secs("timeout")?,
-            read_timeout: secs("read_timeout")?,
-            write_timeout: secs("write_timeout")?,
-            shutdown_timeout: secs("shutdown_timeout")?,
-            root: p.str("root")?,
-        })
-    }
-
     /// A specific timeout, else `timeout`; zero means none.
     fn pick(&self, specific: Option<u64>) -> Option<Duration> {
         specific.or(self.timeout).filter(|s| *s > 0).map(Duration::from_secs)
@@ -309,14 +300,7 @@ impl hyper::body::Body for Deadline {
 /// The `http:server` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
     name: "http:server",
-    params: &[
-        ("address", "str"),
-        ("timeout", "int"),
-        ("read_timeout", "int"),
-        ("write_timeout", "int"),
-        ("shutdown_timeout", "int"),
-        ("root", "str"),
-    ],
+    params: ServerParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?)),

@@ -38,12 +38,41 @@ use crate::util::watch::FileWatch;
 
 const INPUT_KIND: &str = "http:server:ui:input";
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct UiParams {
-    pub server: String,
-    pub path: String,
+crate::params! {
+    /// `http:server:ui`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct UiParams {
+        pub server: String,
+        pub path: String,
+        pub data: UiData,
+    }
+}
+
+/// The page's `data`: its title and extra `<head>` markup.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct UiData {
     pub title: String,
     pub head: String,
+}
+
+impl crate::typed::ParamType for UiData {
+    const TYPE: &'static str = "struct{title str; head str}";
+    fn from_value(_: &Params<'_>, _: &str, value: &Value) -> Result<Self, BuildError> {
+        let field = |n: &str| match value {
+            Value::Struct(fields) => {
+                fields.iter().find(|(k, _)| k.as_str() == n).and_then(|(_, v)| v.as_str()).unwrap_or("").to_string()
+            }
+            _ => String::new(),
+        };
+        Ok(UiData { title: field("title"), head: field("head") })
+    }
+}
+
+impl crate::typed::Param for UiData {
+    const TYPE: &'static str = <UiData as crate::typed::ParamType>::TYPE;
+    fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
+        Ok(<Option<UiData> as crate::typed::Param>::read(p, field)?.unwrap_or_default())
+    }
 }
 
 pub struct HttpUi {
@@ -68,31 +97,15 @@ pub struct UiRoute {
 impl HttpUi {
     pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpUi, BuildError> {
         let raw = Raw::new("http:server:ui", name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            let (title, head) = match p.get("data") {
-                Some(Value::Struct(fields)) => {
-                    let field = |n: &str| {
-                        fields
-                            .iter()
-                            .find(|(k, _)| k.as_str() == n)
-                            .and_then(|(_, v)| v.as_str())
-                            .unwrap_or("")
-                            .to_string()
-                    };
-                    (field("title"), field("head"))
-                }
-                _ => (String::new(), String::new()),
-            };
-            Ok(UiParams { server: p.str("server")?, path: p.str("path")?, title, head })
-        })?;
+        let params = raw.decode(UiParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };
         let base = if path.ends_with('/') { path.clone() } else { format!("{path}/") };
         let route = Arc::new(UiRoute {
             name: name.to_string(),
             base,
             path,
-            title: params.title.clone(),
-            head: params.head.clone(),
+            title: params.data.title.clone(),
+            head: params.data.head.clone(),
             inputs: hub.inputs.clone(),
         });
         Ok(HttpUi { raw, params, hub, route })
@@ -353,14 +366,18 @@ impl Input {
     }
 }
 
-#[derive(Clone, Debug, PartialEq)]
-pub struct InputParams {
-    pub path: String,
-    pub id: String,
-    pub value: String,
-    pub store: String,
-    pub r#type: String,
-    pub sort: String,
+crate::params! {
+    /// `http:server:ui:input`'s params.
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct InputParams {
+        pub path: String,
+        pub id: String,
+        pub value: String,
+        pub store: String,
+        /// A `text://` URL with options (`?max=…`).
+        pub r#type("type"): String => |p, f| p.str_or(f, "text://"),
+        pub sort: String,
+    }
 }
 
 /// Where a `store` input keeps its value.
@@ -403,16 +420,7 @@ impl HttpUiInput {
         values: &BTreeMap<String, Value>,
     ) -> Result<HttpUiInput, BuildError> {
         let raw = Raw::new(INPUT_KIND, name, values);
-        let params = raw.decode(|p: &Params<'_>| {
-            Ok(InputParams {
-                path: p.str("path")?,
-                id: p.str("id")?,
-                value: p.str("value")?,
-                store: p.str("store")?,
-                r#type: p.str_or("type", "text://")?,
-                sort: p.str("sort")?,
-            })
-        })?;
+        let params = raw.decode(InputParams::decode)?;
         let (scheme, query) = parse_url(&params.r#type).unwrap_or_default();
         let bounds = if scheme == "range" {
             query
@@ -650,7 +658,7 @@ impl Resource for HttpUiInput {
 /// The `http:server:ui` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER_UI: crate::kind::Kind = crate::kind::Kind {
     name: "http:server:ui",
-    params: &[("server", "str"), ("path", "str"), ("data", "struct{title str; head str}")],
+    params: UiParams::FIELDS,
     sends: &[],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?)),
@@ -659,7 +667,7 @@ pub const HTTP_SERVER_UI: crate::kind::Kind = crate::kind::Kind {
 /// The `http:server:ui:input` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind = crate::kind::Kind {
     name: "http:server:ui:input",
-    params: &[("path", "str"), ("id", "str"), ("value", "str"), ("store", "str"), ("type", "str"), ("sort", "str")],
+    params: InputParams::FIELDS,
     sends: &[("value", "str")],
     can_recv: false,
     build: |host, name, params| Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), name, params)?)),
