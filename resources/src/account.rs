@@ -9,6 +9,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Edges, Index, list_param, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::{Accounts, Host, UserSpec};
 use crate::params::BuildError;
@@ -217,12 +218,37 @@ impl Resource for Group {
     }
 }
 
+/// A `user` comes after the groups it names (by `gid`, `group` or `groups`), or before
+/// them when it is to be absent (it must go before its groups can).
+fn user_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    let absent = str_param(params, "state") == Some("absent");
+    let mut groups = Vec::new();
+    if let Some(gid) = params.get("gid").and_then(Value::as_int)
+        && let Some(g) = index.group_by_gid(gid)
+    {
+        groups.push(g);
+    }
+    let names = str_param(params, "group").into_iter().chain(list_param(params, "groups"));
+    groups.extend(names.filter_map(|group| index.resource("group", group)));
+    for g in groups {
+        edges.insert(if absent { (idx, g) } else { (g, idx) });
+    }
+}
+
+/// A `group` provides its gid.
+fn group_provides(index: &mut Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>) {
+    if let Some(gid) = params.get("gid").and_then(Value::as_int) {
+        index.add_group_gid(gid, idx);
+    }
+}
+
 /// The `user` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const USER: crate::kind::Kind = crate::kind::Kind {
     name: "user",
     params: UserParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(user_requires) },
     build: |host, name, params| Ok(Box::new(User::build(host, name, params)?)),
 };
 
@@ -232,5 +258,6 @@ pub const GROUP: crate::kind::Kind = crate::kind::Kind {
     params: GroupParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: Some(group_provides), requires: None },
     build: |host, name, params| Ok(Box::new(Group::build(host, name, params)?)),
 };

@@ -29,6 +29,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 use sha2::{Digest, Sha256};
 
+use crate::autoedge::{Edges, Index, list_param, str_param};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
 use crate::util::fs::atomic_write_with;
@@ -541,12 +542,38 @@ impl Names {
     }
 }
 
+/// The file a `gzip` or `tar` resource writes: `path`, default the name.
+fn output_path<'a>(name: &'a str, params: &'a BTreeMap<String, Value>) -> &'a str {
+    str_param(params, "path").filter(|p| !p.is_empty()).unwrap_or(name)
+}
+
+/// An archive provides the file it writes.
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+    index.add_archive(output_path(name, params).to_string(), idx);
+}
+
+/// A `gzip` comes after what produces its input (a `file` or another archive).
+fn gzip_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    if let Some(input) = str_param(params, "input") {
+        edges.extend(index.file(input).or_else(|| index.archive(input)).map(|p| (p, idx)));
+    }
+}
+
+/// A `tar` comes after what produces each input, and anything managed inside an input
+/// directory.
+fn tar_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    for input in list_param(params, "inputs").filter(|i| i.starts_with('/')) {
+        edges.extend(index.producers_within(input).map(|p| (p, idx)));
+    }
+}
+
 /// The `gzip` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const GZIP: crate::kind::Kind = crate::kind::Kind {
     name: "gzip",
     params: GzipParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(gzip_requires) },
     build: |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)),
 };
 
@@ -556,6 +583,7 @@ pub const TAR: crate::kind::Kind = crate::kind::Kind {
     params: TarParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(tar_requires) },
     build: |_host, name, params| Ok(Box::new(Tar::build(name, params)?)),
 };
 

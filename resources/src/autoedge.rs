@@ -1,14 +1,16 @@
 //! Automatic edges between resources (engine.md 2.14), computed from kinds, names and
 //! params alone so the interpreter can add them without building resources.
 //!
-//! Rules implemented: `file` after its nearest managed ancestor directory and after every
-//! managed fragment source; `exec` after the `file` of its program (and of its shell), after
-//! the `user`/`group` it runs as; `svc` after its unit file, `cron` after the `svc` it
-//! triggers; `user` after the groups it references (reversed when the user is absent);
-//! `gzip` and `tar` after what produces their inputs (a `file`, or another archive's output;
-//! for `tar` also anything managed inside an input directory); `json:edit` after the `file`
-//! of its store; `ssh:authorized_key` after its `user` and the `file` it edits.
-//! Not implemented: `pkg` edges, which need the package manager's file lists.
+//! Each kind states its own rules beside its implementation, in its [`crate::kind::Kind`]:
+//! what it `provides` to the [`Index`] (a `file` its path, a `group` its gid, a `cron` the
+//! unit it starts, a `gzip` or `tar` the file it writes) and the edges it `requires` from
+//! what others provide. Rules today: `file` after its nearest managed ancestor directory
+//! and its fragment sources; `exec` after the `file` of its program (and of its shell) and
+//! the `user`/`group` it runs as; `svc` after its unit file and before the `cron` that
+//! triggers it; `user` after its groups (reversed when absent); `gzip` and `tar` after what
+//! produces their inputs; `json:edit` after the `file` of its store; `ssh:authorized_key`
+//! after its `user` and the `file` it edits. Not implemented: `pkg` edges, which need the
+//! package manager's file lists.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,22 +21,44 @@ use lang::value::Value;
 /// One resource as autoedges sees it: kind, name, params.
 pub type AutoRes<'a> = (&'a str, &'a str, &'a BTreeMap<String, Value>);
 
+/// Edges `(from, to)` by index into the resources.
+pub type Edges = BTreeSet<(usize, usize)>;
+
+/// Records what resource `idx` (`name`, `params`) offers others.
+pub type ProvideFn = fn(&mut Index<'_>, usize, &str, &BTreeMap<String, Value>);
+
+/// Adds the edges resource `idx` needs from what the index holds.
+pub type RequireFn = fn(&Index<'_>, usize, &str, &BTreeMap<String, Value>, &mut Edges);
+
+/// A kind's automatic-edge rules (both optional).
+#[derive(Clone, Copy)]
+pub struct Rules {
+    pub provides: Option<ProvideFn>,
+    pub requires: Option<RequireFn>,
+}
+
+impl Rules {
+    /// A kind with no automatic edges.
+    pub const NONE: Rules = Rules { provides: None, requires: None };
+}
+
 /// Automatic edges `(from, to)` by index into `res`, sorted and without duplicates or
 /// self-loops. Resources with `Meta:autoedge => false` must be left out by the caller (they
 /// neither ask for edges nor are matched).
 pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
-    let index = Index::new(res);
-    let mut edges = BTreeSet::new();
-    for (idx, (kind, name, params)) in res.iter().enumerate() {
-        match *kind {
-            "file" => file_edges(&index, idx, name, params, &mut edges),
-            "exec" => exec_edges(&index, idx, params, &mut edges),
-            "svc" => svc_edges(&index, idx, name, &mut edges),
-            "user" => user_edges(&index, idx, params, &mut edges),
-            "gzip" | "tar" => archive_edges(&index, idx, kind, params, &mut edges),
-            "json:edit" => json_edit_edges(&index, idx, name, params, &mut edges),
-            "ssh:authorized_key" => ssh_key_edges(&index, idx, params, &mut edges),
-            _ => {}
+    let rules: Vec<Rules> =
+        res.iter().map(|(kind, _, _)| crate::kind::find(kind).map_or(Rules::NONE, |k| k.autoedges)).collect();
+    let mut index = Index::default();
+    for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
+        index.by_key.entry((kind, name)).or_insert(idx);
+        if let Some(provides) = rules.provides {
+            provides(&mut index, idx, name, params);
+        }
+    }
+    let mut edges = Edges::new();
+    for (idx, ((_, name, params), rules)) in res.iter().zip(&rules).enumerate() {
+        if let Some(requires) = rules.requires {
+            requires(&index, idx, name, params, &mut edges);
         }
     }
     edges.into_iter().filter(|(a, b)| a != b).collect()
@@ -55,8 +79,9 @@ pub fn file_path(name: &str, params: &BTreeMap<String, Value>) -> String {
     path
 }
 
-/// Lookup tables from what a rule asks for to the resources that provide it.
-struct Index<'a> {
+/// What the resources of a graph provide, for the rules that ask.
+#[derive(Default)]
+pub struct Index<'a> {
     /// `file` resources by managed path (directories keep their trailing `/`).
     files: HashMap<String, usize>,
     /// `(kind, name)` to index for every resource.
@@ -69,130 +94,51 @@ struct Index<'a> {
     archives: HashMap<String, usize>,
 }
 
-impl<'a> Index<'a> {
-    fn new(res: &[AutoRes<'a>]) -> Index<'a> {
-        let mut index = Index {
-            files: HashMap::default(),
-            by_key: HashMap::default(),
-            groups_by_gid: HashMap::default(),
-            crons_by_unit: HashMap::default(),
-            archives: HashMap::default(),
-        };
-        for (idx, (kind, name, params)) in res.iter().enumerate() {
-            index.by_key.entry((kind, name)).or_insert(idx);
-            match *kind {
-                "file" => {
-                    index.files.entry(file_path(name, params)).or_insert(idx);
-                }
-                "group" => {
-                    if let Some(gid) = params.get("gid").and_then(Value::as_int) {
-                        index.groups_by_gid.entry(gid).or_insert(idx);
-                    }
-                }
-                "cron" => {
-                    let unit = str_param(params, "unit")
-                        .filter(|u| !u.is_empty())
-                        .map(str::to_string)
-                        .unwrap_or_else(|| format!("{name}.service"));
-                    index.crons_by_unit.entry(unit).or_default().push(idx);
-                }
-                "gzip" | "tar" => {
-                    index.archives.entry(output_path(name, params).to_string()).or_insert(idx);
-                }
-                _ => {}
-            }
-        }
-        index
-    }
-
-    fn file(&self, path: &str) -> Option<usize> {
+impl Index<'_> {
+    /// The `file` resource managing `path` (a directory with its trailing `/`).
+    pub fn file(&self, path: &str) -> Option<usize> {
         self.files.get(path).copied()
     }
-}
 
-fn file_edges(
-    index: &Index<'_>,
-    idx: usize,
-    name: &str,
-    params: &BTreeMap<String, Value>,
-    edges: &mut BTreeSet<(usize, usize)>,
-) {
-    let path = file_path(name, params);
-    // Nearest managed ancestor directory only: it depends on its own parent in turn.
-    if let Some(dir) = ancestors(&path).into_iter().find_map(|dir| index.file(&dir)) {
-        edges.insert((dir, idx));
+    pub fn add_file(&mut self, path: String, idx: usize) {
+        self.files.entry(path).or_insert(idx);
     }
-    for frag in list_param(params, "fragments") {
-        if let Some(src) = index.file(frag) {
-            edges.insert((src, idx));
-        }
-    }
-}
 
-fn exec_edges(index: &Index<'_>, idx: usize, params: &BTreeMap<String, Value>, edges: &mut BTreeSet<(usize, usize)>) {
-    let mut programs = Vec::new();
-    for (cmd, shell) in [
-        ("cmd", "shell"),
-        ("watchcmd", "watchshell"),
-        ("ifcmd", "ifshell"),
-        ("nifcmd", "nifshell"),
-        ("donecmd", "doneshell"),
-    ] {
-        let shell = str_param(params, shell).filter(|s| !s.is_empty());
-        match (str_param(params, cmd).filter(|s| !s.is_empty()), shell) {
-            (Some(_), Some(shell)) => programs.push(shell.to_string()),
-            (Some(cmd), None) => programs.extend(cmd.split_whitespace().next().map(str::to_string)),
-            _ => {}
-        }
+    /// The resource `kind[name]`.
+    pub fn resource(&self, kind: &str, name: &str) -> Option<usize> {
+        self.by_key.get(&(kind, name)).copied()
     }
-    for program in programs.iter().filter(|p| p.starts_with('/')) {
-        if let Some(file) = index.file(program) {
-            edges.insert((file, idx));
-        }
-    }
-    for (param, kind) in [("user", "user"), ("group", "group")] {
-        if let Some(name) = str_param(params, param).filter(|s| !s.is_empty())
-            && let Some(&other) = index.by_key.get(&(kind, name))
-        {
-            edges.insert((other, idx));
-        }
-    }
-}
 
-fn svc_edges(index: &Index<'_>, idx: usize, name: &str, edges: &mut BTreeSet<(usize, usize)>) {
-    let unit = format!("{name}.service");
-    let unit_file =
-        ["/etc/systemd/system/", "/usr/lib/systemd/system/"].iter().find_map(|dir| index.file(&format!("{dir}{unit}")));
-    if let Some(file) = unit_file {
-        edges.insert((file, idx));
+    pub fn group_by_gid(&self, gid: i64) -> Option<usize> {
+        self.groups_by_gid.get(&gid).copied()
     }
-    for &cron in index.crons_by_unit.get(&unit).into_iter().flatten() {
-        edges.insert((idx, cron));
-    }
-}
 
-fn user_edges(index: &Index<'_>, idx: usize, params: &BTreeMap<String, Value>, edges: &mut BTreeSet<(usize, usize)>) {
-    let absent = str_param(params, "state") == Some("absent");
-    let mut groups = Vec::new();
-    if let Some(gid) = params.get("gid").and_then(Value::as_int)
-        && let Some(&g) = index.groups_by_gid.get(&gid)
-    {
-        groups.push(g);
+    pub fn add_group_gid(&mut self, gid: i64, idx: usize) {
+        self.groups_by_gid.entry(gid).or_insert(idx);
     }
-    let names = str_param(params, "group").into_iter().chain(list_param(params, "groups"));
-    for group in names {
-        if let Some(&g) = index.by_key.get(&("group", group)) {
-            groups.push(g);
-        }
-    }
-    for g in groups {
-        edges.insert(if absent { (idx, g) } else { (g, idx) });
-    }
-}
 
-/// The file a `gzip` or `tar` resource writes: `path`, default the name.
-fn output_path<'a>(name: &'a str, params: &'a BTreeMap<String, Value>) -> &'a str {
-    str_param(params, "path").filter(|p| !p.is_empty()).unwrap_or(name)
+    /// The `cron` resources that start `unit`.
+    pub fn crons_of(&self, unit: &str) -> &[usize] {
+        self.crons_by_unit.get(unit).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn add_cron(&mut self, unit: String, idx: usize) {
+        self.crons_by_unit.entry(unit).or_default().push(idx);
+    }
+
+    /// The archive resource writing `path`.
+    pub fn archive(&self, path: &str) -> Option<usize> {
+        self.archives.get(path).copied()
+    }
+
+    pub fn add_archive(&mut self, path: String, idx: usize) {
+        self.archives.entry(path).or_insert(idx);
+    }
+
+    /// Every `file` and archive resource whose path is `dir` or lies inside it.
+    pub fn producers_within<'s>(&'s self, dir: &'s str) -> impl Iterator<Item = usize> + 's {
+        self.files.iter().chain(&self.archives).filter(move |(path, _)| within(path, dir)).map(|(_, &idx)| idx)
+    }
 }
 
 /// Whether `path` is `input` itself or lies inside it (trailing slashes ignored).
@@ -202,56 +148,9 @@ fn within(path: &str, input: &str) -> bool {
     path == base || path.strip_prefix(base).is_some_and(|rest| rest.starts_with('/'))
 }
 
-fn archive_edges(
-    index: &Index<'_>,
-    idx: usize,
-    kind: &str,
-    params: &BTreeMap<String, Value>,
-    edges: &mut BTreeSet<(usize, usize)>,
-) {
-    if kind == "gzip" {
-        if let Some(input) = str_param(params, "input") {
-            edges.extend(index.file(input).or_else(|| index.archives.get(input).copied()).map(|p| (p, idx)));
-        }
-        return;
-    }
-    for input in list_param(params, "inputs").filter(|i| i.starts_with('/')) {
-        let producers = index.files.iter().chain(&index.archives).filter(|(path, _)| within(path, input));
-        edges.extend(producers.map(|(_, &p)| (p, idx)));
-    }
-}
-
-fn json_edit_edges(
-    index: &Index<'_>,
-    idx: usize,
-    name: &str,
-    params: &BTreeMap<String, Value>,
-    edges: &mut BTreeSet<(usize, usize)>,
-) {
-    let store = str_param(params, "store").filter(|s| !s.is_empty()).unwrap_or(name);
-    let path = store.strip_prefix("file://").unwrap_or(store);
-    if path.starts_with('/') {
-        edges.extend(index.file(path).map(|f| (f, idx)));
-    }
-}
-
-fn ssh_key_edges(
-    index: &Index<'_>,
-    idx: usize,
-    params: &BTreeMap<String, Value>,
-    edges: &mut BTreeSet<(usize, usize)>,
-) {
-    if let Some(user) = str_param(params, "user").filter(|u| !u.is_empty()) {
-        edges.extend(index.by_key.get(&("user", user)).map(|&u| (u, idx)));
-    }
-    if let Some(file) = str_param(params, "file").filter(|f| f.starts_with('/')) {
-        edges.extend(index.file(file).map(|f| (f, idx)));
-    }
-}
-
 /// Ancestor directories of `path`, nearest first, each with a trailing `/`:
 /// `/a/b/c` and `/a/b/c/` both give `/a/b/`, `/a/`, `/`.
-fn ancestors(path: &str) -> Vec<String> {
+pub fn ancestors(path: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut cur = path.trim_end_matches('/');
     while let Some(pos) = cur.rfind('/') {
@@ -270,11 +169,13 @@ fn split_last(path: &str) -> (&str, &str) {
     }
 }
 
-fn str_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
+/// A str param as given (rules read raw params: the resources are not built yet).
+pub fn str_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
     params.get(name).and_then(Value::as_str)
 }
 
-fn list_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> impl Iterator<Item = &'a str> {
+/// The strings of a `[]str` param as given.
+pub fn list_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> impl Iterator<Item = &'a str> {
     params.get(name).and_then(Value::as_list).unwrap_or(&[]).iter().filter_map(Value::as_str)
 }
 

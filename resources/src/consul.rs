@@ -298,6 +298,7 @@ pub const CONSUL_KV: crate::kind::Kind = crate::kind::Kind {
     params: ConsulKvParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(ConsulKv::build(name, params)?)),
 };
 

@@ -11,6 +11,7 @@ use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::{Host, ServiceManager};
 use crate::params::BuildError;
@@ -203,11 +204,21 @@ impl Resource for Cron {
     }
 }
 
+/// A `cron` provides the unit it starts (a `svc` of that unit comes before it).
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+    let unit = str_param(params, "unit")
+        .filter(|u| !u.is_empty())
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{name}.service"));
+    index.add_cron(unit, idx);
+}
+
 /// The `cron` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const CRON: crate::kind::Kind = crate::kind::Kind {
     name: "cron",
     params: CronParams::FIELDS,
     sends: &[],
     can_recv: true,
+    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: None },
     build: |host, name, params| Ok(Box::new(Cron::build(host, name, params)?)),
 };

@@ -247,6 +247,7 @@ pub const DOCKER_IMAGE: crate::kind::Kind = crate::kind::Kind {
     params: DockerImageParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(DockerImage::build(host, name, params)?)),
 };
 

@@ -21,6 +21,7 @@ use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error, sends};
 use crate::params::BuildError;
 use crate::util::command::{self, CmdOutput, CmdSpec};
@@ -355,12 +356,45 @@ impl Resource for Exec {
     }
 }
 
+/// An `exec` comes after the `file` of each program it runs (or of its shell) and after
+/// the `user` and `group` it runs as.
+fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    let mut programs = Vec::new();
+    for (cmd, shell) in [
+        ("cmd", "shell"),
+        ("watchcmd", "watchshell"),
+        ("ifcmd", "ifshell"),
+        ("nifcmd", "nifshell"),
+        ("donecmd", "doneshell"),
+    ] {
+        let shell = str_param(params, shell).filter(|s| !s.is_empty());
+        match (str_param(params, cmd).filter(|s| !s.is_empty()), shell) {
+            (Some(_), Some(shell)) => programs.push(shell.to_string()),
+            (Some(cmd), None) => programs.extend(cmd.split_whitespace().next().map(str::to_string)),
+            _ => {}
+        }
+    }
+    for program in programs.iter().filter(|p| p.starts_with('/')) {
+        if let Some(file) = index.file(program) {
+            edges.insert((file, idx));
+        }
+    }
+    for (param, kind) in [("user", "user"), ("group", "group")] {
+        if let Some(name) = str_param(params, param).filter(|s| !s.is_empty())
+            && let Some(other) = index.resource(kind, name)
+        {
+            edges.insert((other, idx));
+        }
+    }
+}
+
 /// The `exec` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const EXEC: crate::kind::Kind = crate::kind::Kind {
     name: "exec",
     params: ExecParams::FIELDS,
     sends: &[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
     build: |_host, name, params| Ok(Box::new(Exec::build(name, params)?)),
 };
 

@@ -23,6 +23,7 @@ use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Edges, Index, ancestors, file_path, list_param};
 use crate::common::{Raw, res_error};
 use crate::params::{BuildError, Params};
 use crate::typed::Presence;
@@ -70,7 +71,7 @@ fn resolved_path(p: &Params<'_>, _field: &str) -> Result<String, BuildError> {
             values.insert(field.to_string(), Value::str(text));
         }
     }
-    Ok(crate::autoedge::file_path(p.name, &values))
+    Ok(file_path(p.name, &values))
 }
 
 pub struct File {
@@ -691,11 +692,31 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
+/// A `file` provides its path.
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+    index.add_file(file_path(name, params), idx);
+}
+
+/// A `file` comes after its nearest managed ancestor directory (which comes after its own,
+/// in turn) and after every managed fragment source.
+fn requires(index: &Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    let path = file_path(name, params);
+    if let Some(dir) = ancestors(&path).into_iter().find_map(|dir| index.file(&dir)) {
+        edges.insert((dir, idx));
+    }
+    for frag in list_param(params, "fragments") {
+        if let Some(src) = index.file(frag) {
+            edges.insert((src, idx));
+        }
+    }
+}
+
 /// The `file` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const FILE: crate::kind::Kind = crate::kind::Kind {
     name: "file",
     params: FileParams::FIELDS,
     sends: &[],
     can_recv: true,
+    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(requires) },
     build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),
 };

@@ -363,6 +363,7 @@ pub const FIREWALLD: crate::kind::Kind = crate::kind::Kind {
     params: FirewalldParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Firewalld::build(host, name, params)?)),
 };
 

@@ -411,6 +411,7 @@ pub const GSETTINGS: crate::kind::Kind = crate::kind::Kind {
     params: GsettingsParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Gsettings::build(host, name, params)?)),
 };
 

@@ -143,5 +143,6 @@ pub const HOSTNAME: crate::kind::Kind = crate::kind::Kind {
     params: HostnameSpec::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Hostname::build(host, name, params)?)),
 };

@@ -20,6 +20,7 @@ use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
 use crate::util::fs::{atomic_write, unified_diff};
@@ -610,12 +611,22 @@ impl Cursor<'_> {
     }
 }
 
+/// A `json:edit` of a file store comes after that `file`.
+fn requires(index: &Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    let store = str_param(params, "store").filter(|s| !s.is_empty()).unwrap_or(name);
+    let path = store.strip_prefix("file://").unwrap_or(store);
+    if path.starts_with('/') {
+        edges.extend(index.file(path).map(|f| (f, idx)));
+    }
+}
+
 /// The `json:edit` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
     name: "json:edit",
     params: JsonEditParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
     build: |_host, name, params| Ok(Box::new(JsonEdit::build(name, params)?)),
 };
 

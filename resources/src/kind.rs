@@ -30,13 +30,17 @@ pub struct Kind {
     pub sends: &'static [(&'static str, &'static str)],
     /// Whether it can receive over send/recv edges.
     pub can_recv: bool,
+    /// Its automatic edges: what it provides others and what it requires.
+    pub autoedges: crate::autoedge::Rules,
     /// Its constructor: decodes and type-checks the params.
     pub build: BuildFn,
 }
 
 /// The registered kind called `name`.
 pub fn find(name: &str) -> Option<&'static Kind> {
-    crate::KINDS.iter().copied().find(|k| k.name == name)
+    static BY_NAME: std::sync::OnceLock<engine::fasthash::FastMap<&'static str, &'static Kind>> =
+        std::sync::OnceLock::new();
+    BY_NAME.get_or_init(|| crate::KINDS.iter().map(|k| (k.name, *k)).collect()).get(name).copied()
 }
 
 /// Registers a [`ResourceDecl`] for every supported kind.

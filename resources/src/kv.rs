@@ -171,6 +171,7 @@ pub const KV: crate::kind::Kind = crate::kind::Kind {
     params: KvParams::FIELDS,
     sends: &[],
     can_recv: true,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Kv::build(name, params)?)),
 };
 

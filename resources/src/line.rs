@@ -132,10 +132,14 @@ impl Resource for Line {
         let path = self.path()?;
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.params.state == Presence::Absent => return Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && self.params.state == Presence::Absent => {
+                return Ok(true);
+            }
             Err(e) => return Err(ResError::new(format!("line[{}]: {}: {e}", self.raw.name, path.display()))),
         };
-        let Some(new) = edit(&text, &block, self.params.state == Presence::Exists, self.params.trim) else { return Ok(true) };
+        let Some(new) = edit(&text, &block, self.params.state == Presence::Exists, self.params.trim) else {
+            return Ok(true);
+        };
         if !apply {
             ctx.report(unified_diff(&path.display().to_string(), &text, &new));
             return Ok(false);
@@ -155,6 +159,7 @@ pub const LINE: crate::kind::Kind = crate::kind::Kind {
     params: LineParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Line::build(name, params)?)),
 };
 

@@ -176,5 +176,6 @@ pub const MOUNT: crate::kind::Kind = crate::kind::Kind {
     params: MountParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Mount::build(host, name, params)?)),
 };

@@ -95,5 +95,6 @@ pub const MSG: crate::kind::Kind = crate::kind::Kind {
     params: MsgParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Msg::build(name, params)?)),
 };

@@ -563,8 +563,13 @@ impl Resource for Net {
 
         if p.state != AdminState::Unset && link.up != (p.state == AdminState::Up) {
             ok = false;
-            step(ctx, apply, format!("{key}: would set the link {}", p.state), links.set_up(&name, p.state == AdminState::Up))
-                .await?;
+            step(
+                ctx,
+                apply,
+                format!("{key}: would set the link {}", p.state),
+                links.set_up(&name, p.state == AdminState::Up),
+            )
+            .await?;
         }
         if p.state == AdminState::Down {
             return Ok(ok);
@@ -649,6 +654,7 @@ pub const NET: crate::kind::Kind = crate::kind::Kind {
     params: NetParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Net::build(host, name, params)?)),
 };
 
@@ -727,9 +733,8 @@ mod tests {
     fn validation_names_the_field() {
         let host = Host::sandbox("/nonexistent");
         let build = |k: &str, v: Value| Net::build(&host, "eth0", &BTreeMap::from([(k.to_string(), v)])).unwrap();
-        let err = Net::build(&host, "eth0", &BTreeMap::from([("state".to_string(), Value::str("sideways"))]))
-            .err()
-            .unwrap();
+        let err =
+            Net::build(&host, "eth0", &BTreeMap::from([("state".to_string(), Value::str("sideways"))])).err().unwrap();
         assert!(err.to_string().contains("net[eth0]: field `state`: `sideways` is not one of"), "{err}");
         let err = build("addrs", Value::list(vec![Value::str("10.0.0.1")])).validate().unwrap_err();
         assert!(err.message.contains("field `addrs`: entry 0"), "{err}");

@@ -69,6 +69,7 @@ pub const NOOP: crate::kind::Kind = crate::kind::Kind {
     params: NoopParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Noop::build(name, params)?)),
 };
 
@@ -78,5 +79,6 @@ pub const PANIC: crate::kind::Kind = crate::kind::Kind {
     params: &[],
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, _name, _params| Ok(Box::new(Panic)),
 };

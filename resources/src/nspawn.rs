@@ -277,6 +277,7 @@ pub const NSPAWN: crate::kind::Kind = crate::kind::Kind {
     params: NspawnParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Nspawn::build(host, name, params)?)),
 };
 

@@ -130,7 +130,6 @@ impl<'a> Params<'a> {
             Some(other) => Err(self.wrong(field, "a list of structs", other)),
         }
     }
-
 }
 
 /// The fields of one struct value (its shape was checked against the declared type);

@@ -161,6 +161,7 @@ pub const PASSWORD: crate::kind::Kind = crate::kind::Kind {
     params: PasswordParams::FIELDS,
     sends: &[("password", "str")],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Password::build(name, params)?)),
 };
 
@@ -170,5 +171,6 @@ pub const EXIT: crate::kind::Kind = crate::kind::Kind {
     params: ExitParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Exit::build(name, params)?)),
 };

@@ -94,5 +94,6 @@ pub const PKG: crate::kind::Kind = crate::kind::Kind {
     params: PkgParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Pkg::build(host, name, params)?)),
 };

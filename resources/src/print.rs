@@ -73,5 +73,6 @@ pub const PRINT: crate::kind::Kind = crate::kind::Kind {
     params: PrintParams::FIELDS,
     sends: &[],
     can_recv: true,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Print::build(name, params)?)),
 };

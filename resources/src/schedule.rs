@@ -307,6 +307,7 @@ pub const SCHEDULE: crate::kind::Kind = crate::kind::Kind {
     params: ScheduleParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Schedule::build(host, name, params)?)),
 };
 

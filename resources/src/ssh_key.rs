@@ -23,6 +23,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
@@ -419,12 +420,23 @@ fn check_blob(mut blob: &[u8]) -> Result<String, String> {
     Ok(kind)
 }
 
+/// A key comes after its `user` and the `file` it edits.
+fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    if let Some(user) = str_param(params, "user").filter(|u| !u.is_empty()) {
+        edges.extend(index.resource("user", user).map(|u| (u, idx)));
+    }
+    if let Some(file) = str_param(params, "file").filter(|f| f.starts_with('/')) {
+        edges.extend(index.file(file).map(|f| (f, idx)));
+    }
+}
+
 /// The `ssh:authorized_key` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SSH_AUTHORIZED_KEY: crate::kind::Kind = crate::kind::Kind {
     name: "ssh:authorized_key",
     params: SshKeyParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
     build: |host, name, params| Ok(Box::new(SshAuthorizedKey::build(host, name, params)?)),
 };
 

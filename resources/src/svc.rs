@@ -17,6 +17,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use lang::value::Value;
 
+use crate::autoedge::{Edges, Index};
 use crate::common::Raw;
 use crate::host::{Host, ServiceManager, UnitChanges};
 use crate::params::BuildError;
@@ -120,29 +121,29 @@ impl Resource for Svc {
         }
         let mut ok = true;
         let mut started_or_stopped = false;
-        if let Some(want) = self.params.state.wanted() {
-            if self.services.is_active(&unit, session).await? != want {
-                ok = false;
-                started_or_stopped = true;
-                if !apply {
-                    ctx.report(format!("{key}: would {} {unit}", if want { "start" } else { "stop" }));
-                } else if want {
-                    self.services.start(&unit, session).await?;
-                } else {
-                    self.services.stop(&unit, session).await?;
-                }
+        if let Some(want) = self.params.state.wanted()
+            && self.services.is_active(&unit, session).await? != want
+        {
+            ok = false;
+            started_or_stopped = true;
+            if !apply {
+                ctx.report(format!("{key}: would {} {unit}", if want { "start" } else { "stop" }));
+            } else if want {
+                self.services.start(&unit, session).await?;
+            } else {
+                self.services.stop(&unit, session).await?;
             }
         }
-        if let Some(want) = self.params.startup.wanted() {
-            if self.services.is_enabled(&unit, session).await? != want {
-                ok = false;
-                if !apply {
-                    ctx.report(format!("{key}: would {} {unit}", if want { "enable" } else { "disable" }));
-                } else if want {
-                    self.services.enable(&unit, session).await?;
-                } else {
-                    self.services.disable(&unit, session).await?;
-                }
+        if let Some(want) = self.params.startup.wanted()
+            && self.services.is_enabled(&unit, session).await? != want
+        {
+            ok = false;
+            if !apply {
+                ctx.report(format!("{key}: would {} {unit}", if want { "enable" } else { "disable" }));
+            } else if want {
+                self.services.enable(&unit, session).await?;
+            } else {
+                self.services.disable(&unit, session).await?;
             }
         }
         if ctx.refresh && !started_or_stopped {
@@ -238,11 +239,25 @@ impl Follow {
     }
 }
 
+/// A `svc` comes after its unit file and before the `cron` that starts it.
+fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &BTreeMap<String, Value>, edges: &mut Edges) {
+    let unit = format!("{name}.service");
+    let unit_file =
+        ["/etc/systemd/system/", "/usr/lib/systemd/system/"].iter().find_map(|dir| index.file(&format!("{dir}{unit}")));
+    if let Some(file) = unit_file {
+        edges.insert((file, idx));
+    }
+    for &cron in index.crons_of(&unit) {
+        edges.insert((idx, cron));
+    }
+}
+
 /// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SVC: crate::kind::Kind = crate::kind::Kind {
     name: "svc",
     params: SvcParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
     build: |host, name, params| Ok(Box::new(Svc::build(host, name, params)?)),
 };

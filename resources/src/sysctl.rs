@@ -126,5 +126,6 @@ pub const SYSCTL: crate::kind::Kind = crate::kind::Kind {
     params: SysctlParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Sysctl::build(host, name, params)?)),
 };

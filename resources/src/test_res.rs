@@ -173,5 +173,6 @@ pub const TEST: crate::kind::Kind = crate::kind::Kind {
     params: TestParams::FIELDS,
     sends: &[("hello", "str"), ("answer", "int")],
     can_recv: true,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Test::build(name, params)?)),
 };

@@ -495,6 +495,7 @@ pub const TFTP_SERVER: crate::kind::Kind = crate::kind::Kind {
     params: ServerParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(TftpServer::build(host.tftp.clone(), name, params)?)),
 };
 
@@ -504,6 +505,7 @@ pub const TFTP_FILE: crate::kind::Kind = crate::kind::Kind {
     params: FileParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(TftpFile::build(host.tftp.clone(), name, params)?)),
 };
 

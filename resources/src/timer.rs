@@ -90,5 +90,6 @@ pub const TIMER: crate::kind::Kind = crate::kind::Kind {
     params: TimerParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(Timer::build(name, params)?)),
 };

@@ -126,5 +126,6 @@ pub const VALUE: crate::kind::Kind = crate::kind::Kind {
     params: ValueParams::FIELDS,
     sends: &[("any", "variant")],
     can_recv: true,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(ValueRes::build(host.values.clone(), name, params)?)),
 };

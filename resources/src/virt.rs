@@ -707,7 +707,12 @@ impl crate::typed::StructParam for Filesystem {
     const TYPE: &'static str = "struct{access str; source str; target str; read_only bool}";
     const LIST_TYPE: &'static str = "[]struct{access str; source str; target str; read_only bool}";
     fn from_fields(f: Fields<'_>) -> Filesystem {
-        Filesystem { access: f.str("access"), source: f.str("source"), target: f.str("target"), read_only: f.bool("read_only") }
+        Filesystem {
+            access: f.str("access"),
+            source: f.str("source"),
+            target: f.str("target"),
+            read_only: f.bool("read_only"),
+        }
     }
 }
 
@@ -1229,6 +1234,7 @@ pub const VIRT: crate::kind::Kind = crate::kind::Kind {
     params: VirtParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(Virt::build(host, name, params)?)),
 };
 

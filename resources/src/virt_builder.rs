@@ -442,6 +442,7 @@ pub const VIRT_BUILDER: crate::kind::Kind = crate::kind::Kind {
     params: BuilderParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(VirtBuilderRes::build(host, name, params)?)),
 };
 

@@ -1275,6 +1275,7 @@ pub const VIRT_NETWORK: crate::kind::Kind = crate::kind::Kind {
     params: NetworkParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(VirtNetwork::build(host, name, params)?)),
 };
 
@@ -1284,6 +1285,7 @@ pub const VIRT_NETWORK_HOST: crate::kind::Kind = crate::kind::Kind {
     params: HostParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?)),
 };
 
@@ -1293,6 +1295,7 @@ pub const VIRT_NETWORK_RANGE: crate::kind::Kind = crate::kind::Kind {
     params: RangeParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?)),
 };
 

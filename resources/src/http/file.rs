@@ -284,6 +284,7 @@ pub const HTTP_SERVER_FILE: crate::kind::Kind = crate::kind::Kind {
     params: FileParams::FIELDS,
     sends: &[],
     can_recv: true,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?)),
 };
 

@@ -140,6 +140,7 @@ pub const HTTP_SERVER_FLAG: crate::kind::Kind = crate::kind::Kind {
     params: FlagParams::FIELDS,
     sends: &[("value", "str")],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?)),
 };
 

@@ -391,6 +391,7 @@ pub const HTTP_SERVER_PROXY: crate::kind::Kind = crate::kind::Kind {
     params: ProxyParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?)),
 };
 

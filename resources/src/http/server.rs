@@ -303,6 +303,7 @@ pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
     params: ServerParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?)),
 };
 

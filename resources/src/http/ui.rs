@@ -661,6 +661,7 @@ pub const HTTP_SERVER_UI: crate::kind::Kind = crate::kind::Kind {
     params: UiParams::FIELDS,
     sends: &[],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?)),
 };
 
@@ -670,6 +671,7 @@ pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind = crate::kind::Kind {
     params: InputParams::FIELDS,
     sends: &[("value", "str")],
     can_recv: false,
+    autoedges: crate::autoedge::Rules::NONE,
     build: |host, name, params| Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), name, params)?)),
 };
 
