@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
-use engine::{Engine, EngineConfig, EngineEvent, ResKey, WorkerState};
+use engine::{Engine, EngineConfig, EngineEvent, ResError, ResKey, WorkerState};
 use metrics::{ApplyResult, Metrics};
 
 /// Sends `request` raw and returns (status line, headers, body).
@@ -51,7 +51,11 @@ async fn scrape_reflects_fed_events() {
     m.record_event(&EngineEvent::Started(key("exec", "say \"hi\"")));
     m.record_event(&EngineEvent::Applied { key: key("file", "a"), changed: true, noop: false, reports: vec![] });
     m.record_event(&EngineEvent::Applied { key: key("file", "a"), changed: false, noop: false, reports: vec![] });
-    m.record_event(&EngineEvent::Failed { key: key("exec", "say \"hi\""), error: "boom".into(), retrying: true });
+    m.record_event(&EngineEvent::Failed {
+        key: key("exec", "say \"hi\""),
+        error: ResError::new("boom"),
+        retrying: true,
+    });
     m.record_event(&EngineEvent::Converged(true));
     m.swap_rejected();
     m.compile_error();
@@ -122,7 +126,7 @@ async fn scrape_reflects_fed_events() {
 
     let mut status = BTreeMap::new();
     status.insert(key("file", "a"), WorkerState::Applying);
-    status.insert(key("exec", "x"), WorkerState::Failed { error: "no".into() });
+    status.insert(key("exec", "x"), WorkerState::Failed { error: ResError::new("no") });
     m.sync_states(&status);
     let (_, _, body) = scrape(server.addr, "GET /metrics HTTP/1.1\r\n\r\n").await;
     assert_eq!(value(&body, "tend_resources{state=\"applying\"}").as_deref(), Some("1"));

@@ -1,7 +1,7 @@
 //! What the engine reports: a closed set of events, broadcast to subscribers (the app's
 //! log, tests) and mirrored to `tracing`.
 
-use crate::key::ResKey;
+use crate::key::{ResError, ResKey};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum EngineEvent {
@@ -15,7 +15,7 @@ pub enum EngineEvent {
     /// have been changed). `reports`: notes from the resource (noop diffs).
     Applied { key: ResKey, changed: bool, noop: bool, reports: Vec<String> },
     /// A check-apply or watch failed; `retrying` tells whether the budget allows another try.
-    Failed { key: ResKey, error: String, retrying: bool },
+    Failed { key: ResKey, error: ResError, retrying: bool },
     /// Every worker succeeded and is idle (or failed for good); or stopped being so.
     Converged(bool),
 }

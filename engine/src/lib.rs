@@ -68,7 +68,7 @@ use tokio::sync::{Mutex, broadcast, watch};
 
 pub use event::EngineEvent;
 pub use graph::{Edge, Graph, GraphError, Vertex};
-pub use key::{Payload, ResError, ResKey, SendRecv};
+pub use key::{IoAt, Payload, ResError, ResKey, Retry, SendRecv, retry_of};
 pub use meta::{Meta, MetaError, parse_sema};
 pub use node::WorkerState;
 pub use res::{ApplyCtx, InitCtx, Resource, WatchCtx};

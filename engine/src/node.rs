@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use crate::converger::{Converger, Slot};
 
-use crate::key::{Payload, ResKey, SendRecv};
+use crate::key::{Payload, ResError, ResKey, SendRecv};
 
 pub(crate) struct Node {
     pub(crate) key: ResKey,
@@ -59,7 +59,7 @@ pub enum WorkerState {
     /// Last run failed; another try is scheduled.
     Retrying { error: String },
     /// Gave up after exhausting its retries.
-    Failed { error: String },
+    Failed { error: ResError },
 }
 
 #[derive(Clone, Default)]

@@ -402,26 +402,18 @@ impl Worker {
     }
 
     fn report_retry(&self, error: &ResError) {
-        tracing::warn!(resource = %self.node.key, error = %error, "failed, will retry");
-        self.shared.emit(|| EngineEvent::Failed {
-            key: self.node.key.clone(),
-            error: error.to_string(),
-            retrying: true,
-        });
+        tracing::warn!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed, will retry");
+        self.shared.emit(|| EngineEvent::Failed { key: self.node.key.clone(), error: error.clone(), retrying: true });
     }
 
     /// Stops for good: records the error and leaves the converger (engine.md 2.5).
     fn fail(&self, error: ResError) {
-        tracing::error!(resource = %self.node.key, error = %error, "failed");
+        tracing::error!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
         *lock(&self.node.failed) = Some(error.to_string());
-        self.node.set_state(WorkerState::Failed { error: error.to_string() });
+        self.node.set_state(WorkerState::Failed { error: error.clone() });
         self.shared.converger.unregister(&self.node.converged);
         self.shared.failed_for_good.send_modify(|n| *n += 1);
-        self.shared.emit(|| EngineEvent::Failed {
-            key: self.node.key.clone(),
-            error: error.to_string(),
-            retrying: false,
-        });
+        self.shared.emit(|| EngineEvent::Failed { key: self.node.key.clone(), error, retrying: false });
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.

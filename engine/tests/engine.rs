@@ -124,7 +124,7 @@ async fn an_exhausted_resource_blocks_only_its_dependents() {
     // Its dependent never converges, as in mgmt.
     assert!(!engine.is_converged());
     let status = engine.status().await;
-    assert!(matches!(&status[&key("broken")], WorkerState::Failed { error } if error == "told to fail"));
+    assert!(matches!(&status[&key("broken")], WorkerState::Failed { error } if error.message == "told to fail"));
     assert_eq!(status[&key("child")], WorkerState::Waiting);
     assert_eq!(status[&key("other")], WorkerState::Idle);
     // The engine still accepts graphs.

@@ -134,7 +134,8 @@ where
 
 /// One HTTP request to the target's server (a fresh connection each time).
 pub async fn request(t: &Target, method: Method, path: &str, body: Option<&str>) -> Result<Reply, ResError> {
-    let fail = |e: String| ResError::new(format!("consul {method} {}://{}{path}: {e}", t.scheme, t.address));
+    // Failing to reach the server may pass (it restarts, the network comes back).
+    let fail = |e: String| ResError::transient(format!("consul {method} {}://{}{path}: {e}", t.scheme, t.address));
     let mut builder = Request::builder().method(method.clone()).uri(path).header(hyper::header::HOST, &t.address);
     if !t.token.is_empty() {
         builder = builder.header("X-Consul-Token", &t.token);
@@ -168,7 +169,10 @@ pub async fn get(t: &Target) -> Result<Option<String>, ResError> {
     match reply.status {
         200 => Ok(Some(String::from_utf8_lossy(&reply.body).into_owned())),
         404 => Ok(None),
-        s => Err(ResError::new(format!("consul: reading key `{}`: HTTP {s}: {}", t.key, body_text(&reply)))),
+        s => {
+            let message = format!("consul: reading key `{}`: HTTP {s}: {}", t.key, body_text(&reply));
+            Err(if s >= 500 { ResError::transient(message) } else { ResError::new(message) })
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -143,7 +143,7 @@ impl Resource for Cron {
                 self.services.stop(&timer, session).await?;
                 self.services.disable(&timer, session).await?;
             }
-            std::fs::remove_file(&self.path)?;
+            std::fs::remove_file(&self.path).at(&self.path)?;
             self.services.daemon_reload(session).await?;
             return Ok(false);
         }
@@ -156,9 +156,9 @@ impl Resource for Cron {
                 return Ok(false);
             }
             if let Some(dir) = self.path.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).at(dir)?;
             }
-            atomic_write(&self.path, wanted.as_bytes(), Some(0o644))?;
+            atomic_write(&self.path, wanted.as_bytes(), Some(0o644)).at(&self.path)?;
             self.services.daemon_reload(session).await?;
         }
         if self.params.startup != Startup::Unset {

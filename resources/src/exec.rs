@@ -293,7 +293,7 @@ impl Resource for Exec {
                         ctx.event();
                     }
                     line = async { match lines.as_mut() { Some(l) => l.next_line().await, None => std::future::pending().await } } => {
-                        match line? {
+                        match line.map_err(|e| ResError::new(format!("reading watchcmd's output: {e}")))? {
                             Some(line) if line.trim().is_empty() => {}
                             Some(_) => ctx.event(),
                             None => return Err(ResError::new(format!("watchcmd `{}` exited", p.watchcmd))),

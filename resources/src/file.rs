@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -381,7 +381,7 @@ impl Resource for File {
             Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.raw.name))),
             Ok(m) if !m.is_file() => return refuse("something that is not a regular file"),
             Ok(m) => {
-                let content = fs::read(path)?;
+                let content = fs::read(path).at(path)?;
                 let Ok(content) = String::from_utf8(content) else { return refuse("binary content") };
                 values.insert("state".into(), Value::str("exists"));
                 values.insert("content".into(), Value::str(content));

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::ResError;
+use engine::{IoAt, ResError};
 use tokio_util::sync::CancellationToken;
 
 use crate::util::command::{self, CmdOutput, CmdSpec};
@@ -623,7 +623,7 @@ pub struct MountTools;
 #[async_trait]
 impl Mounter for MountTools {
     async fn is_mounted(&self, point: &str) -> Result<bool, ResError> {
-        let mounts = std::fs::read_to_string("/proc/self/mounts")?;
+        let mounts = std::fs::read_to_string("/proc/self/mounts").at("/proc/self/mounts")?;
         let point = point.trim_end_matches('/');
         Ok(mounts.lines().any(|l| l.split_whitespace().nth(1) == Some(if point.is_empty() { "/" } else { point })))
     }

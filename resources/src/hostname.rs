@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -101,7 +101,8 @@ impl Resource for Hostname {
             if current.trim() != name {
                 ok = false;
                 if apply {
-                    atomic_write(&self.etc_hostname, format!("{name}\n").as_bytes(), Some(0o644))?;
+                    atomic_write(&self.etc_hostname, format!("{name}\n").as_bytes(), Some(0o644))
+                        .at(&self.etc_hostname)?;
                 } else {
                     ctx.report(format!("{key}: would set the static hostname to {name}"));
                 }
@@ -113,7 +114,7 @@ impl Resource for Hostname {
             if current != wanted {
                 ok = false;
                 if apply {
-                    atomic_write(&self.machine_info, wanted.as_bytes(), Some(0o644))?;
+                    atomic_write(&self.machine_info, wanted.as_bytes(), Some(0o644)).at(&self.machine_info)?;
                 } else {
                     ctx.report(format!("{key}: would set the pretty hostname to {pretty}"));
                 }

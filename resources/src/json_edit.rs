@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -186,12 +186,12 @@ impl Resource for JsonEdit {
         }
         if world {
             if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).at(dir)?;
             }
         } else if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
             return Err(ResError::new(format!("{key}: {} is not a regular file", path.display())));
         }
-        atomic_write(&path, out.as_bytes(), None)?;
+        atomic_write(&path, out.as_bytes(), None).at(&path)?;
         Ok(false)
     }
 

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -122,7 +122,7 @@ impl Resource for Kv {
                     return Ok(true);
                 }
                 if apply {
-                    fs::remove_file(&path)?;
+                    fs::remove_file(&path).at(&path)?;
                 } else {
                     ctx.report(format!("{key}: would delete key `{}`", self.params.key));
                 }
@@ -144,9 +144,9 @@ impl Resource for Kv {
                     return Ok(false);
                 }
                 if let Some(dir) = path.parent() {
-                    fs::create_dir_all(dir)?;
+                    fs::create_dir_all(dir).at(dir)?;
                 }
-                atomic_write(&path, value.as_bytes(), None)?;
+                atomic_write(&path, value.as_bytes(), None).at(&path)?;
                 Ok(false)
             }
         }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -144,7 +144,7 @@ impl Resource for Line {
             ctx.report(unified_diff(&path.display().to_string(), &text, &new));
             return Ok(false);
         }
-        atomic_write(&path, new.as_bytes(), None)?;
+        atomic_write(&path, new.as_bytes(), None).at(&path)?;
         Ok(false)
     }
 

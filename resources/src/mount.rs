@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -149,7 +149,7 @@ impl Resource for Mount {
         if wanted != text {
             ok = false;
             if apply {
-                atomic_write(&self.fstab, wanted.as_bytes(), None)?;
+                atomic_write(&self.fstab, wanted.as_bytes(), None).at(&self.fstab)?;
             } else {
                 ctx.report(unified_diff(&self.fstab.display().to_string(), &text, &wanted));
             }

@@ -18,7 +18,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -468,11 +468,11 @@ impl Net {
         match wanted {
             Some(text) => {
                 if let Some(dir) = self.unit_path.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    std::fs::create_dir_all(dir).at(dir)?;
                 }
-                atomic_write(&self.unit_path, text.as_bytes(), Some(0o644))?;
+                atomic_write(&self.unit_path, text.as_bytes(), Some(0o644)).at(&self.unit_path)?;
             }
-            None => std::fs::remove_file(&self.unit_path)?,
+            None => std::fs::remove_file(&self.unit_path).at(&self.unit_path)?,
         }
         Ok(false)
     }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -137,8 +137,8 @@ impl Machines for FakeMachines {
         if !lock(&self.images).contains(name) {
             return Err(ResError::new(format!("No image '{name}' known")));
         }
-        std::fs::create_dir_all(&self.dir)?;
-        std::fs::write(self.dir.join(name), "STATE=running\n")?;
+        std::fs::create_dir_all(&self.dir).at(&self.dir)?;
+        std::fs::write(self.dir.join(name), "STATE=running\n").at(self.dir.join(name))?;
         lock(&self.running).insert(name.to_string());
         Ok(())
     }

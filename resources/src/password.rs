@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource};
+use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource};
 use lang::value::Value;
 use rand::Rng;
 
@@ -98,9 +98,9 @@ impl Resource for Password {
         let fresh = generate(usize::from(self.params.length));
         if let Some(file) = &self.file {
             if let Some(dir) = file.parent() {
-                std::fs::create_dir_all(dir)?;
+                std::fs::create_dir_all(dir).at(dir)?;
             }
-            atomic_write(file, fresh.as_bytes(), Some(0o600))?;
+            atomic_write(file, fresh.as_bytes(), Some(0o600)).at(file)?;
         }
         self.current = Some(fresh);
         Ok(false)

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -258,7 +258,7 @@ impl Resource for Schedule {
                 return Ok(true);
             }
             if apply {
-                std::fs::remove_file(&path)?;
+                std::fs::remove_file(&path).at(&path)?;
             } else {
                 ctx.report(format!("{key}: would withdraw this host from `{ns}`"));
             }
@@ -276,7 +276,7 @@ impl Resource for Schedule {
             ctx.report(format!("{key}: would volunteer this host for `{ns}`"));
             return Ok(false);
         }
-        write_record(&path, &want)?;
+        write_record(&path, &want).at(&path)?;
         Ok(false)
     }
 
@@ -289,9 +289,9 @@ impl Resource for Schedule {
         let ttl = self.params.ttl();
         if ttl > 0 {
             record.expires = Some(now() + ttl);
-            write_record(path, &record)?;
+            write_record(path, &record).at(path)?;
         } else {
-            std::fs::remove_file(path)?;
+            std::fs::remove_file(path).at(path)?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -204,7 +204,7 @@ impl Resource for SshAuthorizedKey {
                         .create(&dir)
                         .map_err(|e| ResError::new(format!("{key}: cannot create {}: {e}", dir.display())))?;
                     if let Some((uid, gid)) = owner {
-                        lchown(&dir, Some(uid), Some(gid))?;
+                        lchown(&dir, Some(uid), Some(gid)).at(&dir)?;
                     }
                 }
             }
@@ -223,7 +223,7 @@ impl Resource for SshAuthorizedKey {
         atomic_write(&path, new.as_bytes(), if existed { None } else { Some(0o600) })
             .map_err(|e| ResError::new(format!("{key}: cannot write {}: {e}", path.display())))?;
         if !existed && let Some((uid, gid)) = owner {
-            lchown(&path, Some(uid), Some(gid))?;
+            lchown(&path, Some(uid), Some(gid)).at(&path)?;
         }
         Ok(false)
     }

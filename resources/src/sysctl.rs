@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -92,7 +92,7 @@ impl Resource for Sysctl {
             if normalized != wanted {
                 ok = false;
                 if apply {
-                    std::fs::write(&self.proc_path, format!("{}\n", self.params.value))?;
+                    std::fs::write(&self.proc_path, format!("{}\n", self.params.value)).at(&self.proc_path)?;
                 } else {
                     ctx.report(format!("{key}: would set runtime value to {}", self.params.value));
                 }
@@ -104,9 +104,9 @@ impl Resource for Sysctl {
                 ok = false;
                 if apply {
                     if let Some(dir) = self.conf_path.parent() {
-                        std::fs::create_dir_all(dir)?;
+                        std::fs::create_dir_all(dir).at(dir)?;
                     }
-                    atomic_write(&self.conf_path, line.as_bytes(), Some(0o644))?;
+                    atomic_write(&self.conf_path, line.as_bytes(), Some(0o644)).at(&self.conf_path)?;
                 } else {
                     ctx.report(format!("{key}: would write {}", self.params.path));
                 }

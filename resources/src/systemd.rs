@@ -199,7 +199,7 @@ impl SystemdBus {
             }
             JobEnd::Lost => {
                 link.forget();
-                Err(ResError::new(format!("{verb} {unit}: lost the {} bus while waiting for its job", link.name)))
+                Err(ResError::transient(format!("{verb} {unit}: lost the {} bus while waiting for its job", link.name)))
             }
         }
     }
@@ -294,11 +294,11 @@ impl Link {
         let conn = self.connect().await?;
         let manager = ManagerProxy::new(&conn)
             .await
-            .map_err(|e| ResError::new(format!("systemd does not answer on the {} bus ({e})", self.name)))?;
+            .map_err(|e| ResError::transient(format!("systemd does not answer on the {} bus ({e})", self.name)))?;
         manager
             .subscribe()
             .await
-            .map_err(|e| ResError::new(format!("systemd does not answer on the {} bus ({e})", self.name)))?;
+            .map_err(|e| ResError::transient(format!("systemd does not answer on the {} bus ({e})", self.name)))?;
         *lock(&self.open) = Some(manager.clone());
         Ok(manager)
     }

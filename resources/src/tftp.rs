@@ -166,7 +166,7 @@ impl Resource for TftpServer {
         });
         Box::pin(async move {
             let sock = bind_first(&address, UdpSocket::bind).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
-            let local = sock.local_addr()?;
+            let local = sock.local_addr().map_err(|e| ResError::new(format!("{key}: {e}")))?;
             tracing::info!(resource = %key, %local, "listening");
             hub.set_bound(&serving.name, Some(local));
             ctx.event();

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -200,8 +200,8 @@ pub(crate) fn auth_file_text(auth: &Auth) -> String {
 pub(crate) fn auth_file(conn: &Conn) -> Result<AuthFile, ResError> {
     let Some(auth) = conn.auth.as_ref() else { return Ok(AuthFile { _file: None, env: Vec::new() }) };
     // tempfile creates the file with mode 0600.
-    let mut file = tempfile::NamedTempFile::new()?;
-    file.write_all(auth_file_text(auth).as_bytes())?;
+    let mut file = tempfile::NamedTempFile::new().at(std::env::temp_dir())?;
+    file.write_all(auth_file_text(auth).as_bytes()).at(file.path())?;
     let env = vec![("LIBVIRT_AUTH_FILE".to_string(), file.path().display().to_string())];
     Ok(AuthFile { _file: Some(file), env })
 }
@@ -238,8 +238,8 @@ pub(crate) async fn virsh_ok(conn: &Conn, args: &[&str]) -> Result<(), ResError>
 
 /// Runs a virsh command that takes an XML file (written to a private temporary file).
 pub(crate) async fn virsh_with_xml(conn: &Conn, args: &[&str], xml: &str, trailing: &[&str]) -> Result<(), ResError> {
-    let mut file = tempfile::NamedTempFile::new()?;
-    file.write_all(xml.as_bytes())?;
+    let mut file = tempfile::NamedTempFile::new().at(std::env::temp_dir())?;
+    file.write_all(xml.as_bytes()).at(file.path())?;
     let path = file.path().display().to_string();
     let mut all: Vec<&str> = args.to_vec();
     all.push(&path);

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 use tokio_util::sync::CancellationToken;
@@ -97,7 +97,7 @@ impl ImageBuilder for FakeBuilder {
             .and_then(|i| args.get(i + 1))
             .ok_or_else(|| ResError::new("virt-builder: no --output"))?;
         let failing = self.fail.load(std::sync::atomic::Ordering::SeqCst);
-        std::fs::write(output, if failing { "partial" } else { "image" })?;
+        std::fs::write(output, if failing { "partial" } else { "image" }).at(output)?;
         let text = if failing { "virt-builder: error: disk full\n" } else { "[ 1.0] Finishing off\n" };
         Ok(CmdOutput {
             stdout: text.into(),
@@ -401,7 +401,11 @@ impl Resource for VirtBuilderRes {
             tracing::info!(resource = %key, package = GUESTFS_PACKAGE, "installing the image builder");
             self.packages.install(GUESTFS_PACKAGE, None, false).await?;
         }
-        let binary = if p.bootstrap { Some(std::env::current_exe()?.canonicalize()?) } else { None };
+        let binary = if p.bootstrap {
+            Some(std::env::current_exe().and_then(|p| p.canonicalize()).at("/proc/self/exe")?)
+        } else {
+            None
+        };
         let args = builder_args(&p, binary.as_deref());
         tracing::info!(resource = %key, args = %args.join(" "), "building the image");
         let result = self.builder.build(&args, &ctx.cancel).await;

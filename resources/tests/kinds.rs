@@ -143,6 +143,22 @@ async fn sysctl_writes_runtime_and_persistent_values_under_the_root() {
 }
 
 #[tokio::test]
+async fn an_io_failure_names_its_path() {
+    let root = tempfile::tempdir().unwrap();
+    let host = Host::sandbox(root.path());
+    fs::create_dir_all(root.path().join("proc/sys/vm")).unwrap();
+    fs::write(root.path().join("proc/sys/vm/swappiness"), "60\n").unwrap();
+    // `/etc/sysctl.d` is a regular file, so the persistent file cannot be written under it.
+    fs::create_dir_all(root.path().join("etc")).unwrap();
+    fs::write(root.path().join("etc/sysctl.d"), "").unwrap();
+    let mut res = build_with(&host, "sysctl", "vm.swappiness", &params(&[("value", s("10"))])).unwrap();
+    let err = check(res.as_mut(), true).await.unwrap_err();
+    let dir = root.path().join("etc/sysctl.d");
+    assert!(err.starts_with(&format!("{}: ", dir.display())), "{err}");
+    assert!(err.contains("File exists"), "{err}");
+}
+
+#[tokio::test]
 async fn hostname_sets_static_pretty_and_transient_names() {
     let root = tempfile::tempdir().unwrap();
     let host = Host::sandbox(root.path());

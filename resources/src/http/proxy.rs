@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use hyper::{Method, StatusCode};
 use lang::value::Value;
@@ -105,7 +105,7 @@ impl Upstream for MemUpstream {
         let body = self.files.lock().unwrap_or_else(|e| e.into_inner()).get(url).cloned();
         match body {
             Some(body) => {
-                std::fs::write(dest, body)?;
+                std::fs::write(dest, body).at(dest)?;
                 Ok(Fetched::Saved)
             }
             None => Ok(Fetched::Status(404)),

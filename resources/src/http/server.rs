@@ -126,7 +126,7 @@ impl Resource for HttpServer {
         Box::pin(async move {
             let listener =
                 bind_first(&address, TcpListener::bind).await.map_err(|e| ResError::new(format!("{key}: {e}")))?;
-            let local = listener.local_addr()?;
+            let local = listener.local_addr().map_err(|e| ResError::new(format!("{key}: {e}")))?;
             if parse_listen(&address).is_ok_and(|(ip, _)| ip.is_none_or(|ip| ip.is_unspecified())) {
                 tracing::warn!(resource = %key, "listening on all interfaces at {address}");
             }

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
@@ -514,9 +514,9 @@ impl HttpUiInput {
             Store::World(_) => {
                 let file = self.world_file.as_ref().ok_or_else(|| ResError::new("check-apply before init"))?;
                 if let Some(dir) = file.parent() {
-                    std::fs::create_dir_all(dir)?;
+                    std::fs::create_dir_all(dir).at(dir)?;
                 }
-                atomic_write(file, value.as_bytes(), None)?;
+                atomic_write(file, value.as_bytes(), None).at(file)?;
                 Ok(())
             }
         }

@@ -108,7 +108,11 @@ pub async fn run(spec: &CmdSpec, cancel: &CancellationToken) -> Result<CmdOutput
         out = collect(&mut child) => out,
         _ = deadline => {
             stop(&mut child, spec.signal).await;
-            Err(ResError::new(format!("`{}` timed out after {:?}", spec.argv().join(" "), spec.timeout.unwrap_or_default())))
+            Err(ResError::transient(format!(
+                "`{}` timed out after {:?}",
+                spec.argv().join(" "),
+                spec.timeout.unwrap_or_default()
+            )))
         }
         _ = cancel.cancelled() => {
             stop(&mut child, spec.signal).await;
@@ -126,16 +130,16 @@ async fn collect(child: &mut Child) -> Result<CmdOutput, ResError> {
     while out_open || err_open {
         tokio::select! {
             n = out.read(&mut buf_out), if out_open => {
-                let n = n?;
+                let n = n.map_err(|e| ResError::new(format!("reading the command's output: {e}")))?;
                 if n == 0 { out_open = false } else { stdout.extend_from_slice(&buf_out[..n]); output.extend_from_slice(&buf_out[..n]); }
             }
             n = err.read(&mut buf_err), if err_open => {
-                let n = n?;
+                let n = n.map_err(|e| ResError::new(format!("reading the command's output: {e}")))?;
                 if n == 0 { err_open = false } else { stderr.extend_from_slice(&buf_err[..n]); output.extend_from_slice(&buf_err[..n]); }
             }
         }
     }
-    let status = child.wait().await?;
+    let status = child.wait().await.map_err(|e| ResError::new(format!("waiting for the command: {e}")))?;
     Ok(CmdOutput {
         stdout: String::from_utf8_lossy(&stdout).into_owned(),
         stderr: String::from_utf8_lossy(&stderr).into_owned(),
