@@ -124,6 +124,20 @@ pub(crate) fn add(r: &mut Registry, d: Def) {
     });
 }
 
+/// Registers a typed built-in (made by `builtin!`): its signature comes from its Rust types.
+pub(crate) fn typed(r: &mut Registry, name: impl Into<String>, f: crate::typed::Typed) {
+    r.register(Builtin {
+        decl: FuncDecl {
+            name: name.into(),
+            sigs: vec![sig(&f.signature())],
+            infer: None,
+            check: None,
+            doc: f.doc.trim(),
+        },
+        imp: FuncImpl::Pure(f.call),
+    });
+}
+
 /// Registers a pure function with one signature.
 pub(crate) fn pure(r: &mut Registry, name: impl Into<String>, sig: &'static str, f: PureFn, doc: &'static str) {
     add(r, Def::pure(name, &[sig], f, doc));

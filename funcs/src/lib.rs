@@ -6,3 +6,4 @@ pub mod printf;
 pub mod registry;
 pub mod runtime;
 pub mod template;
+pub mod typed;

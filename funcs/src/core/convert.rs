@@ -1,22 +1,25 @@
 //! The `convert` package.
 
-use super::{arg_bool, arg_float, arg_int, arg_str, pure};
-use crate::api::{CallCtx, FuncError, FuncResult};
+use super::typed;
+use crate::api::FuncError;
+use crate::builtin;
 use crate::registry::Registry;
-use lang::value::Value;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "convert.format_bool", "func(a bool) str", format_bool, "\"true\" or \"false\"");
-    pure(r, "convert.parse_bool", "func(a str) bool", parse_bool, "parses a bool the Go way (1, t, true, TRUE, ...)");
-    pure(r, "convert.str_to_float", "func(a str) float", str_to_float, "parses a float");
-    pure(r, "convert.str_to_int", "func(a str) int", str_to_int, "parses a base-10 int");
-    pure(r, "convert.to_float", "func(a int) float", to_float, "an int as a float");
-    pure(r, "convert.to_int", "func(a float) int", to_int, "a float truncated to an int");
-    pure(r, "convert.int_to_str", "func(a int) str", int_to_str, "an int in base 10");
+    typed(r, "convert.format_bool", format_bool::DEF);
+    typed(r, "convert.parse_bool", parse_bool::DEF);
+    typed(r, "convert.str_to_float", str_to_float::DEF);
+    typed(r, "convert.str_to_int", str_to_int::DEF);
+    typed(r, "convert.to_float", to_float::DEF);
+    typed(r, "convert.to_int", to_int::DEF);
+    typed(r, "convert.int_to_str", int_to_str::DEF);
 }
 
-fn format_bool(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(if arg_bool(a, 0)? { "true" } else { "false" }))
+builtin! {
+    /// "true" or "false"
+    fn format_bool(a: bool) -> String {
+        if a { "true" } else { "false" }.to_string()
+    }
 }
 
 /// Go's `strconv.ParseBool`.
@@ -28,8 +31,11 @@ pub fn go_parse_bool(s: &str) -> Result<bool, FuncError> {
     }
 }
 
-fn parse_bool(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    go_parse_bool(arg_str(a, 0)?).map(Value::Bool)
+builtin! {
+    /// parses a bool the Go way (1, t, true, TRUE, ...)
+    fn parse_bool(a: &str) -> Result<bool, FuncError> {
+        go_parse_bool(a)
+    }
 }
 
 /// Go's `strconv.ParseFloat(s, 64)` (decimal forms, `inf`, `nan`, underscores not allowed).
@@ -50,8 +56,11 @@ pub fn go_parse_float(s: &str) -> Result<f64, FuncError> {
     Ok(f)
 }
 
-fn str_to_float(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    go_parse_float(arg_str(a, 0)?).map(Value::Float)
+builtin! {
+    /// parses a float
+    fn str_to_float(a: &str) -> Result<f64, FuncError> {
+        go_parse_float(a)
+    }
 }
 
 /// Go's `strconv.ParseInt(s, base, 64)` for bases 2..=36 (base 0 infers from a prefix).
@@ -93,18 +102,30 @@ pub fn go_parse_int(s: &str, base: i64) -> Result<i64, FuncError> {
     })
 }
 
-fn str_to_int(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    go_parse_int(arg_str(a, 0)?, 10).map(Value::Int)
+builtin! {
+    /// parses a base-10 int
+    fn str_to_int(a: &str) -> Result<i64, FuncError> {
+        go_parse_int(a, 10)
+    }
 }
 
-fn to_float(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Float(arg_int(a, 0)? as f64))
+builtin! {
+    /// an int as a float
+    fn to_float(a: i64) -> f64 {
+        a as f64
+    }
 }
 
-fn to_int(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Int(arg_float(a, 0)?.trunc() as i64))
+builtin! {
+    /// a float truncated to an int
+    fn to_int(a: f64) -> i64 {
+        a.trunc() as i64
+    }
 }
 
-fn int_to_str(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(arg_int(a, 0)?.to_string()))
+builtin! {
+    /// an int in base 10
+    fn int_to_str(a: i64) -> String {
+        a.to_string()
+    }
 }

@@ -1,8 +1,9 @@
 //! The `datetime` package: seconds since the Unix epoch, shown in the local time zone.
 
 use super::streams::{Emitter, boxed, per_input};
-use super::{arg_int, arg_str, pure, stream};
-use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use super::{stream, typed};
+use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use jiff::tz::TimeZone;
@@ -14,10 +15,10 @@ pub fn register(r: &mut Registry) {
     stream(r, "datetime.now", "func() int", now, "the current Unix time in seconds, every second");
     stream(r, "datetime.str_now", "func() str", str_now, "the current time as a string, every second");
     stream(r, "datetime.weekday_fast", "func() str", weekday_fast, "today's lowercase weekday name");
-    pure(r, "datetime.format", "func(a int, b str) str", format, "formats a Unix time with a Go layout");
-    pure(r, "datetime.hour", "func(a int) int", hour, "the hour (0-23) of a Unix time");
-    pure(r, "datetime.print", "func(a int) str", print, "a Unix time in Go's default time format");
-    pure(r, "datetime.weekday", "func(a int) str", weekday, "the lowercase weekday name of a Unix time");
+    typed(r, "datetime.format", format::DEF);
+    typed(r, "datetime.hour", hour::DEF);
+    typed(r, "datetime.print", print::DEF);
+    typed(r, "datetime.weekday", weekday::DEF);
 }
 
 /// A Unix time in the given zone; negative times are catchable errors.
@@ -205,17 +206,29 @@ pub fn go_string(z: &Zoned) -> String {
     go_format(z, "2006-01-02 15:04:05.999999999 -0700 MST")
 }
 
-fn format(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(go_format(&local(arg_int(a, 0)?)?, arg_str(a, 1)?)))
+builtin! {
+    /// formats a Unix time with a Go layout
+    fn format(a: i64, b: &str) -> Result<String, FuncError> {
+        Ok(go_format(&local(a)?, b))
+    }
 }
-fn hour(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Int(local(arg_int(a, 0)?)?.hour() as i64))
+builtin! {
+    /// the hour (0-23) of a Unix time
+    fn hour(a: i64) -> Result<i64, FuncError> {
+        Ok(local(a)?.hour() as i64)
+    }
 }
-fn print(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(go_string(&local(arg_int(a, 0)?)?)))
+builtin! {
+    /// a Unix time in Go's default time format
+    fn print(a: i64) -> Result<String, FuncError> {
+        Ok(go_string(&local(a)?))
+    }
 }
-fn weekday(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(day_name(&local(arg_int(a, 0)?)?).to_lowercase()))
+builtin! {
+    /// the lowercase weekday name of a Unix time
+    fn weekday(a: i64) -> Result<String, FuncError> {
+        Ok(day_name(&local(a)?).to_lowercase())
+    }
 }
 
 fn unix_now() -> i64 {

@@ -1,39 +1,22 @@
 //! The `deploy` package: files shipped with the program, addressed relative to the
 //! program's root directory (`Host::root`); a leading `/` means the root.
 
-use super::{arg_str, pure, str_list};
+use super::{arg_str, pure, typed};
 use crate::api::{CallCtx, FuncError, FuncResult, Host};
+use crate::builtin;
 use crate::registry::Registry;
 use lang::value::Value;
 use std::hash::{Hash, Hasher};
 use std::path::{Component, Path, PathBuf};
 
 pub fn register(r: &mut Registry) {
-    pure(r, "deploy.abspath", "func(path str) str", abspath, "the absolute deploy path of a module-relative path");
-    pure(r, "deploy.readfile", "func(filename str) str", readfile, "the contents of a deploy file (module-relative)");
-    pure(
-        r,
-        "deploy.readfileabs",
-        "func(filename str) str",
-        readfileabs,
-        "the contents of a deploy file (root-relative)",
-    );
-    pure(r, "deploy.file_exists", "func(filename str) bool", file_exists, "whether a deploy file exists");
-    pure(
-        r,
-        "deploy.directory",
-        "func(directory str) str",
-        directory,
-        "copies a deploy directory locally, returns its path",
-    );
-    pure(r, "deploy.binary_path", "func() str", binary_path, "the path of the running tend binary");
-    pure(
-        r,
-        "deploy.bootstrap_packages",
-        "func(distro str) []str",
-        bootstrap_packages,
-        "packages tend needs on a distro",
-    );
+    typed(r, "deploy.abspath", abspath::DEF);
+    typed(r, "deploy.readfile", readfile::DEF);
+    typed(r, "deploy.readfileabs", readfileabs::DEF);
+    typed(r, "deploy.file_exists", file_exists::DEF);
+    typed(r, "deploy.directory", directory::DEF);
+    typed(r, "deploy.binary_path", binary_path::DEF);
+    typed(r, "deploy.bootstrap_packages", bootstrap_packages::DEF);
     pure(
         r,
         "_deploy_module_path",
@@ -88,8 +71,11 @@ fn calling_module(_ctx: &CallCtx<'_>) -> &'static str {
     "/"
 }
 
-fn abspath(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    module_path(calling_module(ctx), arg_str(a, 0)?).map(Value::str)
+builtin! {
+    /// the absolute deploy path of a module-relative path
+    fn abspath(ctx: &CallCtx, path: &str) -> Result<String, FuncError> {
+        module_path(calling_module(ctx), path)
+    }
 }
 
 fn read(host: &Host, p: &str) -> FuncResult {
@@ -99,15 +85,24 @@ fn read(host: &Host, p: &str) -> FuncResult {
         .map_err(|e| FuncError::fatal(format!("can't read deploy file {p}: {e}")))
 }
 
-fn readfile(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    read(ctx.host, &module_path(calling_module(ctx), arg_str(a, 0)?)?)
+builtin! {
+    /// the contents of a deploy file (module-relative)
+    fn readfile(ctx: &CallCtx, filename: &str) -> FuncResult as "str" {
+        read(ctx.host, &module_path(calling_module(ctx), filename)?)
+    }
 }
-fn readfileabs(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    read(ctx.host, arg_str(a, 0)?)
+builtin! {
+    /// the contents of a deploy file (root-relative)
+    fn readfileabs(ctx: &CallCtx, filename: &str) -> FuncResult as "str" {
+        read(ctx.host, filename)
+    }
 }
-fn file_exists(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let p = module_path(calling_module(ctx), arg_str(a, 0)?)?;
-    Ok(Value::Bool(disk_path(ctx.host, &p)?.exists()))
+builtin! {
+    /// whether a deploy file exists
+    fn file_exists(ctx: &CallCtx, filename: &str) -> Result<bool, FuncError> {
+        let p = module_path(calling_module(ctx), filename)?;
+        Ok(disk_path(ctx.host, &p)?.exists())
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
@@ -125,33 +120,37 @@ fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Copies a deploy directory to a stable local directory (named from a hash of its
-/// source) and returns that path with a trailing `/`.
-fn directory(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let p = &module_path(calling_module(ctx), arg_str(a, 0)?)?;
-    let src = disk_path(ctx.host, p)?;
-    if !src.is_dir() {
-        return Err(FuncError::fatal(format!("deploy directory {p} does not exist")));
+builtin! {
+    /// copies a deploy directory locally, returns its path
+    fn directory(ctx: &CallCtx, directory: &str) -> Result<String, FuncError> {
+        let p = &module_path(calling_module(ctx), directory)?;
+        let src = disk_path(ctx.host, p)?;
+        if !src.is_dir() {
+            return Err(FuncError::fatal(format!("deploy directory {p} does not exist")));
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        src.hash(&mut h);
+        let dest = std::env::temp_dir().join(format!("tend-deploy-{:016x}", h.finish()));
+        copy_dir(&src, &dest).map_err(|e| FuncError::fatal(format!("can't copy deploy directory {p}: {e}")))?;
+        Ok(format!("{}/", dest.display()))
     }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    src.hash(&mut h);
-    let dest = std::env::temp_dir().join(format!("tend-deploy-{:016x}", h.finish()));
-    copy_dir(&src, &dest).map_err(|e| FuncError::fatal(format!("can't copy deploy directory {p}: {e}")))?;
-    Ok(Value::str(format!("{}/", dest.display())))
 }
 
-fn binary_path(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    std::env::current_exe()
-        .map(|p| Value::str(p.display().to_string()))
-        .map_err(|e| FuncError::fatal(format!("can't find the running binary: {e}")))
+builtin! {
+    /// the path of the running tend binary
+    fn binary_path() -> Result<String, FuncError> {
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .map_err(|e| FuncError::fatal(format!("can't find the running binary: {e}")))
+    }
 }
 
-/// tend is a single static binary: no distro needs extra packages to run it, but the
-/// distro must be one we know.
-fn bootstrap_packages(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let distro = arg_str(a, 0)?;
-    match distro {
-        "fedora" | "centos" | "rhel" | "debian" | "ubuntu" | "archlinux" => Ok(str_list(Vec::<String>::new())),
-        other => Err(FuncError::catchable(format!("unknown distro {other:?}"))),
+builtin! {
+    /// packages tend needs on a distro
+    fn bootstrap_packages(distro: &str) -> Result<Vec<String>, FuncError> {
+        match distro {
+            "fedora" | "centos" | "rhel" | "debian" | "ubuntu" | "archlinux" => Ok(Vec::new()),
+            other => Err(FuncError::catchable(format!("unknown distro {other:?}"))),
+        }
     }
 }

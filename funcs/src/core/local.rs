@@ -1,15 +1,16 @@
 //! The `local` package: per-machine state (a variable directory and stable pools).
 
-use super::{arg_str, pure};
-use crate::api::{CallCtx, FuncError, FuncResult};
+use super::typed;
+use crate::api::{FuncError, FuncResult};
+use crate::builtin;
 use crate::registry::Registry;
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 pub fn register(r: &mut Registry) {
-    pure(r, "local.pool", "func(namespace str, uid str) int", pool, "a stable small integer (>= 1) per uid");
-    pure(r, "local.vardir", "func(path str) str", vardir, "a per-program state directory");
+    typed(r, "local.pool", pool::DEF);
+    typed(r, "local.vardir", vardir::DEF);
 }
 
 /// A relative path with no `..`, `.` or root components.
@@ -35,8 +36,11 @@ pub fn vardir_in(base: &Path, p: &str) -> FuncResult {
     Ok(Value::str(s))
 }
 
-fn vardir(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    vardir_in(&ctx.host.state_dir, arg_str(a, 0)?)
+builtin! {
+    /// a per-program state directory
+    fn vardir(ctx: &CallCtx, path: &str) -> FuncResult as "str" {
+        vardir_in(&ctx.host.state_dir, path)
+    }
 }
 
 /// Looks up or allocates the number of `uid` in the pool file of `namespace`: the
@@ -75,6 +79,9 @@ pub fn pool_in(base: &Path, namespace: &str, uid: &str) -> FuncResult {
     Ok(Value::Int(n))
 }
 
-fn pool(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    pool_in(&ctx.host.state_dir, arg_str(a, 0)?, arg_str(a, 1)?)
+builtin! {
+    /// a stable small integer (>= 1) per uid
+    fn pool(ctx: &CallCtx, namespace: &str, uid: &str) -> FuncResult as "int" {
+        pool_in(&ctx.host.state_dir, namespace, uid)
+    }
 }

@@ -1,20 +1,21 @@
 //! The `math` package.
 
-use super::{Def, add, arg, arg_float, arg_int, pure};
+use super::{Def, add, arg, typed};
 use crate::api::{CallCtx, FuncError, FuncResult};
+use crate::builtin;
 use crate::registry::Registry;
 use lang::types::Type;
 use lang::value::Value;
 
 pub fn register(r: &mut Registry) {
     add(r, Def::pure("math.fortytwo", &["func() ?1"], fortytwo, "42, as an int or a float").check(check_fortytwo));
-    pure(r, "math.minus1", "func(x int) int", minus1, "x - 1");
+    typed(r, "math.minus1", minus1::DEF);
     add(
         r,
         Def::pure("math.mod", &["func(?1, ?1) ?1"], modulo, "the remainder of x / y (int or float)").check(check_mod),
     );
-    pure(r, "math.pow", "func(x float, y float) float", pow, "x to the power y");
-    pure(r, "math.sqrt", "func(x float) float", sqrt, "the square root of x");
+    typed(r, "math.pow", pow::DEF);
+    typed(r, "math.sqrt", sqrt::DEF);
 }
 
 fn ret_of(t: &Type) -> Option<&Type> {
@@ -48,8 +49,11 @@ fn fortytwo(ctx: &CallCtx<'_>, _: &[Value]) -> FuncResult {
     }
 }
 
-fn minus1(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Int(arg_int(a, 0)?.wrapping_sub(1)))
+builtin! {
+    /// x - 1
+    fn minus1(x: i64) -> i64 {
+        x.wrapping_sub(1)
+    }
 }
 
 /// Go's `math.Mod`: the result has the sign of x.
@@ -70,23 +74,27 @@ fn modulo(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
     }
 }
 
-fn finite(what: &str, r: f64) -> FuncResult {
+fn finite(what: &str, r: f64) -> Result<f64, FuncError> {
     if r.is_nan() || r.is_infinite() {
         Err(FuncError::catchable(format!("{what} is not a finite number ({r})")))
     } else {
-        Ok(Value::Float(r))
+        Ok(r)
     }
 }
 
-fn pow(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (x, y) = (arg_float(a, 0)?, arg_float(a, 1)?);
-    finite(&format!("pow({x}, {y})"), x.powf(y))
+builtin! {
+    /// x to the power y
+    fn pow(x: f64, y: f64) -> Result<f64, FuncError> {
+        finite(&format!("pow({x}, {y})"), x.powf(y))
+    }
 }
 
-fn sqrt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let x = arg_float(a, 0)?;
-    if x < 0.0 {
-        return Err(FuncError::catchable(format!("can't take the square root of a negative number ({x})")));
+builtin! {
+    /// the square root of x
+    fn sqrt(x: f64) -> Result<f64, FuncError> {
+        if x < 0.0 {
+            return Err(FuncError::catchable(format!("can't take the square root of a negative number ({x})")));
+        }
+        finite(&format!("sqrt({x})"), x.sqrt())
     }
-    finite(&format!("sqrt({x})"), x.sqrt())
 }

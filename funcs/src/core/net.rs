@@ -1,8 +1,9 @@
 //! The `net` package: address parsers and local interfaces.
 
 use super::streams::{boxed, per_input, poll};
-use super::{arg_str, pure, str_list, stream, strukt};
-use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use super::{str_list, stream, strukt, typed};
+use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -10,24 +11,18 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "net.cidr_to_ip", "func(a str) str", cidr_to_ip, "the address part of a CIDR");
-    pure(r, "net.cidr_to_prefix", "func(a str) str", cidr_to_prefix, "the prefix length of a CIDR");
-    pure(r, "net.cidr_to_mask", "func(a str) str", cidr_to_mask, "the netmask of a CIDR");
-    pure(r, "net.cidr_to_network", "func(a str) str", cidr_to_network, "the network address of a CIDR");
-    pure(r, "net.cidr_to_first", "func(a str) str", cidr_to_first, "the first usable host address of a CIDR");
-    pure(r, "net.cidr_to_last", "func(a str) str", cidr_to_last, "the last usable host address of a CIDR");
-    pure(r, "net.ip_in_cidr", "func(ip str, cidr str) bool", ip_in_cidr, "whether an address is inside a CIDR");
-    pure(r, "net.is_mac", "func(a str) bool", is_mac, "whether a string is a MAC address");
-    pure(r, "net.macfmt", "func(a str) str", macfmt, "a MAC address with colons");
-    pure(r, "net.oldmacfmt", "func(a str) str", oldmacfmt, "a MAC address with hyphens");
-    pure(r, "net.split_hostport", "func(a str) struct{host str; port str}", split_hostport, "splits host:port");
-    pure(
-        r,
-        "net.url_parser",
-        "func(a str) struct{scheme str; host str; path str; raw_query str}",
-        url_parser,
-        "the parts of a URL",
-    );
+    typed(r, "net.cidr_to_ip", cidr_to_ip::DEF);
+    typed(r, "net.cidr_to_prefix", cidr_to_prefix::DEF);
+    typed(r, "net.cidr_to_mask", cidr_to_mask::DEF);
+    typed(r, "net.cidr_to_network", cidr_to_network::DEF);
+    typed(r, "net.cidr_to_first", cidr_to_first::DEF);
+    typed(r, "net.cidr_to_last", cidr_to_last::DEF);
+    typed(r, "net.ip_in_cidr", ip_in_cidr::DEF);
+    typed(r, "net.is_mac", is_mac::DEF);
+    typed(r, "net.macfmt", macfmt::DEF);
+    typed(r, "net.oldmacfmt", oldmacfmt::DEF);
+    typed(r, "net.split_hostport", split_hostport::DEF);
+    typed(r, "net.url_parser", url_parser::DEF);
     stream(r, "net.macs", "func() []str", macs, "the MAC addresses of the local interfaces");
     stream(r, "net.wired_interface", "func() str", wired_interface, "the name of the first wired interface");
     stream(r, "net.interface_cidr", "func(interface str) str", interface_cidr, "the first IPv4 CIDR of an interface");
@@ -74,37 +69,55 @@ fn range_of(s: &str) -> Result<(u128, u128, u32, u32), FuncError> {
     Ok((v & mask, (v & mask) | (!mask & all), width, prefix))
 }
 
-fn cidr_to_ip(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(parse_cidr(arg_str(a, 0)?)?.0.to_string()))
+builtin! {
+    /// the address part of a CIDR
+    fn cidr_to_ip(a: &str) -> Result<String, FuncError> {
+        Ok(parse_cidr(a)?.0.to_string())
+    }
 }
-fn cidr_to_prefix(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(parse_cidr(arg_str(a, 0)?)?.1.to_string()))
+builtin! {
+    /// the prefix length of a CIDR
+    fn cidr_to_prefix(a: &str) -> Result<String, FuncError> {
+        Ok(parse_cidr(a)?.1.to_string())
+    }
 }
-fn cidr_to_mask(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (ip, prefix) = parse_cidr(arg_str(a, 0)?)?;
-    let width = bits_of(ip).1;
-    Ok(Value::str(ip_of(mask_bits(prefix, width), width).to_string()))
+builtin! {
+    /// the netmask of a CIDR
+    fn cidr_to_mask(a: &str) -> Result<String, FuncError> {
+        let (ip, prefix) = parse_cidr(a)?;
+        let width = bits_of(ip).1;
+        Ok(ip_of(mask_bits(prefix, width), width).to_string())
+    }
 }
-fn cidr_to_network(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (net, _, width, _) = range_of(arg_str(a, 0)?)?;
-    Ok(Value::str(ip_of(net, width).to_string()))
+builtin! {
+    /// the network address of a CIDR
+    fn cidr_to_network(a: &str) -> Result<String, FuncError> {
+        let (net, _, width, _) = range_of(a)?;
+        Ok(ip_of(net, width).to_string())
+    }
 }
-fn cidr_to_first(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (net, _, width, prefix) = range_of(arg_str(a, 0)?)?;
-    let first = if width - prefix >= 2 { net + 1 } else { net };
-    Ok(Value::str(ip_of(first, width).to_string()))
+builtin! {
+    /// the first usable host address of a CIDR
+    fn cidr_to_first(a: &str) -> Result<String, FuncError> {
+        let (net, _, width, prefix) = range_of(a)?;
+        Ok(ip_of(if width - prefix >= 2 { net + 1 } else { net }, width).to_string())
+    }
 }
-fn cidr_to_last(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (_, bcast, width, prefix) = range_of(arg_str(a, 0)?)?;
-    let last = if width - prefix >= 2 { bcast - 1 } else { bcast };
-    Ok(Value::str(ip_of(last, width).to_string()))
+builtin! {
+    /// the last usable host address of a CIDR
+    fn cidr_to_last(a: &str) -> Result<String, FuncError> {
+        let (_, bcast, width, prefix) = range_of(a)?;
+        Ok(ip_of(if width - prefix >= 2 { bcast - 1 } else { bcast }, width).to_string())
+    }
 }
-fn ip_in_cidr(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let s = arg_str(a, 0)?;
-    let ip: IpAddr = s.parse().map_err(|_| bad("IP address", s))?;
-    let (net, bcast, width, _) = range_of(arg_str(a, 1)?)?;
-    let (v, w) = bits_of(ip);
-    Ok(Value::Bool(w == width && v >= net && v <= bcast))
+builtin! {
+    /// whether an address is inside a CIDR
+    fn ip_in_cidr(ip: &str, cidr: &str) -> Result<bool, FuncError> {
+        let addr: IpAddr = ip.parse().map_err(|_| bad("IP address", ip))?;
+        let (net, bcast, width, _) = range_of(cidr)?;
+        let (v, w) = bits_of(addr);
+        Ok(w == width && v >= net && v <= bcast)
+    }
 }
 
 /// The six bytes of a MAC written with `:` or `-` separators.
@@ -124,20 +137,28 @@ pub fn parse_mac(s: &str) -> Option<[u8; 6]> {
     Some(out)
 }
 
-fn is_mac(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(parse_mac(arg_str(a, 0)?).is_some()))
+builtin! {
+    /// whether a string is a MAC address
+    fn is_mac(a: &str) -> bool {
+        parse_mac(a).is_some()
+    }
 }
 
-fn mac_with(a: &[Value], sep: &str) -> FuncResult {
-    let s = arg_str(a, 0)?;
+fn mac_with(s: &str, sep: &str) -> Result<String, FuncError> {
     let b = parse_mac(s).ok_or_else(|| bad("MAC address", s))?;
-    Ok(Value::str(b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(sep)))
+    Ok(b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(sep))
 }
-fn macfmt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    mac_with(a, ":")
+builtin! {
+    /// a MAC address with colons
+    fn macfmt(a: &str) -> Result<String, FuncError> {
+        mac_with(a, ":")
+    }
 }
-fn oldmacfmt(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    mac_with(a, "-")
+builtin! {
+    /// a MAC address with hyphens
+    fn oldmacfmt(a: &str) -> Result<String, FuncError> {
+        mac_with(a, "-")
+    }
 }
 
 /// Go's `net.SplitHostPort`.
@@ -157,9 +178,12 @@ pub fn split_host_port(s: &str) -> Result<(String, String), FuncError> {
     Ok((host.to_string(), port.to_string()))
 }
 
-fn split_hostport(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (h, p) = split_host_port(arg_str(a, 0)?)?;
-    Ok(strukt([("host", Value::str(h)), ("port", Value::str(p))]))
+builtin! {
+    /// splits host:port
+    fn split_hostport(a: &str) -> Result<Value, FuncError> as "struct{host str; port str}" {
+        let (h, p) = split_host_port(a)?;
+        Ok(strukt([("host", Value::str(h)), ("port", Value::str(p))]))
+    }
 }
 
 fn unhex(b: u8) -> Option<u8> {
@@ -224,14 +248,17 @@ pub fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError>
     Ok((scheme, host, path, query))
 }
 
-fn url_parser(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (scheme, host, path, q) = parse_url(arg_str(a, 0)?)?;
-    Ok(strukt([
-        ("scheme", Value::str(scheme)),
-        ("host", Value::str(host)),
-        ("path", Value::str(path)),
-        ("raw_query", Value::str(q)),
-    ]))
+builtin! {
+    /// the parts of a URL
+    fn url_parser(a: &str) -> Result<Value, FuncError> as "struct{scheme str; host str; path str; raw_query str}" {
+        let (scheme, host, path, q) = parse_url(a)?;
+        Ok(strukt([
+            ("scheme", Value::str(scheme)),
+            ("host", Value::str(host)),
+            ("path", Value::str(path)),
+            ("raw_query", Value::str(q)),
+        ]))
+    }
 }
 
 /// (name, MAC) of every non-loopback interface, sorted by name.

@@ -1,8 +1,9 @@
 //! The `os` package: process arguments, users, the distro, and watched files.
 
 use super::streams::{Emitter, boxed, per_input, poll};
-use super::{arg_str, pure, str_list, stream, strukt};
-use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use super::{stream, strukt, typed};
+use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -12,29 +13,17 @@ use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "os.args", "func() []str", args, "the process arguments");
-    pure(r, "os.expand_home", "func(path str) str", expand_home, "expands a leading ~ or ~user");
-    pure(r, "os.home", "func(user str) str", home, "a user's home directory");
-    pure(r, "os.uid", "func(user str) str", uid, "a user's numeric id, as a string");
-    pure(r, "os.family", "func() str", family, "the distro family: redhat, debian, archlinux or empty");
-    pure(r, "os.is_family_redhat", "func() bool", is_redhat, "whether the distro is in the redhat family");
-    pure(r, "os.is_family_debian", "func() bool", is_debian, "whether the distro is in the debian family");
-    pure(r, "os.is_family_archlinux", "func() bool", is_arch, "whether the distro is in the archlinux family");
-    pure(r, "os.is_virtual", "func() bool", is_virtual, "whether this machine is a virtual machine");
-    pure(
-        r,
-        "os.release",
-        "func() struct{id str; variant_id str; version_id str}",
-        release,
-        "fields of /etc/os-release",
-    );
-    pure(
-        r,
-        "os.parse_distro_uid",
-        "func(uid str) struct{distro str; version str; arch str}",
-        parse_distro_uid,
-        "splits a distro uid like fedora39-x86_64",
-    );
+    typed(r, "os.args", args::DEF);
+    typed(r, "os.expand_home", expand_home::DEF);
+    typed(r, "os.home", home::DEF);
+    typed(r, "os.uid", uid::DEF);
+    typed(r, "os.family", family::DEF);
+    typed(r, "os.is_family_redhat", is_redhat::DEF);
+    typed(r, "os.is_family_debian", is_debian::DEF);
+    typed(r, "os.is_family_archlinux", is_arch::DEF);
+    typed(r, "os.is_virtual", is_virtual::DEF);
+    typed(r, "os.release", release::DEF);
+    typed(r, "os.parse_distro_uid", parse_distro_uid::DEF);
     stream(r, "os.readfile", "func(filename str) str", readfile, "a file's contents, updated when it changes");
     stream(r, "os.file_exists", "func(filename str) bool", file_exists, "whether a file exists, updated on change");
     stream(r, "os.user_exists", "func(user str) bool", user_exists, "whether a user exists, updated on change");
@@ -45,8 +34,11 @@ pub fn register(r: &mut Registry) {
     r.constant("os.family_archlinux", Value::str("archlinux"));
 }
 
-fn args(ctx: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    Ok(str_list(&ctx.host.args))
+builtin! {
+    /// the process arguments
+    fn args(ctx: &CallCtx) -> Vec<String> {
+        ctx.host.args.clone()
+    }
 }
 
 fn user(name: &str) -> Result<User, FuncError> {
@@ -80,14 +72,23 @@ pub fn expand_home_path(p: &str) -> Result<String, FuncError> {
     Ok(format!("{home}{tail}"))
 }
 
-fn expand_home(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    expand_home_path(arg_str(a, 0)?).map(Value::str)
+builtin! {
+    /// expands a leading ~ or ~user
+    fn expand_home(path: &str) -> Result<String, FuncError> {
+        expand_home_path(path)
+    }
 }
-fn home(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(user(arg_str(a, 0)?)?.dir.display().to_string()))
+builtin! {
+    /// a user's home directory
+    fn home(user: &str) -> Result<String, FuncError> {
+        Ok(super::user(user)?.dir.display().to_string())
+    }
 }
-fn uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(user(arg_str(a, 0)?)?.uid.to_string()))
+builtin! {
+    /// a user's numeric id, as a string
+    fn uid(user: &str) -> Result<String, FuncError> {
+        Ok(super::user(user)?.uid.to_string())
+    }
 }
 
 /// Key/value pairs of an os-release file (quotes removed).
@@ -129,39 +130,57 @@ pub fn family_of(rel: &[(String, String)]) -> &'static str {
     ""
 }
 
-fn family(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    Ok(Value::str(family_of(&os_release())))
+builtin! {
+    /// the distro family: redhat, debian, archlinux or empty
+    fn family() -> String {
+        family_of(&os_release()).to_string()
+    }
 }
-fn is_redhat(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    Ok(Value::Bool(family_of(&os_release()) == "redhat"))
+builtin! {
+    /// whether the distro is in the redhat family
+    fn is_redhat() -> bool {
+        family_of(&os_release()) == "redhat"
+    }
 }
-fn is_debian(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    Ok(Value::Bool(family_of(&os_release()) == "debian"))
+builtin! {
+    /// whether the distro is in the debian family
+    fn is_debian() -> bool {
+        family_of(&os_release()) == "debian"
+    }
 }
-fn is_arch(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    Ok(Value::Bool(family_of(&os_release()) == "archlinux"))
-}
-
-fn is_virtual(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    let cpu_flag = std::fs::read_to_string("/proc/cpuinfo")
-        .map(|c| c.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
-        .unwrap_or(false);
-    let vendor = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .any(|v| {
-            let v = v.to_lowercase();
-            ["qemu", "kvm", "vmware", "virtualbox", "xen", "bochs", "hyper-v", "parallels"]
-                .iter()
-                .any(|n| v.contains(n))
-        });
-    Ok(Value::Bool(cpu_flag || vendor || Path::new("/sys/hypervisor/type").exists()))
+builtin! {
+    /// whether the distro is in the archlinux family
+    fn is_arch() -> bool {
+        family_of(&os_release()) == "archlinux"
+    }
 }
 
-fn release(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    let rel = os_release();
-    let get = |k: &str| Value::str(rel.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or(""));
-    Ok(strukt([("id", get("ID")), ("variant_id", get("VARIANT_ID")), ("version_id", get("VERSION_ID"))]))
+builtin! {
+    /// whether this machine is a virtual machine
+    fn is_virtual() -> FuncResult as "bool" {
+        let cpu_flag = std::fs::read_to_string("/proc/cpuinfo")
+            .map(|c| c.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")))
+            .unwrap_or(false);
+        let vendor = ["/sys/class/dmi/id/sys_vendor", "/sys/class/dmi/id/product_name"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .any(|v| {
+                let v = v.to_lowercase();
+                ["qemu", "kvm", "vmware", "virtualbox", "xen", "bochs", "hyper-v", "parallels"]
+                    .iter()
+                    .any(|n| v.contains(n))
+            });
+        Ok(Value::Bool(cpu_flag || vendor || Path::new("/sys/hypervisor/type").exists()))
+    }
+}
+
+builtin! {
+    /// fields of /etc/os-release
+    fn release() -> FuncResult as "struct{id str; variant_id str; version_id str}" {
+        let rel = os_release();
+        let get = |k: &str| Value::str(rel.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str()).unwrap_or(""));
+        Ok(strukt([("id", get("ID")), ("variant_id", get("VARIANT_ID")), ("version_id", get("VERSION_ID"))]))
+    }
 }
 
 /// `fedora39-x86_64` -> (`fedora`, `39`, `x86_64`); `None` when it has another shape.
@@ -175,9 +194,12 @@ pub fn split_distro_uid(uid: &str) -> Option<(String, String, String)> {
     Some((distro.to_string(), version.to_string(), arch.to_string()))
 }
 
-fn parse_distro_uid(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let (d, v, ar) = split_distro_uid(arg_str(a, 0)?).unwrap_or_default();
-    Ok(strukt([("distro", Value::str(d)), ("version", Value::str(v)), ("arch", Value::str(ar))]))
+builtin! {
+    /// splits a distro uid like fedora39-x86_64
+    fn parse_distro_uid(uid: &str) -> Value as "struct{distro str; version str; arch str}" {
+        let (d, v, ar) = split_distro_uid(uid).unwrap_or_default();
+        strukt([("distro", Value::str(d)), ("version", Value::str(v)), ("arch", Value::str(ar))])
+    }
 }
 
 /// Emits `read(path)` now and whenever something changes in the file's directory (via

@@ -1,66 +1,53 @@
-//! The `strings` package.
+//! The `strings` package: every function typed once with `builtin!`.
 
-use super::{Def, add, arg_int, arg_str, arg_strs, pure, str_list};
-use crate::api::{CallCtx, FuncError, FuncResult};
+use super::typed;
+use crate::api::FuncError;
+use crate::builtin;
 use crate::registry::Registry;
-use lang::value::Value;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "strings.contains", "func(s str, substr str) bool", contains, "whether substr occurs in s");
-    pure(r, "strings.has_prefix", "func(s str, prefix str) bool", has_prefix, "whether s starts with prefix");
-    pure(r, "strings.has_suffix", "func(s str, suffix str) bool", has_suffix, "whether s ends with suffix");
-    pure(
-        r,
-        "strings.join_nonempty",
-        "func(s []str, sep str) str",
-        join_nonempty,
-        "joins the non-empty strings with sep",
-    );
-    pure(
-        r,
-        "strings.left_pad",
-        "func(s str, pad str, len int) str",
-        left_pad,
-        "prepends pad until s is at least len bytes",
-    );
-    pure(
-        r,
-        "strings.right_pad",
-        "func(s str, pad str, len int) str",
-        right_pad,
-        "appends pad until s is at least len bytes",
-    );
-    pure(r, "strings.replace_all", "func(s str, old str, new str) str", replace_all, "replaces every old with new");
-    pure(r, "strings.split", "func(a str, b str) []str", split, "splits a around every b");
-    add(r, Def::pure("strings.substr", &["func(s str, low int, high int) str"], substr, "the bytes low..high of s"));
-    pure(r, "strings.to_lower", "func(a str) str", to_lower, "lower-cases a");
-    pure(r, "strings.to_upper", "func(a str) str", to_upper, "upper-cases a");
-    pure(r, "strings.trim_space", "func(a str) str", trim_space, "removes leading and trailing white space");
+    typed(r, "strings.contains", contains::DEF);
+    typed(r, "strings.has_prefix", has_prefix::DEF);
+    typed(r, "strings.has_suffix", has_suffix::DEF);
+    typed(r, "strings.join_nonempty", join_nonempty::DEF);
+    typed(r, "strings.left_pad", left_pad::DEF);
+    typed(r, "strings.right_pad", right_pad::DEF);
+    typed(r, "strings.replace_all", replace_all::DEF);
+    typed(r, "strings.split", split::DEF);
+    typed(r, "strings.substr", substr::DEF);
+    typed(r, "strings.to_lower", to_lower::DEF);
+    typed(r, "strings.to_upper", to_upper::DEF);
+    typed(r, "strings.trim_space", trim_space::DEF);
 }
 
-fn contains(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(arg_str(a, 0)?.contains(arg_str(a, 1)?)))
+builtin! {
+    /// whether substr occurs in s
+    fn contains(s: &str, substr: &str) -> bool { s.contains(substr) }
 }
-fn has_prefix(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(arg_str(a, 0)?.starts_with(arg_str(a, 1)?)))
+
+builtin! {
+    /// whether s starts with prefix
+    fn has_prefix(s: &str, prefix: &str) -> bool { s.starts_with(prefix) }
 }
-fn has_suffix(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(arg_str(a, 0)?.ends_with(arg_str(a, 1)?)))
+
+builtin! {
+    /// whether s ends with suffix
+    fn has_suffix(s: &str, suffix: &str) -> bool { s.ends_with(suffix) }
 }
-fn join_nonempty(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let parts: Vec<&str> = arg_strs(a, 0)?.into_iter().filter(|s| !s.is_empty()).collect();
-    Ok(Value::str(parts.join(arg_str(a, 1)?)))
+
+builtin! {
+    /// joins the non-empty strings with sep
+    fn join_nonempty(s: Vec<&str>, sep: &str) -> String {
+        s.into_iter().filter(|s| !s.is_empty()).collect::<Vec<_>>().join(sep)
+    }
 }
 
 /// The longest string the padding and repeating functions build.
 pub const MAX_STRING: i64 = 1 << 26;
 
-fn pad(a: &[Value], left: bool) -> FuncResult {
-    let s = arg_str(a, 0)?;
-    let pad = arg_str(a, 1)?;
-    let want = arg_int(a, 2)?;
+fn pad(s: &str, pad: &str, want: i64, left: bool) -> Result<String, FuncError> {
     if pad.is_empty() {
-        return Ok(Value::str(s));
+        return Ok(s.to_string());
     }
     if want > MAX_STRING {
         return Err(FuncError::fatal(format!("can't pad to {want} bytes (the limit is {MAX_STRING})")));
@@ -69,13 +56,17 @@ fn pad(a: &[Value], left: bool) -> FuncResult {
     while ((s.len() + extra.len()) as i64) < want {
         extra.push_str(pad);
     }
-    Ok(Value::str(if left { format!("{extra}{s}") } else { format!("{s}{extra}") }))
+    Ok(if left { format!("{extra}{s}") } else { format!("{s}{extra}") })
 }
-fn left_pad(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    pad(a, true)
+
+builtin! {
+    /// prepends pad until s is at least len bytes
+    fn left_pad(s: &str, pad: &str, len: i64) -> Result<String, FuncError> { super::pad(s, pad, len, true) }
 }
-fn right_pad(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    pad(a, false)
+
+builtin! {
+    /// appends pad until s is at least len bytes
+    fn right_pad(s: &str, pad: &str, len: i64) -> Result<String, FuncError> { super::pad(s, pad, len, false) }
 }
 
 /// Go's `strings.Replace(s, old, new, -1)`: an empty `old` inserts `new` around every char.
@@ -98,8 +89,9 @@ pub fn go_replace(s: &str, old: &str, new: &str, n: i64) -> String {
     if n < 0 { s.replace(old, new) } else { s.replacen(old, new, n as usize) }
 }
 
-fn replace_all(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(go_replace(arg_str(a, 0)?, arg_str(a, 1)?, arg_str(a, 2)?, -1)))
+builtin! {
+    /// replaces every old with new
+    fn replace_all(s: &str, old: &str, new: &str) -> String { go_replace(s, old, new, -1) }
 }
 
 /// Go's `strings.Split`: an empty separator splits into UTF-8 characters.
@@ -110,31 +102,38 @@ pub fn go_split(s: &str, sep: &str) -> Vec<String> {
     s.split(sep).map(str::to_string).collect()
 }
 
-fn split(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(str_list(go_split(arg_str(a, 0)?, arg_str(a, 1)?)))
+builtin! {
+    /// splits a around every b
+    fn split(a: &str, b: &str) -> Vec<String> { go_split(a, b) }
 }
 
-fn substr(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let s = arg_str(a, 0)?;
-    let (low, high) = (arg_int(a, 1)?, arg_int(a, 2)?);
-    if low < 0 || high < low || high as usize > s.len() {
-        return Err(FuncError::catchable(format!(
-            "substr: range {low}..{high} is out of bounds for a string of {} bytes",
-            s.len()
-        )));
-    }
-    match s.get(low as usize..high as usize) {
-        Some(sub) => Ok(Value::str(sub)),
-        None => Err(FuncError::catchable(format!("substr: range {low}..{high} splits a UTF-8 character"))),
+builtin! {
+    /// the bytes low..high of s
+    fn substr(s: &str, low: i64, high: i64) -> Result<String, FuncError> {
+        if low < 0 || high < low || high as usize > s.len() {
+            return Err(FuncError::catchable(format!(
+                "substr: range {low}..{high} is out of bounds for a string of {} bytes",
+                s.len()
+            )));
+        }
+        match s.get(low as usize..high as usize) {
+            Some(sub) => Ok(sub.to_string()),
+            None => Err(FuncError::catchable(format!("substr: range {low}..{high} splits a UTF-8 character"))),
+        }
     }
 }
 
-fn to_lower(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(arg_str(a, 0)?.to_lowercase()))
+builtin! {
+    /// lower-cases a
+    fn to_lower(a: &str) -> String { a.to_lowercase() }
 }
-fn to_upper(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(arg_str(a, 0)?.to_uppercase()))
+
+builtin! {
+    /// upper-cases a
+    fn to_upper(a: &str) -> String { a.to_uppercase() }
 }
-fn trim_space(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(arg_str(a, 0)?.trim()))
+
+builtin! {
+    /// removes leading and trailing white space
+    fn trim_space(a: &str) -> String { a.trim().to_string() }
 }

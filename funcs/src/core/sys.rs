@@ -1,8 +1,9 @@
 //! The `sys` package: environment and machine facts.
 
 use super::streams::{boxed, per_input, poll};
-use super::{arg_str, pure, stream, strukt};
-use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use super::{stream, strukt, typed};
+use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -10,31 +11,39 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "sys.getenv", "func(name str) str", getenv, "an environment variable (unset is an error)");
-    pure(r, "sys.hasenv", "func(name str) bool", hasenv, "whether an environment variable is set");
-    pure(r, "sys.env", "func() map{str: str}", env, "the whole environment");
+    typed(r, "sys.getenv", getenv::DEF);
+    typed(r, "sys.hasenv", hasenv::DEF);
+    typed(r, "sys.env", env::DEF);
     stream(r, "sys.hostname", "func() str", hostname, "the machine's host name");
     stream(r, "sys.cpu_count", "func() int", cpu_count, "the number of online CPUs, updated on change");
     stream(r, "sys.load", "func() struct{x1 float; x5 float; x15 float}", load, "the load averages, every second");
     stream(r, "sys.uptime", "func() int", uptime, "seconds since boot, every second");
 }
 
-fn getenv(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let name = arg_str(a, 0)?;
-    match std::env::var_os(name) {
-        Some(v) => Ok(Value::str(v.to_string_lossy())),
-        None => Err(FuncError::catchable(format!("environment variable {name} is not set"))),
+builtin! {
+    /// an environment variable (unset is an error)
+    fn getenv(name: &str) -> Result<String, FuncError> {
+        match std::env::var_os(name) {
+            Some(v) => Ok(v.to_string_lossy().into_owned()),
+            None => Err(FuncError::catchable(format!("environment variable {name} is not set"))),
+        }
     }
 }
 
-fn hasenv(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::Bool(std::env::var_os(arg_str(a, 0)?).is_some()))
+builtin! {
+    /// whether an environment variable is set
+    fn hasenv(name: &str) -> bool {
+        std::env::var_os(name).is_some()
+    }
 }
 
-fn env(_: &CallCtx<'_>, _: &[Value]) -> FuncResult {
-    let m: BTreeMap<Value, Value> =
-        std::env::vars_os().map(|(k, v)| (Value::str(k.to_string_lossy()), Value::str(v.to_string_lossy()))).collect();
-    Ok(Value::map(m))
+builtin! {
+    /// the whole environment
+    fn env() -> FuncResult as "map{str: str}" {
+        let m: BTreeMap<Value, Value> =
+            std::env::vars_os().map(|(k, v)| (Value::str(k.to_string_lossy()), Value::str(v.to_string_lossy()))).collect();
+        Ok(Value::map(m))
+    }
 }
 
 /// The machine's host name (empty if it can't be read).
