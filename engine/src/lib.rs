@@ -86,11 +86,20 @@ pub struct EngineConfig {
     pub state_dir: PathBuf,
     /// How long a swap waits for a removed worker before aborting it.
     pub stop_timeout: Duration,
+    /// Where the workers, and so the check-applies, run when set: a runtime of their own,
+    /// so blocking file and process work in a check-apply (a slow disk, an fsync) never
+    /// stalls the watches and servers, which stay on the runtime the engine was created in.
+    /// `None`: everything runs on the engine's runtime.
+    pub apply_pool: Option<tokio::runtime::Handle>,
 }
 
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
-        EngineConfig { state_dir: std::env::temp_dir().join("tend-state"), stop_timeout: Duration::from_secs(10) }
+        EngineConfig {
+            state_dir: std::env::temp_dir().join("tend-state"),
+            stop_timeout: Duration::from_secs(10),
+            apply_pool: None,
+        }
     }
 }
 
@@ -126,6 +135,8 @@ impl Engine {
             exit: Arc::new(watch::Sender::new(None)),
             failed_for_good: watch::Sender::new(0),
             exiting: AtomicBool::new(false),
+            apply_pool: config.apply_pool.clone(),
+            watch_rt: tokio::runtime::Handle::try_current().ok(),
         });
         Engine {
             shared,

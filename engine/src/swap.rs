@@ -354,7 +354,13 @@ pub(crate) async fn swap(
     relink(running, edges, &plan);
     for worker in workers {
         let key = worker.node.key.clone();
-        let join = tokio::spawn(worker.run());
+        let join = match &shared.apply_pool {
+            Some(pool) => {
+                let first = worker.first_watch();
+                pool.spawn(worker.run(Some(first)))
+            }
+            None => tokio::spawn(worker.run(None)),
+        };
         if let Some(v) = running.vertices.get_mut(&key) {
             v.join = Some(join);
         }

@@ -48,6 +48,10 @@ pub(crate) struct Shared {
     /// Set by [`crate::Engine::shutdown_for_exit`]: stopped workers leave their memory to
     /// the OS instead of freeing it piece by piece.
     pub(crate) exiting: std::sync::atomic::AtomicBool,
+    /// The runtime workers (and so check-applies) run on (`EngineConfig::apply_pool`);
+    /// their watches then run on `watch_rt`, the runtime the engine was created in.
+    pub(crate) apply_pool: Option<tokio::runtime::Handle>,
+    pub(crate) watch_rt: Option<tokio::runtime::Handle>,
 }
 
 impl Shared {
@@ -105,14 +109,20 @@ impl Worker {
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
     /// the watch and clean up.
-    pub(crate) async fn run(mut self) {
+    pub(crate) async fn run(mut self, first_watch: Option<FirstWatch>) {
         let key = self.node.key.clone();
         self.shared.emit(|| EngineEvent::Started(key.clone()));
         tracing::debug!(resource = %key, "started");
         self.init_retry_budget();
         let mut watch_budget = self.meta.retry;
-        let watch_cancel = self.cancel.child_token();
-        let mut watch = Some(self.start_watch(watch_cancel.clone()));
+        let (first, watch_cancel) = match first_watch {
+            Some(FirstWatch(watch, cancel)) => (watch, cancel),
+            None => {
+                let cancel = self.cancel.child_token();
+                (self.start_watch(cancel.clone()), cancel)
+            }
+        };
+        let mut watch = Some(first);
         let mut started = false;
         loop {
             tokio::select! {
@@ -339,6 +349,14 @@ impl Worker {
     /// would cost a spawn, a join and a cross-task wake-up per event); events that come
     /// during a process step wait in the watch until the step is over, which is when the
     /// worker would look at them anyway.
+    /// Starts the watch before the worker runs, from the task that creates the worker: on
+    /// the engine's runtime that is a local spawn (a worker on the apply pool starting it
+    /// would wake an engine thread for each of thousands of resources).
+    pub(crate) fn first_watch(&self) -> FirstWatch {
+        let cancel = self.cancel.child_token();
+        FirstWatch(self.start_watch(cancel.clone()), cancel)
+    }
+
     fn start_watch(&self, cancel: CancellationToken) -> WatchFuture {
         let ctx = WatchCtx { node: self.node.clone(), cancel, converger: self.shared.converger.clone() };
         let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
@@ -361,12 +379,23 @@ impl Worker {
         } else {
             self.res.watch(ctx)
         };
-        Box::pin(async move {
+        let guarded = async move {
             AssertUnwindSafe(fut)
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
-        })
+        };
+        match (&self.shared.apply_pool, &self.shared.watch_rt) {
+            // The worker runs on the apply pool: its watch stays on the engine's runtime,
+            // where a blocking check-apply cannot hold it up.
+            (Some(_), Some(rt)) => {
+                let mut task = AbortOnDrop(rt.spawn(guarded));
+                Box::pin(async move {
+                    (&mut task.0).await.unwrap_or_else(|e| Err(ResError::new(format!("watch task failed: {e}"))))
+                })
+            }
+            _ => Box::pin(guarded),
+        }
     }
 
     /// Sleeps `ms` milliseconds; false when cancelled meanwhile.
@@ -436,10 +465,14 @@ impl Worker {
     }
 }
 
-/// The watch, polled inside the worker's task (a panic in it comes out as an error); it
+/// The watch, polled inside the worker's task, or a handle to it on the engine's runtime
+/// when workers run on an apply pool (a panic in it comes out as an error either way); it
 /// goes with the worker, so a worker that is aborted (a straggler at shutdown) cannot leave
 /// it running.
 type WatchFuture = BoxFuture<'static, Result<(), ResError>>;
+
+/// A watch started for a worker before it runs, with its cancellation token.
+pub(crate) struct FirstWatch(WatchFuture, CancellationToken);
 
 async fn wait_watch(watch: &mut Option<WatchFuture>) -> Result<(), ResError> {
     match watch.as_mut() {
@@ -476,5 +509,15 @@ impl Bucket {
         self.last = now;
         self.tokens = (self.tokens + elapsed * self.rate).min(self.burst) - 1.0;
         (self.tokens < 0.0).then(|| Duration::from_secs_f64(-self.tokens / self.rate))
+    }
+}
+
+/// A task handle that aborts the task when dropped: a worker that goes away takes its
+/// watch (spawned on the engine's runtime) with it, as when the watch was polled inline.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }

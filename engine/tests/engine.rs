@@ -12,17 +12,51 @@ use support::{Log, Scripted, WAIT, engine, graph, graph_with_meta, key};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parents_apply_before_children_and_branches_run_independently() {
+    // Both ways of running: workers on an apply pool, and everything on one runtime.
+    for make in [engine, support::inline_engine] {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = make(&dir);
+        let log = Log::default();
+        let res = ["a", "b", "c", "d"].map(|n| Scripted::new(n, &log)).into_iter().collect();
+        engine.apply(graph(res, &[("a", "b", false), ("b", "c", false)])).await.unwrap();
+        assert!(engine.wait_converged(WAIT).await);
+        for n in ["a", "b", "c", "d"] {
+            assert_eq!(log.count(n), 1, "{n} applied once: {:?}", log.entries());
+        }
+        assert!(log.position("a") < log.position("b"));
+        assert!(log.position("b") < log.position("c"));
+        engine.shutdown(WAIT).await;
+    }
+}
+
+/// Two check-applies blocked on a "slow disk" hold two apply-pool threads; the engine's own
+/// runtime (watches, servers, the rest of the program) keeps running meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_applies_that_block_do_not_stall_the_engine_runtime() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(&dir);
     let log = Log::default();
-    let res = ["a", "b", "c", "d"].map(|n| Scripted::new(n, &log)).into_iter().collect();
-    engine.apply(graph(res, &[("a", "b", false), ("b", "c", false)])).await.unwrap();
+    let slow = ["slow1", "slow2"].map(|n| {
+        let mut r = Scripted::new(n, &log);
+        r.blocking = Duration::from_millis(1500);
+        r
+    });
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let counter = ticks.clone();
+    let ticker = tokio::spawn(async move {
+        for _ in 0..60 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    engine.apply(graph(slow.into_iter().collect(), &[])).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Inline, both runtime workers would be asleep in the two check-applies by now.
+    let seen = ticks.load(Ordering::SeqCst);
+    assert!(seen >= 25, "the engine runtime stalled: {seen} ticks of 20 ms in 1 s");
     assert!(engine.wait_converged(WAIT).await);
-    for n in ["a", "b", "c", "d"] {
-        assert_eq!(log.count(n), 1, "{n} applied once: {:?}", log.entries());
-    }
-    assert!(log.position("a") < log.position("b"));
-    assert!(log.position("b") < log.position("c"));
+    assert_eq!((log.count("slow1"), log.count("slow2")), (1, 1), "{:?}", log.entries());
+    ticker.abort();
     engine.shutdown(WAIT).await;
 }
 
@@ -397,9 +431,10 @@ async fn a_diamond_runs_the_join_once_after_both_branches() {
     assert!(log.position("left") < log.position("bottom") && log.position("right") < log.position("bottom"));
 }
 
+/// Runs on the test's paused clock, so on one runtime (an apply pool keeps real time).
 async fn applied_after_triggers(meta: Meta) -> Duration {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine(&dir);
+    let engine = support::inline_engine(&dir);
     let log = Log::default();
     let res = Scripted::new("limited", &log);
     let probe = res.probe();
@@ -478,7 +513,8 @@ async fn the_retry_budget_survives_a_param_change_unless_reset() {
 #[tokio::test(start_paused = true)]
 async fn converged_for_waits_out_the_hold_time_and_restarts_it_on_activity() {
     let dir = tempfile::tempdir().unwrap();
-    let engine = engine(&dir);
+    // The paused clock is this runtime's: no apply pool.
+    let engine = support::inline_engine(&dir);
     let log = Log::default();
     let res = Scripted::new("r", &log);
     let probe = res.probe();

@@ -296,6 +296,7 @@ mod tests {
         let engine = engine::Engine::new(engine::EngineConfig {
             state_dir: dir.path().join("state"),
             stop_timeout: std::time::Duration::from_secs(5),
+            ..Default::default()
         });
         let g = to_engine(&Host::sandbox(dir.path()), &graph, false).expect("builds");
         engine.apply(g).await.expect("valid");

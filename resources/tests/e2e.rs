@@ -49,6 +49,7 @@ file "${{root}}/stamp" {{
     let engine = engine::Engine::new(engine::EngineConfig {
         state_dir: dir.path().join("state"),
         stop_timeout: Duration::from_secs(5),
+        ..Default::default()
     });
     let g = resources::graph::to_engine(&Host::system(), &graph, false).expect("builds");
     engine.apply(g).await.expect("valid");
@@ -81,6 +82,7 @@ async fn editing_the_program_swaps_only_what_changed() {
     let engine = engine::Engine::new(engine::EngineConfig {
         state_dir: dir.path().join("state"),
         stop_timeout: Duration::from_secs(5),
+        ..Default::default()
     });
     let mut reports = Vec::new();
     for program in [version("1", "1"), version("2", "1"), version("2", "1")] {

@@ -53,6 +53,7 @@ async fn the_engine_corpus_runs() {
                 let engine = engine::Engine::new(engine::EngineConfig {
                     state_dir: state.path().to_path_buf(),
                     stop_timeout: Duration::from_secs(5),
+                    ..Default::default()
                 });
                 let g = resources::graph::to_engine(&Host::system(), &graph, false).expect("builds");
                 engine.apply(g).await.expect("valid");

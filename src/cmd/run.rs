@@ -24,6 +24,10 @@ use tokio::sync::broadcast::error::RecvError;
 /// How long an orderly shutdown waits for workers before aborting them.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 
+/// Threads of the runtime the resources' workers run on (the main one keeps its two for
+/// watches, servers and the program's dataflow).
+const APPLY_THREADS: usize = 2;
+
 /// How often a run with a failed resource checks whether everything else has stopped.
 const STALL_POLL: Duration = Duration::from_millis(50);
 
@@ -74,10 +78,27 @@ pub fn run(opts: Options) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Resources' workers (and so their check-applies) run on a runtime of their own: a
+    // check-apply blocked on a slow disk or an fsync holds one of its threads, never the
+    // watches and servers, which stay on the main one.
+    let apply_rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(APPLY_THREADS)
+        .thread_name("tend-apply")
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            crate::stderr::line(format_args!("error: cannot start the async runtime: {e}"));
+            return ExitCode::from(2);
+        }
+    };
     let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
     let services = crate::services::Services::system(&program.root, &state_dir);
+    let config =
+        EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE, apply_pool: Some(apply_rt.handle().clone()) };
     let mut runner = Runner {
-        engine: Engine::new(EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE }),
+        engine: Engine::new(config),
         registry: Arc::new(registry),
         catalog,
         program,
@@ -94,6 +115,7 @@ pub fn run(opts: Options) -> ExitCode {
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let code = rt.block_on(runner.main(compiled, hold, opts.watch && !opts.noop));
     rt.shutdown_timeout(Duration::from_millis(500));
+    apply_rt.shutdown_background();
     tracing::debug!("runtime stopped");
     // Every resource has stopped and cleaned up; what the runner still holds is memory
     // (the last graph, its nodes and sources), which the process exit frees at once.

@@ -71,6 +71,8 @@ pub struct Scripted {
     pub send: Option<String>,
     pub received: Option<String>,
     pub work: Duration,
+    /// Blocks its thread this long in check-apply (a slow disk).
+    pub blocking: Duration,
     pub running: Option<(Arc<AtomicUsize>, Arc<AtomicUsize>)>,
     pub invalid: bool,
     pub init_fails: bool,
@@ -89,6 +91,7 @@ impl Scripted {
             send: None,
             received: None,
             work: Duration::ZERO,
+            blocking: Duration::ZERO,
             running: None,
             invalid: false,
             init_fails: false,
@@ -147,6 +150,9 @@ impl Resource for Scripted {
         }
         if !self.work.is_zero() {
             tokio::time::sleep(self.work).await;
+        }
+        if !self.blocking.is_zero() {
+            std::thread::sleep(self.blocking);
         }
         if let Some((now, _)) = &self.running {
             now.fetch_sub(1, Ordering::SeqCst);
@@ -217,8 +223,38 @@ pub fn key(name: &str) -> ResKey {
     ResKey::new("scripted", name)
 }
 
+/// An engine whose check-applies run on a separate apply pool, as in `tend run`.
 pub fn engine(dir: &tempfile::TempDir) -> Engine {
-    Engine::new(EngineConfig { state_dir: dir.path().to_path_buf(), stop_timeout: Duration::from_secs(5) })
+    Engine::new(EngineConfig {
+        state_dir: dir.path().to_path_buf(),
+        stop_timeout: Duration::from_secs(5),
+        apply_pool: Some(apply_pool()),
+    })
+}
+
+/// An engine that runs check-applies on its own runtime (the library default).
+pub fn inline_engine(dir: &tempfile::TempDir) -> Engine {
+    Engine::new(EngineConfig {
+        state_dir: dir.path().to_path_buf(),
+        stop_timeout: Duration::from_secs(5),
+        apply_pool: None,
+    })
+}
+
+/// One apply pool for the whole test binary (a runtime cannot be dropped inside another,
+/// so it lives as long as the process).
+pub fn apply_pool() -> tokio::runtime::Handle {
+    static POOL: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .thread_name("test-apply")
+            .enable_all()
+            .build()
+            .expect("apply pool")
+    })
+    .handle()
+    .clone()
 }
 
 /// Builds a graph from resources (default meta) and `(from, to, notify)` edges.

@@ -39,7 +39,11 @@ pub async fn converge(res: &mut dyn Resource) {
 }
 
 pub fn engine(dir: &std::path::Path) -> Engine {
-    Engine::new(EngineConfig { state_dir: dir.to_path_buf(), stop_timeout: Duration::from_secs(5) })
+    Engine::new(EngineConfig {
+        state_dir: dir.to_path_buf(),
+        stop_timeout: Duration::from_secs(5),
+        ..Default::default()
+    })
 }
 
 pub const WAIT: Duration = Duration::from_secs(10);
