@@ -19,6 +19,10 @@ use tokio_util::sync::CancellationToken;
 pub enum FuncError {
     Catchable(String),
     Fatal(String),
+    /// Not a failure: a lambda called through [`Caller`] has no value yet (a stream in it
+    /// has not produced). The runtime discards whatever the built-in made of it and runs
+    /// the call again once the value comes.
+    NotReady,
 }
 
 impl FuncError {
@@ -31,6 +35,7 @@ impl FuncError {
     pub fn message(&self) -> &str {
         match self {
             FuncError::Catchable(m) | FuncError::Fatal(m) => m,
+            FuncError::NotReady => "value not ready yet",
         }
     }
 }

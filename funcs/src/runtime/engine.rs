@@ -75,10 +75,6 @@ const MUST: u8 = 2;
 /// a diagnostic instead of overflowing it.
 const MAX_DEPTH: usize = 40_000;
 
-/// The message used internally when a lambda called through `Caller` has no value yet;
-/// the engine discards whatever the built-in returns in that case.
-pub(crate) const NOT_READY: &str = "value not ready yet";
-
 /// One node evaluated in one environment.
 struct Inst {
     node: NodeId,

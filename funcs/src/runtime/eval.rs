@@ -9,7 +9,7 @@ use lang::types::Type;
 use lang::value::{Closure, Env, Value};
 
 use crate::api::{CallCtx, Caller, FuncError, FuncImpl, FuncResult};
-use crate::runtime::engine::{Engine, Failure, NOT_READY, Res, Slot, from_result};
+use crate::runtime::engine::{Engine, Failure, Res, Slot, from_result};
 use crate::runtime::ops;
 use crate::runtime::stream::InstId;
 
@@ -222,7 +222,7 @@ impl Caller for EngineCaller<'_> {
         match self.engine.call_closure(f, args, f.lambda) {
             None => {
                 self.engine.set_pending();
-                Err(FuncError::fatal(NOT_READY))
+                Err(FuncError::NotReady)
             }
             Some(Ok(v)) => Ok(v),
             Some(Err(failure)) => {
