@@ -43,21 +43,139 @@ impl fmt::Display for Stage {
 
 /// A stable name for a kind of error, beside its stage: tests, tools and the language
 /// server match on it, never on the message's wording (which may improve). Printed in
-/// JSON output as `"code"`. Only some diagnostics carry one so far.
+/// JSON output as `"code"`. Every diagnostic of the front end carries one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Code {
+    /// A character, number or string the lexer cannot read.
+    Lex,
+    /// A token where the grammar wants another.
+    Syntax,
+    /// The program's entry file cannot be read.
+    EntryUnreadable,
+    /// A string literal with a bad escape or interpolation.
+    BadString,
+    /// Two classes with one name.
+    DuplicateClass,
+    /// A statement the init pass rejects.
+    InvalidStatement,
+    /// An edge or meta property that does not exist.
+    InvalidProperty,
+    /// A variable name mcl does not allow.
+    InvalidName,
     /// Binds, functions or classes that refer to themselves (`not a dag`), statically.
     ScopeRecursion,
+    /// A variable, function or class that does not exist in scope.
+    UnknownName,
+    /// An import that cannot be resolved or loaded.
+    ImportFailed,
+    /// A module file with statements a module may not hold.
+    ModuleStatement,
+    /// An import made twice in one scope.
+    DuplicateImport,
+    /// A name bound twice in one scope.
+    DuplicateAssignment,
+    /// An `include` with the wrong number of arguments.
+    ClassArity,
+    /// Two types that must be equal and are not.
+    TypeMismatch,
+    /// Another type error (an operator, a check of a built-in, a map key).
+    TypeError,
+    /// An expression whose type nothing determines.
+    AmbiguousType,
+    /// A struct field that the struct does not have.
+    UnknownStructField,
+    /// A call of a function that does not exist.
+    UnknownFunction,
+    /// A call with a number of arguments no signature takes.
+    CallArity,
+    /// A resource kind that does not exist.
+    UnknownKind,
+    /// A resource field the kind does not have.
+    UnknownField,
+    /// A send/recv edge that cannot carry a value.
+    SendRecv,
+    /// An edge to a resource the graph does not have.
+    UnknownResource,
+    /// One resource declared twice, differently.
+    DuplicateResource,
+    /// A resource its kind's validation rejects.
+    InvalidResource,
+    /// A meta parameter set twice.
+    DuplicateMeta,
     /// The resource graph's edges form a cycle.
     ResourceCycle,
+    /// A bug in tend.
+    Internal,
 }
 
 impl Code {
+    /// Every code, for documentation and tests.
+    pub const ALL: &'static [Code] = &[
+        Code::Lex,
+        Code::Syntax,
+        Code::EntryUnreadable,
+        Code::BadString,
+        Code::DuplicateClass,
+        Code::InvalidStatement,
+        Code::InvalidProperty,
+        Code::InvalidName,
+        Code::ScopeRecursion,
+        Code::UnknownName,
+        Code::ImportFailed,
+        Code::ModuleStatement,
+        Code::DuplicateImport,
+        Code::DuplicateAssignment,
+        Code::ClassArity,
+        Code::TypeMismatch,
+        Code::TypeError,
+        Code::AmbiguousType,
+        Code::UnknownStructField,
+        Code::UnknownFunction,
+        Code::CallArity,
+        Code::UnknownKind,
+        Code::UnknownField,
+        Code::SendRecv,
+        Code::UnknownResource,
+        Code::DuplicateResource,
+        Code::InvalidResource,
+        Code::DuplicateMeta,
+        Code::ResourceCycle,
+        Code::Internal,
+    ];
+
     /// The stable text of the code.
     pub fn as_str(self) -> &'static str {
         match self {
+            Code::Lex => "lex",
+            Code::Syntax => "syntax",
+            Code::EntryUnreadable => "entry-unreadable",
+            Code::BadString => "bad-string",
+            Code::DuplicateClass => "duplicate-class",
+            Code::InvalidStatement => "invalid-statement",
+            Code::InvalidProperty => "invalid-property",
+            Code::InvalidName => "invalid-name",
             Code::ScopeRecursion => "scope-recursion",
+            Code::UnknownName => "unknown-name",
+            Code::ImportFailed => "import-failed",
+            Code::ModuleStatement => "module-statement",
+            Code::DuplicateImport => "duplicate-import",
+            Code::DuplicateAssignment => "duplicate-assignment",
+            Code::ClassArity => "class-arity",
+            Code::TypeMismatch => "type-mismatch",
+            Code::TypeError => "type-error",
+            Code::AmbiguousType => "ambiguous-type",
+            Code::UnknownStructField => "unknown-struct-field",
+            Code::UnknownFunction => "unknown-function",
+            Code::CallArity => "call-arity",
+            Code::UnknownKind => "unknown-kind",
+            Code::UnknownField => "unknown-field",
+            Code::SendRecv => "send-recv",
+            Code::UnknownResource => "unknown-resource",
+            Code::DuplicateResource => "duplicate-resource",
+            Code::InvalidResource => "invalid-resource",
+            Code::DuplicateMeta => "duplicate-meta",
             Code::ResourceCycle => "resource-cycle",
+            Code::Internal => "internal",
         }
     }
 }

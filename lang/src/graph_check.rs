@@ -2,7 +2,7 @@
 //! (errGraph): today, meta params set both one by one (`Meta:x`) and through a whole
 //! `Meta => struct{...}` entry of the same resource (spec 3.5.4).
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, IrResource, IrStmt};
 use crate::unify::META_PARAMS;
 
@@ -33,6 +33,7 @@ fn check_metas(res: &IrResource, diags: &mut Diagnostics) {
             continue;
         }
         let d = Diagnostic::new(Stage::Graph, format!("resource has duplicate meta entry of: {name}"), res.span)
+            .with_code(Code::DuplicateMeta)
             .with_label(single.span, format!("`Meta:{name}` is set here"))
             .with_label(whole.span, "and also by this whole `Meta` struct")
             .with_note("set it in the struct, or replace the struct by single `Meta:x` entries");
@@ -40,6 +41,7 @@ fn check_metas(res: &IrResource, diags: &mut Diagnostics) {
     }
     if let Some(second) = wholes.get(1) {
         let d = Diagnostic::new(Stage::Graph, "resource has duplicate meta entry of: Meta", res.span)
+            .with_code(Code::DuplicateMeta)
             .with_label(whole.span, "the whole `Meta` struct is set here")
             .with_label(second.span, "and again here");
         diags.push(d);

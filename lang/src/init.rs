@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{Expr, ExprKind, File, Ident, Lambda, Param, ResEntryKind, Resource, Stmt, StmtKind};
 use crate::types::Type;
@@ -48,7 +48,7 @@ struct Ctx {
 
 impl Ctx {
     fn error(&mut self, message: impl Into<String>, span: Span) {
-        self.diags.push(Diagnostic::new(Stage::Init, message, span));
+        self.diags.push(Diagnostic::new(Stage::Init, message, span).with_code(Code::InvalidStatement));
     }
 
     /// `in_loop` names the loop statement (`StmtFor`/`StmtForKV`) and holds its span when
@@ -130,6 +130,7 @@ impl Ctx {
                     if !EDGE_PROPERTIES.contains(&prop.name.as_str()) {
                         self.diags.push(
                             Diagnostic::new(Stage::Init, format!("invalid property: `{}`", prop.name), prop.span)
+                                .with_code(Code::InvalidProperty)
                                 .with_note("edge properties are `Before`, `Depend`, `Notify` and `Listen`"),
                         );
                     }
@@ -143,6 +144,7 @@ impl Ctx {
                         if !META_PARAMS.contains(&name.name.as_str()) {
                             self.diags.push(
                                 Diagnostic::new(Stage::Init, format!("invalid property: `{}`", name.name), name.span)
+                                    .with_code(Code::InvalidProperty)
                                     .with_note(format!("meta parameters are: {}", META_PARAMS.join(", "))),
                             );
                         } else if !metas.insert(name.name.as_str()) {
@@ -174,6 +176,7 @@ impl Ctx {
         if !valid_var_name(&name.name) {
             self.diags.push(
                 Diagnostic::new(Stage::Init, format!("invalid variable name: `${}`", name.name), name.span)
+                    .with_code(Code::InvalidName)
                     .with_note("variable names can't contain `__` or `..`"),
             );
         }

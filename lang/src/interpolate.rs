@@ -3,7 +3,7 @@
 //!
 //! Import paths are not expressions and stay raw.
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::syntax::ast::{ExprKind, File, InterpPart, Stmt, StmtKind};
 use crate::syntax::visit;
 
@@ -25,7 +25,7 @@ pub fn run(mut file: File) -> (File, Diagnostics) {
                     StrError::UnknownEscape(seq) => format!("parser failed: unknown escape sequence: {seq}"),
                     StrError::CannotParse => format!("parser failed: cannot parse string: {raw}"),
                 };
-                let mut diag = Diagnostic::new(Stage::Interpolate, message, expr.span);
+                let mut diag = Diagnostic::new(Stage::Interpolate, message, expr.span).with_code(Code::BadString);
                 diag = diag.with_note(match err {
                     StrError::UnknownEscape(_) => "valid escapes are \\a \\b \\f \\n \\r \\t \\v \\\\ \\\" and \\$",
                     StrError::CannotParse => {
@@ -154,11 +154,10 @@ fn nest_classes(stmts: &mut Vec<Stmt>, diags: &mut Diagnostics) {
     for stmt in stmts.iter() {
         if let StmtKind::Class { name, .. } = &stmt.kind {
             if seen.contains(&name.name.as_str()) {
-                diags.push(Diagnostic::new(
-                    Stage::Interpolate,
-                    format!("duplicate class name of: `{}`", name.name),
-                    stmt.span,
-                ));
+                diags.push(
+                    Diagnostic::new(Stage::Interpolate, format!("duplicate class name of: `{}`", name.name), stmt.span)
+                        .with_code(Code::DuplicateClass),
+                );
             } else {
                 seen.push(&name.name);
             }

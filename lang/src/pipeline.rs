@@ -1,7 +1,7 @@
 //! The compile pipeline in one place: text → checked, typed function graph.
 
 use crate::catalog::Catalog;
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::FuncGraph;
 use crate::loader::Loader;
 use crate::span::{SourceFile, SourceMap};
@@ -27,7 +27,8 @@ pub struct Outcome {
 pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     let mut sources = SourceMap::new();
     let Some(text) = loader.read(entry) else {
-        let d = Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`"));
+        let d = Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`"))
+            .with_code(Code::EntryUnreadable);
         return Outcome { sources, graph: None, diagnostics: d.into() };
     };
     let file = sources.add(SourceFile::new(entry, text));
@@ -58,4 +59,53 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         return fail(sources, diags);
     }
     Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::{ParamDecl, ResourceDecl};
+    use crate::diag::Code;
+    use crate::loader::MemLoader;
+    use crate::types::Type;
+
+    fn first_code(src: &str) -> Option<Code> {
+        let mut catalog = Catalog::new();
+        catalog.add_resource(ResourceDecl {
+            kind: "file".into(),
+            params: vec![ParamDecl { name: "content".into(), ty: Type::Str }],
+            sends: Vec::new(),
+            can_recv: false,
+        });
+        let out = compile("/main.mcl", &MemLoader::new().with("/main.mcl", src), &catalog);
+        out.diagnostics.iter().next().map(|d| d.code.unwrap_or_else(|| panic!("no code on {d:#?}")))
+    }
+
+    #[test]
+    fn errors_carry_stable_codes() {
+        let cases = [
+            ("$x = 1 +\n", Code::Syntax),
+            ("$x = \"\\q\"\n", Code::BadString),
+            ("$x = 1\n$x = 2\n", Code::DuplicateAssignment),
+            ("file \"/a\" { content => $nope, }\n", Code::UnknownName),
+            ("$x = 1 + \"a\"\nfile \"/a\" { content => $x, }\n", Code::TypeMismatch),
+            ("file \"/a\" { content => nosuch(1), }\n", Code::UnknownName),
+            ("filez \"/a\" { content => \"x\", }\n", Code::UnknownKind),
+            ("file \"/a\" { contnet => \"x\", }\n", Code::UnknownField),
+            ("import \"nowhere/\"\n", Code::ImportFailed),
+        ];
+        for (src, want) in cases {
+            assert_eq!(first_code(src), Some(want), "{src:?}");
+        }
+    }
+
+    #[test]
+    fn codes_are_distinct_kebab_case() {
+        let mut seen = std::collections::BTreeSet::new();
+        for code in Code::ALL {
+            let text = code.as_str();
+            assert!(text.chars().all(|c| c.is_ascii_lowercase() || c == '-'), "{text}");
+            assert!(seen.insert(text), "{text} twice");
+        }
+    }
 }

@@ -283,7 +283,8 @@ impl<'a> Ctx<'a> {
     fn unknown(&mut self, start: FrameId, ns: Ns, name: &str, span: Span) {
         let shown = if ns == Ns::Var { format!("${name}") } else { name.to_string() };
         let mut d =
-            Diagnostic::new(Stage::SetScope, format!("{} `{shown}` does not exist in this scope", ns.word()), span);
+            Diagnostic::new(Stage::SetScope, format!("{} `{shown}` does not exist in this scope", ns.word()), span)
+                .with_code(Code::UnknownName);
         let close = crate::suggest::closest(name, self.visible(start, ns));
         if !close.is_empty() {
             let list: Vec<String> =
@@ -336,7 +337,8 @@ impl<'a> Ctx<'a> {
                 None => d.message.clone(),
             };
             let mut wrapped =
-                Diagnostic::new(Stage::SetScope, format!("local import of `{path}` failed: {quoted}"), import_span);
+                Diagnostic::new(Stage::SetScope, format!("local import of `{path}` failed: {quoted}"), import_span)
+                    .with_code(Code::ImportFailed);
             if let Some(span) = d.span {
                 wrapped = wrapped.with_label(span, d.message.clone());
             }

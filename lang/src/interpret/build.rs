@@ -3,7 +3,7 @@
 //! the engine's generic `Validate` wrapper does (spec 3.5.1, engine 1.2).
 
 use crate::catalog::Catalog;
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::output::{Output, ResDecl};
 use crate::resgraph::{Meta, Vertex};
 use crate::value::Value;
@@ -30,7 +30,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
             "error building resource: cannot create resource kind `{}` with name `{}`: no resource kind `{}` available",
             decl.kind, decl.name, decl.kind
         );
-        let mut d = Diagnostic::new(Stage::Interpret, msg, decl.span);
+        let mut d = Diagnostic::new(Stage::Interpret, msg, decl.span).with_code(Code::UnknownKind);
         if let Some(s) = crate::suggest::did_you_mean(&decl.kind, catalog.resources().map(|r| r.kind.as_str())) {
             d = d.with_note(format!("did you mean `{s}`?"));
         }
@@ -41,7 +41,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
     for (name, value, span) in &decl.params {
         if kind.param(name).is_none() {
             let msg = format!("error building resource: field `{name}` does not exist in `{}` resource", decl.kind);
-            return Err(Diagnostic::new(Stage::Interpret, msg, *span));
+            return Err(Diagnostic::new(Stage::Interpret, msg, *span).with_code(Code::UnknownField));
         }
         params.insert(name.clone(), value.clone());
         param_spans.insert(name.clone(), *span);
@@ -54,6 +54,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
                 format!("{key} did not Validate: invalid meta param `{name}`: {reason}"),
                 *span,
             )
+            .with_code(Code::InvalidResource)
         })?;
     }
     if decl.collect {
@@ -69,8 +70,10 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         collected: decl.collect,
         span: decl.span,
     };
-    validate(&vertex)
-        .map_err(|reason| Diagnostic::new(Stage::Interpret, format!("{key} did not Validate: {reason}"), decl.span))?;
+    validate(&vertex).map_err(|reason| {
+        Diagnostic::new(Stage::Interpret, format!("{key} did not Validate: {reason}"), decl.span)
+            .with_code(Code::InvalidResource)
+    })?;
     Ok(vertex)
 }
 

@@ -36,7 +36,7 @@ pub(super) fn add_all(out: &Output, placed: &[Option<Placement>], graph: &mut Re
             None => {
                 if !failed.contains(&(kind.clone(), name.to_string())) {
                     let msg = format!("edge cannot find resource kind: {kind} named: `{name}`");
-                    diags.push(Diagnostic::new(Stage::Interpret, msg, span));
+                    diags.push(Diagnostic::new(Stage::Interpret, msg, span).with_code(Code::UnknownResource));
                 }
                 Vec::new()
             }
@@ -100,7 +100,11 @@ pub(super) fn check_send_recv(graph: &ResGraph, diags: &mut Diagnostics) {
         let sender = &graph.vertices[edge.from];
         if sender.hidden() {
             let msg = format!("cannot send from hidden resource: {}", sender.key());
-            diags.push(Diagnostic::new(Stage::Interpret, msg, edge.span).with_label(sender.span, "hidden resource"));
+            diags.push(
+                Diagnostic::new(Stage::Interpret, msg, edge.span)
+                    .with_code(Code::SendRecv)
+                    .with_label(sender.span, "hidden resource"),
+            );
         }
         for sr in &edge.send_recv {
             match receivers.get(&(edge.to, sr.recv.as_str())) {
@@ -108,6 +112,7 @@ pub(super) fn check_send_recv(graph: &ResGraph, diags: &mut Diagnostics) {
                     let receiver = graph.vertices[edge.to].key();
                     let msg = format!("resource: `{receiver}` has duplicate receive on: `{}` param", sr.recv);
                     let d = Diagnostic::new(Stage::Interpret, msg, edge.span)
+                        .with_code(Code::SendRecv)
                         .with_label(graph.edges[first].span, "it already receives here")
                         .with_note(format!(
                             "senders: {} and {}",

@@ -8,7 +8,7 @@
 //! (mgmt's `pkg` merges `installed` with `newest`). It currently knows no kind, so every
 //! differing normal duplicate is an error.
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::resgraph::{ResGraph, Vertex};
 use std::collections::HashMap;
 
@@ -74,6 +74,7 @@ pub(super) fn place_all(
                     let existing = &graph.vertices[i];
                     let msg = format!("inequivalent duplicate resource `{}` found: {reason}", vertex.key());
                     let d = Diagnostic::new(Stage::Interpret, msg, vertex.span)
+                        .with_code(Code::DuplicateResource)
                         .with_label(existing.span, "first declared here")
                         .with_label(vertex.span, "declared again here, differently")
                         .with_note("duplicates of a resource must be identical (all params and meta params)");
@@ -115,6 +116,7 @@ fn check_exports(
         let msg = format!("inequivalent duplicate export: {} to {host}: {reason}", vertex.key());
         return Some(
             Diagnostic::new(Stage::Interpret, msg, vertex.span)
+                .with_code(Code::DuplicateResource)
                 .with_label(existing.span, format!("also exported to {host} here")),
         );
     }

@@ -8,7 +8,7 @@
 //! diagnostic at the import statement that wraps the inner message.
 
 use crate::catalog::Catalog;
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::loader::Loader;
 use crate::span::{FileId, SourceFile, SourceMap, Span};
 use crate::syntax::ast::{self, StmtKind};
@@ -93,7 +93,7 @@ impl ImportError {
         ImportError { message, inner: None }
     }
     fn at(self, span: Span) -> Diagnostic {
-        let mut d = Diagnostic::new(Stage::SetScope, self.message, span);
+        let mut d = Diagnostic::new(Stage::SetScope, self.message, span).with_code(Code::ImportFailed);
         if let Some(inner) = self.inner {
             if let Some(s) = inner.span {
                 d = d.with_label(s, inner.message.clone());
@@ -229,6 +229,7 @@ impl Load<'_> {
                     format!("module contains unused statements: found stmt: {what}"),
                     stmt.span,
                 )
+                .with_code(Code::ModuleStatement)
                 .with_note("an imported file may only contain import, bind, func and class statements");
                 return Err((self.positioned(&d), Some(d)));
             }

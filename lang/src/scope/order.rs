@@ -168,11 +168,14 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
             }
             StmtKind::Import { path, alias, .. } => {
                 if !import_paths.insert(path.as_str()) {
-                    diags.push(Diagnostic::new(
-                        Stage::SetScope,
-                        format!("import `{path}` already exists in this scope"),
-                        stmt.span,
-                    ));
+                    diags.push(
+                        Diagnostic::new(
+                            Stage::SetScope,
+                            format!("import `{path}` already exists in this scope"),
+                            stmt.span,
+                        )
+                        .with_code(Code::DuplicateImport),
+                    );
                     continue;
                 }
                 let name = match alias {
@@ -190,7 +193,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
                             key.describe()
                         )
                     };
-                    diags.push(Diagnostic::new(Stage::SetScope, msg, stmt.span));
+                    diags.push(Diagnostic::new(Stage::SetScope, msg, stmt.span).with_code(Code::DuplicateAssignment));
                     continue;
                 }
                 (key, format!("import({path})"))
@@ -198,11 +201,14 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
             _ => continue,
         };
         if let Some(prev) = have.get(&key) {
-            diags.push(Diagnostic::new(
-                Stage::SetScope,
-                format!("could not generate ordering: duplicate assignment to `{}`, have: {prev}", key.describe()),
-                stmt.span,
-            ));
+            diags.push(
+                Diagnostic::new(
+                    Stage::SetScope,
+                    format!("could not generate ordering: duplicate assignment to `{}`, have: {prev}", key.describe()),
+                    stmt.span,
+                )
+                .with_code(Code::DuplicateAssignment),
+            );
             continue;
         }
         have.insert(key.clone(), what);

@@ -4,7 +4,7 @@
 use super::frame::{AliasEntry, ClassEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
-use crate::diag::{Diagnostic, Stage};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
     Annotation, EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrField, IrMeta, IrResource, IrStmt, NodeId, NodeKind,
 };
@@ -182,11 +182,10 @@ impl<'a> Ctx<'a> {
                         "listen" => EdgeProp::Listen,
                         other => {
                             // The init stage rejects these; stay robust if it did not.
-                            self.error(Diagnostic::new(
-                                Stage::SetScope,
-                                format!("invalid property: `{other}`"),
-                                prop.span,
-                            ));
+                            self.error(
+                                Diagnostic::new(Stage::SetScope, format!("invalid property: `{other}`"), prop.span)
+                                    .with_code(Code::InvalidProperty),
+                            );
                             continue;
                         }
                     };
@@ -278,6 +277,7 @@ impl<'a> Ctx<'a> {
                 format!("class `{}` expected {} args but got {}", class.name.name, params.len(), arg_nodes.len()),
                 stmt.span,
             )
+            .with_code(Code::ClassArity)
             .with_label(class.name.span, "class defined here");
             self.error(d);
             return None;

@@ -16,7 +16,7 @@ mod expr;
 mod stmt;
 mod types;
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::{FileId, Span};
 use crate::syntax::ast::{Block, Stmt};
 use crate::syntax::token::Tok;
@@ -146,7 +146,7 @@ impl<'t> Parser<'t> {
             return None;
         }
         let message = format!("syntax error: unexpected {found}, expected {expected}");
-        let mut diag = Diagnostic::new(Stage::LexParse, message, self.span());
+        let mut diag = Diagnostic::new(Stage::LexParse, message, self.span()).with_code(Code::Syntax);
         if matches!(found, Tok::Eof | Tok::RParen | Tok::RBrack | Tok::RBrace)
             && let Some((open, open_span)) = self.delims.last()
         {
@@ -161,12 +161,12 @@ impl<'t> Parser<'t> {
 
     /// Reports an error with a custom message at `span`.
     fn error(&mut self, message: impl Into<String>, span: Span) -> Fail {
-        self.diags.push(Diagnostic::new(Stage::LexParse, message, span));
+        self.diags.push(Diagnostic::new(Stage::LexParse, message, span).with_code(Code::Syntax));
         Fail
     }
 
     fn error_note(&mut self, message: impl Into<String>, span: Span, note: &str) -> Fail {
-        self.diags.push(Diagnostic::new(Stage::LexParse, message, span).with_note(note));
+        self.diags.push(Diagnostic::new(Stage::LexParse, message, span).with_code(Code::Syntax).with_note(note));
         Fail
     }
 

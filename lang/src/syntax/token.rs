@@ -8,7 +8,7 @@ use std::fmt;
 
 use logos::Logos;
 
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::{FileId, Span};
 
 /// A token as the parser sees it.
@@ -315,6 +315,7 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
                 first_carriage_return = diags.len();
                 diags.push(
                     Diagnostic::new(Stage::LexParse, "unrecognized carriage return", span)
+                        .with_code(Code::Lex)
                         .with_note("mcl files must use `\\n` line endings, without `\\r`"),
                 );
             }
@@ -324,7 +325,8 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
             Ok(raw) => convert(raw, slice, span, &mut diags),
             Err(()) => {
                 let ch = text[range.start..].chars().next().unwrap_or('?');
-                let mut diag = Diagnostic::new(Stage::LexParse, format!("unrecognized: `{}`", ch.escape_debug()), span);
+                let mut diag = Diagnostic::new(Stage::LexParse, format!("unrecognized: `{}`", ch.escape_debug()), span)
+                    .with_code(Code::Lex);
                 if let Some(note) = unrecognized_note(ch) {
                     diag = diag.with_note(note);
                 }
@@ -373,6 +375,7 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
             Err(_) => {
                 diags.push(
                     Diagnostic::new(Stage::LexParse, format!("integer: overflow: `{slice}`"), span)
+                        .with_code(Code::Lex)
                         .with_note("integers are signed 64-bit"),
                 );
                 Tok::Error
@@ -381,7 +384,9 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
         Raw::Float => match slice.parse::<f64>() {
             Ok(x) if x.is_finite() => Tok::Float(x),
             _ => {
-                diags.push(Diagnostic::new(Stage::LexParse, format!("float: overflow: `{slice}`"), span));
+                diags.push(
+                    Diagnostic::new(Stage::LexParse, format!("float: overflow: `{slice}`"), span).with_code(Code::Lex),
+                );
                 Tok::Error
             }
         },
@@ -390,6 +395,7 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
             let start = Span { end: span.start + 1, ..span };
             diags.push(
                 Diagnostic::new(Stage::LexParse, "unterminated string literal", start)
+                    .with_code(Code::Lex)
                     .with_label(span, "the string runs to the end of the file"),
             );
             Tok::Error

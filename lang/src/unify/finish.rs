@@ -5,7 +5,7 @@
 use super::infer::Ctx;
 use super::report::{self, describe_node};
 use super::table::{Var, rename_vars};
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::types::Type;
 use std::collections::HashSet;
 
@@ -28,7 +28,7 @@ impl Ctx<'_> {
             if let Err(reason) = check(&ty) {
                 let desc = describe_node(self.graph, call.node);
                 let msg = format!("error setting type: `{desc}` as `{ty}`, error: {reason}");
-                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(call.node)));
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(call.node)).with_code(Code::TypeError));
                 self.table.poison(Self::var(call.node));
             }
         }
@@ -44,7 +44,7 @@ impl Ctx<'_> {
                 && !k.is_hashable()
             {
                 let msg = format!("error setting type: `{ty}`, error: map key type {k} is not hashable");
-                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(node)));
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, self.span(node)).with_code(Code::TypeError));
             }
         }
     }
@@ -79,6 +79,7 @@ impl Ctx<'_> {
                 format!("expr: `{desc}` is ambiguous: {}", shown[0]),
                 self.span(node),
             )
+            .with_code(Code::AmbiguousType)
             .with_note(
                 "its type cannot be inferred from how it is used; add a type annotation (e.g. `$x []str = ...`)",
             );

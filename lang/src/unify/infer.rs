@@ -9,7 +9,7 @@ use super::report;
 use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value};
 use super::table::{Mismatch, Shape, Table, Var};
 use crate::catalog::{CallSite, Catalog};
-use crate::diag::{Diagnostic, Diagnostics, Stage};
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
@@ -131,7 +131,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub(super) fn error(&mut self, message: impl Into<String>, span: Span) {
-        self.diags.push(Diagnostic::new(Stage::Unify, message, span));
+        self.diags.push(Diagnostic::new(Stage::Unify, message, span).with_code(Code::TypeError));
     }
 
     // ----- traversal ----------------------------------------------------------------

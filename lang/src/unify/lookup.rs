@@ -5,7 +5,7 @@
 use super::infer::Ctx;
 use super::report::describe_node;
 use super::table::{Shape, Var};
-use crate::diag::{Diagnostic, Stage};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{NodeId, NodeKind};
 use crate::types::Type;
 
@@ -51,7 +51,7 @@ impl Ctx<'_> {
                             "error setting type: `{}`, error: field {field} was not found in struct",
                             describe_node(graph, node)
                         );
-                        let mut d = Diagnostic::new(Stage::Unify, msg, span);
+                        let mut d = Diagnostic::new(Stage::Unify, msg, span).with_code(Code::UnknownStructField);
                         if let Some(s) = crate::suggest::did_you_mean(field, names.iter().copied()) {
                             d = d.with_note(format!("did you mean `{s}`?"));
                         } else if names.is_empty() {
@@ -100,6 +100,7 @@ impl Ctx<'_> {
                     let msg =
                         format!("cannot look up field `{field}`: the type of `{desc}` is not known to be a struct");
                     let d = Diagnostic::new(Stage::Unify, msg, span)
+                        .with_code(Code::TypeError)
                         .with_note("add a type annotation that says which struct it is");
                     self.diags.push(d);
                 }
@@ -110,6 +111,7 @@ impl Ctx<'_> {
             Some(other) => {
                 let ty = self.table.resolve(b);
                 let d = Diagnostic::new(Stage::Unify, format!("type error: struct != {}", other.kind_name()), span)
+                    .with_code(Code::TypeMismatch)
                     .with_note(format!("`->{field}` needs a struct, but this value has type `{ty}`"));
                 let d = match self.table.origin(b) {
                     Some(o) if o != span => d.with_label(o, format!("found `{}` here", other.kind_name())),

@@ -3,7 +3,7 @@
 
 use super::infer::Ctx;
 use super::table::{Mismatch, Shape, Table, Var, rename_vars};
-use crate::diag::{Diagnostic, Stage};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{FuncGraph, NodeId, NodeKind, Op};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
@@ -32,7 +32,7 @@ pub(crate) fn mismatch(table: &mut Table, m: Mismatch, expected_top: Var, found_
             format!("directly in the same set: a value of type `{e}` would have to be `{f}`, an infinite type")
         }
     };
-    let mut d = Diagnostic::new(Stage::Unify, message, span);
+    let mut d = Diagnostic::new(Stage::Unify, message, span).with_code(Code::TypeMismatch);
     if let Some(o) = table.origin(expected).filter(|o| *o != span) {
         d = d.with_label(o, format!("expected `{e}` because of this"));
     }
@@ -167,7 +167,8 @@ pub(crate) fn format_sig(name: &str, sig: &Type) -> String {
 pub(crate) fn bad_call(ctx: &mut Ctx<'_>, node: NodeId) -> Diagnostic {
     let span = ctx.span(node);
     let NodeKind::Call { func, args } = &ctx.graph.node(node).kind else {
-        return Diagnostic::new(Stage::Unify, "internal error: bad call report on a non-call node", span);
+        return Diagnostic::new(Stage::Unify, "internal error: bad call report on a non-call node", span)
+            .with_code(Code::Internal);
     };
     let mut given: Vec<Type> = args.iter().map(|a| ctx.table.resolve(Ctx::var(*a))).collect();
     rename_vars(&mut given);
@@ -189,7 +190,7 @@ pub(crate) fn bad_call(ctx: &mut Ctx<'_>, node: NodeId) -> Diagnostic {
                 })
                 .collect();
             let msg = format!("func arg count differs: expected one of: {} ; given: {given}", expected.join(" ; "));
-            let mut d = Diagnostic::new(Stage::Unify, msg, span);
+            let mut d = Diagnostic::new(Stage::Unify, msg, span).with_code(Code::CallArity);
             if !counts.is_empty() {
                 d = d.with_note(format!(
                     "`{func}` takes {} argument(s), but {} were given",
@@ -207,7 +208,8 @@ pub(crate) fn bad_call(ctx: &mut Ctx<'_>, node: NodeId) -> Diagnostic {
                 .filter(|n| crate::suggest::distance(n, func) <= 2 || n.rsplit('.').next() == Some(short))
                 .collect();
             similar.truncate(8);
-            let mut d = Diagnostic::new(Stage::Unify, format!("func `{func}` does not exist"), span);
+            let mut d = Diagnostic::new(Stage::Unify, format!("func `{func}` does not exist"), span)
+                .with_code(Code::UnknownFunction);
             if !similar.is_empty() {
                 let expected: Vec<String> = similar
                     .iter()
@@ -248,7 +250,11 @@ pub(crate) fn check_op(ctx: &mut Ctx<'_>, node: NodeId) -> Option<Diagnostic> {
     let desc = describe_node(ctx.graph, node);
     let name = op_name(Op::Bin(*bin));
     let msg = format!("error setting type: `{desc}`, error: operator `{name}` does not accept `{ty}`");
-    Some(Diagnostic::new(Stage::Unify, msg, ctx.span(node)).with_note(format!("`{name}` takes {takes}")))
+    Some(
+        Diagnostic::new(Stage::Unify, msg, ctx.span(node))
+            .with_code(Code::TypeMismatch)
+            .with_note(format!("`{name}` takes {takes}")),
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use super::infer::Ctx;
 use super::meta::{meta_param_type, meta_struct_type};
 use super::table::Shape;
 use crate::catalog::ResourceDecl;
-use crate::diag::{Diagnostic, Stage};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, NodeKind};
 use crate::span::Span;
 use crate::suggest::did_you_mean;
@@ -119,6 +119,7 @@ impl<'a> Ctx<'a> {
         if decl.is_none() && !res.fields.is_empty() {
             let mut d =
                 Diagnostic::new(Stage::Unify, format!("no resource kind `{}` available", res.kind), res.kind_span)
+                    .with_code(Code::UnknownKind)
                     .with_note("the types of its fields cannot be checked");
             if let Some(s) = did_you_mean(&res.kind, self.catalog.resources().map(|r| r.kind.as_str())) {
                 d = d.with_note(format!("did you mean `{s}`?"));
@@ -142,7 +143,8 @@ impl<'a> Ctx<'a> {
                         Stage::Unify,
                         format!("field `{}` does not exist in `{}` resource", field.name, decl.kind),
                         field.span,
-                    );
+                    )
+                    .with_code(Code::UnknownField);
                     if let Some(s) = did_you_mean(&field.name, decl.params.iter().map(|p| p.name.as_str())) {
                         d = d.with_note(format!("did you mean `{s}`?"));
                     }
@@ -156,7 +158,7 @@ impl<'a> Ctx<'a> {
             self.name(edge.target.name, NameRule::Plain, edge.target.span);
             if let Some(field) = &edge.target.field {
                 let msg = format!("a send/recv field (`.{field}`) is not allowed in a resource body edge");
-                self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+                self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
             }
         }
         for meta in &res.metas {
@@ -169,7 +171,8 @@ impl<'a> Ctx<'a> {
                         self.has_type(v, &ty, meta.span, meta.span);
                     }
                     None => {
-                        let mut d = Diagnostic::new(Stage::Unify, format!("invalid property: `{name}`"), meta.span);
+                        let mut d = Diagnostic::new(Stage::Unify, format!("invalid property: `{name}`"), meta.span)
+                            .with_code(Code::InvalidProperty);
                         let names = super::meta::META_PARAMS.iter().map(|(n, _)| *n);
                         if let Some(s) = did_you_mean(name, names) {
                             d = d.with_note(format!("did you mean `Meta:{s}`?"));
@@ -189,7 +192,10 @@ impl<'a> Ctx<'a> {
             self.name(half.name, NameRule::Plain, half.span);
         }
         if edge.halves.len() < 2 {
-            self.diags.push(Diagnostic::new(Stage::Unify, "can't create an edge with only one half", edge.span));
+            self.diags.push(
+                Diagnostic::new(Stage::Unify, "can't create an edge with only one half", edge.span)
+                    .with_code(Code::SendRecv),
+            );
             return;
         }
         if edge.halves.iter().any(|h| h.field.is_some()) {
@@ -201,25 +207,31 @@ impl<'a> Ctx<'a> {
     fn send_recv(&mut self, edge: &IrEdge) {
         let [from, to] = edge.halves.as_slice() else {
             let msg = "a send/recv edge must have exactly two halves";
-            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
             return;
         };
         let (Some(send_key), Some(recv_key)) = (&from.field, &to.field) else {
             let msg = "a send/recv edge needs a field on both halves (`Kind[name].field`)";
-            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
             return;
         };
         let (Some(sender), Some(receiver)) = (self.half_decl(from), self.half_decl(to)) else { return };
         if sender.sends.is_empty() {
             let msg = format!("cannot send from resource of kind: {}", sender.kind);
-            self.diags
-                .push(Diagnostic::new(Stage::Unify, msg, edge.span).with_label(from.span, "this kind sends nothing"));
+            self.diags.push(
+                Diagnostic::new(Stage::Unify, msg, edge.span)
+                    .with_code(Code::SendRecv)
+                    .with_label(from.span, "this kind sends nothing"),
+            );
             return;
         }
         if !receiver.can_recv {
             let msg = format!("cannot recv to resource of kind: {}", receiver.kind);
-            self.diags
-                .push(Diagnostic::new(Stage::Unify, msg, edge.span).with_label(to.span, "this kind cannot receive"));
+            self.diags.push(
+                Diagnostic::new(Stage::Unify, msg, edge.span)
+                    .with_code(Code::SendRecv)
+                    .with_label(to.span, "this kind cannot receive"),
+            );
             return;
         }
         let what = format!(
@@ -230,14 +242,16 @@ impl<'a> Ctx<'a> {
             self.half_name(to)
         );
         let Some(send) = sender.send(send_key) else {
-            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in send struct"), edge.span);
+            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in send struct"), edge.span)
+                .with_code(Code::SendRecv);
             let names: Vec<&str> = sender.sends.iter().map(|p| p.name.as_str()).collect();
             d = d.with_note(format!("`{}` can send: {}", sender.kind, names.join(", ")));
             self.diags.push(d);
             return;
         };
         let Some(recv) = receiver.param(recv_key) else {
-            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in recv struct"), edge.span);
+            let mut d = Diagnostic::new(Stage::Unify, format!("{what}: key not found in recv struct"), edge.span)
+                .with_code(Code::SendRecv);
             if let Some(s) = did_you_mean(recv_key, receiver.params.iter().map(|p| p.name.as_str())) {
                 d = d.with_note(format!("did you mean `{s}`?"));
             }
@@ -246,7 +260,7 @@ impl<'a> Ctx<'a> {
         };
         if !types_compatible(&send.ty, &recv.ty) {
             let msg = format!("{what}: field type mismatch between `{}` and `{}`", send.ty, recv.ty);
-            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span));
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
         }
     }
 
@@ -254,7 +268,7 @@ impl<'a> Ctx<'a> {
         let decl = self.resource_decl(&half.kind);
         if decl.is_none() {
             let msg = format!("no resource kind `{}` available for send/recv", half.kind.to_lowercase());
-            self.diags.push(Diagnostic::new(Stage::Unify, msg, half.span));
+            self.diags.push(Diagnostic::new(Stage::Unify, msg, half.span).with_code(Code::UnknownKind));
         }
         decl
     }

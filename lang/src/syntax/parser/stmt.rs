@@ -2,7 +2,7 @@
 //! resources with their bodies, and edge statements.
 
 use super::{Fail, PResult, Parser};
-use crate::diag::{Diagnostic, Stage};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
     EdgeHalf, Expr, ExprKind, Ident, ImportAlias, Lambda, ResEntry, ResEntryKind, Resource, Stmt, StmtKind, TypeAnn,
@@ -86,8 +86,11 @@ impl Parser<'_> {
         }
         let message =
             format!("can't set return type in parser: a {literal} literal can't have the declared type `{}`", ann.ty);
-        self.diags
-            .push(Diagnostic::new(Stage::LexParse, message, value.span).with_label(ann.span, "type declared here"));
+        self.diags.push(
+            Diagnostic::new(Stage::LexParse, message, value.span)
+                .with_code(Code::Syntax)
+                .with_label(ann.span, "type declared here"),
+        );
         Err(Fail)
     }
 
