@@ -199,6 +199,35 @@ pub fn format_float(f: f64) -> String {
     s
 }
 
+fn unhex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Percent-decoding as Go's URL path unescaping does it: an escape is `%` and two hex
+/// digits (nothing else, not even a sign), and the result must be UTF-8. Used by
+/// `net.url_parser` and the HTTP server kinds.
+pub fn percent_decode(s: &str) -> Result<String, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' {
+            let (Some(h), Some(l)) = (b.get(i + 1).and_then(|c| unhex(*c)), b.get(i + 2).and_then(|c| unhex(*c)))
+            else {
+                // Up to three characters, not bytes: the escape may be cut by a multi-byte one.
+                let escape: String = s[i..].chars().take(3).collect();
+                return Err(format!("invalid URL escape {escape:?}"));
+            };
+            out.push(h * 16 + l);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| "invalid UTF-8 in URL".into())
+}
+
 /// Writes a Go-quoted string (`"a\tb"`).
 pub fn quote_str(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);

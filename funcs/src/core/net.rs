@@ -186,33 +186,6 @@ builtin! {
     }
 }
 
-fn unhex(b: u8) -> Option<u8> {
-    (b as char).to_digit(16).map(|d| d as u8)
-}
-
-/// Percent-decoding as Go's URL path unescaping does it.
-pub fn percent_decode(s: &str) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let (Some(h), Some(l)) = (b.get(i + 1).and_then(|c| unhex(*c)), b.get(i + 2).and_then(|c| unhex(*c)))
-            else {
-                // Up to three characters, not bytes: the escape may be cut by a multi-byte one.
-                let escape: String = s[i..].chars().take(3).collect();
-                return Err(format!("invalid URL escape {escape:?}"));
-            };
-            out.push(h * 16 + l);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).map_err(|_| "invalid UTF-8 in URL".into())
-}
-
 /// The parts of a URL the way Go's `url.Parse` splits them.
 pub fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError> {
     let err = |why: &str| FuncError::catchable(format!("parse {s:?}: {why}"));
@@ -244,7 +217,7 @@ pub fn parse_url(s: &str) -> Result<(String, String, String, String), FuncError>
         }
         None => (String::new(), rest),
     };
-    let path = percent_decode(path).map_err(|e| err(&e))?;
+    let path = lang::value::percent_decode(path).map_err(|e| err(&e))?;
     Ok((scheme, host, path, query))
 }
 

@@ -397,22 +397,9 @@ pub fn mime_by_extension(name: &str) -> Option<&'static str> {
     })
 }
 
-/// `%xx`-decodes a URL path; `None` for a malformed escape or non-UTF-8 result.
+/// A request path percent-decoded (`None`: a bad escape or not UTF-8).
 pub fn percent_decode(s: &str) -> Option<String> {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    lang::value::percent_decode(s).ok()
 }
 
 /// `rel` (a request path tail) joined under `root`, or `None` when it would leave the root
@@ -463,6 +450,8 @@ mod tests {
     fn percent_decoding_and_joining_stay_under_the_root() {
         assert_eq!(percent_decode("/a%20b/c").as_deref(), Some("/a b/c"));
         assert_eq!(percent_decode("/bad%zz"), None);
+        assert_eq!(percent_decode("/signed%+1"), None, "a sign is not a hex digit");
+        assert_eq!(percent_decode("/cut%4"), None);
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(join_under(dir.path(), "/x/y"), Some(dir.path().join("x/y")));
         assert_eq!(join_under(dir.path(), "/x/../../etc/passwd"), None);
