@@ -1,11 +1,10 @@
 //! Prometheus metrics for `tend run`: the registry ([`Metrics`]), its text exposition
-//! (format 0.0.4), the engine-event feed that keeps it current, and a tiny HTTP/1.1
-//! server for `GET /metrics`.
+//! (format 0.0.4), the engine-event feed that keeps it current, and the HTTP endpoint
+//! for `GET /metrics`.
 //!
-//! The server is hand-written on tokio's `TcpListener` on purpose: it answers one request
-//! per connection (`Connection: close`), reads at most [`MAX_REQUEST`] bytes of header
-//! with a deadline, serves at most [`MAX_CONNECTIONS`] clients at once, and knows one path. That is all a Prometheus scraper needs, and it
-//! keeps an HTTP stack out of the dependency tree.
+//! The endpoint is hyper (the HTTP stack the `http:server` kinds already use): one request
+//! per connection, at most [`MAX_REQUEST`] bytes of header read within a deadline, at most
+//! [`MAX_CONNECTIONS`] clients at once, one path.
 //!
 //! What the engine's events can and cannot tell (see `engine::EngineEvent`): they carry
 //! the resource kind and the outcome of every check-apply, worker starts and stops, graph
@@ -23,7 +22,15 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use engine::{Engine, EngineEvent, ResKey, WorkerState};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::convert::Infallible;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::task::{JoinHandle, JoinSet};
@@ -379,7 +386,7 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Metrics>) -> io::Result<Serve
                         }
                         let registry = registry.clone();
                         connections.spawn(async move {
-                            match tokio::time::timeout(CONNECTION_DEADLINE, answer(stream, &registry)).await {
+                            match tokio::time::timeout(CONNECTION_DEADLINE, answer(stream, registry)).await {
                                 Ok(Ok(())) => {}
                                 Ok(Err(e)) => tracing::debug!(%peer, error = %e, "metrics connection"),
                                 Err(_) => tracing::debug!(%peer, "metrics connection timed out"),
@@ -399,88 +406,40 @@ pub async fn serve(addr: SocketAddr, registry: Arc<Metrics>) -> io::Result<Serve
     Ok(Server { addr, task })
 }
 
-/// Reads one request head and writes one response.
-async fn answer(mut stream: TcpStream, registry: &Metrics) -> io::Result<()> {
-    let head = match tokio::time::timeout(READ_DEADLINE, read_head(&mut stream)).await {
-        Ok(head) => head?,
-        Err(_) => return respond(&mut stream, 408, "Request Timeout", &[], "request timeout\n", true).await,
-    };
-    let Some(head) = head else {
-        return respond(&mut stream, 431, "Request Header Fields Too Large", &[], "request too large\n", true).await;
-    };
-    let Some((method, target)) = request_line(&head) else {
-        return respond(&mut stream, 400, "Bad Request", &[], "bad request\n", true).await;
-    };
-    let path = target.split_once('?').map_or(target, |(p, _)| p);
-    if path != "/metrics" {
-        return respond(&mut stream, 404, "Not Found", &[], "not found; try /metrics\n", method != "HEAD").await;
-    }
-    match method {
-        "GET" | "HEAD" => {
-            let body = registry.render();
-            let headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")];
-            respond(&mut stream, 200, "OK", &headers, &body, method == "GET").await
-        }
-        _ => respond(&mut stream, 405, "Method Not Allowed", &[("Allow", "GET, HEAD")], "use GET\n", true).await,
-    }
+/// Serves one connection with hyper: one request (no keep-alive), a bounded head read
+/// within a deadline (hyper answers 431 and 400 itself).
+async fn answer(stream: TcpStream, registry: Arc<Metrics>) -> hyper::Result<()> {
+    let service = service_fn(move |req: Request<Incoming>| {
+        let registry = registry.clone();
+        async move { Ok::<_, Infallible>(respond(&req, &registry)) }
+    });
+    http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(READ_DEADLINE)
+        .max_buf_size(MAX_REQUEST)
+        .keep_alive(false)
+        .title_case_headers(true)
+        .serve_connection(TokioIo::new(stream), service)
+        .await
 }
 
-/// The request head up to the blank line; `None` when it exceeds [`MAX_REQUEST`].
-async fn read_head(stream: &mut TcpStream) -> io::Result<Option<String>> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            if end > MAX_REQUEST {
-                return Ok(None);
-            }
-            buf.truncate(end);
-            return Ok(Some(String::from_utf8_lossy(&buf).into_owned()));
-        }
-        if buf.len() > MAX_REQUEST {
-            return Ok(None);
-        }
-        let n = stream.read(&mut chunk).await?;
-        if n == 0 {
-            // The client closed early: answer what was sent if it holds a request line.
-            return Ok(Some(String::from_utf8_lossy(&buf).into_owned()));
-        }
-        buf.extend_from_slice(&chunk[..n]);
+/// The response to one request: the exposition for `GET` / `HEAD /metrics`.
+fn respond(req: &Request<Incoming>, registry: &Metrics) -> Response<Full<Bytes>> {
+    let text = |code: StatusCode, body: &'static str| {
+        let mut r = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+        *r.status_mut() = code;
+        r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+        r
+    };
+    if req.uri().path() != "/metrics" {
+        return text(StatusCode::NOT_FOUND, "not found; try /metrics\n");
     }
-}
-
-/// `METHOD SP target SP HTTP/1.x` -> (method, target).
-fn request_line(head: &str) -> Option<(&str, &str)> {
-    let line = head.lines().next()?;
-    let mut parts = line.split(' ');
-    let (method, target, version) = (parts.next()?, parts.next()?, parts.next()?);
-    let valid = parts.next().is_none()
-        && !method.is_empty()
-        && method.bytes().all(|b| b.is_ascii_uppercase())
-        && target.starts_with('/')
-        && matches!(version, "HTTP/1.0" | "HTTP/1.1");
-    valid.then_some((method, target))
-}
-
-async fn respond(
-    stream: &mut TcpStream,
-    code: u16,
-    reason: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-    with_body: bool,
-) -> io::Result<()> {
-    let mut out = format!("HTTP/1.1 {code} {reason}\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
-    for (name, value) in headers {
-        let _ = write!(out, "{name}: {value}\r\n");
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "use GET\n");
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return r;
     }
-    if !headers.iter().any(|(n, _)| *n == "Content-Type") {
-        out.push_str("Content-Type: text/plain; charset=utf-8\r\n");
-    }
-    out.push_str("\r\n");
-    if with_body {
-        out.push_str(body);
-    }
-    stream.write_all(out.as_bytes()).await?;
-    stream.shutdown().await
+    let mut r = Response::new(Full::new(Bytes::from(registry.render())));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    r
 }
