@@ -1,17 +1,10 @@
-//! The `tend` command line: glue over the `lang`, `funcs`, `engine` and `resources` crates.
-
-mod cli;
-mod cmd;
-mod compile;
-mod loader;
-mod observe;
-mod services;
-mod stderr;
-mod stdout;
+//! The `tend` executable: the allocator, logging and argument parsing; everything else is
+//! in the `tend` library (`lib.rs`).
 
 use clap::Parser;
-use cli::{Cli, Command, LogFormat};
 use std::process::ExitCode;
+use tend::cli::{Cli, Command, LogFormat};
+use tend::{cmd, stderr};
 
 /// mimalloc instead of glibc's malloc: a large graph is hundreds of thousands of small
 /// allocations made and freed across threads, where glibc's arenas cost a measurable share

@@ -1,7 +1,7 @@
 //! Running `tend run` as a service: Prometheus metrics over HTTP (`--metrics`), check-apply
 //! timing, and systemd readiness. Each file depends only on std, tokio and the engine's
 //! public API (and `super::` siblings), so the main loop wires them in with a few calls and
-//! the tests compile the files directly. Operators' view: docs/operations.md.
+//! the tests use them through the library. Operators' view: docs/operations.md.
 //!
 //! Wiring in `cmd::run` (each step is one or two lines):
 //! - parse time: `metrics::check_addr(addr, allow_remote)` for `--metrics ADDR`

@@ -1,8 +1,6 @@
 //! The metrics endpoint over a real socket: events in, exposition lines out.
 
-#[allow(dead_code)]
-#[path = "../src/observe/metrics.rs"]
-mod metrics;
+use tend::observe::metrics;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

@@ -2,9 +2,7 @@
 
 #![allow(unsafe_code)] // std::env::set_var, in a binary with one test
 
-#[allow(dead_code)]
-#[path = "../src/observe/notify.rs"]
-mod notify;
+use tend::observe::notify;
 
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;

@@ -3,11 +3,8 @@
 
 #![allow(unsafe_code)] // std::env::set_var, in a binary with one test
 
-#[allow(dead_code)]
-#[path = "../src/observe/notify.rs"]
-mod notify;
-#[path = "../src/observe/ready.rs"]
-mod ready;
+use tend::observe::notify;
+use tend::observe::ready;
 
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;

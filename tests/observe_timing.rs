@@ -1,13 +1,8 @@
 //! Check-apply timing through a real engine: the wrapper records durations with their
 //! outcome and stays invisible to graph swaps.
 
-// `timing` names its sibling as `super::metrics`: both sit at this crate's root here, as
-// they sit in `observe` in the binary.
-#[allow(dead_code)]
-#[path = "../src/observe/metrics.rs"]
-mod metrics;
-#[path = "../src/observe/timing.rs"]
-mod timing;
+use tend::observe::metrics;
+use tend::observe::timing;
 
 use std::sync::Arc;
 use std::time::Duration;

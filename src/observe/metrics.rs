@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use engine::{Engine, EngineEvent, ResKey, WorkerState};
 use bytes::Bytes;
+use engine::{Engine, EngineEvent, ResKey, WorkerState};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};

@@ -1,0 +1,12 @@
+//! The `tend` command line as a library: glue over the `lang`, `funcs`, `engine` and
+//! `resources` crates, one module per subcommand (`cmd`) plus what they share. `main.rs`
+//! only parses arguments and calls in; tests use these modules directly.
+
+pub mod cli;
+pub mod cmd;
+pub mod compile;
+pub mod loader;
+pub mod observe;
+pub mod services;
+pub mod stderr;
+pub mod stdout;
