@@ -1,6 +1,7 @@
 //! Swaps leak nothing: alone in its test binary so no other test's runtime opens or
 //! closes fds while it counts them.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::sync::atomic::Ordering;

@@ -2,7 +2,7 @@
 //! through a 10,000-node chain, a 10,000-element map over a lambda (all new elements and
 //! one changed element), and pure-node evaluation throughput.
 
-#[path = "../tests/runtime_support/mod.rs"]
+#[path = "../tests/it/runtime_support/mod.rs"]
 mod runtime_support;
 
 use std::time::{Duration, Instant};

@@ -2,6 +2,7 @@
 //! pipes are released when a resource is replaced. Alone in its test binary so no other
 //! test opens or closes fds while it counts them.
 
+#[path = "it/support/mod.rs"]
 mod support;
 
 use std::fs;

@@ -1,0 +1,6 @@
+//! The integration tests of `engine`, one binary (each file a module): one link, not one per file.
+
+mod support;
+
+mod engine;
+mod scale;

@@ -1,0 +1,18 @@
+//! The integration tests of `resources`, one binary (each file a module): one link, not one per file.
+
+mod e2e_support;
+mod support;
+
+mod e2e;
+mod engine_corpus;
+mod exec;
+mod file;
+mod file_kinds;
+mod http;
+mod kinds;
+mod net_kinds;
+mod scale;
+mod schedule;
+mod sendrecv;
+mod svc_dbus;
+mod virt_kinds;

@@ -1,0 +1,188 @@
+//! `schedule` end to end with `world.schedule`: the resource writes this host's candidacy
+//! into the local world store and the function (a real stream from the core registry)
+//! reports the chosen hosts as it changes. Own test binary: the world functions' state
+//! directory is process-wide.
+
+use crate::support;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use engine::{Graph, InitCtx, Meta, ResKey, Resource};
+use funcs::api::{FuncImpl, FuncResult, StreamCtx};
+use lang::types::Type;
+use lang::value::Value;
+use resources::build_with;
+use resources::host::Host;
+use support::{WAIT, check, converge, engine, eventually, params, s};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+/// A running `world.schedule(namespace)`.
+struct Chosen {
+    _inputs: watch::Sender<Option<Vec<Value>>>,
+    out: mpsc::Receiver<FuncResult>,
+    cancel: CancellationToken,
+}
+
+impl Chosen {
+    fn start(state: &Path, namespace: &str) -> Chosen {
+        let registry = funcs::registry::Registry::core();
+        let FuncImpl::Stream(f) = registry.get("world.schedule").expect("registered").imp else { panic!("a stream") };
+        let (inputs, irx) = watch::channel(Some(vec![Value::str(namespace)]));
+        let (otx, out) = mpsc::channel(16);
+        let cancel = CancellationToken::new();
+        let ctx = StreamCtx {
+            arg_types: vec![Type::Str],
+            ret_type: Type::List(Box::new(Type::Str)),
+            host: funcs::api::Host::new("", state),
+            inputs: irx,
+            out: otx,
+            cancel: cancel.clone(),
+        };
+        tokio::spawn(f(ctx));
+        Chosen { _inputs: inputs, out, cancel }
+    }
+
+    /// The next value the function emits.
+    async fn next(&mut self) -> Vec<String> {
+        let got = tokio::time::timeout(Duration::from_secs(20), self.out.recv()).await.expect("a value in time");
+        let value = got.expect("stream running").expect("no error");
+        value.as_list().expect("a list").iter().map(|v| v.as_str().expect("str").to_string()).collect()
+    }
+}
+
+impl Drop for Chosen {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+    }
+}
+
+fn init_ctx(state: &Path, name: &str) -> InitCtx {
+    InitCtx { key: ResKey::new("schedule", name), var_dir: Some(state.join("var")), state_dir: state.to_path_buf() }
+}
+
+fn me() -> String {
+    nix::unistd::gethostname().unwrap().to_string_lossy().into_owned()
+}
+
+/// Writes a record the way the resource does (atomically), so readers never see half.
+fn put(path: &Path, text: &str) {
+    let tmp = path.with_file_name(".tmp-record");
+    fs::write(&tmp, text).unwrap();
+    fs::rename(&tmp, path).unwrap();
+}
+
+fn record_path(state: &Path, ns: &str, host: &str) -> std::path::PathBuf {
+    state.join("schedule").join(ns).join(host)
+}
+
+async fn schedule(state: &Path, ns: &str, pairs: &[(&str, Value)]) -> Box<dyn Resource> {
+    let mut res = build_with(&Host::system(), "schedule", ns, &params(pairs)).unwrap();
+    res.validate().unwrap();
+    res.init(&init_ctx(state, ns)).await.unwrap();
+    res
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path();
+
+    // Volunteering makes this host the chosen one; withdrawing takes it out again.
+    let mut chosen = Chosen::start(state, "xsched");
+    assert_eq!(chosen.next().await, Vec::<String>::new());
+    let opts = [("strategy", s("rr")), ("max", Value::Int(2)), ("persist", Value::Bool(false)), ("ttl", Value::Int(0))];
+    let mut res = schedule(state, "xsched", &opts).await;
+    let (ok, reports) = check(res.as_mut(), false).await.unwrap();
+    assert!(!ok && reports[0].contains("would volunteer"), "{reports:?}");
+    converge(res.as_mut()).await;
+    assert_eq!(chosen.next().await, vec![me()]);
+
+    // `max` bounds the choice: another (live) candidate fits under max 2...
+    let other = record_path(state, "xsched", "0-other");
+    put(&other, "strategy=rr\nmax=2\npersist=true\nttl=0\nowner=x\n");
+    let mut both = vec!["0-other".to_string(), me()];
+    both.sort();
+    assert_eq!(chosen.next().await, both);
+    // ...but not when it asks for a single host; an expired candidate does not count.
+    put(&other, "strategy=rr\nmax=1\npersist=true\nttl=0\nowner=x\n");
+    assert_eq!(chosen.next().await, vec!["0-other".to_string()]);
+    put(&other, "strategy=rr\nmax=1\npersist=false\nttl=0\nowner=x\nexpires=1\n");
+    assert_eq!(chosen.next().await, vec![me()]);
+    fs::remove_file(&other).unwrap();
+
+    let mut withdraw = schedule(state, "xsched", &[("withdraw", Value::Bool(true))]).await;
+    converge(withdraw.as_mut()).await;
+    assert_eq!(chosen.next().await, Vec::<String>::new());
+    // The replaced instance's cleanup must not touch the record it no longer owns.
+    converge(res.as_mut()).await;
+    assert_eq!(chosen.next().await, vec![me()]);
+    let mut again = schedule(state, "xsched", &opts).await;
+    assert!(!check(again.as_mut(), true).await.unwrap().0, "the new instance takes the record over");
+    res.cleanup().await.unwrap();
+    assert!(record_path(state, "xsched", &me()).exists(), "cleanup of a superseded instance leaves the record");
+    // Without ttl or persist, stopping the resource ends the candidacy at once.
+    again.cleanup().await.unwrap();
+    assert_eq!(chosen.next().await, Vec::<String>::new());
+
+    // With a ttl the candidacy outlives the resource by that long; persist keeps it.
+    let mut ttl = schedule(state, "ns1", &[("ttl", Value::Int(30))]).await;
+    converge(ttl.as_mut()).await;
+    ttl.cleanup().await.unwrap();
+    let text = fs::read_to_string(record_path(state, "ns1", &me())).unwrap();
+    let expires: u64 = text.lines().find_map(|l| l.strip_prefix("expires=")).unwrap().parse().unwrap();
+    let now = resources::schedule::now();
+    assert!((now + 25..=now + 31).contains(&expires), "{text}");
+    assert_eq!(funcs::core::world::read_schedule(state, "ns1"), Value::list(vec![Value::str(me())]));
+    let mut persist = schedule(state, "ns2", &[("persist", Value::Bool(true))]).await;
+    converge(persist.as_mut()).await;
+    persist.cleanup().await.unwrap();
+    let text = fs::read_to_string(record_path(state, "ns2", &me())).unwrap();
+    assert!(!text.contains("expires="), "{text}");
+    assert_eq!(funcs::core::world::read_schedule(state, "ns2"), Value::list(vec![Value::str(me())]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_candidacy_is_renewed_and_restored() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let engine = engine(&state);
+    let mut g = Graph::new();
+    let res = build_with(&Host::system(), "schedule", "renewed", &params(&[("ttl", Value::Int(1))])).unwrap();
+    g.add_vertex(ResKey::new("schedule", "renewed"), Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let path = record_path(&state, "renewed", &me());
+    let expires = || {
+        fs::read_to_string(&path)
+            .ok()
+            .and_then(|t| t.lines().find_map(|l| l.strip_prefix("expires=")?.parse::<u64>().ok()))
+    };
+    let first = expires().expect("a lease");
+    assert!(eventually(|| expires().is_some_and(|e| e > first)).await, "the lease is renewed while running");
+    fs::remove_file(&path).unwrap();
+    assert!(eventually(|| path.exists()).await, "a removed candidacy is restored");
+    engine.apply(Graph::new()).await.unwrap();
+    assert!(path.exists(), "with a ttl, the candidacy outlives the resource...");
+    let none = Value::list(vec![]);
+    assert!(eventually(|| funcs::core::world::read_schedule(&state, "renewed") == none).await, "...until it expires");
+    engine.shutdown(WAIT).await;
+}
+
+#[tokio::test]
+async fn bad_schedule_params_are_named() {
+    let host = Host::system();
+    let cases: [(&[(&str, Value)], &str); 5] = [
+        (&[("strategy", s("fifo"))], "field `strategy`"),
+        (&[("max", Value::Int(-1))], "field `max`"),
+        (&[("persist", Value::Bool(true)), ("ttl", Value::Int(10))], "field `ttl`: cannot be combined with `persist`"),
+        (&[("withdraw", Value::Bool(true)), ("max", Value::Int(2))], "field `max`: cannot be combined with `withdraw`"),
+        (&[("namespace", s(""))], "field `namespace`"),
+    ];
+    for (pairs, expected) in cases {
+        let err = build_with(&host, "schedule", "ns", &params(pairs)).unwrap().validate().unwrap_err().message;
+        assert!(err.starts_with("schedule[ns]: ") && err.contains(expected), "{err} lacks {expected}");
+    }
+}
