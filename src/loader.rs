@@ -1,6 +1,10 @@
 //! Locating a program on disk and reading its files for the front end.
 
 use lang::loader::Loader;
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
 /// A program on disk: its root directory (the deploy's `/`) and entry file.
@@ -44,11 +48,28 @@ fn metadata_main(text: &str) -> Option<String> {
 /// Reads deploy paths (`/x/y.mcl`) below a root directory; nothing outside it.
 pub struct FsLoader {
     root: PathBuf,
+    /// Read each file under a read lease ([`read_leased`]).
+    leases: bool,
+    /// A file read under a lease was open for writing: what was read may be half a save.
+    busy: Cell<bool>,
 }
 
 impl FsLoader {
     pub fn new(root: impl Into<PathBuf>) -> FsLoader {
-        FsLoader { root: root.into() }
+        FsLoader { root: root.into(), leases: false, busy: Cell::new(false) }
+    }
+
+    /// A loader for live edits: it reads every file under a read lease, so a save cannot
+    /// truncate a file while it is read, and [`FsLoader::busy`] tells when a file was
+    /// still open for writing (a save in progress).
+    pub fn leased(root: impl Into<PathBuf>) -> FsLoader {
+        FsLoader { leases: true, ..FsLoader::new(root) }
+    }
+
+    /// Whether some file was open for writing when it was read: the reading must be
+    /// dropped and done again once that save is complete.
+    pub fn busy(&self) -> bool {
+        self.busy.get()
     }
 
     fn resolve(&self, path: &str) -> Option<PathBuf> {
@@ -62,16 +83,94 @@ impl FsLoader {
 
 impl Loader for FsLoader {
     fn read(&self, path: &str) -> Option<String> {
-        std::fs::read_to_string(self.resolve(path)?).ok()
+        let path = self.resolve(path)?;
+        if !self.leases {
+            return std::fs::read_to_string(path).ok();
+        }
+        match read_leased(&path).ok()? {
+            Leased::Read(text) => Some(text),
+            Leased::Busy(text) => {
+                self.busy.set(true);
+                Some(text)
+            }
+        }
     }
     fn is_dir(&self, path: &str) -> bool {
         self.resolve(path).is_some_and(|p| p.is_dir())
     }
 }
 
+/// What [`read_leased`] found.
+#[derive(Debug, PartialEq)]
+pub enum Leased {
+    /// The whole file: nobody had it open for writing, and nobody could open it so while
+    /// it was read.
+    Read(String),
+    /// What the file held while some process had it open for writing (maybe half a save).
+    Busy(String),
+}
+
+/// Reads `path` under a read lease (`fcntl(F_SETLEASE, F_RDLCK)`). The kernel refuses the
+/// lease while any process has the file open for writing (then the file is read anyway
+/// and reported [`Leased::Busy`]), and while the lease is held it makes a writer's
+/// `open` wait, so a save cannot truncate the file under the reader. Where leases are not
+/// available (a file of another user without `CAP_LEASE`, some network filesystems) the
+/// file is read plainly. The lease-break notice goes out as `SIGWINCH`, which a process
+/// ignores by default (the default `SIGIO` would end it).
+pub fn read_leased(path: &Path) -> io::Result<Leased> {
+    let mut file = File::open(path)?;
+    let mut text = String::new();
+    match set_lease(&file, libc::F_RDLCK) {
+        Ok(()) => {
+            let read = file.read_to_string(&mut text);
+            let _released = set_lease(&file, libc::F_UNLCK);
+            read.map(|_| Leased::Read(text))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => file.read_to_string(&mut text).map(|_| Leased::Busy(text)),
+        Err(_) => file.read_to_string(&mut text).map(|_| Leased::Read(text)),
+    }
+}
+
+/// `F_SETSIG` of `<linux/fcntl.h>` (the libc crate leaves it out).
+const F_SETSIG: libc::c_int = 10;
+
+fn set_lease(file: &File, kind: libc::c_int) -> io::Result<()> {
+    let fd = file.as_raw_fd();
+    // SAFETY: fcntl with integer arguments on a descriptor `file` owns and keeps open for
+    // the call; it reads and writes no memory of this process.
+    #[allow(unsafe_code)]
+    let result = unsafe {
+        if kind != libc::F_UNLCK && libc::fcntl(fd, F_SETSIG, libc::SIGWINCH) == -1 {
+            -1
+        } else {
+            libc::fcntl(fd, libc::F_SETLEASE, kind)
+        }
+    };
+    if result == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_open_for_writing_reads_as_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("main.mcl");
+        std::fs::write(&path, "$x = 1\n").unwrap();
+        assert_eq!(read_leased(&path).unwrap(), Leased::Read("$x = 1\n".into()));
+        // A save in progress: truncated, not written yet, still open.
+        let writer = std::fs::OpenOptions::new().write(true).truncate(true).open(&path).unwrap();
+        assert_eq!(read_leased(&path).unwrap(), Leased::Busy(String::new()));
+        drop(writer);
+        assert_eq!(read_leased(&path).unwrap(), Leased::Read(String::new()));
+        let loader = FsLoader::leased(dir.path());
+        assert_eq!(loader.read("/main.mcl").as_deref(), Some(""));
+        assert!(!loader.busy());
+        let _writer = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        assert_eq!(loader.read("/main.mcl").as_deref(), Some(""));
+        assert!(loader.busy(), "a writer has it open");
+    }
 
     #[test]
     fn locates_entry_and_refuses_to_escape_root() {

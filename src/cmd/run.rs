@@ -132,8 +132,16 @@ pub struct Compiled {
 
 /// Compiles the program; on failure the diagnostics and the sources they point into.
 fn load(program: &ProgramPath, catalog: &Catalog) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
-    let loader = crate::loader::FsLoader::new(&program.root);
-    let outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    compile_with(program, &crate::loader::FsLoader::new(&program.root), catalog)
+}
+
+/// Compiles the program read through `loader`.
+fn compile_with(
+    program: &ProgramPath,
+    loader: &crate::loader::FsLoader,
+    catalog: &Catalog,
+) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
+    let outcome = lang::pipeline::compile(&program.entry, loader, catalog);
     match outcome.graph {
         Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled { graph: Arc::new(g), sources: outcome.sources }),
         _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
@@ -248,7 +256,12 @@ impl Runner {
                 },
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
-                    let loaded = load(&self.program, &self.catalog);
+                    let loader = crate::loader::FsLoader::leased(&self.program.root);
+                    let loaded = compile_with(&self.program, &loader, &self.catalog);
+                    if loader.busy() {
+                        tracing::debug!("a source file was still open for writing; waiting for that save to end");
+                        continue;
+                    }
                     if watcher.as_mut().is_some_and(|w| w.changed_meanwhile()) {
                         tracing::debug!("the sources changed while they were read; waiting for that save to settle");
                         continue;
