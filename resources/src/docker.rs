@@ -10,7 +10,9 @@
 //! respawned after a daemon restart.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
@@ -22,7 +24,10 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Presence;
-use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
+#[cfg(any(test, feature = "fakes"))]
+use crate::util::events::broadcast_lines;
+use crate::util::events::{Lines, follow, line_stream, run_tool, run_tool_ok};
+#[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
 
 /// The docker daemon's images.
@@ -101,6 +106,7 @@ impl Docker for DockerCli {
 
 /// An in-memory docker: `offer` puts an image in the "registry", pulls copy it locally,
 /// every call is recorded and changes emit event lines.
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeDocker {
     registry: Mutex<BTreeMap<String, String>>,
     local: Mutex<BTreeMap<String, String>>,
@@ -108,6 +114,7 @@ pub struct FakeDocker {
     events: tokio::sync::broadcast::Sender<String>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl Default for FakeDocker {
     fn default() -> Self {
         FakeDocker {
@@ -119,6 +126,7 @@ impl Default for FakeDocker {
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeDocker {
     /// Makes `image` (a full reference) pullable with the given id.
     pub fn offer(&self, image: &str, id: &str) {
@@ -139,6 +147,7 @@ impl FakeDocker {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Docker for FakeDocker {
     async fn image_id(&self, image: &str, _: &str) -> Result<Option<String>, ResError> {
         Ok(lock(&self.local).get(image).cloned())

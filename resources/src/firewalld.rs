@@ -8,7 +8,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
@@ -133,11 +135,13 @@ impl Firewall for FirewallCmd {
 
 /// In-memory zones for tests (the default zone is `public`); every change is recorded.
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeFirewall {
     zones: Mutex<BTreeMap<(String, Layer), ZoneState>>,
     calls: Mutex<Vec<String>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeFirewall {
     pub fn state(&self, zone: &str, layer: Layer) -> ZoneState {
         self.zones
@@ -161,6 +165,7 @@ impl FakeFirewall {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Firewall for FakeFirewall {
     async fn default_zone(&self) -> Result<String, ResError> {
         Ok("public".into())

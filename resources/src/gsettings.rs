@@ -6,7 +6,9 @@
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
@@ -207,18 +209,21 @@ impl Settings for GsettingsCli {
 
 /// In-memory settings: `schema key` -> GVariant text. Keys must be added with
 /// [`FakeSettings::define`] (like schemas must be installed).
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeSettings {
     values: Mutex<BTreeMap<String, String>>,
     changes: tokio::sync::watch::Sender<u64>,
     calls: Mutex<Vec<String>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl Default for FakeSettings {
     fn default() -> FakeSettings {
         FakeSettings { values: Mutex::default(), changes: tokio::sync::watch::Sender::new(0), calls: Mutex::default() }
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeSettings {
     /// Defines (or changes, as another program would) a key.
     pub fn define(&self, schema: &str, key: &str, value: &str) {
@@ -234,6 +239,7 @@ impl FakeSettings {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Settings for FakeSettings {
     async fn get(&self, _: &RunAs, schema: &str, key: &str) -> Result<String, ResError> {
         self.value(schema, key).ok_or_else(|| ResError::new(format!("No such schema/key “{schema} {key}”")))

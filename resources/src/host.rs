@@ -13,9 +13,13 @@
 //! job results and change subscriptions, or the [`Systemctl`] backend here when no bus is
 //! reachable. The real package backend is dpkg/apt.
 
-use std::collections::{BTreeMap, BTreeSet};
+#[cfg(any(test, feature = "fakes"))]
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{IoAt, ResError};
@@ -84,6 +88,7 @@ impl Host {
     }
 
     /// A sandbox under `root` with in-memory fakes for every backend.
+    #[cfg(any(test, feature = "fakes"))]
     pub fn sandbox(root: impl Into<PathBuf>) -> Host {
         let root = root.into();
         Host {
@@ -209,11 +214,13 @@ impl ServiceManager for Systemctl {
 /// An in-memory init system for tests. Units must be added with [`FakeServices::add`]
 /// before they exist; every call is recorded.
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeServices {
     state: Mutex<FakeServiceState>,
 }
 
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 struct FakeServiceState {
     units: BTreeSet<String>,
     active: BTreeSet<String>,
@@ -221,6 +228,7 @@ struct FakeServiceState {
     calls: Vec<String>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeServices {
     pub fn add(&self, unit: &str) {
         self.lock().units.insert(unit.to_string());
@@ -248,6 +256,7 @@ impl FakeServices {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl ServiceManager for FakeServices {
     async fn exists(&self, unit: &str, _: bool) -> Result<bool, ResError> {
         Ok(self.lock().units.contains(unit))
@@ -333,11 +342,13 @@ impl PackageManager for Apt {
 
 /// An in-memory package manager: `available` maps names to the candidate version.
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakePackages {
     pub available: Mutex<BTreeMap<String, String>>,
     pub installed: Mutex<BTreeMap<String, String>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakePackages {
     pub fn offer(&self, name: &str, version: &str) {
         self.available.lock().unwrap_or_else(|e| e.into_inner()).insert(name.into(), version.into());
@@ -348,6 +359,7 @@ impl FakePackages {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl PackageManager for FakePackages {
     async fn installed(&self, name: &str) -> Result<Option<String>, ResError> {
         Ok(self.installed_version(name))
@@ -516,11 +528,13 @@ impl Accounts for ShadowTools {
 
 /// In-memory accounts for tests.
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeAccounts {
     pub users: Mutex<BTreeMap<String, UserInfo>>,
     pub groups: Mutex<BTreeMap<String, u32>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeAccounts {
     fn resolve_gid(&self, group: &str) -> Result<u32, ResError> {
         if let Ok(n) = group.parse() {
@@ -557,6 +571,7 @@ impl FakeAccounts {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Accounts for FakeAccounts {
     async fn user(&self, name: &str) -> Result<Option<UserInfo>, ResError> {
         Ok(self.users.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned())
@@ -636,11 +651,13 @@ impl Mounter for MountTools {
 }
 
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeMounts {
     pub mounted: Mutex<BTreeSet<String>>,
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Mounter for FakeMounts {
     async fn is_mounted(&self, point: &str) -> Result<bool, ResError> {
         Ok(self.mounted.lock().unwrap_or_else(|e| e.into_inner()).contains(point))
@@ -675,10 +692,12 @@ impl HostnameSetter for Uname {
 }
 
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeHostname {
     pub name: Mutex<String>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl HostnameSetter for FakeHostname {
     fn transient(&self) -> Result<String, ResError> {
         Ok(self.name.lock().unwrap_or_else(|e| e.into_inner()).clone())

@@ -15,7 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
@@ -253,6 +255,7 @@ impl NetLinks for IpRoute2 {
 
 /// One interface of [`FakeNet`].
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeLink {
     pub up: bool,
     pub addrs: BTreeSet<String>,
@@ -262,18 +265,21 @@ pub struct FakeLink {
 
 /// In-memory interfaces for tests; every change bumps a counter that [`NetLinks::monitor`]
 /// streams follow. Interfaces must be added with [`FakeNet::add`].
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeNet {
     links: Mutex<BTreeMap<String, FakeLink>>,
     changes: tokio::sync::watch::Sender<u64>,
     calls: Mutex<Vec<String>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl Default for FakeNet {
     fn default() -> FakeNet {
         FakeNet { links: Mutex::default(), changes: tokio::sync::watch::Sender::new(0), calls: Mutex::default() }
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeNet {
     pub fn add(&self, name: &str, link: FakeLink) {
         self.lock().insert(name.to_string(), link);
@@ -309,6 +315,7 @@ impl FakeNet {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl NetLinks for FakeNet {
     async fn link(&self, name: &str) -> Result<Option<LinkState>, ResError> {
         Ok(self.get(name).map(|l| LinkState { up: l.up, addrs: l.addrs.into_iter().collect() }))

@@ -11,12 +11,18 @@
 //! exactly while the machine is registered (mgmt listens to machined's D-Bus signals
 //! instead).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+#[cfg(any(test, feature = "fakes"))]
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
+#[cfg(any(test, feature = "fakes"))]
+use engine::IoAt;
+use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
@@ -24,6 +30,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::util::events::{run_tool, run_tool_ok};
+#[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
 use crate::util::watch::watch_loop;
 
@@ -92,6 +99,7 @@ impl Machines for Machinectl {
 
 /// In-memory machined for tests: images must be added; running machines have a state file
 /// under `ROOT/run/systemd/machines/`, like the real one; every call is recorded.
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeMachines {
     dir: PathBuf,
     images: Mutex<BTreeSet<String>>,
@@ -99,6 +107,7 @@ pub struct FakeMachines {
     calls: Mutex<Vec<String>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeMachines {
     pub fn new(root: &Path) -> FakeMachines {
         FakeMachines {
@@ -125,6 +134,7 @@ impl FakeMachines {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Machines for FakeMachines {
     async fn state(&self, name: &str) -> Result<Option<String>, ResError> {
         Ok(self.is_running(name).then(|| "running".to_string()))

@@ -25,7 +25,9 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -37,7 +39,10 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Fields, Params};
-use crate::util::events::{Lines, broadcast_lines, follow, line_stream, run_tool, run_tool_ok};
+#[cfg(any(test, feature = "fakes"))]
+use crate::util::events::broadcast_lines;
+use crate::util::events::{Lines, follow, line_stream, run_tool, run_tool_ok};
+#[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
 
 /// mgmt's default number of vcpu slots.
@@ -391,6 +396,7 @@ impl Libvirt for Virsh {
 
 /// One domain in [`FakeLibvirt`]: its persistent config and, while it runs, its live values.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeSpec {
     pub vcpus: u64,
     pub max_vcpus: u64,
@@ -399,6 +405,7 @@ pub struct FakeSpec {
 }
 
 #[derive(Clone, Debug)]
+#[cfg(any(test, feature = "fakes"))]
 struct FakeDomain {
     uuid: String,
     persistent: bool,
@@ -410,6 +417,7 @@ struct FakeDomain {
 
 /// An in-memory libvirt: domains keyed by name (the URI is ignored), every mutating call
 /// recorded, and an event line in virsh's format for every lifecycle change.
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeLibvirt {
     domains: Mutex<BTreeMap<String, FakeDomain>>,
     calls: Mutex<Vec<String>>,
@@ -417,6 +425,7 @@ pub struct FakeLibvirt {
     next_uuid: Mutex<u64>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl Default for FakeLibvirt {
     fn default() -> Self {
         FakeLibvirt {
@@ -429,6 +438,7 @@ impl Default for FakeLibvirt {
 }
 
 /// The facts the fake needs from a domain definition: name, uuid and sizing.
+#[cfg(any(test, feature = "fakes"))]
 pub fn parse_domain_xml(xml: &str) -> Result<(String, Option<String>, FakeSpec), ResError> {
     let doc = roxmltree::Document::parse(xml).map_err(|e| ResError::new(format!("bad domain XML: {e}")))?;
     let root = doc.root_element();
@@ -442,6 +452,7 @@ pub fn parse_domain_xml(xml: &str) -> Result<(String, Option<String>, FakeSpec),
     Ok((name, text("uuid"), FakeSpec { vcpus, max_vcpus, memory, max_memory: memory }))
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeLibvirt {
     /// Every mutating call so far, like `start mgmt3`.
     pub fn calls(&self) -> Vec<String> {
@@ -505,6 +516,7 @@ impl FakeLibvirt {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Libvirt for FakeLibvirt {
     async fn info(&self, _: &Conn, name: &str) -> Result<Option<DomainInfo>, ResError> {
         Ok(self.domain(name))

@@ -18,7 +18,9 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
@@ -72,12 +74,14 @@ impl ImageBuilder for VirtBuilder {
 /// An in-memory builder: a build writes a small file at `--output`, or fails (leaving a
 /// partial file) when told to; every command line is recorded.
 #[derive(Default)]
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeBuilder {
     pub installed: std::sync::atomic::AtomicBool,
     pub fail: std::sync::atomic::AtomicBool,
     runs: Mutex<Vec<Vec<String>>>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeBuilder {
     pub fn runs(&self) -> Vec<Vec<String>> {
         self.runs.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -85,6 +89,7 @@ impl FakeBuilder {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl ImageBuilder for FakeBuilder {
     fn available(&self) -> bool {
         self.installed.load(std::sync::atomic::Ordering::SeqCst)

@@ -28,7 +28,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+#[cfg(any(test, feature = "fakes"))]
+use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
@@ -40,7 +42,10 @@ use crate::host::Host;
 use crate::net::AdminState;
 use crate::params::BuildError;
 use crate::typed::Startup;
-use crate::util::events::{Lines, broadcast_lines, follow};
+#[cfg(any(test, feature = "fakes"))]
+use crate::util::events::broadcast_lines;
+use crate::util::events::{Lines, follow};
+#[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
 use crate::util::watch::FileWatch;
 use crate::virt::{Auth, Conn, parse_colon_table, virsh_ok, virsh_query, virsh_stream, virsh_with_xml, xml_escape};
@@ -345,6 +350,7 @@ pub fn event_network(line: &str) -> Option<&str> {
 }
 
 #[derive(Clone, Debug)]
+#[cfg(any(test, feature = "fakes"))]
 struct FakeNet {
     persistent: bool,
     active: bool,
@@ -356,18 +362,21 @@ struct FakeNet {
 /// In-memory libvirt networks (the URI is ignored): definitions are parsed and rendered
 /// with the same code as the real ones, `net-update` edits them, every mutating call is
 /// recorded and lifecycle changes emit event lines in virsh's format.
+#[cfg(any(test, feature = "fakes"))]
 pub struct FakeNetworks {
     nets: Mutex<BTreeMap<String, FakeNet>>,
     calls: Mutex<Vec<String>>,
     events: tokio::sync::broadcast::Sender<String>,
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl Default for FakeNetworks {
     fn default() -> Self {
         FakeNetworks { nets: Mutex::default(), calls: Mutex::default(), events: tokio::sync::broadcast::channel(256).0 }
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
 impl FakeNetworks {
     pub fn calls(&self) -> Vec<String> {
         lock(&self.calls).clone()
@@ -429,6 +438,7 @@ impl FakeNetworks {
     }
 }
 
+#[cfg(any(test, feature = "fakes"))]
 fn fake_apply(def: &mut NetDef, u: &Update) -> Result<(), ResError> {
     let ip = def.ips.get_mut(u.parent_index).ok_or_else(|| ResError::new("no <ip> element at the parent index"))?;
     let doc = roxmltree::Document::parse(&u.xml).map_err(|e| ResError::new(format!("bad XML: {e}")))?;
@@ -461,6 +471,7 @@ fn fake_apply(def: &mut NetDef, u: &Update) -> Result<(), ResError> {
 }
 
 #[async_trait]
+#[cfg(any(test, feature = "fakes"))]
 impl Networks for FakeNetworks {
     async fn info(&self, _: &Conn, name: &str) -> Result<Option<NetInfo>, ResError> {
         Ok(self.info_of(name))
