@@ -1,6 +1,6 @@
 //! Command-line arguments.
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -52,32 +52,36 @@ pub enum Command {
         timeout: f64,
     },
     /// Converge the machine to the program and keep it converged.
-    Run {
-        /// A .mcl file, or a directory holding main.mcl (or metadata.yaml).
-        path: PathBuf,
-        /// Exit once the whole graph has stayed converged this many seconds (0: as soon
-        /// as it converges). Exit status 1 when a resource failed.
-        #[arg(long, value_name = "SECS")]
-        converged_timeout: Option<f64>,
-        /// Check only: print what would change (file content as a unified diff), change nothing.
-        #[arg(long)]
-        noop: bool,
-        /// State directory (default: $XDG_CACHE_HOME/tend or ~/.cache/tend; /var/lib/tend for root).
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
-        /// Do not reload the program when its source files change (SIGHUP still reloads).
-        #[arg(long)]
-        no_watch: bool,
-        /// Serve Prometheus text metrics at ADDR (e.g. 127.0.0.1:9233) under /metrics.
-        #[arg(long, value_name = "ADDR")]
-        metrics: Option<std::net::SocketAddr>,
-        /// Write the resource graph as Graphviz to DIR/graph-N.dot after each swap.
-        #[arg(long, value_name = "DIR")]
-        graph_dump: Option<PathBuf>,
-        /// Allow --metrics on a non-loopback address.
-        #[arg(long, requires = "metrics")]
-        metrics_allow_remote: bool,
-    },
+    Run(RunArgs),
+}
+
+/// `tend run`'s options, as parsed and as `cmd::run` reads them (one definition).
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// A .mcl file, or a directory holding main.mcl (or metadata.yaml).
+    pub path: PathBuf,
+    /// Exit once the whole graph has stayed converged this many seconds (0: as soon
+    /// as it converges). Exit status 1 when a resource failed.
+    #[arg(long, value_name = "SECS")]
+    pub converged_timeout: Option<f64>,
+    /// Check only: print what would change (file content as a unified diff), change nothing.
+    #[arg(long)]
+    pub noop: bool,
+    /// State directory (default: $XDG_CACHE_HOME/tend or ~/.cache/tend; /var/lib/tend for root).
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Do not reload the program when its source files change (SIGHUP still reloads).
+    #[arg(long)]
+    pub no_watch: bool,
+    /// Serve Prometheus text metrics at ADDR (e.g. 127.0.0.1:9233) under /metrics.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
+    /// Write the resource graph as Graphviz to DIR/graph-N.dot after each swap.
+    #[arg(long, value_name = "DIR")]
+    pub graph_dump: Option<PathBuf>,
+    /// Allow --metrics on a non-loopback address.
+    #[arg(long, requires = "metrics")]
+    pub metrics_allow_remote: bool,
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]

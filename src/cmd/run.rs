@@ -4,6 +4,7 @@
 
 mod watch_code;
 
+use crate::cli::RunArgs;
 use crate::compile::{self, Report};
 use crate::loader::ProgramPath;
 use crate::observe::{metrics, notify, ready, timing};
@@ -31,24 +32,8 @@ const APPLY_THREADS: usize = 2;
 /// How often a run with a failed resource checks whether everything else has stopped.
 const STALL_POLL: Duration = Duration::from_millis(50);
 
-/// What `tend run` was asked to do.
-pub struct Options {
-    pub path: PathBuf,
-    /// Exit once the graph has stayed converged this long.
-    pub converged_timeout: Option<f64>,
-    pub noop: bool,
-    pub prefix: Option<PathBuf>,
-    /// Reload when a source file changes.
-    pub watch: bool,
-    /// Serve Prometheus metrics here.
-    pub metrics: Option<SocketAddr>,
-    /// Allow a non-loopback metrics address.
-    pub metrics_allow_remote: bool,
-    /// Dump each applied resource graph as dot here.
-    pub graph_dump: Option<PathBuf>,
-}
-
-pub fn run(opts: Options) -> ExitCode {
+/// `tend run` (options: [`crate::cli::RunArgs`]).
+pub fn run(opts: RunArgs) -> ExitCode {
     let metrics_addr = match opts.metrics.map(|a| metrics::check_addr(a, opts.metrics_allow_remote)).transpose() {
         Ok(a) => a,
         Err(e) => {
@@ -113,7 +98,7 @@ pub fn run(opts: Options) -> ExitCode {
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
-    let code = rt.block_on(runner.main(compiled, hold, opts.watch && !opts.noop));
+    let code = rt.block_on(runner.main(compiled, hold, !opts.no_watch && !opts.noop));
     rt.shutdown_timeout(Duration::from_millis(500));
     apply_rt.shutdown_background();
     tracing::debug!("runtime stopped");
@@ -145,6 +130,19 @@ fn compile_with(
     match outcome.graph {
         Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled { graph: Arc::new(g), sources: outcome.sources }),
         _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
+    }
+}
+
+impl Stop {
+    /// The exit status: 1 when the first graph failed or a resource failed, the asked
+    /// code for an `exit` resource, else 0.
+    fn exit_code(&self, no_failures: bool) -> ExitCode {
+        match self {
+            Stop::FirstFailed => ExitCode::from(1),
+            Stop::Exit(code) => ExitCode::from((*code).clamp(0, 255) as u8),
+            Stop::Signal | Stop::Converged if no_failures => ExitCode::SUCCESS,
+            Stop::Signal | Stop::Converged => ExitCode::from(1),
+        }
     }
 }
 
@@ -185,18 +183,9 @@ impl Runner {
         // Without an endpoint nobody reads the metrics: do not follow every engine event
         // (at 10,000 resources the extra subscriber is a measurable share of a run).
         let feed = self.metrics_addr.is_some().then(|| self.metrics.watch_engine(&self.engine));
-        let server = match self.metrics_addr {
-            Some(addr) => match metrics::serve(addr, self.metrics.clone()).await {
-                Ok(s) => {
-                    tracing::info!(addr = %s.addr, "serving metrics at /metrics");
-                    Some(s)
-                }
-                Err(e) => {
-                    crate::stderr::line(format_args!("error: --metrics {addr}: {e}"));
-                    return ExitCode::from(2);
-                }
-            },
-            None => None,
+        let server = match self.serve_metrics().await {
+            Ok(server) => server,
+            Err(code) => return code,
         };
         let announcer = notify::enabled().then(|| ready::announce(&self.engine));
         let mut resync = tokio::time::interval(Duration::from_secs(5));
@@ -256,40 +245,7 @@ impl Runner {
                 },
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
-                    let loader = crate::loader::FsLoader::leased(&self.program.root);
-                    let loaded = compile_with(&self.program, &loader, &self.catalog);
-                    if loader.busy() {
-                        tracing::debug!("a source file was still open for writing; waiting for that save to end");
-                        continue;
-                    }
-                    if watcher.as_mut().is_some_and(|w| w.changed_meanwhile()) {
-                        tracing::debug!("the sources changed while they were read; waiting for that save to settle");
-                        continue;
-                    }
-                    match loaded {
-                        Ok(c) => {
-                            if let Some(df) = dataflow.take() {
-                                df.shutdown().await;
-                            }
-                            if let Some(w) = watcher.as_mut() {
-                                w.update(&self.program.root, &c.sources);
-                            }
-                            sources = c.sources;
-                            dataflow = Some(self.start(&c.graph));
-                        }
-                        Err((diags, srcs)) => {
-                            self.metrics.compile_error();
-                            print_diags(&diags, &srcs);
-                            if let Some(w) = watcher.as_mut() {
-                                w.extend(&self.program.root, &srcs);
-                            }
-                            tracing::error!(
-                                errors = diags.len(),
-                                first = diags.first().map(|d| d.one_line(&srcs)).unwrap_or_default(),
-                                "the new code does not compile; the old program keeps running"
-                            );
-                        }
-                    }
+                    self.reload(&mut watcher, &mut dataflow, &mut sources).await;
                 }
                 ok = converged => {
                     if ok {
@@ -365,24 +321,7 @@ impl Runner {
         for (key, err) in &failures {
             crate::stderr::line(format_args!("error: {key} failed: {err}"));
         }
-        match stop {
-            Stop::FirstFailed => ExitCode::from(1),
-            Stop::Exit(code) => ExitCode::from(code.clamp(0, 255) as u8),
-            Stop::Signal => {
-                if failures.is_empty() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-            Stop::Converged => {
-                if failures.is_empty() {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                }
-            }
-        }
+        stop.exit_code(failures.is_empty())
     }
 
     /// Some resource failed for good and every other one is idle, failed, or waiting (so
@@ -394,6 +333,69 @@ impl Runner {
             && status
                 .values()
                 .all(|s| matches!(s, WorkerState::Idle | WorkerState::Failed { .. } | WorkerState::Waiting))
+    }
+
+    /// The `/metrics` endpoint when `--metrics` asks for one; a bind failure is a usage
+    /// error (exit 2).
+    async fn serve_metrics(&self) -> Result<Option<metrics::Server>, ExitCode> {
+        let Some(addr) = self.metrics_addr else { return Ok(None) };
+        match metrics::serve(addr, self.metrics.clone()).await {
+            Ok(s) => {
+                tracing::info!(addr = %s.addr, "serving metrics at /metrics");
+                Ok(Some(s))
+            }
+            Err(e) => {
+                crate::stderr::line(format_args!("error: --metrics {addr}: {e}"));
+                Err(ExitCode::from(2))
+            }
+        }
+    }
+
+    /// Recompiles the program after a change of its sources and, when it compiles,
+    /// restarts the dataflow on it (the running graph is swapped once the new output
+    /// settles). A save still in progress, or a change while the sources were read, drops
+    /// the reading: the next settled change reads them again. Code that does not compile
+    /// is reported and leaves the running program alone.
+    async fn reload(
+        &mut self,
+        watcher: &mut Option<watch_code::CodeWatcher>,
+        dataflow: &mut Option<Dataflow>,
+        sources: &mut SourceMap,
+    ) {
+        let loader = crate::loader::FsLoader::leased(&self.program.root);
+        let loaded = compile_with(&self.program, &loader, &self.catalog);
+        if loader.busy() {
+            tracing::debug!("a source file was still open for writing; waiting for that save to end");
+            return;
+        }
+        if watcher.as_mut().is_some_and(|w| w.changed_meanwhile()) {
+            tracing::debug!("the sources changed while they were read; waiting for that save to settle");
+            return;
+        }
+        match loaded {
+            Ok(c) => {
+                if let Some(df) = dataflow.take() {
+                    df.shutdown().await;
+                }
+                if let Some(w) = watcher.as_mut() {
+                    w.update(&self.program.root, &c.sources);
+                }
+                *sources = c.sources;
+                *dataflow = Some(self.start(&c.graph));
+            }
+            Err((diags, srcs)) => {
+                self.metrics.compile_error();
+                print_diags(&diags, &srcs);
+                if let Some(w) = watcher.as_mut() {
+                    w.extend(&self.program.root, &srcs);
+                }
+                tracing::error!(
+                    errors = diags.len(),
+                    first = diags.first().map(|d| d.one_line(&srcs)).unwrap_or_default(),
+                    "the new code does not compile; the old program keeps running"
+                );
+            }
+        }
     }
 
     fn start(&self, graph: &Arc<lang::ir::FuncGraph>) -> Dataflow {
