@@ -176,9 +176,6 @@ pub(crate) fn arg_list(args: &[Value], i: usize) -> Result<&[Value], FuncError> 
 pub(crate) fn arg_map(args: &[Value], i: usize) -> Result<&BTreeMap<Value, Value>, FuncError> {
     args.get(i).and_then(Value::as_map).ok_or_else(|| bad_arg(i, "a map", args.get(i)))
 }
-pub(crate) fn arg_strs(args: &[Value], i: usize) -> Result<Vec<&str>, FuncError> {
-    arg_list(args, i)?.iter().map(|v| v.as_str().ok_or_else(|| bad_arg(i, "a list of str", Some(v)))).collect()
-}
 
 /// A list of strings as a value.
 pub(crate) fn str_list<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> Value {

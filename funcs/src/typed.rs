@@ -179,6 +179,8 @@ macro_rules! builtin {
             use super::*;
 
             $(#[doc = $doc])*
+            // A built-in may ignore a parameter its mcl signature has (as Go's does).
+            #[allow(unused_variables)]
             pub(crate) fn run($($ctx: $ctxty,)? $($arg: $ty),*) -> $ret $body
 
             /// Reads the arguments by name and type, then runs the function.

@@ -2,8 +2,9 @@
 //! `path/filepath`, `math`, `math/rand`, `os`, `os/exec`, `runtime`, `html`.
 
 use super::convert::{go_parse_bool, go_parse_float, go_parse_int};
-use super::{arg_bool, arg_float, arg_int, arg_str, arg_strs, pure};
+use super::{arg_float, pure, typed};
 use crate::api::{FuncError, FuncResult};
+use crate::builtin;
 use crate::registry::Registry;
 use lang::value::{Value, quote_str};
 use rand::Rng;
@@ -17,47 +18,12 @@ pub fn register(r: &mut Registry) {
     for pkg in ["path", "path/filepath"] {
         paths(r, pkg);
     }
-    reg(
-        r,
-        "path/filepath",
-        "abs",
-        "func(path str) str",
-        body!(|a| {
-            let p = arg_str(a, 0)?;
-            if p.starts_with('/') {
-                return Ok(Value::str(go_clean(p)));
-            }
-            let wd = std::env::current_dir().map_err(|e| FuncError::catchable(e.to_string()))?;
-            Ok(Value::str(go_clean(&format!("{}/{p}", wd.display()))))
-        }),
-        "an absolute, cleaned path",
-    );
-    reg(
-        r,
-        "path/filepath",
-        "to_slash",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(arg_str(a, 0)?))),
-        "the path with / separators",
-    );
-    reg(
-        r,
-        "path/filepath",
-        "from_slash",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(arg_str(a, 0)?))),
-        "the path with OS separators",
-    );
+    typed(r, "golang/path/filepath.abs", path_filepath_abs::DEF);
+    typed(r, "golang/path/filepath.to_slash", path_filepath_to_slash::DEF);
+    typed(r, "golang/path/filepath.from_slash", path_filepath_from_slash::DEF);
     math(r);
     os(r);
-    reg(
-        r,
-        "os/exec",
-        "look_path",
-        "func(file str) str",
-        body!(|a| look_path(arg_str(a, 0)?)),
-        "the path of an executable in $PATH",
-    );
+    typed(r, "golang/os/exec.look_path", os_exec_look_path::DEF);
     reg(
         r,
         "runtime",
@@ -82,95 +48,20 @@ pub fn register(r: &mut Registry) {
         body!(|_a| Ok(Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)))),
         "the number of usable CPUs",
     );
-    reg(
-        r,
-        "html",
-        "escape_string",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(html_escape(arg_str(a, 0)?)))),
-        "escapes < > & ' \"",
-    );
-    reg(
-        r,
-        "html",
-        "unescape_string",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(html_unescape(arg_str(a, 0)?)))),
-        "decodes HTML entities",
-    );
+    typed(r, "golang/html.escape_string", html_escape_string::DEF);
+    typed(r, "golang/html.unescape_string", html_unescape_string::DEF);
 }
 
 fn strconv(r: &mut Registry) {
-    let p = "strconv";
-    reg(
-        r,
-        p,
-        "atoi",
-        "func(s str) int",
-        body!(|a| go_parse_int(arg_str(a, 0)?, 10).map(Value::Int)),
-        "parses a base-10 int",
-    );
-    reg(r, p, "itoa", "func(i int) str", body!(|a| Ok(Value::str(arg_int(a, 0)?.to_string()))), "an int in base 10");
-    reg(
-        r,
-        p,
-        "format_bool",
-        "func(b bool) str",
-        body!(|a| Ok(Value::str(arg_bool(a, 0)?.to_string()))),
-        "\"true\" or \"false\"",
-    );
-    reg(
-        r,
-        p,
-        "parse_bool",
-        "func(s str) bool",
-        body!(|a| go_parse_bool(arg_str(a, 0)?).map(Value::Bool)),
-        "parses a bool",
-    );
-    reg(
-        r,
-        p,
-        "format_int",
-        "func(i int, base int) str",
-        body!(|a| format_int(arg_int(a, 0)?, arg_int(a, 1)?)),
-        "an int in a base 2..36",
-    );
-    reg(
-        r,
-        p,
-        "parse_int",
-        "func(s str, base int, bit_size int) int",
-        body!(|a| {
-            let n = go_parse_int(arg_str(a, 0)?, arg_int(a, 1)?)?;
-            let bits = arg_int(a, 2)?;
-            let bits = if bits == 0 { 64 } else { bits };
-            if !(1..=64).contains(&bits) {
-                return Err(FuncError::catchable(format!("invalid bit size {bits}")));
-            }
-            if bits < 64 && (n < -(1i64 << (bits - 1)) || n >= 1i64 << (bits - 1)) {
-                return Err(FuncError::catchable(format!("parsing {}: value out of range", quote_str(arg_str(a, 0)?))));
-            }
-            Ok(Value::Int(n))
-        }),
-        "parses an int in a base",
-    );
-    reg(
-        r,
-        p,
-        "parse_float",
-        "func(s str, bit_size int) float",
-        body!(|a| go_parse_float(arg_str(a, 0)?).map(Value::Float)),
-        "parses a float",
-    );
-    reg(r, p, "quote", "func(s str) str", body!(|a| Ok(Value::str(quote_str(arg_str(a, 0)?)))), "a Go-quoted string");
-    reg(
-        r,
-        p,
-        "unquote",
-        "func(s str) str",
-        body!(|a| unquote(arg_str(a, 0)?).map(Value::str)),
-        "the value of a quoted string",
-    );
+    typed(r, "golang/strconv.atoi", strconv_atoi::DEF);
+    typed(r, "golang/strconv.itoa", strconv_itoa::DEF);
+    typed(r, "golang/strconv.format_bool", strconv_format_bool::DEF);
+    typed(r, "golang/strconv.parse_bool", strconv_parse_bool::DEF);
+    typed(r, "golang/strconv.format_int", strconv_format_int::DEF);
+    typed(r, "golang/strconv.parse_int", strconv_parse_int::DEF);
+    typed(r, "golang/strconv.parse_float", strconv_parse_float::DEF);
+    typed(r, "golang/strconv.quote", strconv_quote::DEF);
+    typed(r, "golang/strconv.unquote", strconv_unquote::DEF);
 }
 
 pub fn format_int(n: i64, base: i64) -> FuncResult {
@@ -305,57 +196,12 @@ pub fn go_ext(p: &str) -> String {
 }
 
 fn paths(r: &mut Registry, pkg: &str) {
-    reg(
-        r,
-        pkg,
-        "base",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(go_base(arg_str(a, 0)?)))),
-        "the last element of a path",
-    );
-    reg(
-        r,
-        pkg,
-        "clean",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(go_clean(arg_str(a, 0)?)))),
-        "the shortest equivalent path",
-    );
-    reg(
-        r,
-        pkg,
-        "dir",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(go_dir(arg_str(a, 0)?)))),
-        "all but the last element",
-    );
-    reg(
-        r,
-        pkg,
-        "ext",
-        "func(path str) str",
-        body!(|a| Ok(Value::str(go_ext(arg_str(a, 0)?)))),
-        "the file name extension",
-    );
-    reg(
-        r,
-        pkg,
-        "is_abs",
-        "func(path str) bool",
-        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.starts_with('/')))),
-        "whether the path is absolute",
-    );
-    reg(
-        r,
-        pkg,
-        "join",
-        "func(elem []str) str",
-        body!(|a| {
-            let parts: Vec<&str> = arg_strs(a, 0)?.into_iter().filter(|s| !s.is_empty()).collect();
-            Ok(Value::str(if parts.is_empty() { String::new() } else { go_clean(&parts.join("/")) }))
-        }),
-        "joins and cleans path elements",
-    );
+    typed(r, format!("golang/{pkg}.base"), paths_base::DEF);
+    typed(r, format!("golang/{pkg}.clean"), paths_clean::DEF);
+    typed(r, format!("golang/{pkg}.dir"), paths_dir::DEF);
+    typed(r, format!("golang/{pkg}.ext"), paths_ext::DEF);
+    typed(r, format!("golang/{pkg}.is_abs"), paths_is_abs::DEF);
+    typed(r, format!("golang/{pkg}.join"), paths_join::DEF);
 }
 
 fn math(r: &mut Registry) {
@@ -397,42 +243,11 @@ fn math(r: &mut Registry) {
     f2!("min", |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }, "the smaller");
     f2!("hypot", f64::hypot, "sqrt(x*x + y*y)");
     f2!("remainder", |x: f64, y: f64| x - (x / y).round_ties_even() * y, "IEEE 754 remainder");
-    reg(
-        r,
-        "math",
-        "inf",
-        "func(sign int) float",
-        body!(|a| Ok(Value::Float(if arg_int(a, 0)? >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }))),
-        "+Inf or -Inf",
-    );
+    typed(r, "golang/math.inf", math_inf::DEF);
     reg(r, "math", "nan", "func() float", body!(|_a| Ok(Value::Float(f64::NAN))), "not-a-number");
-    reg(
-        r,
-        "math",
-        "is_nan",
-        "func(f float) bool",
-        body!(|a| Ok(Value::Bool(arg_float(a, 0)?.is_nan()))),
-        "whether f is NaN",
-    );
-    reg(
-        r,
-        "math",
-        "is_inf",
-        "func(f float, sign int) bool",
-        body!(|a| {
-            let (f, s) = (arg_float(a, 0)?, arg_int(a, 1)?);
-            Ok(Value::Bool((s >= 0 && f == f64::INFINITY) || (s <= 0 && f == f64::NEG_INFINITY)))
-        }),
-        "whether f is an infinity of the sign",
-    );
-    reg(
-        r,
-        "math",
-        "signbit",
-        "func(x float) bool",
-        body!(|a| Ok(Value::Bool(arg_float(a, 0)?.is_sign_negative()))),
-        "whether x is negative or -0",
-    );
+    typed(r, "golang/math.is_nan", math_is_nan::DEF);
+    typed(r, "golang/math.is_inf", math_is_inf::DEF);
+    typed(r, "golang/math.signbit", math_signbit::DEF);
     reg(
         r,
         "math/rand",
@@ -441,20 +256,7 @@ fn math(r: &mut Registry) {
         body!(|_a| Ok(Value::Int(rand::rng().random_range(0..i64::MAX)))),
         "a non-negative random int",
     );
-    reg(
-        r,
-        "math/rand",
-        "intn",
-        "func(n int) int",
-        body!(|a| {
-            let n = arg_int(a, 0)?;
-            if n <= 0 {
-                return Err(FuncError::fatal("invalid argument to Intn"));
-            }
-            Ok(Value::Int(rand::rng().random_range(0..n)))
-        }),
-        "a random int in [0, n)",
-    );
+    typed(r, "golang/math/rand.intn", math_rand_intn::DEF);
     reg(
         r,
         "math/rand",
@@ -513,22 +315,8 @@ fn home_dir() -> Result<String, FuncError> {
 
 fn os(r: &mut Registry) {
     let p = "os";
-    reg(
-        r,
-        p,
-        "getenv",
-        "func(key str) str",
-        body!(|a| Ok(Value::str(std::env::var(arg_str(a, 0)?).unwrap_or_default()))),
-        "an environment variable or \"\"",
-    );
-    reg(
-        r,
-        p,
-        "expand_env",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(expand_env(arg_str(a, 0)?, |k| std::env::var(k).unwrap_or_default())))),
-        "replaces $VAR and ${VAR}",
-    );
+    typed(r, "golang/os.getenv", os_getenv::DEF);
+    typed(r, "golang/os.expand_env", os_expand_env::DEF);
     reg(r, p, "hostname", "func() str", body!(|_a| Ok(Value::str(super::sys::machine_hostname()))), "the host name");
     reg(
         r,
@@ -599,19 +387,7 @@ fn os(r: &mut Registry) {
         }),
         "the user's config directory",
     );
-    reg(
-        r,
-        p,
-        "readlink",
-        "func(name str) str",
-        body!(|a| {
-            let n = arg_str(a, 0)?;
-            std::fs::read_link(n)
-                .map(|p| Value::str(p.display().to_string()))
-                .map_err(|e| FuncError::catchable(format!("readlink {n}: {e}")))
-        }),
-        "the target of a symbolic link",
-    );
+    typed(r, "golang/os.readlink", os_readlink::DEF);
 }
 
 pub fn look_path(file: &str) -> FuncResult {
@@ -702,4 +478,229 @@ pub fn html_unescape(s: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+builtin! {
+    /// an absolute, cleaned path
+    fn path_filepath_abs(path: &str) -> FuncResult as "str" {
+        let p = path;
+        if p.starts_with('/') {
+            return Ok(Value::str(go_clean(p)));
+        }
+        let wd = std::env::current_dir().map_err(|e| FuncError::catchable(e.to_string()))?;
+        Ok(Value::str(go_clean(&format!("{}/{p}", wd.display()))))
+    }
+}
+
+builtin! {
+    /// the path with / separators
+    fn path_filepath_to_slash(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(path))
+    }
+}
+
+builtin! {
+    /// the path with OS separators
+    fn path_filepath_from_slash(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(path))
+    }
+}
+
+builtin! {
+    /// the path of an executable in $PATH
+    fn os_exec_look_path(file: &str) -> FuncResult as "str" {
+        look_path(file)
+    }
+}
+
+builtin! {
+    /// escapes < > & ' "
+    fn html_escape_string(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(html_escape(s)))
+    }
+}
+
+builtin! {
+    /// decodes HTML entities
+    fn html_unescape_string(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(html_unescape(s)))
+    }
+}
+
+builtin! {
+    /// parses a base-10 int
+    fn strconv_atoi(s: &str) -> FuncResult as "int" {
+        go_parse_int(s, 10).map(Value::Int)
+    }
+}
+
+builtin! {
+    /// an int in base 10
+    fn strconv_itoa(i: i64) -> FuncResult as "str" {
+        Ok(Value::str(i.to_string()))
+    }
+}
+
+builtin! {
+    /// "true" or "false"
+    fn strconv_format_bool(b: bool) -> FuncResult as "str" {
+        Ok(Value::str(b.to_string()))
+    }
+}
+
+builtin! {
+    /// parses a bool
+    fn strconv_parse_bool(s: &str) -> FuncResult as "bool" {
+        go_parse_bool(s).map(Value::Bool)
+    }
+}
+
+builtin! {
+    /// an int in a base 2..36
+    fn strconv_format_int(i: i64, base: i64) -> FuncResult as "str" {
+        format_int(i, base)
+    }
+}
+
+builtin! {
+    /// parses an int in a base
+    fn strconv_parse_int(s: &str, base: i64, bit_size: i64) -> FuncResult as "int" {
+        let n = go_parse_int(s, base)?;
+        let bits = bit_size;
+        let bits = if bits == 0 { 64 } else { bits };
+        if !(1..=64).contains(&bits) {
+            return Err(FuncError::catchable(format!("invalid bit size {bits}")));
+        }
+        if bits < 64 && (n < -(1i64 << (bits - 1)) || n >= 1i64 << (bits - 1)) {
+            return Err(FuncError::catchable(format!("parsing {}: value out of range", quote_str(s))));
+        }
+        Ok(Value::Int(n))
+    }
+}
+
+builtin! {
+    /// parses a float
+    fn strconv_parse_float(s: &str, bit_size: i64) -> FuncResult as "float" {
+        go_parse_float(s).map(Value::Float)
+    }
+}
+
+builtin! {
+    /// a Go-quoted string
+    fn strconv_quote(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(quote_str(s)))
+    }
+}
+
+builtin! {
+    /// the value of a quoted string
+    fn strconv_unquote(s: &str) -> FuncResult as "str" {
+        unquote(s).map(Value::str)
+    }
+}
+
+builtin! {
+    /// the last element of a path
+    fn paths_base(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_base(path)))
+    }
+}
+
+builtin! {
+    /// the shortest equivalent path
+    fn paths_clean(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_clean(path)))
+    }
+}
+
+builtin! {
+    /// all but the last element
+    fn paths_dir(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_dir(path)))
+    }
+}
+
+builtin! {
+    /// the file name extension
+    fn paths_ext(path: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_ext(path)))
+    }
+}
+
+builtin! {
+    /// whether the path is absolute
+    fn paths_is_abs(path: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(path.starts_with('/')))
+    }
+}
+
+builtin! {
+    /// joins and cleans path elements
+    fn paths_join(elem: Vec<&str>) -> FuncResult as "str" {
+        let parts: Vec<&str> = elem.into_iter().filter(|s| !s.is_empty()).collect();
+        Ok(Value::str(if parts.is_empty() { String::new() } else { go_clean(&parts.join("/")) }))
+    }
+}
+
+builtin! {
+    /// +Inf or -Inf
+    fn math_inf(sign: i64) -> FuncResult as "float" {
+        Ok(Value::Float(if sign >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }))
+    }
+}
+
+builtin! {
+    /// whether f is NaN
+    fn math_is_nan(f: f64) -> FuncResult as "bool" {
+        Ok(Value::Bool(f.is_nan()))
+    }
+}
+
+builtin! {
+    /// whether f is an infinity of the sign
+    fn math_is_inf(f: f64, sign: i64) -> FuncResult as "bool" {
+        let (f, s) = (f, sign);
+        Ok(Value::Bool((s >= 0 && f == f64::INFINITY) || (s <= 0 && f == f64::NEG_INFINITY)))
+    }
+}
+
+builtin! {
+    /// whether x is negative or -0
+    fn math_signbit(x: f64) -> FuncResult as "bool" {
+        Ok(Value::Bool(x.is_sign_negative()))
+    }
+}
+
+builtin! {
+    /// a random int in [0, n)
+    fn math_rand_intn(n: i64) -> FuncResult as "int" {
+        if n <= 0 {
+            return Err(FuncError::fatal("invalid argument to Intn"));
+        }
+        Ok(Value::Int(rand::rng().random_range(0..n)))
+    }
+}
+
+builtin! {
+    /// an environment variable or ""
+    fn os_getenv(key: &str) -> FuncResult as "str" {
+        Ok(Value::str(std::env::var(key).unwrap_or_default()))
+    }
+}
+
+builtin! {
+    /// replaces $VAR and ${VAR}
+    fn os_expand_env(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(expand_env(s, |k| std::env::var(k).unwrap_or_default())))
+    }
+}
+
+builtin! {
+    /// the target of a symbolic link
+    fn os_readlink(name: &str) -> FuncResult as "str" {
+        let n = name;
+        std::fs::read_link(n)
+            .map(|p| Value::str(p.display().to_string()))
+            .map_err(|e| FuncError::catchable(format!("readlink {n}: {e}")))
+    }
 }

@@ -1,8 +1,10 @@
 //! `golang/strings`: Go's `strings` package, in snake_case.
 
 use super::strings::{go_replace, go_split};
-use super::{arg_int, arg_str, arg_strs, pure, str_list};
+use super::{arg_str, pure, str_list, typed};
 use crate::api::FuncError;
+use crate::api::FuncResult;
+use crate::builtin;
 use crate::registry::Registry;
 use lang::value::Value;
 
@@ -76,232 +78,247 @@ pub fn register(r: &mut Registry) {
         }))),
         "-1, 0 or 1 comparing a and b",
     );
-    reg(
-        r,
-        "contains",
-        "func(s str, substr str) bool",
-        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.contains(arg_str(a, 1)?)))),
-        "whether substr is in s",
-    );
-    reg(
-        r,
-        "contains_any",
-        "func(s str, chars str) bool",
-        body!(|a| {
-            let chars = arg_str(a, 1)?;
-            Ok(Value::Bool(arg_str(a, 0)?.chars().any(|c| chars.contains(c))))
-        }),
-        "whether any of chars is in s",
-    );
-    reg(
-        r,
-        "count",
-        "func(s str, substr str) int",
-        body!(|a| {
-            let (s, sub) = (arg_str(a, 0)?, arg_str(a, 1)?);
-            Ok(int(if sub.is_empty() { s.chars().count() + 1 } else { s.matches(sub).count() }))
-        }),
-        "non-overlapping occurrences of substr",
-    );
-    reg(
-        r,
-        "equal_fold",
-        "func(s str, t str) bool",
-        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.to_lowercase() == arg_str(a, 1)?.to_lowercase()))),
-        "case-insensitive equality",
-    );
-    reg(
-        r,
-        "fields",
-        "func(s str) []str",
-        body!(|a| Ok(str_list(arg_str(a, 0)?.split_whitespace()))),
-        "splits around runs of white space",
-    );
-    reg(
-        r,
-        "has_prefix",
-        "func(s str, prefix str) bool",
-        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.starts_with(arg_str(a, 1)?)))),
-        "whether s starts with prefix",
-    );
-    reg(
-        r,
-        "has_suffix",
-        "func(s str, suffix str) bool",
-        body!(|a| Ok(Value::Bool(arg_str(a, 0)?.ends_with(arg_str(a, 1)?)))),
-        "whether s ends with suffix",
-    );
-    reg(
-        r,
-        "index",
-        "func(s str, substr str) int",
-        body!(|a| Ok(opt_index(arg_str(a, 0)?.find(arg_str(a, 1)?)))),
-        "byte index of substr, or -1",
-    );
-    reg(
-        r,
-        "index_any",
-        "func(s str, chars str) int",
-        body!(|a| {
-            let chars = arg_str(a, 1)?;
-            Ok(opt_index(arg_str(a, 0)?.find(|c| chars.contains(c))))
-        }),
-        "byte index of any of chars, or -1",
-    );
-    reg(
-        r,
-        "join",
-        "func(elems []str, sep str) str",
-        body!(|a| Ok(Value::str(arg_strs(a, 0)?.join(arg_str(a, 1)?)))),
-        "joins with sep",
-    );
-    reg(
-        r,
-        "last_index",
-        "func(s str, substr str) int",
-        body!(|a| Ok(opt_index(arg_str(a, 0)?.rfind(arg_str(a, 1)?)))),
-        "byte index of the last substr, or -1",
-    );
-    reg(
-        r,
-        "last_index_any",
-        "func(s str, chars str) int",
-        body!(|a| {
-            let chars = arg_str(a, 1)?;
-            Ok(opt_index(arg_str(a, 0)?.rfind(|c| chars.contains(c))))
-        }),
-        "byte index of the last of any of chars, or -1",
-    );
-    reg(
-        r,
-        "repeat",
-        "func(s str, count int) str",
-        body!(|a| {
-            let n = arg_int(a, 1)?;
-            let s = arg_str(a, 0)?;
-            if n < 0 {
-                return Err(FuncError::fatal("strings: negative Repeat count"));
-            }
-            if (s.len() as u128) * (n as u128) > super::strings::MAX_STRING as u128 {
-                return Err(FuncError::fatal("strings: Repeat output is too long"));
-            }
-            Ok(Value::str(s.repeat(n as usize)))
-        }),
-        "s repeated count times",
-    );
-    reg(
-        r,
-        "replace",
-        "func(s str, old str, new str, n int) str",
-        body!(|a| Ok(Value::str(go_replace(arg_str(a, 0)?, arg_str(a, 1)?, arg_str(a, 2)?, arg_int(a, 3)?)))),
-        "replaces the first n old (all if n < 0)",
-    );
-    reg(
-        r,
-        "replace_all",
-        "func(s str, old str, new str) str",
-        body!(|a| Ok(Value::str(go_replace(arg_str(a, 0)?, arg_str(a, 1)?, arg_str(a, 2)?, -1)))),
-        "replaces every old",
-    );
-    reg(
-        r,
-        "split",
-        "func(s str, sep str) []str",
-        body!(|a| Ok(str_list(go_split(arg_str(a, 0)?, arg_str(a, 1)?)))),
-        "splits around sep",
-    );
-    reg(
-        r,
-        "split_after",
-        "func(s str, sep str) []str",
-        body!(|a| Ok(str_list(go_split_n(arg_str(a, 0)?, arg_str(a, 1)?, -1, true)))),
-        "splits after each sep",
-    );
-    reg(
-        r,
-        "split_after_n",
-        "func(s str, sep str, n int) []str",
-        body!(|a| Ok(str_list(go_split_n(arg_str(a, 0)?, arg_str(a, 1)?, arg_int(a, 2)?, true)))),
-        "splits after sep, at most n parts",
-    );
-    reg(
-        r,
-        "split_n",
-        "func(s str, sep str, n int) []str",
-        body!(|a| Ok(str_list(go_split_n(arg_str(a, 0)?, arg_str(a, 1)?, arg_int(a, 2)?, false)))),
-        "splits around sep, at most n parts",
-    );
-    reg(
-        r,
-        "title",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(go_title(arg_str(a, 0)?)))),
-        "upper-cases the first letter of each word",
-    );
-    reg(r, "to_lower", "func(s str) str", body!(|a| Ok(Value::str(arg_str(a, 0)?.to_lowercase()))), "lower-cases");
-    reg(
-        r,
-        "to_title",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(arg_str(a, 0)?.to_uppercase()))),
-        "title-cases every letter",
-    );
-    reg(r, "to_upper", "func(s str) str", body!(|a| Ok(Value::str(arg_str(a, 0)?.to_uppercase()))), "upper-cases");
-    reg(
-        r,
-        "trim",
-        "func(s str, cutset str) str",
-        body!(|a| {
-            let cut = arg_str(a, 1)?;
-            Ok(Value::str(arg_str(a, 0)?.trim_matches(|c| cut.contains(c))))
-        }),
-        "removes leading and trailing chars of cutset",
-    );
-    reg(
-        r,
-        "trim_left",
-        "func(s str, cutset str) str",
-        body!(|a| {
-            let cut = arg_str(a, 1)?;
-            Ok(Value::str(arg_str(a, 0)?.trim_start_matches(|c| cut.contains(c))))
-        }),
-        "removes leading chars of cutset",
-    );
-    reg(
-        r,
-        "trim_right",
-        "func(s str, cutset str) str",
-        body!(|a| {
-            let cut = arg_str(a, 1)?;
-            Ok(Value::str(arg_str(a, 0)?.trim_end_matches(|c| cut.contains(c))))
-        }),
-        "removes trailing chars of cutset",
-    );
-    reg(
-        r,
-        "trim_prefix",
-        "func(s str, prefix str) str",
-        body!(|a| {
-            let s = arg_str(a, 0)?;
-            Ok(Value::str(s.strip_prefix(arg_str(a, 1)?).unwrap_or(s)))
-        }),
-        "removes a leading prefix",
-    );
-    reg(
-        r,
-        "trim_suffix",
-        "func(s str, suffix str) str",
-        body!(|a| {
-            let s = arg_str(a, 0)?;
-            Ok(Value::str(s.strip_suffix(arg_str(a, 1)?).unwrap_or(s)))
-        }),
-        "removes a trailing suffix",
-    );
-    reg(
-        r,
-        "trim_space",
-        "func(s str) str",
-        body!(|a| Ok(Value::str(arg_str(a, 0)?.trim()))),
-        "removes leading and trailing white space",
-    );
+    typed(r, format!("{P}contains"), contains::DEF);
+    typed(r, format!("{P}contains_any"), contains_any::DEF);
+    typed(r, format!("{P}count"), count::DEF);
+    typed(r, format!("{P}equal_fold"), equal_fold::DEF);
+    typed(r, format!("{P}fields"), fields::DEF);
+    typed(r, format!("{P}has_prefix"), has_prefix::DEF);
+    typed(r, format!("{P}has_suffix"), has_suffix::DEF);
+    typed(r, format!("{P}index"), index::DEF);
+    typed(r, format!("{P}index_any"), index_any::DEF);
+    typed(r, format!("{P}join"), join::DEF);
+    typed(r, format!("{P}last_index"), last_index::DEF);
+    typed(r, format!("{P}last_index_any"), last_index_any::DEF);
+    typed(r, format!("{P}repeat"), repeat::DEF);
+    typed(r, format!("{P}replace"), replace::DEF);
+    typed(r, format!("{P}replace_all"), replace_all::DEF);
+    typed(r, format!("{P}split"), split::DEF);
+    typed(r, format!("{P}split_after"), split_after::DEF);
+    typed(r, format!("{P}split_after_n"), split_after_n::DEF);
+    typed(r, format!("{P}split_n"), split_n::DEF);
+    typed(r, format!("{P}title"), title::DEF);
+    typed(r, format!("{P}to_lower"), to_lower::DEF);
+    typed(r, format!("{P}to_title"), to_title::DEF);
+    typed(r, format!("{P}to_upper"), to_upper::DEF);
+    typed(r, format!("{P}trim"), trim::DEF);
+    typed(r, format!("{P}trim_left"), trim_left::DEF);
+    typed(r, format!("{P}trim_right"), trim_right::DEF);
+    typed(r, format!("{P}trim_prefix"), trim_prefix::DEF);
+    typed(r, format!("{P}trim_suffix"), trim_suffix::DEF);
+    typed(r, format!("{P}trim_space"), trim_space::DEF);
+}
+
+builtin! {
+    /// whether substr is in s
+    fn contains(s: &str, substr: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(s.contains(substr)))
+    }
+}
+
+builtin! {
+    /// whether any of chars is in s
+    fn contains_any(s: &str, chars: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(s.chars().any(|c| chars.contains(c))))
+    }
+}
+
+builtin! {
+    /// non-overlapping occurrences of substr
+    fn count(s: &str, substr: &str) -> FuncResult as "int" {
+        let (s, sub) = (s, substr);
+        Ok(int(if sub.is_empty() { s.chars().count() + 1 } else { s.matches(sub).count() }))
+    }
+}
+
+builtin! {
+    /// case-insensitive equality
+    fn equal_fold(s: &str, t: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(s.to_lowercase() == t.to_lowercase()))
+    }
+}
+
+builtin! {
+    /// splits around runs of white space
+    fn fields(s: &str) -> FuncResult as "[]str" {
+        Ok(str_list(s.split_whitespace()))
+    }
+}
+
+builtin! {
+    /// whether s starts with prefix
+    fn has_prefix(s: &str, prefix: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(s.starts_with(prefix)))
+    }
+}
+
+builtin! {
+    /// whether s ends with suffix
+    fn has_suffix(s: &str, suffix: &str) -> FuncResult as "bool" {
+        Ok(Value::Bool(s.ends_with(suffix)))
+    }
+}
+
+builtin! {
+    /// byte index of substr, or -1
+    fn index(s: &str, substr: &str) -> FuncResult as "int" {
+        Ok(opt_index(s.find(substr)))
+    }
+}
+
+builtin! {
+    /// byte index of any of chars, or -1
+    fn index_any(s: &str, chars: &str) -> FuncResult as "int" {
+        Ok(opt_index(s.find(|c| chars.contains(c))))
+    }
+}
+
+builtin! {
+    /// joins with sep
+    fn join(elems: Vec<&str>, sep: &str) -> FuncResult as "str" {
+        Ok(Value::str(elems.join(sep)))
+    }
+}
+
+builtin! {
+    /// byte index of the last substr, or -1
+    fn last_index(s: &str, substr: &str) -> FuncResult as "int" {
+        Ok(opt_index(s.rfind(substr)))
+    }
+}
+
+builtin! {
+    /// byte index of the last of any of chars, or -1
+    fn last_index_any(s: &str, chars: &str) -> FuncResult as "int" {
+        Ok(opt_index(s.rfind(|c| chars.contains(c))))
+    }
+}
+
+builtin! {
+    /// s repeated count times
+    fn repeat(s: &str, count: i64) -> FuncResult as "str" {
+        let n = count;
+        if n < 0 {
+            return Err(FuncError::fatal("strings: negative Repeat count"));
+        }
+        if (s.len() as u128) * (n as u128) > crate::core::strings::MAX_STRING as u128 {
+            return Err(FuncError::fatal("strings: Repeat output is too long"));
+        }
+        Ok(Value::str(s.repeat(n as usize)))
+    }
+}
+
+builtin! {
+    /// replaces the first n old (all if n < 0)
+    fn replace(s: &str, old: &str, new: &str, n: i64) -> FuncResult as "str" {
+        Ok(Value::str(go_replace(s, old, new, n)))
+    }
+}
+
+builtin! {
+    /// replaces every old
+    fn replace_all(s: &str, old: &str, new: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_replace(s, old, new, -1)))
+    }
+}
+
+builtin! {
+    /// splits around sep
+    fn split(s: &str, sep: &str) -> FuncResult as "[]str" {
+        Ok(str_list(go_split(s, sep)))
+    }
+}
+
+builtin! {
+    /// splits after each sep
+    fn split_after(s: &str, sep: &str) -> FuncResult as "[]str" {
+        Ok(str_list(go_split_n(s, sep, -1, true)))
+    }
+}
+
+builtin! {
+    /// splits after sep, at most n parts
+    fn split_after_n(s: &str, sep: &str, n: i64) -> FuncResult as "[]str" {
+        Ok(str_list(go_split_n(s, sep, n, true)))
+    }
+}
+
+builtin! {
+    /// splits around sep, at most n parts
+    fn split_n(s: &str, sep: &str, n: i64) -> FuncResult as "[]str" {
+        Ok(str_list(go_split_n(s, sep, n, false)))
+    }
+}
+
+builtin! {
+    /// upper-cases the first letter of each word
+    fn title(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(go_title(s)))
+    }
+}
+
+builtin! {
+    /// lower-cases
+    fn to_lower(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.to_lowercase()))
+    }
+}
+
+builtin! {
+    /// title-cases every letter
+    fn to_title(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.to_uppercase()))
+    }
+}
+
+builtin! {
+    /// upper-cases
+    fn to_upper(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.to_uppercase()))
+    }
+}
+
+builtin! {
+    /// removes leading and trailing chars of cutset
+    fn trim(s: &str, cutset: &str) -> FuncResult as "str" {
+        let cut = cutset;
+        Ok(Value::str(s.trim_matches(|c| cut.contains(c))))
+    }
+}
+
+builtin! {
+    /// removes leading chars of cutset
+    fn trim_left(s: &str, cutset: &str) -> FuncResult as "str" {
+        let cut = cutset;
+        Ok(Value::str(s.trim_start_matches(|c| cut.contains(c))))
+    }
+}
+
+builtin! {
+    /// removes trailing chars of cutset
+    fn trim_right(s: &str, cutset: &str) -> FuncResult as "str" {
+        let cut = cutset;
+        Ok(Value::str(s.trim_end_matches(|c| cut.contains(c))))
+    }
+}
+
+builtin! {
+    /// removes a leading prefix
+    fn trim_prefix(s: &str, prefix: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.strip_prefix(prefix).unwrap_or(s)))
+    }
+}
+
+builtin! {
+    /// removes a trailing suffix
+    fn trim_suffix(s: &str, suffix: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.strip_suffix(suffix).unwrap_or(s)))
+    }
+}
+
+builtin! {
+    /// removes leading and trailing white space
+    fn trim_space(s: &str) -> FuncResult as "str" {
+        Ok(Value::str(s.trim()))
+    }
 }
