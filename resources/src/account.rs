@@ -13,6 +13,7 @@ use crate::autoedge::{Edges, Index, list_param, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::{Accounts, Host, UserSpec};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 use crate::util::watch::watch_loop;
 
@@ -143,7 +144,7 @@ impl Resource for User {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 
@@ -214,7 +215,7 @@ impl Resource for Group {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -32,6 +32,7 @@ use sha2::{Digest, Sha256};
 use crate::autoedge::{Edges, Index, list_param, str_param};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write_with;
 use crate::util::watch::watch_loop;
 
@@ -188,7 +189,7 @@ impl Resource for Gzip {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 
@@ -342,7 +343,7 @@ impl Resource for Tar {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 
 /// How long one blocking query may wait on the server.
 pub const BLOCK: Duration = Duration::from_secs(300);
@@ -292,7 +293,7 @@ impl Resource for ConsulKv {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

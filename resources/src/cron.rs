@@ -15,6 +15,7 @@ use crate::autoedge::{Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::{Host, ServiceManager};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::{Presence, Startup};
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
@@ -192,7 +193,7 @@ impl Resource for Cron {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

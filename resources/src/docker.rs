@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::events::broadcast_lines;
@@ -246,7 +247,7 @@ impl Resource for DockerImage {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

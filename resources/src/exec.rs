@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error, sends};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdOutput, CmdSpec};
 use crate::util::fs::{lookup_gid, lookup_uid};
 use crate::util::watch::FileWatch;
@@ -333,7 +334,7 @@ impl Resource for Exec {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {

@@ -20,6 +20,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 use crate::util::command::{self, CmdSpec};
 use crate::util::watch::FileWatch;
@@ -358,7 +359,7 @@ impl Resource for Firewalld {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -21,6 +21,7 @@ use tokio::io::AsyncBufReadExt;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdSpec};
 
 /// Who runs the `gsettings` commands: the agent itself, or another user (uid, gid).
@@ -407,7 +408,7 @@ impl Resource for Gsettings {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -14,6 +14,7 @@ use lang::value::Value;
 use crate::common::Raw;
 use crate::host::{Host, HostnameSetter};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 use crate::util::watch::watch_loop;
 
@@ -34,6 +35,8 @@ pub struct HostnameParams {
     pub static_name: Option<String>,
     pub transient: Option<String>,
 }
+
+crate::fingerprint_fields!(HostnameParams { pretty, static_name, transient });
 
 pub struct Hostname {
     raw: Raw,
@@ -134,7 +137,7 @@ impl Resource for Hostname {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -23,6 +23,7 @@ use lang::value::Value;
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
 
@@ -196,7 +197,7 @@ impl Resource for JsonEdit {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -15,6 +15,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error, store_name};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
 
@@ -153,7 +154,7 @@ impl Resource for Kv {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

@@ -12,6 +12,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
@@ -149,7 +150,7 @@ impl Resource for Line {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

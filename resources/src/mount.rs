@@ -15,6 +15,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::{Host, Mounter};
 use crate::params::{BuildError, Params};
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 use crate::util::fs::{atomic_write, unified_diff};
 use crate::util::watch::watch_loop;
@@ -166,7 +167,7 @@ impl Resource for Mount {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

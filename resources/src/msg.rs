@@ -10,6 +10,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 
 const PRIORITIES: &[&str] = &["Emerg", "Alert", "Crit", "Err", "Warning", "Notice", "Info", "Debug"];
 
@@ -81,7 +82,7 @@ impl Resource for Msg {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

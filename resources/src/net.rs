@@ -30,6 +30,7 @@ use tokio::io::AsyncBufReadExt;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint;
 use crate::util::command::{self, CmdOutput, CmdSpec};
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
@@ -625,7 +626,15 @@ impl Resource for Net {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?} {:?}", self.params, self.unit_file)
+        let mut out = self.params.fingerprint();
+        match &self.unit_file {
+            UnitFile::FromParams => out.push('p'),
+            UnitFile::Restore(content) => {
+                out.push('r');
+                content.fingerprint_into(&mut out);
+            }
+        }
+        out
     }
 
     fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {

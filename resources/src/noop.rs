@@ -40,7 +40,7 @@ impl Resource for Noop {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.comment)
+        crate::typed::Fingerprint::fingerprint(&self.comment)
     }
 
     fn refreshable(&self) -> bool {

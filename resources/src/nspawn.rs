@@ -29,6 +29,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::events::{run_tool, run_tool_ok};
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
@@ -273,7 +274,7 @@ impl Resource for Nspawn {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

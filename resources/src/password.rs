@@ -14,6 +14,7 @@ use rand::Rng;
 
 use crate::common::{Raw, sends};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 
 const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -107,7 +108,7 @@ impl Resource for Password {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

@@ -11,6 +11,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::{Host, PackageManager};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 
 crate::params! {
     /// `pkg`'s params.
@@ -84,7 +85,7 @@ impl Resource for Pkg {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -9,6 +9,7 @@ use lang::value::Value;
 
 use crate::common::Raw;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 
 crate::params! {
     /// `print`'s params.
@@ -55,7 +56,7 @@ impl Resource for Print {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

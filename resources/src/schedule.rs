@@ -25,6 +25,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error, store_name};
 use crate::host::{Host, HostnameSetter};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 use crate::util::watch::FileWatch;
 
@@ -297,7 +298,7 @@ impl Resource for Schedule {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -27,6 +27,7 @@ use crate::autoedge::{Edges, Index, str_param};
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
 use crate::util::fs::{atomic_write, lchown, unified_diff};
 use crate::util::watch::watch_loop;
@@ -229,7 +230,7 @@ impl Resource for SshAuthorizedKey {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

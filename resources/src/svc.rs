@@ -21,6 +21,7 @@ use crate::autoedge::{Edges, Index};
 use crate::common::Raw;
 use crate::host::{Host, ServiceManager, UnitChanges};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::typed::Startup;
 use crate::util::watch::watch_loop;
 
@@ -158,7 +159,7 @@ impl Resource for Svc {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

@@ -13,6 +13,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 use crate::util::watch::watch_loop;
 
@@ -116,7 +117,7 @@ impl Resource for Sysctl {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -14,6 +14,7 @@ use lang::value::Value;
 
 use crate::common::{Raw, res_error, sends};
 use crate::params::{BuildError, Params};
+use crate::typed::Fingerprint as _;
 
 crate::params! {
     /// Every field of mgmt's test resource, each with its Go width (range-checked on
@@ -148,7 +149,7 @@ impl Resource for Test {
         if self.params.comparefail {
             return format!("comparefail #{}", self.serial);
         }
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 use crate::util::registry::Registry;
 
@@ -188,7 +189,7 @@ impl Resource for TftpServer {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 
@@ -485,7 +486,7 @@ impl Resource for TftpFile {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -183,11 +183,121 @@ impl ParamType for Value {
     }
 }
 
+/// An unambiguous text of a param value, for `Resource::fingerprint` (two resources with
+/// equal fingerprints are interchangeable in a graph swap): strings are length-prefixed,
+/// numbers exact, an absent value differs from an empty one. Cheaper and more exact than a
+/// `Debug` dump, which escapes every character and promises no stable form.
+pub trait Fingerprint {
+    fn fingerprint_into(&self, out: &mut String);
+
+    /// The whole text.
+    fn fingerprint(&self) -> String {
+        let mut out = String::new();
+        self.fingerprint_into(&mut out);
+        out
+    }
+}
+
+/// Writes `text` length-prefixed: `3:abc`.
+pub fn fingerprint_str(text: &str, out: &mut String) {
+    use std::fmt::Write as _;
+    let _infallible = write!(out, "{}:", text.len());
+    out.push_str(text);
+}
+
+impl Fingerprint for String {
+    fn fingerprint_into(&self, out: &mut String) {
+        fingerprint_str(self, out);
+    }
+}
+
+impl Fingerprint for str {
+    fn fingerprint_into(&self, out: &mut String) {
+        fingerprint_str(self, out);
+    }
+}
+
+impl Fingerprint for bool {
+    fn fingerprint_into(&self, out: &mut String) {
+        out.push(if *self { 'y' } else { 'n' });
+    }
+}
+
+macro_rules! fingerprint_number {
+    ($($t:ty),*) => {$(
+        impl Fingerprint for $t {
+            fn fingerprint_into(&self, out: &mut String) {
+                use std::fmt::Write as _;
+                let _infallible = write!(out, "{};", self);
+            }
+        }
+    )*};
+}
+
+fingerprint_number!(i64, u64, u32, u16, u8, i32, i16, i8);
+
+impl Fingerprint for f64 {
+    fn fingerprint_into(&self, out: &mut String) {
+        use std::fmt::Write as _;
+        let _infallible = write!(out, "{:x};", self.to_bits());
+    }
+}
+
+impl<T: Fingerprint> Fingerprint for Option<T> {
+    fn fingerprint_into(&self, out: &mut String) {
+        match self {
+            None => out.push('-'),
+            Some(v) => {
+                out.push('+');
+                v.fingerprint_into(out);
+            }
+        }
+    }
+}
+
+impl<T: Fingerprint> Fingerprint for Vec<T> {
+    fn fingerprint_into(&self, out: &mut String) {
+        self.len().to_string().fingerprint_into(out);
+        for item in self {
+            item.fingerprint_into(out);
+        }
+    }
+}
+
+impl<K: Fingerprint, V: Fingerprint> Fingerprint for BTreeMap<K, V> {
+    fn fingerprint_into(&self, out: &mut String) {
+        self.len().to_string().fingerprint_into(out);
+        for (k, v) in self {
+            k.fingerprint_into(out);
+            v.fingerprint_into(out);
+        }
+    }
+}
+
+/// A language value by its printed form (mcl's, exact for every kind of value).
+impl Fingerprint for Value {
+    fn fingerprint_into(&self, out: &mut String) {
+        fingerprint_str(&self.to_string(), out);
+    }
+}
+
+/// [`Fingerprint`] for a plain struct, field by field: `fingerprint_fields!(Disk { source, kind });`.
+#[macro_export]
+macro_rules! fingerprint_fields {
+    ($name:ty { $($field:ident),+ $(,)? }) => {
+        impl $crate::typed::Fingerprint for $name {
+            fn fingerprint_into(&self, out: &mut String) {
+                $( $crate::typed::Fingerprint::fingerprint_into(&self.$field, out); )+
+            }
+        }
+    };
+}
+
 /// Declares a kind's params struct once. Each field is a param named like the field (or
 /// `field("mcl-name")`), declared with its Rust type's mcl type (or `as "type text"`), read
 /// through [`Param`] (or `= default` when absent, or `=> reader` for anything else, a
 /// `fn(&Params, &str) -> Result<T, BuildError>`). Generates the struct, `FIELDS` (for the
-/// kind's [`crate::kind::Kind::params`]) and `decode`.
+/// kind's [`crate::kind::Kind::params`]), `decode`, and its [`Fingerprint`] (every field).
 #[macro_export]
 macro_rules! params {
     (
@@ -218,6 +328,12 @@ macro_rules! params {
                     $( $field: $crate::params!(@read p, $crate::params!(@name $field $($pname)?), $ty
                         $(, default $default)? $(, reader $reader)?), )*
                 })
+            }
+        }
+
+        impl $crate::typed::Fingerprint for $name {
+            fn fingerprint_into(&self, out: &mut String) {
+                $( $crate::typed::Fingerprint::fingerprint_into(&self.$field, out); )*
             }
         }
     };
@@ -277,6 +393,12 @@ macro_rules! choice {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
+            }
+        }
+
+        impl $crate::typed::Fingerprint for $name {
+            fn fingerprint_into(&self, out: &mut String) {
+                $crate::typed::fingerprint_str(self.as_str(), out);
             }
         }
 
@@ -462,6 +584,19 @@ mod tests {
         assert_eq!(err.message, "int `256` does not fit into `uint8` field");
         let err = decode(&[("small", Value::Int(-1))]).unwrap_err();
         assert_eq!(err.message, "can't store negative int `-1` into unsigned `uint8` field");
+    }
+
+    #[test]
+    fn fingerprints_tell_apart_what_debug_would_blur() {
+        let base = decode(&[("text", Value::str("ab"))]).unwrap();
+        let shifted = decode(&[("text", Value::str("a")), ("maybe", Value::str("b"))]).unwrap();
+        assert_ne!(base.fingerprint(), shifted.fingerprint());
+        let empty = decode(&[("maybe", Value::str(""))]).unwrap();
+        let absent = decode(&[]).unwrap();
+        assert_ne!(empty.fingerprint(), absent.fingerprint(), "an empty value is not an absent one");
+        assert_eq!(absent.fingerprint(), decode(&[]).unwrap().fingerprint(), "stable");
+        let sad = decode(&[("mood", Value::str("sad"))]).unwrap();
+        assert_ne!(sad.fingerprint(), absent.fingerprint());
     }
 
     #[test]

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 use crate::common::{Raw, sends};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 
 /// The store the `value` resources write and `value.get*` read.
@@ -108,7 +109,7 @@ impl Resource for ValueRes {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {

@@ -39,6 +39,7 @@ use lang::value::Value;
 use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::params::{BuildError, Fields, Params};
+use crate::typed::Fingerprint as _;
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::events::broadcast_lines;
 use crate::util::events::{Lines, follow, line_stream, run_tool, run_tool_ok};
@@ -69,6 +70,8 @@ pub struct Auth {
     pub username: String,
     pub password: String,
 }
+
+crate::fingerprint_fields!(Auth { username, password });
 
 impl crate::typed::StructParam for Auth {
     const TYPE: &'static str = "struct{username str; password str}";
@@ -685,6 +688,8 @@ pub struct Disk {
     pub kind: String,
 }
 
+crate::fingerprint_fields!(Disk { source, kind });
+
 impl crate::typed::StructParam for Disk {
     const TYPE: &'static str = "struct{source str; type str}";
     const LIST_TYPE: &'static str = "[]struct{source str; type str}";
@@ -698,6 +703,8 @@ pub struct Nic {
     pub name: String,
     pub mac: String,
 }
+
+crate::fingerprint_fields!(Nic { name, mac });
 
 impl crate::typed::StructParam for Nic {
     const TYPE: &'static str = "struct{name str; mac str}";
@@ -714,6 +721,8 @@ pub struct Filesystem {
     pub target: String,
     pub read_only: bool,
 }
+
+crate::fingerprint_fields!(Filesystem { access, source, target, read_only });
 
 impl crate::typed::StructParam for Filesystem {
     const TYPE: &'static str = "struct{access str; source str; target str; read_only bool}";
@@ -1232,7 +1241,7 @@ impl Resource for Virt {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn refreshable(&self) -> bool {

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::{Raw, res_error};
 use crate::host::{Host, PackageManager};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::command::CmdOutput;
 use crate::util::events::run_tool;
 use crate::util::watch::watch_loop;
@@ -121,6 +122,8 @@ pub struct SshKey {
     pub comment: String,
 }
 
+crate::fingerprint_fields!(SshKey { user, kind, key, comment });
+
 impl SshKey {
     /// `--ssh-inject`'s `USER:string:KEY` form (root when no user is given).
     pub fn inject_arg(&self) -> String {
@@ -138,6 +141,8 @@ pub struct CopyIn {
     pub path: String,
     pub dest: String,
 }
+
+crate::fingerprint_fields!(CopyIn { path, dest });
 
 crate::params! {
     /// `virt:builder`'s params.
@@ -441,7 +446,7 @@ impl Resource for VirtBuilderRes {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

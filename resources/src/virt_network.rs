@@ -41,7 +41,7 @@ use crate::common::{Raw, res_error};
 use crate::host::Host;
 use crate::net::AdminState;
 use crate::params::BuildError;
-use crate::typed::Startup;
+use crate::typed::{Fingerprint, Startup};
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::events::broadcast_lines;
 use crate::util::events::{Lines, follow};
@@ -703,6 +703,24 @@ pub enum MemberSpec {
     Range(RangeSpec),
 }
 
+crate::fingerprint_fields!(HostSpec { res, mac, hostname, ip });
+crate::fingerprint_fields!(RangeSpec { res, start, end });
+
+impl crate::typed::Fingerprint for MemberSpec {
+    fn fingerprint_into(&self, out: &mut String) {
+        match self {
+            MemberSpec::Host(h) => {
+                out.push('h');
+                h.fingerprint_into(out);
+            }
+            MemberSpec::Range(r) => {
+                out.push('r');
+                r.fingerprint_into(out);
+            }
+        }
+    }
+}
+
 impl MemberSpec {
     pub fn decode(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Result<MemberSpec, BuildError> {
         let raw = Raw::new(kind, name, values);
@@ -801,7 +819,9 @@ impl Resource for NetworkMember {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?} {:?}", self.spec, self.grouped_into)
+        let mut out = self.spec.fingerprint();
+        self.grouped_into.fingerprint_into(&mut out);
+        out
     }
 }
 
@@ -1276,7 +1296,9 @@ impl Resource for VirtNetwork {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?} {:?}", self.params, self.members)
+        let mut out = self.params.fingerprint();
+        self.members.fingerprint_into(&mut out);
+        out
     }
 }
 

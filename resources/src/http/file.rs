@@ -23,6 +23,7 @@ use tokio::sync::watch;
 use super::{Content, Hub, Request, Response, Route};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::watch::FileWatch;
 
 crate::params! {
@@ -267,7 +268,7 @@ impl Resource for HttpFile {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use super::{Hub, Request, Response, Route};
 use crate::common::{Raw, res_error, sends};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 
 crate::params! {
     /// `http:server:flag`'s params.
@@ -126,7 +127,7 @@ impl Resource for HttpFlag {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Content, Hub, Request, Response, Route};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdSpec};
 
 /// What a download gave.
@@ -381,7 +382,7 @@ impl Resource for HttpProxy {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Body, Content, Hub, Request, Response};
 use crate::common::{Raw, res_error};
 use crate::params::BuildError;
+use crate::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 
 /// The largest request body read before dispatch (flag and ui forms are small).
@@ -151,7 +152,7 @@ impl Resource for HttpServer {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 

@@ -32,6 +32,7 @@ use tokio::sync::{Notify, watch};
 use super::{Hub, Request, Response, Route, escape_html};
 use crate::common::{Raw, res_error, sends};
 use crate::params::{BuildError, Params};
+use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 use crate::util::registry::Registry;
 use crate::util::watch::FileWatch;
@@ -54,6 +55,8 @@ pub struct UiData {
     pub title: String,
     pub head: String,
 }
+
+crate::fingerprint_fields!(UiData { title, head });
 
 impl crate::typed::ParamType for UiData {
     const TYPE: &'static str = "struct{title str; head str}";
@@ -257,7 +260,7 @@ impl Resource for HttpUi {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 }
 
@@ -647,7 +650,7 @@ impl Resource for HttpUiInput {
     }
 
     fn fingerprint(&self) -> String {
-        format!("{:?}", self.params)
+        self.params.fingerprint()
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {
