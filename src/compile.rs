@@ -106,6 +106,29 @@ pub fn first_output(
     Ok(output)
 }
 
+/// [`first_output`] with its failures reported: exit status 2 when the dataflow could not
+/// run at all, 1 (after the diagnostic) when the program failed.
+pub fn first_output_or_report(
+    graph: lang::ir::FuncGraph,
+    registry: Registry,
+    root: &Path,
+    timeout_secs: f64,
+    sources: &SourceMap,
+    how: Report,
+) -> Result<lang::output::Output, std::process::ExitCode> {
+    match first_output(graph, registry, root, timeout_secs) {
+        Ok(Ok(output)) => Ok(output),
+        Ok(Err(d)) => {
+            report(&[d], sources, how);
+            Err(std::process::ExitCode::from(1))
+        }
+        Err(e) => {
+            crate::stderr::line(format_args!("error: {e}"));
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}
+
 /// Compiles the program at `path` for a command that needs its function graph: on failure
 /// the diagnostics are reported and the command's exit code is returned as `Err`.
 pub fn compile_or_report(

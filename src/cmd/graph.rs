@@ -14,19 +14,9 @@ pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let output = match compile::first_output(graph, registry, &program.root, timeout) {
+    let output = match compile::first_output_or_report(graph, registry, &program.root, timeout, &sources, how) {
         Ok(o) => o,
-        Err(e) => {
-            crate::stderr::line(format_args!("error: {e}"));
-            return ExitCode::from(2);
-        }
-    };
-    let output = match output {
-        Ok(o) => o,
-        Err(d) => {
-            compile::report(&[d], &sources, how);
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
     let graph = match compile::resource_graph(&output, &catalog) {
         Ok(g) => g,

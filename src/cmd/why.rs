@@ -44,19 +44,9 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
     };
     let probed = with_probes(&graph, &located, &plans);
 
-    let output = match compile::first_output(probed, registry, &program.root, timeout) {
+    let output = match compile::first_output_or_report(probed, registry, &program.root, timeout, &sources, how) {
         Ok(o) => o,
-        Err(e) => {
-            crate::stderr::line(format_args!("error: {e}"));
-            return ExitCode::from(2);
-        }
-    };
-    let output = match output {
-        Ok(o) => o,
-        Err(d) => {
-            compile::report(&[d], &sources, how);
-            return ExitCode::from(1);
-        }
+        Err(code) => return code,
     };
 
     // Which statements produced it, with the probed values of each production.
