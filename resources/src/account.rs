@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, list_param, str_param};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Accounts, Host, UserSpec};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -46,12 +46,7 @@ impl User {
     }
 
     fn err(&self, field: &str, message: &str) -> ResError {
-        res_error(BuildError {
-            kind: "user".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 
     /// What differs between the account and the params (everything, for a missing user).
@@ -175,12 +170,7 @@ impl Group {
 impl Resource for Group {
     fn validate(&self) -> Result<(), ResError> {
         if self.params.state == Presence::Unset {
-            return Err(res_error(BuildError {
-                kind: "group".into(),
-                name: self.raw.name.clone(),
-                field: Some("state".into()),
-                message: "must be `exists` or `absent`".into(),
-            }));
+            return Err(self.raw.invalid(Some("state"), "must be `exists` or `absent`"));
         }
         Ok(())
     }

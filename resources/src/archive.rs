@@ -30,7 +30,7 @@ use lang::value::Value;
 use sha2::{Digest, Sha256};
 
 use crate::autoedge::{Edges, Index, list_param, str_param};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write_with;
@@ -144,14 +144,7 @@ impl Gzip {
 #[async_trait]
 impl Resource for Gzip {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "gzip".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         check_output_path(self.path()).map_err(|m| err("path", m.into()))?;
         if let Some(input) = &self.params.input {
             check_output_path(input).map_err(|m| err("input", m.into()))?;
@@ -300,14 +293,7 @@ impl Tar {
 #[async_trait]
 impl Resource for Tar {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "tar".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         check_output_path(self.path()).map_err(|m| err("path", m.into()))?;
         let out = Path::new(self.path());
         for (i, input) in self.params.inputs.iter().enumerate() {

@@ -23,6 +23,16 @@ impl Raw {
         Raw { kind, name: name.to_string(), values: values.clone() }
     }
 
+    /// A validation error of this resource, naming the field at fault when there is one.
+    pub(crate) fn invalid(&self, field: Option<&str>, message: impl Into<String>) -> ResError {
+        res_error(BuildError {
+            kind: self.kind.to_string(),
+            name: self.name.clone(),
+            field: field.map(str::to_string),
+            message: message.into(),
+        })
+    }
+
     /// Decodes `values` with `decode` after checking every field exists.
     pub(crate) fn decode<T>(&self, decode: impl Fn(&Params<'_>) -> Result<T, BuildError>) -> Result<T, BuildError> {
         decode(&Params::new(self.kind, &self.name, &self.values)?)

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use lang::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
@@ -235,14 +235,7 @@ impl ConsulKv {
 #[async_trait]
 impl Resource for ConsulKv {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: Option<&str>, message: &str| {
-            res_error(BuildError {
-                kind: "consul:kv".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message: message.into(),
-            })
-        };
+        let err = |field: Option<&str>, message: &str| self.raw.invalid(field, message);
         let t = self.target();
         if t.key.is_empty() {
             return Err(err(Some("key"), "the key is empty (set `key`, or name the resource after the key)"));

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::autoedge::{Index, str_param};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Host, ServiceManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -100,14 +100,7 @@ impl Cron {
 #[async_trait]
 impl Resource for Cron {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "cron".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         let p = &self.params;
         if p.state == Presence::Unset {
             return Err(err("state", "must be `exists` or `absent`".into()));

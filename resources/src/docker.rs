@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -202,14 +202,7 @@ impl DockerImage {
 #[async_trait]
 impl Resource for DockerImage {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: Option<&str>, message: String| {
-            res_error(BuildError {
-                kind: "docker:image".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message,
-            })
-        };
+        let err = |field: Option<&str>, message: String| self.raw.invalid(field, message);
         if self.raw.name.is_empty() || self.raw.name.chars().any(char::is_whitespace) {
             return Err(err(None, "the name must be an image reference without white space".into()));
         }

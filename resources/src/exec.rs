@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
 use crate::autoedge::{Edges, Index, str_param};
-use crate::common::{Raw, res_error, sends};
+use crate::common::{Raw, sends};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdOutput, CmdSpec};
@@ -242,14 +242,7 @@ fn decode_run(data: &str) -> Option<CmdOutput> {
 #[async_trait]
 impl Resource for Exec {
     fn validate(&self) -> Result<(), ResError> {
-        self.params.validate().map_err(|(field, message)| {
-            res_error(BuildError {
-                kind: "exec".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        })
+        self.params.validate().map_err(|(field, message)| self.raw.invalid(Some(field), message))
     }
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {

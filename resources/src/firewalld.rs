@@ -17,7 +17,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -278,14 +278,7 @@ impl Firewalld {
 #[async_trait]
 impl Resource for Firewalld {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "firewalld".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         let p = &self.params;
         if let Some(i) = p.services.iter().position(|s| s.is_empty() || s.contains(char::is_whitespace)) {
             return Err(err("services", format!("entry {i} is not a service name")));

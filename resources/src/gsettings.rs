@@ -18,7 +18,7 @@ use futures::stream::BoxStream;
 use lang::value::Value;
 use tokio::io::AsyncBufReadExt;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -353,12 +353,7 @@ impl Gsettings {
     }
 
     fn invalid(&self, field: &str, message: &str) -> ResError {
-        res_error(BuildError {
-            kind: "gsettings".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 

@@ -21,7 +21,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, str_param};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::{atomic_write, unified_diff};
@@ -98,12 +98,7 @@ impl JsonEdit {
     }
 
     fn error(&self, field: &str, message: String) -> ResError {
-        res_error(BuildError {
-            kind: "json:edit".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message,
-        })
+        self.raw.invalid(Some(field), message)
     }
 
     fn edits(&self) -> Result<Vec<Edit>, ResError> {

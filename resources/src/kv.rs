@@ -13,7 +13,7 @@ use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error, store_name};
+use crate::common::{Raw, store_name};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
@@ -76,14 +76,7 @@ fn stored_is_greater(stored: &str, new: &str, style: i64) -> bool {
 #[async_trait]
 impl Resource for Kv {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: &str| {
-            res_error(BuildError {
-                kind: "kv".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message: message.into(),
-            })
-        };
+        let err = |field: &str, message: &str| self.raw.invalid(Some(field), message);
         if self.params.key.is_empty() {
             return Err(err("key", "must not be empty"));
         }

@@ -10,7 +10,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -104,14 +104,7 @@ fn edit(text: &str, block: &[&str], present: bool, trim: bool) -> Option<String>
 #[async_trait]
 impl Resource for Line {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: &str| {
-            res_error(BuildError {
-                kind: "line".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message: message.into(),
-            })
-        };
+        let err = |field: &str, message: &str| self.raw.invalid(Some(field), message);
         if !self.params.file.starts_with('/') && !self.params.file.starts_with('~') {
             return Err(err("file", "must be an absolute path or start with `~user/`"));
         }

@@ -12,7 +12,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Host, Mounter};
 use crate::params::{BuildError, Params};
 use crate::typed::Fingerprint as _;
@@ -97,14 +97,7 @@ impl Mount {
 #[async_trait]
 impl Resource for Mount {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: Option<&str>, message: String| {
-            res_error(BuildError {
-                kind: "mount".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message,
-            })
-        };
+        let err = |field: Option<&str>, message: String| self.raw.invalid(field, message);
         let p = &self.params;
         if !self.raw.name.starts_with('/') {
             return Err(err(None, "the name must be an absolute mount point".into()));

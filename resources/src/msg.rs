@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
@@ -40,7 +40,7 @@ impl Msg {
     }
 
     fn error(&self, field: &str, message: String) -> ResError {
-        res_error(BuildError { kind: "msg".into(), name: self.raw.name.clone(), field: Some(field.into()), message })
+        self.raw.invalid(Some(field), message)
     }
 }
 

@@ -486,7 +486,7 @@ impl Net {
     }
 
     fn invalid(&self, field: &str, message: String) -> ResError {
-        res_error(BuildError { kind: "net".into(), name: self.raw.name.clone(), field: Some(field.into()), message })
+        self.raw.invalid(Some(field), message)
     }
 }
 

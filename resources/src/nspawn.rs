@@ -26,7 +26,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -217,14 +217,7 @@ pub fn valid_machine_name(name: &str) -> bool {
 #[async_trait]
 impl Resource for Nspawn {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: Option<&str>, message: &str| {
-            res_error(BuildError {
-                kind: "nspawn".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message: message.into(),
-            })
-        };
+        let err = |field: Option<&str>, message: &str| self.raw.invalid(field, message);
         if !valid_machine_name(&self.raw.name) {
             return Err(err(None, "the name must be a machine name: at most 64 letters, digits, `-`, `_` or `.`"));
         }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Host, PackageManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -43,14 +43,7 @@ impl Pkg {
 #[async_trait]
 impl Resource for Pkg {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |message: &str| {
-            res_error(BuildError {
-                kind: "pkg".into(),
-                name: self.raw.name.clone(),
-                field: Some("state".into()),
-                message: message.into(),
-            })
-        };
+        let err = |message: &str| self.raw.invalid(Some("state"), message);
         match self.params.state.as_str() {
             "" => Err(err("must not be empty")),
             "latest" => Err(err("`latest` is not a state: did you mean `newest`?")),

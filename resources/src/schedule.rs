@@ -22,7 +22,7 @@ use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error, store_name};
+use crate::common::{Raw, store_name};
 use crate::host::{Host, HostnameSetter};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -169,14 +169,7 @@ fn write_record(path: &Path, record: &Record) -> std::io::Result<()> {
 impl Resource for Schedule {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        let err = |field: &str, message: &str| {
-            res_error(BuildError {
-                kind: "schedule".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message: message.into(),
-            })
-        };
+        let err = |field: &str, message: &str| self.raw.invalid(Some(field), message);
         if p.namespace.is_empty() {
             return Err(err("namespace", "must not be empty"));
         }

@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, str_param};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -89,12 +89,7 @@ impl SshAuthorizedKey {
     }
 
     fn error(&self, field: &str, message: impl Into<String>) -> ResError {
-        res_error(BuildError {
-            kind: "ssh:authorized_key".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 
     /// The normalized line this resource manages.

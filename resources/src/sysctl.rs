@@ -10,7 +10,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -54,14 +54,7 @@ impl Sysctl {
 #[async_trait]
 impl Resource for Sysctl {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: Option<&str>, message: &str| {
-            res_error(BuildError {
-                kind: "sysctl".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message: message.into(),
-            })
-        };
+        let err = |field: Option<&str>, message: &str| self.raw.invalid(field, message);
         let name = &self.raw.name;
         if name.contains('/') || name.contains('=') || name.starts_with('.') || name.ends_with('.') {
             return Err(err(None, "the name must be a dotted key without `/` or `=`"));

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, Payload, ResError, Resource};
 use lang::value::Value;
 
-use crate::common::{Raw, res_error, sends};
+use crate::common::{Raw, sends};
 use crate::params::{BuildError, Params};
 use crate::typed::Fingerprint as _;
 
@@ -100,14 +100,7 @@ impl Test {
 #[async_trait]
 impl Resource for Test {
     fn validate(&self) -> Result<(), ResError> {
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "test".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         if self.params.validatebool {
             return Err(err("validatebool", "the validate param was set to true".into()));
         }

@@ -22,7 +22,7 @@ use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
@@ -119,12 +119,7 @@ impl TftpServer {
     }
 
     fn err(&self, field: &str, message: impl Into<String>) -> ResError {
-        res_error(BuildError {
-            kind: "tftp:server".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 
@@ -444,12 +439,7 @@ impl TftpFile {
     }
 
     fn err(&self, field: &str, message: &str) -> ResError {
-        res_error(BuildError {
-            kind: "tftp:file".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 

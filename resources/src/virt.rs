@@ -36,7 +36,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::Host;
 use crate::params::{BuildError, Fields, Params};
 use crate::typed::Fingerprint as _;
@@ -1068,14 +1068,7 @@ impl Virt {
 impl Resource for Virt {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "virt".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         if p.cpus > p.maxcpus {
             return Err(err(
                 "cpus",

@@ -28,7 +28,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::host::{Host, PackageManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
@@ -324,14 +324,7 @@ fn no_space(s: &str) -> bool {
 impl Resource for VirtBuilderRes {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        let err = |field: &str, message: String| {
-            res_error(BuildError {
-                kind: "virt:builder".into(),
-                name: self.raw.name.clone(),
-                field: Some(field.into()),
-                message,
-            })
-        };
+        let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
         if !p.output.starts_with('/') {
             return Err(err("output", "must be an absolute path".into()));
         }

@@ -1067,14 +1067,7 @@ impl VirtNetwork {
 impl Resource for VirtNetwork {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        let err = |field: Option<&str>, message: String| {
-            res_error(BuildError {
-                kind: "virt:network".into(),
-                name: self.raw.name.clone(),
-                field: field.map(Into::into),
-                message,
-            })
-        };
+        let err = |field: Option<&str>, message: String| self.raw.invalid(field, message);
         if p.transient && p.startup != Startup::Unset {
             return Err(err(Some("startup"), "a transient network cannot start on boot".into()));
         }

@@ -21,7 +21,7 @@ use lang::value::Value;
 use tokio::sync::watch;
 
 use super::{Content, Hub, Request, Response, Route};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::watch::FileWatch;
@@ -79,12 +79,7 @@ impl HttpFile {
     }
 
     fn err(&self, field: &str, message: &str) -> ResError {
-        res_error(BuildError {
-            kind: "http:server:file".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 

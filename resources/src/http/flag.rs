@@ -15,7 +15,7 @@ use lang::value::Value;
 use tokio::sync::Notify;
 
 use super::{Hub, Request, Response, Route};
-use crate::common::{Raw, res_error, sends};
+use crate::common::{Raw, sends};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
@@ -91,12 +91,9 @@ impl Route for FlagRoute {
 impl Resource for HttpFlag {
     fn validate(&self) -> Result<(), ResError> {
         if !self.route.path.starts_with('/') {
-            return Err(res_error(BuildError {
-                kind: "http:server:flag".into(),
-                name: self.raw.name.clone(),
-                field: Some("path".into()),
-                message: format!("the path must be absolute, found `{}`", self.route.path),
-            }));
+            return Err(self
+                .raw
+                .invalid(Some("path"), format!("the path must be absolute, found `{}`", self.route.path)));
         }
         Ok(())
     }

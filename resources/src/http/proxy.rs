@@ -20,7 +20,7 @@ use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Content, Hub, Request, Response, Route};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdSpec};
@@ -204,12 +204,7 @@ impl HttpProxy {
     }
 
     fn err(&self, field: &str, message: &str) -> ResError {
-        res_error(BuildError {
-            kind: "http:server:proxy".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 

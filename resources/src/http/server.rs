@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::{Body, Content, Hub, Request, Response};
-use crate::common::{Raw, res_error};
+use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
@@ -75,12 +75,7 @@ impl HttpServer {
     }
 
     fn err(&self, field: &str, message: impl Into<String>) -> ResError {
-        res_error(BuildError {
-            kind: "http:server".into(),
-            name: self.raw.name.clone(),
-            field: Some(field.into()),
-            message: message.into(),
-        })
+        self.raw.invalid(Some(field), message)
     }
 }
 

@@ -233,12 +233,9 @@ impl Route for UiRoute {
 impl Resource for HttpUi {
     fn validate(&self) -> Result<(), ResError> {
         if !self.route.path.starts_with('/') {
-            return Err(res_error(BuildError {
-                kind: "http:server:ui".into(),
-                name: self.raw.name.clone(),
-                field: Some("path".into()),
-                message: format!("the path must be absolute, found `{}`", self.route.path),
-            }));
+            return Err(self
+                .raw
+                .invalid(Some("path"), format!("the path must be absolute, found `{}`", self.route.path)));
         }
         Ok(())
     }
