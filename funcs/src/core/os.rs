@@ -204,17 +204,23 @@ builtin! {
 
 /// Emits `read(path)` now and whenever something changes in the file's directory (via
 /// the shared inotify watcher), plus a slow safety poll, and a fast one while the
-/// directory can't be watched (it does not exist yet).
+/// directory can't be watched (it does not exist yet). `read` runs on tokio's blocking
+/// pool: a slow disk or a hung network mount holds a blocking thread, not a runtime worker
+/// that the dataflow's other streams and the engine's watches share.
 pub async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
 where
-    F: Fn(&Path) -> FuncResult,
+    F: Fn(&Path) -> FuncResult + Send + Sync + 'static,
 {
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into());
     let mut watch = super::dirwatch::DirWatch::new(&dir);
     let mut last: Option<FuncResult> = None;
+    let read = std::sync::Arc::new(read);
     loop {
         let watching = watch.ensure();
-        let r = read(&path);
+        let (reader, at) = (read.clone(), path.clone());
+        let r = tokio::task::spawn_blocking(move || reader(&at))
+            .await
+            .unwrap_or_else(|e| Err(FuncError::fatal(format!("reading {} failed: {e}", path.display()))));
         if last.as_ref() != Some(&r) {
             if !em.send(r.clone()).await {
                 return;
