@@ -12,14 +12,30 @@ use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
-const PRIORITIES: &[&str] = &["Emerg", "Alert", "Crit", "Err", "Warning", "Notice", "Info", "Debug"];
+crate::choice! {
+    /// A journal priority (syslog severity); required.
+    #[derive(Default)]
+    pub enum Priority {
+        #[default]
+        Unset = "",
+        Emerg = "Emerg",
+        Alert = "Alert",
+        Crit = "Crit",
+        Err = "Err",
+        Warning = "Warning",
+        Notice = "Notice",
+        Info = "Info",
+        Debug = "Debug",
+    }
+}
+crate::choice_default_when_absent!(Priority);
 
 crate::params! {
     /// `msg`'s params.
     #[derive(Clone, Debug, PartialEq)]
     pub struct MsgParams {
         pub body: String,
-        pub priority: String,
+        pub priority: Priority,
         pub fields: BTreeMap<String, String>,
         pub journal: bool,
         pub syslog: bool,
@@ -47,8 +63,9 @@ impl Msg {
 #[async_trait]
 impl Resource for Msg {
     fn validate(&self) -> Result<(), ResError> {
-        if !PRIORITIES.contains(&self.params.priority.as_str()) {
-            return Err(self.error("priority", format!("must be one of {}", PRIORITIES.join(", "))));
+        if self.params.priority == Priority::Unset {
+            let allowed = crate::typed::one_of(&Priority::ALL[1..]);
+            return Err(self.error("priority", format!("must be set to {allowed}")));
         }
         for key in self.params.fields.keys() {
             if key.is_empty() || key.starts_with('_') || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
@@ -71,11 +88,15 @@ impl Resource for Msg {
         }
         let fields = format!("{:?}", self.params.fields);
         let body = &self.params.body;
-        match self.params.priority.as_str() {
-            "Emerg" | "Alert" | "Crit" | "Err" => tracing::error!(target: "msg", resource = %key, fields, "{body}"),
-            "Warning" => tracing::warn!(target: "msg", resource = %key, fields, "{body}"),
-            "Debug" => tracing::debug!(target: "msg", resource = %key, fields, "{body}"),
-            _ => tracing::info!(target: "msg", resource = %key, fields, "{body}"),
+        match self.params.priority {
+            Priority::Emerg | Priority::Alert | Priority::Crit | Priority::Err => {
+                tracing::error!(target: "msg", resource = %key, fields, "{body}")
+            }
+            Priority::Warning => tracing::warn!(target: "msg", resource = %key, fields, "{body}"),
+            Priority::Debug => tracing::debug!(target: "msg", resource = %key, fields, "{body}"),
+            Priority::Notice | Priority::Info | Priority::Unset => {
+                tracing::info!(target: "msg", resource = %key, fields, "{body}")
+            }
         }
         self.logged = true;
         Ok(false)

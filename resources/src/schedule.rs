@@ -32,13 +32,26 @@ use crate::util::watch::FileWatch;
 /// Seconds a running candidacy stays valid without renewal when `ttl` is not set.
 pub const DEFAULT_LEASE: u64 = 10;
 
+crate::choice! {
+    /// How a namespace's hosts are chosen (the record keeps the text; `world.schedule`
+    /// reads it).
+    #[derive(Default)]
+    pub enum Strategy {
+        /// Round robin, the default.
+        #[default]
+        Rr = "rr",
+        /// By host name.
+        Alpha = "alpha",
+    }
+}
+
 crate::params! {
     /// `schedule`'s params.
     #[derive(Clone, Debug, PartialEq)]
     pub struct ScheduleParams {
         /// Defaults to the name.
         pub namespace: String => |p, f| p.str_or(f, p.name),
-        pub strategy: Option<String>,
+        pub strategy: Option<Strategy>,
         pub max: Option<i64>,
         pub persist: bool,
         pub ttl: Option<i64>,
@@ -140,7 +153,7 @@ impl Schedule {
     fn wanted(&self, now: u64) -> Record {
         let p = &self.params;
         Record {
-            strategy: p.strategy.clone().unwrap_or_else(|| "rr".into()),
+            strategy: p.strategy.unwrap_or_default().as_str().to_string(),
             max: p.max.filter(|m| *m > 0).unwrap_or(1),
             persist: p.persist,
             ttl: p.ttl(),
@@ -172,11 +185,6 @@ impl Resource for Schedule {
         let err = |field: &str, message: &str| self.raw.invalid(Some(field), message);
         if p.namespace.is_empty() {
             return Err(err("namespace", "must not be empty"));
-        }
-        if let Some(s) = &p.strategy
-            && !matches!(s.as_str(), "rr" | "alpha")
-        {
-            return Err(err("strategy", "must be `rr` or `alpha`"));
         }
         if p.max.is_some_and(|m| m < 0) {
             return Err(err("max", "must not be negative"));
