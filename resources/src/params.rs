@@ -97,14 +97,19 @@ impl<'a> Params<'a> {
     pub fn opt_int_in(&self, field: &str, min: i64, max: i64, go_type: &str) -> Result<Option<i64>, BuildError> {
         match self.get(field) {
             None => Ok(None),
-            Some(Value::Int(i)) if *i < min && min == 0 => {
-                Err(self.error(Some(field), format!("can't store negative int `{i}` into unsigned `{go_type}` field")))
-            }
-            Some(Value::Int(i)) if *i < min || *i > max => {
-                Err(self.error(Some(field), format!("int `{i}` does not fit into `{go_type}` field")))
-            }
-            Some(Value::Int(i)) => Ok(Some(*i)),
+            Some(Value::Int(i)) => self.int_in(field, *i, min, max, go_type).map(Some),
             Some(other) => Err(self.wrong(field, "an int", other)),
+        }
+    }
+
+    /// `i` of `field` when it fits `[min, max]` (the Go field's width, named like Go).
+    pub fn int_in(&self, field: &str, i: i64, min: i64, max: i64, go_type: &str) -> Result<i64, BuildError> {
+        if i < min && min == 0 {
+            Err(self.error(Some(field), format!("can't store negative int `{i}` into unsigned `{go_type}` field")))
+        } else if i < min || i > max {
+            Err(self.error(Some(field), format!("int `{i}` does not fit into `{go_type}` field")))
+        } else {
+            Ok(i)
         }
     }
 

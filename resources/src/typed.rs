@@ -96,11 +96,9 @@ macro_rules! go_int {
         impl ParamType for $t {
             const TYPE: &'static str = "int";
             fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
-                let min = <$t>::MIN as i64;
+                let Value::Int(i) = value else { return Err(wrong(p, field, "an int", value)) };
                 let max = i64::try_from(<$t>::MAX).unwrap_or(i64::MAX);
-                let Some(i) = p.opt_int_in(field, min, max, $go)? else {
-                    return Err(wrong(p, field, "an int", value));
-                };
+                let i = p.int_in(field, *i, <$t>::MIN as i64, max, $go)?;
                 <$t>::try_from(i).map_err(|_| p.error(Some(field), format!("int `{i}` does not fit into `{}` field", $go)))
             }
         }
@@ -257,7 +255,7 @@ impl<T: Fingerprint> Fingerprint for Option<T> {
 
 impl<T: Fingerprint> Fingerprint for Vec<T> {
     fn fingerprint_into(&self, out: &mut String) {
-        self.len().to_string().fingerprint_into(out);
+        (self.len() as u64).fingerprint_into(out);
         for item in self {
             item.fingerprint_into(out);
         }
@@ -266,7 +264,7 @@ impl<T: Fingerprint> Fingerprint for Vec<T> {
 
 impl<K: Fingerprint, V: Fingerprint> Fingerprint for BTreeMap<K, V> {
     fn fingerprint_into(&self, out: &mut String) {
-        self.len().to_string().fingerprint_into(out);
+        (self.len() as u64).fingerprint_into(out);
         for (k, v) in self {
             k.fingerprint_into(out);
             v.fingerprint_into(out);
@@ -296,7 +294,8 @@ macro_rules! fingerprint_fields {
 /// Declares a kind's params struct once. Each field is a param named like the field (or
 /// `field("mcl-name")`), declared with its Rust type's mcl type (or `as "type text"`), read
 /// through [`Param`] (or `= default` when absent, or `=> reader` for anything else, a
-/// `fn(&Params, &str) -> Result<T, BuildError>`). Generates the struct, `FIELDS` (for the
+/// `fn(&Params, &str) -> Result<T, BuildError>`, such as [`required`] for a param that must
+/// be given). Generates the struct, `FIELDS` (for the
 /// kind's [`crate::kind::Kind::params`]), `decode`, and its [`Fingerprint`] (every field).
 #[macro_export]
 macro_rules! params {

@@ -45,7 +45,7 @@ crate::params! {
     pub struct UiParams {
         pub server: String,
         pub path: String,
-        pub data: UiData,
+        pub data: UiData = UiData::default(),
     }
 }
 
@@ -68,13 +68,6 @@ impl crate::typed::ParamType for UiData {
             _ => String::new(),
         };
         Ok(UiData { title: field("title"), head: field("head") })
-    }
-}
-
-impl crate::typed::Param for UiData {
-    const TYPE: &'static str = <UiData as crate::typed::ParamType>::TYPE;
-    fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
-        Ok(<Option<UiData> as crate::typed::Param>::read(p, field)?.unwrap_or_default())
     }
 }
 
