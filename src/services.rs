@@ -1,12 +1,14 @@
 //! The services a run shares between its functions and its resources, built once here and
 //! handed to both through their contexts (`funcs::api::Host`, `resources::Host`): the state
 //! directory, the value store that `value` resources write and `value.get*` read, the
-//! server registries. Nothing else in the workspace keeps process-wide mutable state.
+//! server registries, the file watcher. What stays process-wide is listed in ARCHITECTURE.md.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use funcs::api::Watched;
 use lang::value::Value;
+use resources::util::watch::FileWatch;
 use resources::value::ValueStore;
 
 /// The two halves of one run's context.
@@ -21,6 +23,7 @@ impl Services {
         let resources = resources::Host::system();
         let mut funcs = functions_only(root, state_dir);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
+        funcs.watcher = Arc::new(HubWatcher);
         Services { funcs, resources }
     }
 }
@@ -43,6 +46,40 @@ impl funcs::api::ValueSource for SharedValues {
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.changes()
+    }
+}
+
+/// The functions' file watches, on the resources' inotify hub: one inotify instance for
+/// the whole process.
+pub struct HubWatcher;
+
+impl funcs::api::PathWatcher for HubWatcher {
+    fn watch(&self, path: &Path, what: Watched) -> Option<Box<dyn funcs::api::PathChanges>> {
+        let path = std::path::absolute(path).ok()?;
+        let watch = match what {
+            Watched::Path => FileWatch::new(vec![path], false),
+            Watched::Entries => FileWatch::entries(vec![path]),
+        };
+        match watch {
+            Ok(w) => Some(Box::new(HubChanges(w))),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "cannot watch files; functions will poll");
+                None
+            }
+        }
+    }
+}
+
+struct HubChanges(FileWatch);
+
+impl funcs::api::PathChanges for HubChanges {
+    fn changed(&mut self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            if let Err(e) = self.0.changed().await {
+                tracing::warn!(error = %e.message, "a file watch failed");
+                std::future::pending::<()>().await;
+            }
+        })
     }
 }
 

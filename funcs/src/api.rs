@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use lang::catalog::FuncDecl;
 use lang::types::Type;
 use lang::value::{Closure, Value};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -64,6 +64,10 @@ pub struct Host {
     pub state_dir: PathBuf,
     /// What `value.get*` read: in `tend run`, the store the `value` resources write.
     pub values: Arc<dyn ValueSource>,
+    /// How the built-ins that follow files (`os.readfile`, the local world store) learn of
+    /// changes: in `tend run`, the process's one inotify hub. [`Host::new`] has none, and
+    /// those built-ins poll.
+    pub watcher: Arc<dyn PathWatcher>,
 }
 
 impl Host {
@@ -75,6 +79,7 @@ impl Host {
             args: Vec::new(),
             state_dir: state_dir.into(),
             values: Arc::new(crate::core::value::MemValues::default()),
+            watcher: Arc::new(Polling),
         }
     }
 }
@@ -101,6 +106,37 @@ pub trait ValueSource: Send + Sync {
     fn get(&self, key: &str) -> Option<Value>;
     /// A receiver that changes whenever any stored value changes.
     fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// What a watch on a path follows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Watched {
+    /// The path itself: its creation, removal, content and metadata.
+    Path,
+    /// A directory and its direct entries.
+    Entries,
+}
+
+/// Watches paths for built-ins (see [`Host::watcher`]).
+pub trait PathWatcher: Send + Sync {
+    /// A subscription to changes of `path`, also while it or its directory does not exist
+    /// yet; `None` when the path cannot be watched, and the caller polls.
+    fn watch(&self, path: &Path, what: Watched) -> Option<Box<dyn PathChanges>>;
+}
+
+/// A live watch; dropping it releases the watch.
+pub trait PathChanges: Send {
+    /// Waits for the next change (a burst may count once; a spurious wake-up is possible).
+    fn changed(&mut self) -> BoxFuture<'_, ()>;
+}
+
+/// The watcher of a host without one: nothing is watched, and built-ins poll.
+pub struct Polling;
+
+impl PathWatcher for Polling {
+    fn watch(&self, _: &Path, _: Watched) -> Option<Box<dyn PathChanges>> {
+        None
+    }
 }
 
 /// Everything a pure call sees besides its argument values.

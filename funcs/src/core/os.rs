@@ -1,8 +1,9 @@
 //! The `os` package: process arguments, users, the distro, and watched files.
 
-use super::streams::{Emitter, boxed, per_input, poll};
+use super::follow::follow;
+use super::streams::{boxed, per_input, poll};
 use super::{stream, strukt, typed};
-use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::api::{FuncError, FuncResult, StreamCtx, Watched};
 use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
@@ -202,39 +203,6 @@ builtin! {
     }
 }
 
-/// Emits `read(path)` now and whenever something changes in the file's directory (via
-/// the shared inotify watcher), plus a slow safety poll, and a fast one while the
-/// directory can't be watched (it does not exist yet). `read` runs on tokio's blocking
-/// pool: a slow disk or a hung network mount holds a blocking thread, not a runtime worker
-/// that the dataflow's other streams and the engine's watches share.
-pub async fn watch_path<F>(path: PathBuf, em: Emitter, read: F)
-where
-    F: Fn(&Path) -> FuncResult + Send + Sync + 'static,
-{
-    let dir = path.parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into());
-    let mut watch = super::dirwatch::DirWatch::new(&dir);
-    let mut last: Option<FuncResult> = None;
-    let read = std::sync::Arc::new(read);
-    loop {
-        let watching = watch.ensure();
-        let (reader, at) = (read.clone(), path.clone());
-        let r = tokio::task::spawn_blocking(move || reader(&at))
-            .await
-            .unwrap_or_else(|e| Err(FuncError::fatal(format!("reading {} failed: {e}", path.display()))));
-        if last.as_ref() != Some(&r) {
-            if !em.send(r.clone()).await {
-                return;
-            }
-            last = Some(r);
-        }
-        let safety = if watching { Duration::from_secs(5) } else { Duration::from_millis(250) };
-        tokio::select! {
-            _ = watch.changed() => {}
-            _ = tokio::time::sleep(safety) => {}
-        }
-    }
-}
-
 pub fn read_file(p: &Path) -> FuncResult {
     match std::fs::read(p) {
         Ok(b) => Ok(Value::str(String::from_utf8_lossy(&b))),
@@ -245,21 +213,21 @@ pub fn read_file(p: &Path) -> FuncResult {
 fn readfile(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, |args, em| async move {
         let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
-        watch_path(p, em, read_file).await
+        follow(p, Watched::Path, em, read_file).await
     }))
 }
 
 fn file_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, |args, em| async move {
         let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
-        watch_path(p, em, |p| Ok(Value::Bool(p.exists()))).await
+        follow(p, Watched::Path, em, |p| Ok(Value::Bool(p.exists()))).await
     }))
 }
 
 fn user_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, |args, em| async move {
         let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-        watch_path(PathBuf::from("/etc/passwd"), em, move |_| match User::from_name(&name) {
+        follow(PathBuf::from("/etc/passwd"), Watched::Path, em, move |_| match User::from_name(&name) {
             Ok(u) => Ok(Value::Bool(u.is_some())),
             Err(e) => Err(FuncError::catchable(format!("can't look up user {name:?}: {e}"))),
         })

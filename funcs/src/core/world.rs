@@ -4,20 +4,19 @@
 //! `[A-Za-z0-9._-]`), and schedule candidacies live under `<state dir>/schedule/<ns>/`
 //! (one `key=value` record per host, written by the `schedule` resource; this host is the
 //! only one that writes here, so the election is: live candidates in name order, up to
-//! `max`). Expired leases are noticed within the 5 s re-read of [`follow_dir`].
+//! `max`). Expired leases are noticed within the 5 s re-read of [`follow`].
 //!
 //! The state directory is the engine's, handed over in [`crate::api::Host::state_dir`].
 
-use super::dirwatch::DirWatch;
+use super::follow::follow;
 use super::streams::{Emitter, boxed, per_input};
 use super::{stream, strukt};
-use crate::api::{FuncError, FuncResult, StreamCtx};
+use crate::api::{FuncError, StreamCtx, Watched};
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::value::Value;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
 pub fn register(r: &mut Registry) {
     stream(r, "world.getval", "func(key str) struct{value str; exists bool}", getval, "a key of the kv store");
@@ -107,28 +106,6 @@ pub fn read_schedule(root: &Path, namespace: &str) -> Value {
     Value::list(hosts.into_iter().map(Value::str).collect())
 }
 
-/// Emits `read()` now and whenever `dir` changes (or, while it does not exist, every
-/// 250 ms).
-async fn follow_dir<F: Fn() -> FuncResult>(dir: PathBuf, em: Emitter, read: F) {
-    let mut watch = DirWatch::new(&dir);
-    let mut last: Option<FuncResult> = None;
-    loop {
-        let watching = watch.ensure();
-        let r = read();
-        if last.as_ref() != Some(&r) {
-            if !em.send(r.clone()).await {
-                return;
-            }
-            last = Some(r);
-        }
-        let safety = if watching { Duration::from_secs(5) } else { Duration::from_millis(250) };
-        tokio::select! {
-            _ = watch.changed() => {}
-            _ = tokio::time::sleep(safety) => {}
-        }
-    }
-}
-
 fn key_arg(args: &[Value]) -> Result<String, FuncError> {
     args.first().and_then(Value::as_str).map(str::to_string).ok_or_else(|| FuncError::fatal("expected a str argument"))
 }
@@ -158,6 +135,6 @@ fn follow_keyed(ctx: StreamCtx, subdir: &'static str, read: fn(&Path, &str) -> V
         };
         let root = em.host().state_dir.clone();
         let dir = root.join(subdir).join(escape(&key));
-        follow_dir(dir, em, move || Ok(read(&root, &key))).await
+        follow(dir, Watched::Entries, em, move |_| Ok(read(&root, &key))).await
     }))
 }

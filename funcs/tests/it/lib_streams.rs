@@ -19,7 +19,7 @@ struct Running {
 }
 
 fn start(name: &str, inputs: Option<Vec<Value>>) -> Running {
-    start_on(Host::default(), name, inputs)
+    start_on(watching_host(), name, inputs)
 }
 
 /// [`start`] with the given host (its state directory, its value store).
@@ -346,12 +346,17 @@ async fn os_readfile_in_a_directory_created_later() {
 #[tokio::test]
 async fn world_functions_follow_the_kv_store() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::new("", dir.path());
+    let host = Host { state_dir: dir.path().into(), ..watching_host() };
     let mut g = start_on(host.clone(), "world.getval", Some(vec![s("key1")]));
     assert_eq!(g.value().await, st(vec![("value", s("")), ("exists", b(false))]));
     std::fs::create_dir_all(dir.path().join("kv/key1")).unwrap();
     std::fs::write(dir.path().join("kv/key1/value"), "hello").unwrap();
     assert_eq!(g.value().await, st(vec![("value", s("hello")), ("exists", b(true))]));
+    // Watched, a new value is seen at once (not at the 5 s safety re-read).
+    std::fs::write(dir.path().join("kv/key1/value"), "again").unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(g.value().await, st(vec![("value", s("again")), ("exists", b(true))]));
+    assert!(t.elapsed() < Duration::from_secs(1), "took {:?}", t.elapsed());
     g.stop().await;
     let mut k = start_on(host.clone(), "world.kvlookup", Some(vec![s("ns")]));
     assert_eq!(k.value().await, m(vec![]));
@@ -362,4 +367,16 @@ async fn world_functions_follow_the_kv_store() {
     let mut sc = start_on(host.clone(), "world.schedule", Some(vec![s("xsched")]));
     assert_eq!(sc.value().await, strs(&[]));
     sc.stop().await;
+}
+
+#[tokio::test]
+async fn a_host_without_a_watcher_polls() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input");
+    std::fs::write(&path, "one").unwrap();
+    let mut r = start_on(Host::default(), "os.readfile", Some(vec![s(path.to_str().unwrap())]));
+    assert_eq!(r.value().await, s("one"));
+    std::fs::write(&path, "two").unwrap();
+    assert_eq!(r.value().await, s("two"));
+    r.stop().await;
 }

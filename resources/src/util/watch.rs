@@ -16,6 +16,12 @@
 //! directory removed or moved away) is marked dead, and every subscription it served is
 //! woken to re-resolve.
 //!
+//! A subscription may also ask for the events themselves ([`FileWatch::events`]): each
+//! path an event names, with what happened to it (written, closed after writing, anything
+//! else). Live editing uses that to tell a save in progress from a finished one; the
+//! `os.readfile`-style functions get their watches through `funcs::api::Host`, so the
+//! whole process has this one inotify instance.
+//!
 //! One lock (`state`) guards the subscriptions and the watches; the reader thread takes it
 //! per batch of events. `inotify_add_watch` is a plain system call, so arming under the
 //! lock never waits for the reader.
@@ -28,7 +34,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::ResError;
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, InotifyEvent, WatchDescriptor};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
 use super::lock;
 
@@ -129,6 +135,9 @@ struct Subs {
     /// How many subscriptions are recursive: without any, an event concerns only the
     /// subscriptions of its own path and no ancestor needs looking up.
     recursive: usize,
+    /// How many subscriptions watch their directories' entries: without any, an event's
+    /// parent needs no lookup.
+    entries: usize,
 }
 
 impl Subs {
@@ -144,13 +153,15 @@ impl Subs {
                 }
             }
         }
-        self.recursive += usize::from(sub.recursive);
+        self.recursive += usize::from(sub.depth == Depth::Tree);
+        self.entries += usize::from(sub.depth == Depth::Entries);
         self.by_id.insert(id, sub);
     }
 
     fn remove(&mut self, id: u64) -> Option<Sub> {
         let sub = self.by_id.remove(&id)?;
-        self.recursive -= usize::from(sub.recursive);
+        self.recursive -= usize::from(sub.depth == Depth::Tree);
+        self.entries -= usize::from(sub.depth == Depth::Entries);
         for target in &sub.targets {
             if let Some(ids) = self.by_target.get_mut(target.as_os_str()) {
                 ids.retain(|i| *i != id);
@@ -171,7 +182,8 @@ impl Subs {
     }
 
     /// Calls `f` with every subscription an event on `path` can concern: one whose target is
-    /// `path`, a recursive one whose target is an ancestor of `path`, and, when the event
+    /// `path`, a recursive one whose target is an ancestor of `path`, one watching the
+    /// entries of `path`'s parent, and, when the event
     /// `reshapes` the path (created, removed, moved), one whose target lies below it. A plain
     /// directory target does not care about its entries: otherwise every file written into a
     /// managed directory would wake the directory's resource, which re-pokes all its children
@@ -179,15 +191,20 @@ impl Subs {
     ///
     /// `f` also learns whether `path` is one of the subscription's own targets.
     fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub, bool)) {
-        let mut each = |ids: &Vec<u64>, recursive_only: bool, own: bool| {
+        let mut each = |ids: &Vec<u64>, only: Option<Depth>, own: bool| {
             for sub in ids.iter().filter_map(|id| self.by_id.get(id)) {
-                if !recursive_only || sub.recursive {
+                if only.is_none_or(|depth| sub.depth == depth) {
                     f(sub, own);
                 }
             }
         };
         if let Some(ids) = self.by_target.get(path.as_os_str()) {
-            each(ids, false, true);
+            each(ids, None, true);
+        }
+        if self.entries > 0
+            && let Some(ids) = path.parent().and_then(|parent| self.by_target.get(parent.as_os_str()))
+        {
+            each(ids, Some(Depth::Entries), false);
         }
         if reshapes && self.above.contains_key(path.as_os_str()) {
             // Rare (a directory holding targets was made, removed or moved): every target
@@ -195,24 +212,69 @@ impl Subs {
             for (target, ids) in &self.by_target {
                 let target = Path::new(target);
                 if target != path && target.starts_with(path) {
-                    each(ids, false, false);
+                    each(ids, None, false);
                 }
             }
         }
         if self.recursive > 0 {
             for ancestor in path.ancestors().skip(1) {
                 if let Some(ids) = self.by_target.get(ancestor.as_os_str()) {
-                    each(ids, true, false);
+                    each(ids, Some(Depth::Tree), false);
                 }
             }
         }
     }
 }
 
+/// How much of a directory target a subscription cares about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Depth {
+    /// The target itself: its creation, removal, content and metadata.
+    Target,
+    /// The target and its direct entries.
+    Entries,
+    /// The target and everything below it.
+    Tree,
+}
+
+/// What an event did to the path it names, as [`FileWatch::events`] reports it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Its content changed through an open file (the writer may not be done).
+    Written,
+    /// A writer closed it: what was written is all there is.
+    Closed,
+    /// Anything else: created, renamed over, removed, metadata changed.
+    Other,
+    /// The kernel dropped events (its queue overflowed): anything may have changed.
+    Lost,
+}
+
+impl Change {
+    fn of(mask: AddWatchFlags) -> Change {
+        if mask.contains(AddWatchFlags::IN_CLOSE_WRITE) {
+            Change::Closed
+        } else if mask.contains(AddWatchFlags::IN_MODIFY) {
+            Change::Written
+        } else {
+            Change::Other
+        }
+    }
+}
+
+/// One event as [`FileWatch::events`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PathEvent {
+    pub path: PathBuf,
+    pub change: Change,
+}
+
 struct Sub {
     targets: Vec<PathBuf>,
-    recursive: bool,
+    depth: Depth,
     wake: Arc<Signal>,
+    /// Where the events go, for a subscription that asked for them.
+    events: Option<mpsc::UnboundedSender<PathEvent>>,
     /// Directories this subscription holds watches on, with the recursion used.
     points: Vec<(PathBuf, bool)>,
     /// The points were last resolved with every target's parent watched.
@@ -228,6 +290,29 @@ impl FileWatch {
     /// Watches `targets` (absolute paths). `recursive`: changes anywhere below a directory
     /// target count.
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
+        FileWatch::subscribe(targets, if recursive { Depth::Tree } else { Depth::Target }, None)
+    }
+
+    /// Watches the directories `dirs` and their direct entries: a change of any entry (made,
+    /// written, removed) counts, as does the directory's own.
+    pub fn entries(dirs: Vec<PathBuf>) -> Result<FileWatch, ResError> {
+        FileWatch::subscribe(dirs, Depth::Entries, None)
+    }
+
+    /// Watches the directories `dirs` and their direct entries, and reports every event
+    /// with the path it names and what happened to it. An event on a directory itself
+    /// (made again after a removal) names the directory.
+    pub fn events(dirs: Vec<PathBuf>) -> Result<EventWatch, ResError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let watch = FileWatch::subscribe(dirs, Depth::Entries, Some(tx))?;
+        Ok(EventWatch { watch, rx })
+    }
+
+    fn subscribe(
+        targets: Vec<PathBuf>,
+        depth: Depth,
+        events: Option<mpsc::UnboundedSender<PathEvent>>,
+    ) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.inotify()?;
         let wake = Arc::new(Signal::default());
@@ -237,16 +322,51 @@ impl FileWatch {
         let targets = targets.iter().map(|t| t.components().collect()).collect();
         lock(&hub.state)
             .subs
-            .insert(id, Sub { targets, recursive, wake: wake.clone(), points: Vec::new(), settled: false });
+            .insert(id, Sub { targets, depth, wake: wake.clone(), events, points: Vec::new(), settled: false });
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
+    }
+
+    /// Re-resolves the watch points if an event may have moved them.
+    fn rearm_if_moved(&self) -> Result<(), ResError> {
+        if self.wake.rearm.swap(false, Ordering::AcqRel) { hub().rearm(self.id) } else { Ok(()) }
     }
 
     /// Waits for the next change (coalescing a burst), then re-resolves the watch points
     /// if the change may have moved them.
     pub async fn changed(&mut self) -> Result<(), ResError> {
         self.wake.notify.notified().await;
-        if self.wake.rearm.swap(false, Ordering::AcqRel) { hub().rearm(self.id) } else { Ok(()) }
+        self.rearm_if_moved()
+    }
+}
+
+/// A subscription that reports its events one by one (see [`FileWatch::events`]).
+pub struct EventWatch {
+    watch: FileWatch,
+    rx: mpsc::UnboundedReceiver<PathEvent>,
+}
+
+impl EventWatch {
+    /// The next event, waiting for it. `None` never comes while the hub runs.
+    pub async fn next(&mut self) -> Option<PathEvent> {
+        let event = self.rx.recv().await;
+        self.rearm();
+        event
+    }
+
+    /// The next event if one is waiting.
+    pub fn try_next(&mut self) -> Option<PathEvent> {
+        let event = self.rx.try_recv().ok();
+        if event.is_some() {
+            self.rearm();
+        }
+        event
+    }
+
+    fn rearm(&self) {
+        if let Err(e) = self.watch.rearm_if_moved() {
+            tracing::warn!(error = %e.message, "cannot follow a watched directory");
+        }
     }
 }
 
@@ -485,6 +605,11 @@ impl State {
             // Events were lost: tell everyone, spurious events are fine.
             for sub in self.subs.by_id.values() {
                 sub.wake.wake(true);
+                if let Some(events) = &sub.events {
+                    for target in &sub.targets {
+                        let _ = events.send(PathEvent { path: target.clone(), change: Change::Lost });
+                    }
+                }
             }
             for dir in self.dirs.values_mut() {
                 dir.absent.clear();
@@ -527,8 +652,12 @@ impl State {
             self.watch_below(inotify, &path);
         }
         // A target's own change, seen through its live parent, cannot move any watch point.
+        let change = Change::of(mask);
         self.subs.concerned(&path, mask.intersects(RESHAPES), |sub, own| {
-            sub.wake.wake(dead || !own || sub.recursive || !sub.settled);
+            sub.wake.wake(dead || !own || sub.depth != Depth::Target || !sub.settled);
+            if let Some(events) = &sub.events {
+                let _ = events.send(PathEvent { path: path.clone(), change });
+            }
         });
     }
 }
@@ -571,7 +700,7 @@ fn sub_points(dirs: &mut Map<OsString, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, b
     let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
     let mut complete = true;
     for target in &sub.targets {
-        let (points, exists) = watch_points(dirs, target, sub.recursive);
+        let (points, exists) = watch_points(dirs, target, sub.depth);
         complete &= exists;
         for point in points {
             if !wanted.contains(&point) {
@@ -587,15 +716,16 @@ fn sub_points(dirs: &mut Map<OsString, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, b
 ///
 /// A plain target is watched through its parent directory alone: the parent's watch
 /// reports the target's creation, removal, replacement, writes and attribute changes, and
-/// a plain directory target does not care about its entries. A recursive target that is a
-/// directory is also watched itself, with everything below it. When the parent does not
+/// a plain directory target does not care about its entries. A target that is a directory
+/// watched for its entries is also watched itself, and a recursive one with everything
+/// below it. When the parent does not
 /// exist yet, the nearest existing ancestor is watched, to see the path being made. A
 /// directory with a live watch exists (its removal kills the watch), so only the others
 /// are looked up.
-fn watch_points(dirs: &mut Map<OsString, DirWatch>, target: &Path, recursive: bool) -> (Vec<(PathBuf, bool)>, bool) {
+fn watch_points(dirs: &mut Map<OsString, DirWatch>, target: &Path, depth: Depth) -> (Vec<(PathBuf, bool)>, bool) {
     let mut points = Vec::new();
-    if recursive && is_dir(dirs, target) {
-        points.push((target.to_path_buf(), true));
+    if depth != Depth::Target && is_dir(dirs, target) {
+        points.push((target.to_path_buf(), depth == Depth::Tree));
     }
     let Some(parent) = target.parent() else {
         // The root directory: nothing above it to watch through.
@@ -731,6 +861,34 @@ mod tests {
         assert!(tokio::time::timeout(Duration::from_millis(200), inner.changed()).await.is_err());
         std::fs::remove_dir_all(tree.join("a")).unwrap();
         expect_event(&mut inner).await;
+    }
+
+    #[tokio::test]
+    async fn an_event_subscription_names_each_entry_and_tells_writes_from_closes() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let mut w = FileWatch::events(vec![dir.path().to_path_buf()]).unwrap();
+        let file = dir.path().join("main.mcl");
+        {
+            use std::io::Write;
+            let mut f = std::fs::File::create(&file).unwrap();
+            f.write_all(b"x").unwrap();
+            f.sync_all().unwrap();
+            // Written but still open: the subscriber sees the write and no close yet.
+            let mut seen = Vec::new();
+            while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_millis(200), w.next()).await {
+                seen.push(ev.change);
+            }
+            assert!(seen.contains(&Change::Written), "{seen:?}");
+            assert!(!seen.contains(&Change::Closed), "{seen:?}");
+        }
+        let ev = tokio::time::timeout(Duration::from_secs(5), w.next()).await.unwrap().unwrap();
+        assert_eq!(ev, PathEvent { path: file.clone(), change: Change::Closed });
+        // Entries of a subdirectory are not the directory's entries.
+        std::fs::write(sub.join("deeper"), "x").unwrap();
+        assert!(tokio::time::timeout(Duration::from_millis(200), w.next()).await.is_err());
+        assert!(w.try_next().is_none());
     }
 
     #[tokio::test]

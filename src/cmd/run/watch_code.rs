@@ -1,5 +1,6 @@
 //! Live editing: watches the program's source files (their directories, so editors that
-//! replace a file by rename are seen) and reports a change once writes have settled.
+//! replace a file by rename are seen) and reports a change once writes have settled. The
+//! watch is a subscription to the process's one inotify hub (`resources::util::watch`).
 //!
 //! A save is read only once it is complete: a file written in place (opened with
 //! `O_TRUNC`, written, closed) is half-written, often empty, until its writer closes it,
@@ -14,11 +15,10 @@
 //! one wait until the reading is done, whatever the events' delays.
 
 use lang::span::SourceMap;
-use notify::{RecursiveMode, Watcher};
+use resources::util::watch::{Change, EventWatch, FileWatch, PathEvent};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// How long to wait after a change for further writes before recompiling.
 pub const SETTLE: Duration = Duration::from_millis(50);
@@ -26,33 +26,9 @@ pub const SETTLE: Duration = Duration::from_millis(50);
 /// How long a file being written in place (modified, not yet closed) holds the reload back.
 pub const OPEN_LIMIT: Duration = Duration::from_secs(5);
 
-/// What happened to a path, as far as settling is concerned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Change {
-    /// Its content changed through an open file (the writer may not be done).
-    Written,
-    /// A writer closed it: what was written is all there is.
-    Closed,
-    /// Anything else: created, renamed over, removed, chmodded.
-    Other,
-}
-
-impl Change {
-    fn of(kind: &notify::EventKind) -> Option<Change> {
-        use notify::event::{AccessKind, AccessMode, ModifyKind};
-        match kind {
-            notify::EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Change::Closed),
-            // Opens, reads and read-only closes change nothing.
-            notify::EventKind::Access(_) => None,
-            notify::EventKind::Modify(ModifyKind::Data(_) | ModifyKind::Any) => Some(Change::Written),
-            _ => Some(Change::Other),
-        }
-    }
-}
-
 pub struct CodeWatcher {
-    watcher: notify::RecommendedWatcher,
-    rx: mpsc::UnboundedReceiver<(PathBuf, Change)>,
+    /// The subscription to the source directories; replaced when they change.
+    watch: EventWatch,
     /// Source files on disk.
     files: BTreeSet<PathBuf>,
     /// Directories being watched.
@@ -66,26 +42,15 @@ pub struct CodeWatcher {
 impl CodeWatcher {
     /// Watches the files of `sources`; `None` (after a warning) when inotify is unavailable.
     pub fn new(root: &Path, sources: &SourceMap) -> Option<CodeWatcher> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let handler = move |res: notify::Result<notify::Event>| {
-            if let Ok(ev) = res
-                && let Some(change) = Change::of(&ev.kind)
-            {
-                for p in ev.paths {
-                    let _ = tx.send((p, change));
-                }
-            }
-        };
-        let watcher = match notify::recommended_watcher(handler) {
+        let watch = match FileWatch::events(Vec::new()) {
             Ok(w) => w,
             Err(e) => {
-                tracing::warn!(error = %e, "cannot watch the program's files; live editing is off");
+                tracing::warn!(error = %e.message, "cannot watch the program's files; live editing is off");
                 return None;
             }
         };
         let mut w = CodeWatcher {
-            watcher,
-            rx,
+            watch,
             files: BTreeSet::new(),
             dirs: BTreeSet::new(),
             settling: None,
@@ -103,29 +68,51 @@ impl CodeWatcher {
 
     /// Also watches the files of `sources` (e.g. a new import of code that failed).
     pub fn extend(&mut self, root: &Path, sources: &SourceMap) {
+        let before = self.dirs.len();
         for (_, f) in sources.files() {
             let path = f.real_path.clone().unwrap_or_else(|| root.join(f.name.trim_start_matches('/')));
-            if let Some(dir) = path.parent()
-                && !self.dirs.contains(dir)
-            {
-                match self.watcher.watch(dir, RecursiveMode::NonRecursive) {
-                    Ok(()) => {
-                        self.dirs.insert(dir.to_path_buf());
-                    }
-                    Err(e) => tracing::warn!(dir = %dir.display(), error = %e, "cannot watch a source directory"),
-                }
+            if let Some(dir) = path.parent() {
+                self.dirs.insert(dir.components().collect());
             }
-            self.files.insert(path);
+            self.files.insert(path.components().collect());
+        }
+        if self.dirs.len() != before {
+            // The new subscription is armed before the old one goes: no change falls between.
+            match FileWatch::events(self.dirs.iter().cloned().collect()) {
+                Ok(watch) => {
+                    // Events the old subscription saw are still to be settled.
+                    while let Some(ev) = self.watch.try_next() {
+                        self.observe(ev);
+                    }
+                    self.watch = watch;
+                }
+                Err(e) => tracing::warn!(error = %e.message, "cannot watch the source directories"),
+            }
         }
         tracing::debug!(files = self.files.len(), dirs = self.dirs.len(), "watching the program's sources");
     }
 
-    /// Whether a changed path concerns the program: one of its files, or any `.mcl` or
-    /// `metadata.yaml` in a watched directory (a module directory may gain files).
-    fn relevant(&self, p: &Path) -> bool {
-        self.files.contains(p)
+    /// Whether an event concerns the program: one of its files, any `.mcl` or
+    /// `metadata.yaml` in a watched directory (a module directory may gain files), a
+    /// watched directory itself (made again), or lost events.
+    fn relevant(&self, ev: &PathEvent) -> bool {
+        let p = &ev.path;
+        ev.change == Change::Lost
+            || self.files.contains(p)
+            || self.dirs.contains(p)
             || p.extension().is_some_and(|e| e == "mcl")
             || p.file_name().is_some_and(|n| n == "metadata.yaml")
+    }
+
+    /// Takes one event into the burst being settled; whether it was relevant.
+    fn observe(&mut self, ev: PathEvent) -> bool {
+        if !self.relevant(&ev) {
+            return false;
+        }
+        self.note(&ev.path, ev.change);
+        let first = self.settling.take().map_or(ev.path, |(first, _)| first);
+        self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+        true
     }
 
     /// Notes what happened to a relevant path: a write opens it, a close or any other
@@ -138,6 +125,7 @@ impl CodeWatcher {
             Change::Closed | Change::Other => {
                 self.open_writes.remove(path);
             }
+            Change::Lost => self.open_writes.clear(),
         }
     }
 
@@ -154,13 +142,8 @@ impl CodeWatcher {
     /// settled change is read again.
     pub fn changed_meanwhile(&mut self) -> bool {
         let mut changed = false;
-        while let Ok((p, change)) = self.rx.try_recv() {
-            if self.relevant(&p) {
-                self.note(&p, change);
-                let first = self.settling.take().map_or(p, |(first, _)| first);
-                self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
-                changed = true;
-            }
+        while let Some(ev) = self.watch.try_next() {
+            changed |= self.observe(ev);
         }
         changed
     }
@@ -172,22 +155,18 @@ impl CodeWatcher {
         loop {
             match self.settling.clone() {
                 None => {
-                    let (p, change) = self.rx.recv().await?;
-                    if self.relevant(&p) {
-                        self.note(&p, change);
-                        self.settling = Some((p, tokio::time::Instant::now() + SETTLE));
-                    }
+                    let ev = self.watch.next().await?;
+                    self.observe(ev);
                 }
-                Some((first, quiet_at)) => {
-                    match tokio::time::timeout_at(self.settles_at(quiet_at), self.rx.recv()).await {
+                Some((_, quiet_at)) => {
+                    match tokio::time::timeout_at(self.settles_at(quiet_at), self.watch.next()).await {
                         // Unrelated activity in the same directory does not hold the reload back.
-                        Ok(Some((q, change))) if self.relevant(&q) => {
-                            self.note(&q, change);
-                            self.settling = Some((first, tokio::time::Instant::now() + SETTLE));
+                        Ok(Some(ev)) => {
+                            self.observe(ev);
                         }
-                        Ok(Some(_)) => {}
                         Ok(None) => return None,
                         Err(_) => {
+                            let first = self.settling.take().map(|(first, _)| first)?;
                             if !self.open_writes.is_empty() {
                                 tracing::warn!(
                                     files = ?self.open_writes.keys().collect::<Vec<_>>(),
@@ -195,7 +174,6 @@ impl CodeWatcher {
                                 );
                                 self.open_writes.clear();
                             }
-                            self.settling = None;
                             return Some(first);
                         }
                     }
