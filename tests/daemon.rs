@@ -87,6 +87,14 @@ impl Daemon {
         (fds.len(), watches, rss)
     }
 
+    /// How many inotify instances the daemon holds.
+    fn inotify_instances(&self) -> usize {
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).unwrap();
+        fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|target| target.to_string_lossy().contains("inotify"))
+            .count()
+    }
+
     /// SIGTERM, then the exit status, how long the daemon took to exit, and its stderr.
     fn stop(mut self) -> (std::process::ExitStatus, Duration, String) {
         let started = Instant::now();
@@ -140,6 +148,9 @@ fn facts_and_edits_swap_only_what_changed() {
     let daemon = Daemon::start(|d| program(d, "v1"));
     daemon.expect("out/derived", "fact is one", "first converge");
     daemon.expect("out/code", "v1", "first converge");
+    // Files managed, a file followed by a function, and the program's own source watched:
+    // all through the process's one inotify instance.
+    assert_eq!(daemon.inotify_instances(), 1, "one inotify instance per process");
 
     // A fact changes: the dependent file follows within a second.
     daemon.write("fact", "two");
