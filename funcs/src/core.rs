@@ -1,16 +1,6 @@
 //! The core library, one module per mcl package, plus the registration and argument
 //! helpers they share.
 
-/// A pure body from an expression over the argument slice: `body!(|a| ...)`.
-macro_rules! body {
-    (|$a:ident| $e:expr) => {{
-        fn __body(_: &$crate::api::CallCtx<'_>, $a: &[lang::value::Value]) -> $crate::api::FuncResult {
-            $e
-        }
-        __body
-    }};
-}
-
 pub mod constants;
 pub mod convert;
 pub mod datetime;
@@ -163,12 +153,6 @@ pub(crate) fn arg_str(args: &[Value], i: usize) -> Result<&str, FuncError> {
 }
 pub(crate) fn arg_int(args: &[Value], i: usize) -> Result<i64, FuncError> {
     args.get(i).and_then(Value::as_int).ok_or_else(|| bad_arg(i, "an int", args.get(i)))
-}
-pub(crate) fn arg_float(args: &[Value], i: usize) -> Result<f64, FuncError> {
-    args.get(i).and_then(Value::as_float).ok_or_else(|| bad_arg(i, "a float", args.get(i)))
-}
-pub(crate) fn arg_bool(args: &[Value], i: usize) -> Result<bool, FuncError> {
-    args.get(i).and_then(Value::as_bool).ok_or_else(|| bad_arg(i, "a bool", args.get(i)))
 }
 pub(crate) fn arg_list(args: &[Value], i: usize) -> Result<&[Value], FuncError> {
     args.get(i).and_then(Value::as_list).ok_or_else(|| bad_arg(i, "a list", args.get(i)))

@@ -1,7 +1,7 @@
 //! The `deploy` package: files shipped with the program, addressed relative to the
 //! program's root directory (`Host::root`); a leading `/` means the root.
 
-use super::{arg_str, pure, typed};
+use super::typed;
 use crate::api::{CallCtx, FuncError, FuncResult, Host};
 use crate::builtin;
 use crate::registry::Registry;
@@ -17,13 +17,7 @@ pub fn register(r: &mut Registry) {
     typed(r, "deploy.directory", directory::DEF);
     typed(r, "deploy.binary_path", binary_path::DEF);
     typed(r, "deploy.bootstrap_packages", bootstrap_packages::DEF);
-    pure(
-        r,
-        "_deploy_module_path",
-        "func(module str, path str) str",
-        body!(|a| module_path(arg_str(a, 0)?, arg_str(a, 1)?).map(Value::str)),
-        "internal: a module-relative deploy path made root-relative (for calls inside modules)",
-    );
+    typed(r, "_deploy_module_path", deploy_module_path::DEF);
 }
 
 /// The normalized deploy path (`/a/b`) of a user path; `..` may not leave the root.
@@ -49,6 +43,13 @@ pub fn deploy_path(p: &str) -> Result<String, FuncError> {
 pub fn disk_path(host: &Host, p: &str) -> Result<PathBuf, FuncError> {
     let dp = deploy_path(p)?;
     Ok(host.root.join(dp.trim_start_matches('/')))
+}
+
+builtin! {
+    /// internal: a module-relative deploy path made root-relative (for calls inside modules)
+    fn deploy_module_path(module: &str, path: &str) -> Result<String, FuncError> {
+        module_path(module, path)
+    }
 }
 
 /// The deploy path of `p` written in the module whose root directory is `module` (`/`

@@ -1,7 +1,8 @@
 //! The `encoding` package: base64 and JSON.
 
-use super::{Def, add, arg_str, pure};
+use super::{Def, add, arg_str, typed};
 use crate::api::{CallCtx, FuncError, FuncResult};
+use crate::builtin;
 use crate::registry::Registry;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -11,8 +12,8 @@ use lang::value::Value;
 use std::collections::BTreeMap;
 
 pub fn register(r: &mut Registry) {
-    pure(r, "encoding.base64_encode", "func(data str) str", base64_encode, "standard base64 with padding");
-    pure(r, "encoding.base64_decode", "func(data str) str", base64_decode, "decodes standard base64");
+    typed(r, "encoding.base64_encode", base64_encode::DEF);
+    typed(r, "encoding.base64_decode", base64_decode::DEF);
     add(
         r,
         Def::pure("encoding.decode_json", &[], decode_json, "decodes JSON into the type given or inferred")
@@ -30,15 +31,19 @@ pub fn register(r: &mut Registry) {
     );
 }
 
-fn base64_encode(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    Ok(Value::str(STANDARD.encode(arg_str(a, 0)?)))
+builtin! {
+    /// standard base64 with padding
+    fn base64_encode(data: &str) -> String {
+        STANDARD.encode(data)
+    }
 }
 
-fn base64_decode(_: &CallCtx<'_>, a: &[Value]) -> FuncResult {
-    let bytes = STANDARD.decode(arg_str(a, 0)?).map_err(|e| FuncError::fatal(format!("base64_decode: {e}")))?;
-    String::from_utf8(bytes)
-        .map(Value::str)
-        .map_err(|_| FuncError::fatal("base64_decode: the decoded data is not valid UTF-8"))
+builtin! {
+    /// decodes standard base64
+    fn base64_decode(data: &str) -> Result<String, FuncError> {
+        let bytes = STANDARD.decode(data).map_err(|e| FuncError::fatal(format!("base64_decode: {e}")))?;
+        String::from_utf8(bytes).map_err(|_| FuncError::fatal("base64_decode: the decoded data is not valid UTF-8"))
+    }
 }
 
 /// `decode_json(data)` returns whatever its context wants; `decode_json(data, "type")`

@@ -2,16 +2,12 @@
 //! `path/filepath`, `math`, `math/rand`, `os`, `os/exec`, `runtime`, `html`.
 
 use super::convert::{go_parse_bool, go_parse_float, go_parse_int};
-use super::{arg_float, pure, typed};
+use super::typed;
 use crate::api::{FuncError, FuncResult};
 use crate::builtin;
 use crate::registry::Registry;
 use lang::value::{Value, quote_str};
 use rand::Rng;
-
-fn reg(r: &mut Registry, pkg: &str, name: &str, sig: &'static str, f: crate::api::PureFn, doc: &'static str) {
-    pure(r, format!("golang/{pkg}.{name}"), sig, f, doc);
-}
 
 pub fn register(r: &mut Registry) {
     strconv(r);
@@ -24,30 +20,9 @@ pub fn register(r: &mut Registry) {
     math(r);
     os(r);
     typed(r, "golang/os/exec.look_path", os_exec_look_path::DEF);
-    reg(
-        r,
-        "runtime",
-        "version",
-        "func() str",
-        body!(|_a| Ok(Value::str(concat!("tend-", env!("CARGO_PKG_VERSION"))))),
-        "the runtime's version",
-    );
-    reg(
-        r,
-        "runtime",
-        "goroot",
-        "func() str",
-        body!(|_a| Ok(Value::str(std::env::var("GOROOT").unwrap_or_default()))),
-        "$GOROOT (tend is not a Go program)",
-    );
-    reg(
-        r,
-        "runtime",
-        "num_cpu",
-        "func() int",
-        body!(|_a| Ok(Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)))),
-        "the number of usable CPUs",
-    );
+    typed(r, "golang/runtime.version", runtime_version::DEF);
+    typed(r, "golang/runtime.goroot", runtime_goroot::DEF);
+    typed(r, "golang/runtime.num_cpu", runtime_num_cpu::DEF);
     typed(r, "golang/html.escape_string", html_escape_string::DEF);
     typed(r, "golang/html.unescape_string", html_unescape_string::DEF);
 }
@@ -205,66 +180,15 @@ fn paths(r: &mut Registry, pkg: &str) {
 }
 
 fn math(r: &mut Registry) {
-    macro_rules! f1 {
-        ($name:literal, $e:expr, $doc:literal) => {
-            reg(r, "math", $name, "func(x float) float", body!(|a| Ok(Value::Float(($e)(arg_float(a, 0)?)))), $doc)
-        };
-    }
-    macro_rules! f2 {
-        ($name:literal, $e:expr, $doc:literal) => {
-            reg(
-                r,
-                "math",
-                $name,
-                "func(x float, y float) float",
-                body!(|a| Ok(Value::Float(($e)(arg_float(a, 0)?, arg_float(a, 1)?)))),
-                $doc,
-            )
-        };
-    }
-    f1!("abs", f64::abs, "absolute value");
-    f1!("cbrt", f64::cbrt, "cube root");
-    f1!("ceil", f64::ceil, "rounds up");
-    f1!("floor", f64::floor, "rounds down");
-    f1!("trunc", f64::trunc, "rounds toward zero");
-    f1!("round", f64::round, "rounds half away from zero");
-    f1!("round_to_even", f64::round_ties_even, "rounds half to even");
-    f1!("sqrt", f64::sqrt, "square root (NaN for negatives)");
-    f1!("exp", f64::exp, "e**x");
-    f1!("log", f64::ln, "natural logarithm");
-    f1!("log2", f64::log2, "base-2 logarithm");
-    f1!("log10", f64::log10, "base-10 logarithm");
-    f1!("sin", f64::sin, "sine");
-    f1!("cos", f64::cos, "cosine");
-    f1!("tan", f64::tan, "tangent");
-    f2!("pow", f64::powf, "x**y");
-    f2!("mod", |x: f64, y: f64| x % y, "remainder of x/y with the sign of x");
-    f2!("max", |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) }, "the larger");
-    f2!("min", |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }, "the smaller");
-    f2!("hypot", f64::hypot, "sqrt(x*x + y*y)");
-    f2!("remainder", |x: f64, y: f64| x - (x / y).round_ties_even() * y, "IEEE 754 remainder");
+    float_fns(r);
     typed(r, "golang/math.inf", math_inf::DEF);
-    reg(r, "math", "nan", "func() float", body!(|_a| Ok(Value::Float(f64::NAN))), "not-a-number");
+    typed(r, "golang/math.nan", math_nan::DEF);
     typed(r, "golang/math.is_nan", math_is_nan::DEF);
     typed(r, "golang/math.is_inf", math_is_inf::DEF);
     typed(r, "golang/math.signbit", math_signbit::DEF);
-    reg(
-        r,
-        "math/rand",
-        "int",
-        "func() int",
-        body!(|_a| Ok(Value::Int(rand::rng().random_range(0..i64::MAX)))),
-        "a non-negative random int",
-    );
+    typed(r, "golang/math/rand.int", math_rand_int::DEF);
     typed(r, "golang/math/rand.intn", math_rand_intn::DEF);
-    reg(
-        r,
-        "math/rand",
-        "float64",
-        "func() float",
-        body!(|_a| Ok(Value::Float(rand::rng().random::<f64>()))),
-        "a random float in [0, 1)",
-    );
+    typed(r, "golang/math/rand.float64", math_rand_float64::DEF);
 }
 
 /// Go's `os.Expand` with `$NAME`/`${NAME}` from the environment.
@@ -314,79 +238,19 @@ fn home_dir() -> Result<String, FuncError> {
 }
 
 fn os(r: &mut Registry) {
-    let p = "os";
     typed(r, "golang/os.getenv", os_getenv::DEF);
     typed(r, "golang/os.expand_env", os_expand_env::DEF);
-    reg(r, p, "hostname", "func() str", body!(|_a| Ok(Value::str(super::sys::machine_hostname()))), "the host name");
-    reg(
-        r,
-        p,
-        "executable",
-        "func() str",
-        body!(|_a| std::env::current_exe()
-            .map(|p| Value::str(p.display().to_string()))
-            .map_err(|e| FuncError::catchable(e.to_string()))),
-        "the path of the running binary",
-    );
-    reg(r, p, "getpid", "func() int", body!(|_a| Ok(Value::Int(std::process::id() as i64))), "the process id");
-    reg(
-        r,
-        p,
-        "getppid",
-        "func() int",
-        body!(|_a| Ok(Value::Int(nix::unistd::getppid().as_raw() as i64))),
-        "the parent process id",
-    );
-    reg(r, p, "getuid", "func() int", body!(|_a| Ok(Value::Int(nix::unistd::getuid().as_raw() as i64))), "the user id");
-    reg(
-        r,
-        p,
-        "getgid",
-        "func() int",
-        body!(|_a| Ok(Value::Int(nix::unistd::getgid().as_raw() as i64))),
-        "the group id",
-    );
-    reg(
-        r,
-        p,
-        "getwd",
-        "func() str",
-        body!(|_a| std::env::current_dir()
-            .map(|p| Value::str(p.display().to_string()))
-            .map_err(|e| FuncError::catchable(e.to_string()))),
-        "the working directory",
-    );
-    reg(
-        r,
-        p,
-        "temp_dir",
-        "func() str",
-        body!(|_a| Ok(Value::str(std::env::temp_dir().display().to_string()))),
-        "the temporary directory",
-    );
-    reg(r, p, "user_home_dir", "func() str", body!(|_a| home_dir().map(Value::str)), "the user's home directory");
-    reg(
-        r,
-        p,
-        "user_cache_dir",
-        "func() str",
-        body!(|_a| match std::env::var("XDG_CACHE_HOME").ok().filter(|d| !d.is_empty()) {
-            Some(d) => Ok(Value::str(d)),
-            None => home_dir().map(|h| Value::str(format!("{h}/.cache"))),
-        }),
-        "the user's cache directory",
-    );
-    reg(
-        r,
-        p,
-        "user_config_dir",
-        "func() str",
-        body!(|_a| match std::env::var("XDG_CONFIG_HOME").ok().filter(|d| !d.is_empty()) {
-            Some(d) => Ok(Value::str(d)),
-            None => home_dir().map(|h| Value::str(format!("{h}/.config"))),
-        }),
-        "the user's config directory",
-    );
+    typed(r, "golang/os.hostname", os_hostname::DEF);
+    typed(r, "golang/os.executable", os_executable::DEF);
+    typed(r, "golang/os.getpid", os_getpid::DEF);
+    typed(r, "golang/os.getppid", os_getppid::DEF);
+    typed(r, "golang/os.getuid", os_getuid::DEF);
+    typed(r, "golang/os.getgid", os_getgid::DEF);
+    typed(r, "golang/os.getwd", os_getwd::DEF);
+    typed(r, "golang/os.temp_dir", os_temp_dir::DEF);
+    typed(r, "golang/os.user_home_dir", os_user_home_dir::DEF);
+    typed(r, "golang/os.user_cache_dir", os_user_cache_dir::DEF);
+    typed(r, "golang/os.user_config_dir", os_user_config_dir::DEF);
     typed(r, "golang/os.readlink", os_readlink::DEF);
 }
 
@@ -703,4 +567,175 @@ builtin! {
             .map(|p| Value::str(p.display().to_string()))
             .map_err(|e| FuncError::catchable(format!("readlink {n}: {e}")))
     }
+}
+
+builtin! {
+    /// the runtime's version
+    fn runtime_version() -> FuncResult as "str" {
+        Ok(Value::str(concat!("tend-", env!("CARGO_PKG_VERSION"))))
+    }
+}
+
+builtin! {
+    /// $GOROOT (tend is not a Go program)
+    fn runtime_goroot() -> FuncResult as "str" {
+        Ok(Value::str(std::env::var("GOROOT").unwrap_or_default()))
+    }
+}
+
+builtin! {
+    /// the number of usable CPUs
+    fn runtime_num_cpu() -> FuncResult as "int" {
+        Ok(Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)))
+    }
+}
+
+builtin! {
+    /// not-a-number
+    fn math_nan() -> FuncResult as "float" {
+        Ok(Value::Float(f64::NAN))
+    }
+}
+
+builtin! {
+    /// a non-negative random int
+    fn math_rand_int() -> FuncResult as "int" {
+        Ok(Value::Int(rand::rng().random_range(0..i64::MAX)))
+    }
+}
+
+builtin! {
+    /// a random float in [0, 1)
+    fn math_rand_float64() -> FuncResult as "float" {
+        Ok(Value::Float(rand::rng().random::<f64>()))
+    }
+}
+
+builtin! {
+    /// the host name
+    fn os_hostname() -> FuncResult as "str" {
+        Ok(Value::str(crate::core::sys::machine_hostname()))
+    }
+}
+
+builtin! {
+    /// the path of the running binary
+    fn os_executable() -> FuncResult as "str" {
+        std::env::current_exe()
+            .map(|p| Value::str(p.display().to_string()))
+            .map_err(|e| FuncError::catchable(e.to_string()))
+    }
+}
+
+builtin! {
+    /// the process id
+    fn os_getpid() -> FuncResult as "int" {
+        Ok(Value::Int(std::process::id() as i64))
+    }
+}
+
+builtin! {
+    /// the parent process id
+    fn os_getppid() -> FuncResult as "int" {
+        Ok(Value::Int(nix::unistd::getppid().as_raw() as i64))
+    }
+}
+
+builtin! {
+    /// the user id
+    fn os_getuid() -> FuncResult as "int" {
+        Ok(Value::Int(nix::unistd::getuid().as_raw() as i64))
+    }
+}
+
+builtin! {
+    /// the group id
+    fn os_getgid() -> FuncResult as "int" {
+        Ok(Value::Int(nix::unistd::getgid().as_raw() as i64))
+    }
+}
+
+builtin! {
+    /// the working directory
+    fn os_getwd() -> FuncResult as "str" {
+        std::env::current_dir()
+            .map(|p| Value::str(p.display().to_string()))
+            .map_err(|e| FuncError::catchable(e.to_string()))
+    }
+}
+
+builtin! {
+    /// the temporary directory
+    fn os_temp_dir() -> FuncResult as "str" {
+        Ok(Value::str(std::env::temp_dir().display().to_string()))
+    }
+}
+
+builtin! {
+    /// the user's home directory
+    fn os_user_home_dir() -> FuncResult as "str" {
+        home_dir().map(Value::str)
+    }
+}
+
+builtin! {
+    /// the user's cache directory
+    fn os_user_cache_dir() -> FuncResult as "str" {
+        match std::env::var("XDG_CACHE_HOME").ok().filter(|d| !d.is_empty()) {
+            Some(d) => Ok(Value::str(d)),
+            None => home_dir().map(|h| Value::str(format!("{h}/.cache"))),
+        }
+    }
+}
+
+builtin! {
+    /// the user's config directory
+    fn os_user_config_dir() -> FuncResult as "str" {
+        match std::env::var("XDG_CONFIG_HOME").ok().filter(|d| !d.is_empty()) {
+            Some(d) => Ok(Value::str(d)),
+            None => home_dir().map(|h| Value::str(format!("{h}/.config"))),
+        }
+    }
+}
+
+/// The float functions of Go's `math`: each a typed built-in, registered together.
+macro_rules! float_fns {
+    ($($name:literal => $module:ident($($x:ident),+) = $e:expr, $doc:literal;)*) => {
+        $(
+            builtin! {
+                #[doc = $doc]
+                fn $module($($x: f64),+) -> f64 {
+                    ($e)($($x),+)
+                }
+            }
+        )*
+
+        fn float_fns(r: &mut Registry) {
+            $(typed(r, concat!("golang/math.", $name), $module::DEF);)*
+        }
+    };
+}
+
+float_fns! {
+    "abs" => math_abs(x) = f64::abs, "absolute value";
+    "cbrt" => math_cbrt(x) = f64::cbrt, "cube root";
+    "ceil" => math_ceil(x) = f64::ceil, "rounds up";
+    "floor" => math_floor(x) = f64::floor, "rounds down";
+    "trunc" => math_trunc(x) = f64::trunc, "rounds toward zero";
+    "round" => math_round(x) = f64::round, "rounds half away from zero";
+    "round_to_even" => math_round_to_even(x) = f64::round_ties_even, "rounds half to even";
+    "sqrt" => math_sqrt(x) = f64::sqrt, "square root (NaN for negatives)";
+    "exp" => math_exp(x) = f64::exp, "e**x";
+    "log" => math_log(x) = f64::ln, "natural logarithm";
+    "log2" => math_log2(x) = f64::log2, "base-2 logarithm";
+    "log10" => math_log10(x) = f64::log10, "base-10 logarithm";
+    "sin" => math_sin(x) = f64::sin, "sine";
+    "cos" => math_cos(x) = f64::cos, "cosine";
+    "tan" => math_tan(x) = f64::tan, "tangent";
+    "pow" => math_pow(x, y) = f64::powf, "x**y";
+    "mod" => math_mod(x, y) = |x: f64, y: f64| x % y, "remainder of x/y with the sign of x";
+    "max" => math_max(x, y) = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) }, "the larger";
+    "min" => math_min(x, y) = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }, "the smaller";
+    "hypot" => math_hypot(x, y) = f64::hypot, "sqrt(x*x + y*y)";
+    "remainder" => math_remainder(x, y) = |x: f64, y: f64| x - (x / y).round_ties_even() * y, "IEEE 754 remainder";
 }

@@ -1,7 +1,7 @@
 //! `golang/strings`: Go's `strings` package, in snake_case.
 
 use super::strings::{go_replace, go_split};
-use super::{arg_str, pure, str_list, typed};
+use super::{str_list, typed};
 use crate::api::FuncError;
 use crate::api::FuncResult;
 use crate::builtin;
@@ -9,10 +9,6 @@ use crate::registry::Registry;
 use lang::value::Value;
 
 const P: &str = "golang/strings.";
-
-fn reg(r: &mut Registry, name: &str, sig: &'static str, f: crate::api::PureFn, doc: &'static str) {
-    pure(r, format!("{P}{name}"), sig, f, doc);
-}
 
 fn int(n: usize) -> Value {
     Value::Int(n as i64)
@@ -67,17 +63,7 @@ pub fn go_title(s: &str) -> String {
 }
 
 pub fn register(r: &mut Registry) {
-    reg(
-        r,
-        "compare",
-        "func(a str, b str) int",
-        body!(|a| Ok(Value::Int(match arg_str(a, 0)?.cmp(arg_str(a, 1)?) {
-            std::cmp::Ordering::Less => -1,
-            std::cmp::Ordering::Equal => 0,
-            std::cmp::Ordering::Greater => 1,
-        }))),
-        "-1, 0 or 1 comparing a and b",
-    );
+    typed(r, format!("{P}compare"), compare::DEF);
     typed(r, format!("{P}contains"), contains::DEF);
     typed(r, format!("{P}contains_any"), contains_any::DEF);
     typed(r, format!("{P}count"), count::DEF);
@@ -320,5 +306,16 @@ builtin! {
     /// removes leading and trailing white space
     fn trim_space(s: &str) -> FuncResult as "str" {
         Ok(Value::str(s.trim()))
+    }
+}
+
+builtin! {
+    /// -1, 0 or 1 comparing a and b
+    fn compare(a: &str, b: &str) -> i64 {
+        match a.cmp(b) {
+            std::cmp::Ordering::Less => -1,
+            std::cmp::Ordering::Equal => 0,
+            std::cmp::Ordering::Greater => 1,
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! The `test` package: small functions mgmt's own test programs use.
 
 use super::streams::{Emitter, boxed, per_input};
-use super::{arg_int, pure, stream};
+use super::{stream, typed};
+use crate::api::FuncResult;
 use crate::api::{FuncError, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -14,27 +16,9 @@ pub fn register(r: &mut Registry) {
     stream(r, "test.forloop", "func() []str", forloop, "[\"foo\"], then [\"bar\"] every 5 s");
     stream(r, "test.forkvloop", "func() map{str: str}", forkvloop, "{\"foo\": \"bar\"}");
     for name in ["a", "b", "c", "d", "e", "f", "g", "h"] {
-        pure(
-            r,
-            format!("test.one_instance_{name}"),
-            "func() str",
-            body!(|_a| Ok(Value::str("hello"))),
-            "the string \"hello\"",
-        );
+        typed(r, format!("test.one_instance_{name}"), test_one_instance::DEF);
     }
-    pure(
-        r,
-        "test.one_stream",
-        "func(count int) str",
-        body!(|a| {
-            let n = arg_int(a, 0)?;
-            if n < 0 {
-                return Err(FuncError::fatal(format!("one_stream: negative count {n}")));
-            }
-            Ok(Value::str("x".repeat(n.min(1 << 20) as usize)))
-        }),
-        "\"x\" repeated count times",
-    );
+    typed(r, "test.one_stream", test_one_stream::DEF);
     stream(r, "test.slow_string", "func() str", slow_string, "\"slow\", after 5 s");
 }
 
@@ -74,4 +58,24 @@ fn slow_string(ctx: StreamCtx) -> BoxFuture<'static, ()> {
         tokio::time::sleep(Duration::from_secs(5)).await;
         em.value(Value::str("slow")).await;
     }))
+}
+
+builtin! {
+    /// x" repeated count times
+    fn test_one_stream(count: i64) -> FuncResult as "str" {
+        {
+            let n = count;
+            if n < 0 {
+                return Err(FuncError::fatal(format!("one_stream: negative count {n}")));
+            }
+            Ok(Value::str("x".repeat(n.min(1 << 20) as usize)))
+        }
+    }
+}
+
+builtin! {
+    /// the string "hello" (`test.one_instance_a` to `_h`)
+    fn test_one_instance() -> String {
+        "hello".to_string()
+    }
 }

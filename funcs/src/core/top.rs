@@ -2,8 +2,9 @@
 //! `history`, `random1` and the functions behind the `panic` statement.
 
 use super::streams::{Emitter, boxed, per_input};
-use super::{Def, add, arg, arg_bool, arg_int, arg_list, arg_map, arg_str, pure};
+use super::{Def, add, arg, arg_int, arg_list, arg_map, pure, typed};
 use crate::api::{CallCtx, FuncError, FuncResult, StreamCtx};
+use crate::builtin;
 use crate::registry::Registry;
 use futures::future::BoxFuture;
 use lang::types::Type;
@@ -16,7 +17,7 @@ use tokio::time::Instant;
 pub fn register(r: &mut Registry) {
     add(r, Def::pure("len", &["func(?1) int"], len, "the length of a str (bytes), list or map").check(check_len));
     pure(r, "contains", "func(needle ?1, haystack []?1) bool", contains, "whether a list holds a value (backs `in`)");
-    pure(r, "concat", "func(a str, b str) str", concat, "concatenates two strings");
+    typed(r, "concat", concat::DEF);
     pure(r, "list_lookup", "func(list []?1, index int) ?1", list_lookup, "the element at an index of a list");
     pure(r, "map_lookup", "func(m map{?1: ?2}, key ?1) ?2", map_lookup, "the value of a key of a map");
     add(r, Def::stream("history", &["func(value ?1, index int) ?1"], history, "the value of the input `index` ms ago"));
@@ -26,13 +27,7 @@ pub fn register(r: &mut Registry) {
         Def::pure("panic", &["func(x ?1) bool"], panic, "fails the program when x is true or a non-empty str")
             .check(check_panic),
     );
-    pure(
-        r,
-        "panic_debug",
-        "func(x bool, err str) bool",
-        panic_debug,
-        "fails the program with a message when x is true",
-    );
+    typed(r, "panic_debug", panic_debug::DEF);
 }
 
 fn check_len(t: &Type) -> Result<(), String> {
@@ -72,8 +67,11 @@ fn contains(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     Ok(Value::Bool(arg_list(args, 1)?.contains(needle)))
 }
 
-fn concat(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
-    Ok(Value::str(format!("{}{}", arg_str(args, 0)?, arg_str(args, 1)?)))
+builtin! {
+    /// concatenates two strings
+    fn concat(a: &str, b: &str) -> String {
+        format!("{a}{b}")
+    }
 }
 
 /// Indexes a list; a missing or negative index is catchable.
@@ -110,11 +108,14 @@ fn panic(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
     }
 }
 
-fn panic_debug(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
-    if arg_bool(args, 0)? {
-        return Err(FuncError::fatal(format!("bool panic occurred: {}", arg_str(args, 1)?)));
+builtin! {
+    /// fails the program with a message when x is true
+    fn panic_debug(x: bool, err: &str) -> Result<bool, FuncError> {
+        if x {
+            return Err(FuncError::fatal(format!("bool panic occurred: {err}")));
+        }
+        Ok(false)
     }
-    Ok(Value::Bool(false))
 }
 
 /// `history(value, index)`: the first value at once, then, as time passes, the newest
