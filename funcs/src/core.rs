@@ -124,7 +124,7 @@ pub(crate) fn typed(r: &mut Registry, name: impl Into<String>, f: crate::typed::
             check: None,
             doc: f.doc.trim(),
         },
-        imp: FuncImpl::Pure(f.call),
+        imp: f.imp,
     });
 }
 

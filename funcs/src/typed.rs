@@ -17,7 +17,7 @@
 
 use lang::value::Value;
 
-use crate::api::{FuncError, FuncResult, PureFn};
+use crate::api::{FuncError, FuncImpl, FuncResult};
 
 /// A Rust type a built-in's parameter can have: its mcl type and how a value converts.
 pub trait Arg<'a>: Sized {
@@ -51,6 +51,14 @@ impl Arg<'_> for bool {
     const TYPE: &'static str = "bool";
     fn from_arg(value: &Value) -> Option<Self> {
         value.as_bool()
+    }
+}
+
+/// Owned, for streams: their arguments outlive the input that carried them.
+impl Arg<'_> for String {
+    const TYPE: &'static str = "str";
+    fn from_arg(value: &Value) -> Option<Self> {
+        value.as_str().map(str::to_string)
     }
 }
 
@@ -131,8 +139,9 @@ pub struct Typed {
     pub params: &'static [(&'static str, &'static str)],
     /// The result's mcl type.
     pub ret: &'static str,
-    /// Reads the arguments and runs the function.
-    pub call: PureFn,
+    /// The implementation: for a pure built-in, the glue that reads the arguments and runs
+    /// the function; for a stream ([`streaming!`]), the glue that starts it per input.
+    pub imp: FuncImpl,
     /// The doc comment, for `tend doc` and editors.
     pub doc: &'static str,
 }
@@ -208,7 +217,7 @@ macro_rules! builtin {
             pub(crate) const DEF: $crate::typed::Typed = $crate::typed::Typed {
                 params: &[$((stringify!($arg), <$ty as $crate::typed::Arg<'_>>::TYPE)),*],
                 ret: $crate::builtin!(@ret $ret $(, $text)?),
-                call,
+                imp: $crate::api::FuncImpl::Pure(call),
                 doc: concat!($($doc),*),
             };
         }
@@ -216,6 +225,68 @@ macro_rules! builtin {
     (@ctx $ctx:ident $_name:ident) => { $ctx };
     (@ret $ret:ty) => { <$ret as $crate::typed::Ret>::TYPE };
     (@ret $ret:ty, $text:literal) => { $text };
+}
+
+/// Defines a streaming built-in whose arguments are typed like [`builtin!`]'s (owned:
+/// `String`, `i64`, `f64`, `bool`) and whose result type is written after `->`. The body
+/// runs once per complete set of inputs (`core::streams::per_input`: a new input cancels
+/// it and starts it again) and emits through the [`Emitter`](crate::core::streams::Emitter)
+/// named first. Makes a module holding `DEF`.
+///
+/// ```ignore
+/// streaming! {
+///     /// a file's contents, updated when it changes
+///     fn readfile(em, filename: String) -> "str" {
+///         follow(PathBuf::from(filename), Watched::Path, em, read_file).await
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! streaming {
+    (
+        $(#[doc = $doc:literal])*
+        fn $name:ident($em:ident $(, $arg:ident : $ty:ty)* $(,)?) -> $ret:literal $body:block
+    ) => {
+        $(#[doc = $doc])*
+        pub(crate) mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            /// Starts one instance for one call site.
+            #[allow(unused_variables, unused_assignments)]
+            fn start(ctx: $crate::api::StreamCtx) -> futures::future::BoxFuture<'static, ()> {
+                Box::pin($crate::core::streams::per_input(ctx, |args, $em: $crate::core::streams::Emitter| async move {
+                    #[allow(unused_mut)]
+                    let mut at = 0usize;
+                    $(
+                        let $arg: $ty = match args.get(at).and_then(<$ty as $crate::typed::Arg<'_>>::from_arg) {
+                            Some(v) => v,
+                            None => {
+                                let err = $crate::typed::bad_arg(
+                                    at,
+                                    stringify!($arg),
+                                    <$ty as $crate::typed::Arg<'_>>::TYPE,
+                                    args.get(at),
+                                );
+                                $em.send(Err(err)).await;
+                                return;
+                            }
+                        };
+                        at += 1;
+                    )*
+                    $body
+                }))
+            }
+
+            /// What registration needs.
+            pub(crate) const DEF: $crate::typed::Typed = $crate::typed::Typed {
+                params: &[$((stringify!($arg), <$ty as $crate::typed::Arg<'_>>::TYPE)),*],
+                ret: $ret,
+                imp: $crate::api::FuncImpl::Stream(start),
+                doc: concat!($($doc),*),
+            };
+        }
+    };
 }
 
 #[cfg(test)]
@@ -259,7 +330,8 @@ mod tests {
     fn run_def(f: crate::typed::Typed, args: &[Value]) -> crate::api::FuncResult {
         let host = Host::default();
         let ctx = CallCtx { arg_types: &[], ret_type: &Type::Str, caller: &NoCaller, host: &host };
-        (f.call)(&ctx, args)
+        let crate::api::FuncImpl::Pure(call) = f.imp else { panic!("not a pure built-in") };
+        call(&ctx, args)
     }
 
     #[test]
@@ -289,5 +361,44 @@ mod tests {
         assert_eq!(err.message(), "internal error: argument #1 `n` should be of type int, got \"x\"");
         let err = run_def(repeat::DEF, &[Value::str("ab")]).unwrap_err();
         assert!(err.message().contains("missing argument #1 `n`"), "{err:?}");
+    }
+
+    crate::streaming! {
+        /// s, then s repeated, n times
+        fn growing(em, s: String, n: i64) -> "str" {
+            let mut v = s.clone();
+            for _ in 0..n {
+                if !em.value(Value::str(&v)).await {
+                    return;
+                }
+                v.push_str(&s);
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_reads_its_typed_arguments_per_input() {
+        assert_eq!(growing::DEF.signature(), "func(s str, n int) str");
+        let crate::api::FuncImpl::Stream(start) = growing::DEF.imp else { panic!("not a stream") };
+        let (inputs, irx) = tokio::sync::watch::channel(Some(vec![Value::str("ab"), Value::Int(2)]));
+        let (otx, mut out) = tokio::sync::mpsc::channel(8);
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let ctx = crate::api::StreamCtx {
+            arg_types: vec![],
+            ret_type: Type::Str,
+            host: Host::default(),
+            inputs: irx,
+            out: otx,
+            cancel: cancel.clone(),
+        };
+        let task = tokio::spawn(start(ctx));
+        assert_eq!(out.recv().await, Some(Ok(Value::str("ab"))));
+        assert_eq!(out.recv().await, Some(Ok(Value::str("abab"))));
+        // A mistyped input is an error value naming the parameter, not a silent stop.
+        inputs.send_replace(Some(vec![Value::str("ab"), Value::str("x")]));
+        let err = out.recv().await.expect("a value").unwrap_err();
+        assert!(err.message().contains("argument #1 `n` should be of type int"), "{err:?}");
+        cancel.cancel();
+        task.await.unwrap();
     }
 }

@@ -1,20 +1,20 @@
 //! The `datetime` package: seconds since the Unix epoch, shown in the local time zone.
 
-use super::streams::{Emitter, boxed, per_input};
-use super::{stream, typed};
-use crate::api::{FuncError, FuncResult, StreamCtx};
+use super::streams::Emitter;
+use super::typed;
+use crate::api::{FuncError, FuncResult};
 use crate::builtin;
 use crate::registry::Registry;
-use futures::future::BoxFuture;
+use crate::streaming;
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use lang::value::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 pub fn register(r: &mut Registry) {
-    stream(r, "datetime.now", "func() int", now, "the current Unix time in seconds, every second");
-    stream(r, "datetime.str_now", "func() str", str_now, "the current time as a string, every second");
-    stream(r, "datetime.weekday_fast", "func() str", weekday_fast, "today's lowercase weekday name");
+    typed(r, "datetime.now", now::DEF);
+    typed(r, "datetime.str_now", str_now::DEF);
+    typed(r, "datetime.weekday_fast", weekday_fast::DEF);
     typed(r, "datetime.format", format::DEF);
     typed(r, "datetime.hour", hour::DEF);
     typed(r, "datetime.print", print::DEF);
@@ -257,14 +257,23 @@ async fn tick<F: FnMut(i64) -> FuncResult>(em: Emitter, mut f: F) {
     }
 }
 
-fn now(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| tick(em, |t| Ok(Value::Int(t)))))
+streaming! {
+    /// the current Unix time in seconds, every second
+    fn now(em) -> "int" {
+        tick(em, |t| Ok(Value::Int(t))).await
+    }
 }
 
-fn str_now(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| tick(em, |t| Ok(Value::str(go_string(&local(t)?))))))
+streaming! {
+    /// the current time as a string, every second
+    fn str_now(em) -> "str" {
+        tick(em, |t| Ok(Value::str(go_string(&local(t)?)))).await
+    }
 }
 
-fn weekday_fast(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| tick(em, |t| Ok(Value::str(day_name(&local(t)?).to_lowercase())))))
+streaming! {
+    /// today's lowercase weekday name
+    fn weekday_fast(em) -> "str" {
+        tick(em, |t| Ok(Value::str(day_name(&local(t)?).to_lowercase()))).await
+    }
 }

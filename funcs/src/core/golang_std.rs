@@ -358,15 +358,15 @@ builtin! {
 
 builtin! {
     /// the path with / separators
-    fn path_filepath_to_slash(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(path))
+    fn path_filepath_to_slash(path: &str) -> String {
+        String::from(path)
     }
 }
 
 builtin! {
     /// the path with OS separators
-    fn path_filepath_from_slash(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(path))
+    fn path_filepath_from_slash(path: &str) -> String {
+        String::from(path)
     }
 }
 
@@ -379,15 +379,15 @@ builtin! {
 
 builtin! {
     /// escapes < > & ' "
-    fn html_escape_string(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(html_escape(s)))
+    fn html_escape_string(s: &str) -> String {
+        html_escape(s)
     }
 }
 
 builtin! {
     /// decodes HTML entities
-    fn html_unescape_string(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(html_unescape(s)))
+    fn html_unescape_string(s: &str) -> String {
+        html_unescape(s)
     }
 }
 
@@ -400,15 +400,15 @@ builtin! {
 
 builtin! {
     /// an int in base 10
-    fn strconv_itoa(i: i64) -> FuncResult as "str" {
-        Ok(Value::str(i.to_string()))
+    fn strconv_itoa(i: i64) -> String {
+        i.to_string()
     }
 }
 
 builtin! {
     /// "true" or "false"
-    fn strconv_format_bool(b: bool) -> FuncResult as "str" {
-        Ok(Value::str(b.to_string()))
+    fn strconv_format_bool(b: bool) -> String {
+        b.to_string()
     }
 }
 
@@ -451,8 +451,8 @@ builtin! {
 
 builtin! {
     /// a Go-quoted string
-    fn strconv_quote(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(quote_str(s)))
+    fn strconv_quote(s: &str) -> String {
+        quote_str(s)
     }
 }
 
@@ -465,36 +465,36 @@ builtin! {
 
 builtin! {
     /// the last element of a path
-    fn paths_base(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_base(path)))
+    fn paths_base(path: &str) -> String {
+        go_base(path)
     }
 }
 
 builtin! {
     /// the shortest equivalent path
-    fn paths_clean(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_clean(path)))
+    fn paths_clean(path: &str) -> String {
+        go_clean(path)
     }
 }
 
 builtin! {
     /// all but the last element
-    fn paths_dir(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_dir(path)))
+    fn paths_dir(path: &str) -> String {
+        go_dir(path)
     }
 }
 
 builtin! {
     /// the file name extension
-    fn paths_ext(path: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_ext(path)))
+    fn paths_ext(path: &str) -> String {
+        go_ext(path)
     }
 }
 
 builtin! {
     /// whether the path is absolute
-    fn paths_is_abs(path: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(path.starts_with('/')))
+    fn paths_is_abs(path: &str) -> bool {
+        path.starts_with('/')
     }
 }
 
@@ -508,15 +508,15 @@ builtin! {
 
 builtin! {
     /// +Inf or -Inf
-    fn math_inf(sign: i64) -> FuncResult as "float" {
-        Ok(Value::Float(if sign >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }))
+    fn math_inf(sign: i64) -> f64 {
+        if sign >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }
     }
 }
 
 builtin! {
     /// whether f is NaN
-    fn math_is_nan(f: f64) -> FuncResult as "bool" {
-        Ok(Value::Bool(f.is_nan()))
+    fn math_is_nan(f: f64) -> bool {
+        f.is_nan()
     }
 }
 
@@ -530,8 +530,8 @@ builtin! {
 
 builtin! {
     /// whether x is negative or -0
-    fn math_signbit(x: f64) -> FuncResult as "bool" {
-        Ok(Value::Bool(x.is_sign_negative()))
+    fn math_signbit(x: f64) -> bool {
+        x.is_sign_negative()
     }
 }
 
@@ -547,15 +547,15 @@ builtin! {
 
 builtin! {
     /// an environment variable or ""
-    fn os_getenv(key: &str) -> FuncResult as "str" {
-        Ok(Value::str(std::env::var(key).unwrap_or_default()))
+    fn os_getenv(key: &str) -> String {
+        std::env::var(key).unwrap_or_default()
     }
 }
 
 builtin! {
     /// replaces $VAR and ${VAR}
-    fn os_expand_env(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(expand_env(s, |k| std::env::var(k).unwrap_or_default())))
+    fn os_expand_env(s: &str) -> String {
+        expand_env(s, |k| std::env::var(k).unwrap_or_default())
     }
 }
 
@@ -571,50 +571,50 @@ builtin! {
 
 builtin! {
     /// the runtime's version
-    fn runtime_version() -> FuncResult as "str" {
-        Ok(Value::str(concat!("tend-", env!("CARGO_PKG_VERSION"))))
+    fn runtime_version() -> String {
+        String::from(concat!("tend-", env!("CARGO_PKG_VERSION")))
     }
 }
 
 builtin! {
     /// $GOROOT (tend is not a Go program)
-    fn runtime_goroot() -> FuncResult as "str" {
-        Ok(Value::str(std::env::var("GOROOT").unwrap_or_default()))
+    fn runtime_goroot() -> String {
+        std::env::var("GOROOT").unwrap_or_default()
     }
 }
 
 builtin! {
     /// the number of usable CPUs
-    fn runtime_num_cpu() -> FuncResult as "int" {
-        Ok(Value::Int(std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)))
+    fn runtime_num_cpu() -> i64 {
+        std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)
     }
 }
 
 builtin! {
     /// not-a-number
-    fn math_nan() -> FuncResult as "float" {
-        Ok(Value::Float(f64::NAN))
+    fn math_nan() -> f64 {
+        f64::NAN
     }
 }
 
 builtin! {
     /// a non-negative random int
-    fn math_rand_int() -> FuncResult as "int" {
-        Ok(Value::Int(rand::rng().random_range(0..i64::MAX)))
+    fn math_rand_int() -> i64 {
+        rand::rng().random_range(0..i64::MAX)
     }
 }
 
 builtin! {
     /// a random float in [0, 1)
-    fn math_rand_float64() -> FuncResult as "float" {
-        Ok(Value::Float(rand::rng().random::<f64>()))
+    fn math_rand_float64() -> f64 {
+        rand::rng().random::<f64>()
     }
 }
 
 builtin! {
     /// the host name
-    fn os_hostname() -> FuncResult as "str" {
-        Ok(Value::str(crate::core::sys::machine_hostname()))
+    fn os_hostname() -> String {
+        crate::core::sys::machine_hostname()
     }
 }
 
@@ -629,29 +629,29 @@ builtin! {
 
 builtin! {
     /// the process id
-    fn os_getpid() -> FuncResult as "int" {
-        Ok(Value::Int(std::process::id() as i64))
+    fn os_getpid() -> i64 {
+        std::process::id() as i64
     }
 }
 
 builtin! {
     /// the parent process id
-    fn os_getppid() -> FuncResult as "int" {
-        Ok(Value::Int(nix::unistd::getppid().as_raw() as i64))
+    fn os_getppid() -> i64 {
+        nix::unistd::getppid().as_raw() as i64
     }
 }
 
 builtin! {
     /// the user id
-    fn os_getuid() -> FuncResult as "int" {
-        Ok(Value::Int(nix::unistd::getuid().as_raw() as i64))
+    fn os_getuid() -> i64 {
+        nix::unistd::getuid().as_raw() as i64
     }
 }
 
 builtin! {
     /// the group id
-    fn os_getgid() -> FuncResult as "int" {
-        Ok(Value::Int(nix::unistd::getgid().as_raw() as i64))
+    fn os_getgid() -> i64 {
+        nix::unistd::getgid().as_raw() as i64
     }
 }
 
@@ -666,8 +666,8 @@ builtin! {
 
 builtin! {
     /// the temporary directory
-    fn os_temp_dir() -> FuncResult as "str" {
-        Ok(Value::str(std::env::temp_dir().display().to_string()))
+    fn os_temp_dir() -> String {
+        std::env::temp_dir().display().to_string()
     }
 }
 

@@ -97,15 +97,15 @@ pub fn register(r: &mut Registry) {
 
 builtin! {
     /// whether substr is in s
-    fn contains(s: &str, substr: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(s.contains(substr)))
+    fn contains(s: &str, substr: &str) -> bool {
+        s.contains(substr)
     }
 }
 
 builtin! {
     /// whether any of chars is in s
-    fn contains_any(s: &str, chars: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(s.chars().any(|c| chars.contains(c))))
+    fn contains_any(s: &str, chars: &str) -> bool {
+        s.chars().any(|c| chars.contains(c))
     }
 }
 
@@ -119,8 +119,8 @@ builtin! {
 
 builtin! {
     /// case-insensitive equality
-    fn equal_fold(s: &str, t: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(s.to_lowercase() == t.to_lowercase()))
+    fn equal_fold(s: &str, t: &str) -> bool {
+        s.to_lowercase() == t.to_lowercase()
     }
 }
 
@@ -133,15 +133,15 @@ builtin! {
 
 builtin! {
     /// whether s starts with prefix
-    fn has_prefix(s: &str, prefix: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(s.starts_with(prefix)))
+    fn has_prefix(s: &str, prefix: &str) -> bool {
+        s.starts_with(prefix)
     }
 }
 
 builtin! {
     /// whether s ends with suffix
-    fn has_suffix(s: &str, suffix: &str) -> FuncResult as "bool" {
-        Ok(Value::Bool(s.ends_with(suffix)))
+    fn has_suffix(s: &str, suffix: &str) -> bool {
+        s.ends_with(suffix)
     }
 }
 
@@ -161,8 +161,8 @@ builtin! {
 
 builtin! {
     /// joins with sep
-    fn join(elems: Vec<&str>, sep: &str) -> FuncResult as "str" {
-        Ok(Value::str(elems.join(sep)))
+    fn join(elems: Vec<&str>, sep: &str) -> String {
+        elems.join(sep)
     }
 }
 
@@ -196,15 +196,15 @@ builtin! {
 
 builtin! {
     /// replaces the first n old (all if n < 0)
-    fn replace(s: &str, old: &str, new: &str, n: i64) -> FuncResult as "str" {
-        Ok(Value::str(go_replace(s, old, new, n)))
+    fn replace(s: &str, old: &str, new: &str, n: i64) -> String {
+        go_replace(s, old, new, n)
     }
 }
 
 builtin! {
     /// replaces every old
-    fn replace_all(s: &str, old: &str, new: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_replace(s, old, new, -1)))
+    fn replace_all(s: &str, old: &str, new: &str) -> String {
+        go_replace(s, old, new, -1)
     }
 }
 
@@ -238,29 +238,29 @@ builtin! {
 
 builtin! {
     /// upper-cases the first letter of each word
-    fn title(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(go_title(s)))
+    fn title(s: &str) -> String {
+        go_title(s)
     }
 }
 
 builtin! {
     /// lower-cases
-    fn to_lower(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.to_lowercase()))
+    fn to_lower(s: &str) -> String {
+        s.to_lowercase()
     }
 }
 
 builtin! {
     /// title-cases every letter
-    fn to_title(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.to_uppercase()))
+    fn to_title(s: &str) -> String {
+        s.to_uppercase()
     }
 }
 
 builtin! {
     /// upper-cases
-    fn to_upper(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.to_uppercase()))
+    fn to_upper(s: &str) -> String {
+        s.to_uppercase()
     }
 }
 
@@ -290,22 +290,22 @@ builtin! {
 
 builtin! {
     /// removes a leading prefix
-    fn trim_prefix(s: &str, prefix: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.strip_prefix(prefix).unwrap_or(s)))
+    fn trim_prefix(s: &str, prefix: &str) -> String {
+        String::from(s.strip_prefix(prefix).unwrap_or(s))
     }
 }
 
 builtin! {
     /// removes a trailing suffix
-    fn trim_suffix(s: &str, suffix: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.strip_suffix(suffix).unwrap_or(s)))
+    fn trim_suffix(s: &str, suffix: &str) -> String {
+        String::from(s.strip_suffix(suffix).unwrap_or(s))
     }
 }
 
 builtin! {
     /// removes leading and trailing white space
-    fn trim_space(s: &str) -> FuncResult as "str" {
-        Ok(Value::str(s.trim()))
+    fn trim_space(s: &str) -> String {
+        String::from(s.trim())
     }
 }
 

@@ -1,11 +1,11 @@
 //! The `net` package: address parsers and local interfaces.
 
-use super::streams::{boxed, per_input, poll};
-use super::{str_list, stream, strukt, typed};
-use crate::api::{FuncError, FuncResult, StreamCtx};
+use super::streams::poll;
+use super::{str_list, strukt, typed};
+use crate::api::{FuncError, FuncResult};
 use crate::builtin;
 use crate::registry::Registry;
-use futures::future::BoxFuture;
+use crate::streaming;
 use lang::value::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
@@ -23,9 +23,9 @@ pub fn register(r: &mut Registry) {
     typed(r, "net.oldmacfmt", oldmacfmt::DEF);
     typed(r, "net.split_hostport", split_hostport::DEF);
     typed(r, "net.url_parser", url_parser::DEF);
-    stream(r, "net.macs", "func() []str", macs, "the MAC addresses of the local interfaces");
-    stream(r, "net.wired_interface", "func() str", wired_interface, "the name of the first wired interface");
-    stream(r, "net.interface_cidr", "func(interface str) str", interface_cidr, "the first IPv4 CIDR of an interface");
+    typed(r, "net.macs", macs::DEF);
+    typed(r, "net.wired_interface", wired_interface::DEF);
+    typed(r, "net.interface_cidr", interface_cidr::DEF);
 }
 
 fn bad(what: &str, s: &str) -> FuncError {
@@ -252,15 +252,17 @@ pub fn local_macs() -> Vec<(String, String)> {
     out
 }
 
-fn macs(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| {
+streaming! {
+    /// the MAC addresses of the local interfaces
+    fn macs(em) -> "[]str" {
         poll(em, Duration::from_secs(5), || {
             let mut m: Vec<String> = local_macs().into_iter().map(|(_, m)| m).collect();
             m.sort();
             m.dedup();
             Ok(str_list(m))
         })
-    }))
+        .await
+    }
 }
 
 fn first_wired() -> FuncResult {
@@ -271,8 +273,11 @@ fn first_wired() -> FuncResult {
     Ok(Value::str(wired.unwrap_or_default()))
 }
 
-fn wired_interface(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(5), first_wired)))
+streaming! {
+    /// the name of the first wired interface
+    fn wired_interface(em) -> "str" {
+        poll(em, Duration::from_secs(5), first_wired).await
+    }
 }
 
 /// The first IPv4 `addr/prefix` of an interface, from `ip -o -4 addr show dev IFACE`.
@@ -291,12 +296,12 @@ async fn iface_cidr(name: &str) -> FuncResult {
     Ok(Value::str(cidr))
 }
 
-fn interface_cidr(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+streaming! {
+    /// the first IPv4 CIDR of an interface
+    fn interface_cidr(em, interface: String) -> "str" {
         let mut last: Option<FuncResult> = None;
         loop {
-            let r = iface_cidr(&name).await;
+            let r = iface_cidr(&interface).await;
             if last.as_ref() != Some(&r) {
                 if !em.send(r.clone()).await {
                     return;
@@ -305,5 +310,5 @@ fn interface_cidr(ctx: StreamCtx) -> BoxFuture<'static, ()> {
             }
             tokio::time::sleep(Duration::from_secs(5)).await;
         }
-    }))
+    }
 }

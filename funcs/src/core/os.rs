@@ -1,12 +1,12 @@
 //! The `os` package: process arguments, users, the distro, and watched files.
 
 use super::follow::follow;
-use super::streams::{boxed, per_input, poll};
-use super::{stream, strukt, typed};
-use crate::api::{FuncError, FuncResult, StreamCtx, Watched};
+use super::streams::poll;
+use super::{strukt, typed};
+use crate::api::{FuncError, FuncResult, Watched};
 use crate::builtin;
 use crate::registry::Registry;
-use futures::future::BoxFuture;
+use crate::streaming;
 use lang::value::Value;
 use nix::unistd::User;
 use std::path::{Path, PathBuf};
@@ -25,11 +25,11 @@ pub fn register(r: &mut Registry) {
     typed(r, "os.is_virtual", is_virtual::DEF);
     typed(r, "os.release", release::DEF);
     typed(r, "os.parse_distro_uid", parse_distro_uid::DEF);
-    stream(r, "os.readfile", "func(filename str) str", readfile, "a file's contents, updated when it changes");
-    stream(r, "os.file_exists", "func(filename str) bool", file_exists, "whether a file exists, updated on change");
-    stream(r, "os.user_exists", "func(user str) bool", user_exists, "whether a user exists, updated on change");
-    stream(r, "os.modinfo_loaded", "func(module str) bool", modinfo_loaded, "whether a kernel module is loaded");
-    stream(r, "os.system", "func(cmd str) str", system, "runs a shell command, one value per output line");
+    typed(r, "os.readfile", readfile::DEF);
+    typed(r, "os.file_exists", file_exists::DEF);
+    typed(r, "os.user_exists", user_exists::DEF);
+    typed(r, "os.modinfo_loaded", modinfo_loaded::DEF);
+    typed(r, "os.system", system::DEF);
     r.constant("os.family_redhat", Value::str("redhat"));
     r.constant("os.family_debian", Value::str("debian"));
     r.constant("os.family_archlinux", Value::str("archlinux"));
@@ -210,44 +210,45 @@ pub fn read_file(p: &Path) -> FuncResult {
     }
 }
 
-fn readfile(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
-        follow(p, Watched::Path, em, read_file).await
-    }))
+streaming! {
+    /// a file's contents, updated when it changes
+    fn readfile(em, filename: String) -> "str" {
+        follow(PathBuf::from(filename), Watched::Path, em, read_file).await
+    }
 }
 
-fn file_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(p) = args.first().and_then(Value::as_str).map(PathBuf::from) else { return };
-        follow(p, Watched::Path, em, |p| Ok(Value::Bool(p.exists()))).await
-    }))
+streaming! {
+    /// whether a file exists, updated on change
+    fn file_exists(em, filename: String) -> "bool" {
+        follow(PathBuf::from(filename), Watched::Path, em, |p| Ok(Value::Bool(p.exists()))).await
+    }
 }
 
-fn user_exists(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-        follow(PathBuf::from("/etc/passwd"), Watched::Path, em, move |_| match User::from_name(&name) {
+streaming! {
+    /// whether a user exists, updated on change
+    fn user_exists(em, user: String) -> "bool" {
+        follow(PathBuf::from("/etc/passwd"), Watched::Path, em, move |_| match User::from_name(&user) {
             Ok(u) => Ok(Value::Bool(u.is_some())),
-            Err(e) => Err(FuncError::catchable(format!("can't look up user {name:?}: {e}"))),
+            Err(e) => Err(FuncError::catchable(format!("can't look up user {user:?}: {e}"))),
         })
         .await
-    }))
+    }
 }
 
-fn modinfo_loaded(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(name) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-        let path = PathBuf::from("/sys/module").join(&name);
+streaming! {
+    /// whether a kernel module is loaded
+    fn modinfo_loaded(em, module: String) -> "bool" {
+        let path = PathBuf::from("/sys/module").join(&module);
         poll(em, Duration::from_secs(2), move || Ok(Value::Bool(path.exists()))).await
-    }))
+    }
 }
 
-/// Runs `sh -c CMD` and emits every line of its standard output. A failure to start is
-/// a catchable error; the command is killed when the input changes or on shutdown.
-fn system(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |args, em| async move {
-        let Some(cmd) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
+streaming! {
+    /// runs a shell command, one value per output line
+    ///
+    /// Runs `sh -c CMD` and emits every line of its standard output. A failure to start is
+    /// a catchable error; the command is killed when the input changes or on shutdown.
+    fn system(em, cmd: String) -> "str" {
         let child = tokio::process::Command::new("sh")
             .arg("-c")
             .arg(&cmd)
@@ -271,5 +272,5 @@ fn system(ctx: StreamCtx) -> BoxFuture<'static, ()> {
             }
         }
         let _ = child.wait().await;
-    }))
+    }
 }

@@ -1,11 +1,11 @@
 //! The `sys` package: environment and machine facts.
 
-use super::streams::{boxed, per_input, poll};
-use super::{stream, strukt, typed};
-use crate::api::{FuncError, FuncResult, StreamCtx};
+use super::streams::poll;
+use super::{strukt, typed};
+use crate::api::{FuncError, FuncResult};
 use crate::builtin;
 use crate::registry::Registry;
-use futures::future::BoxFuture;
+use crate::streaming;
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -14,10 +14,10 @@ pub fn register(r: &mut Registry) {
     typed(r, "sys.getenv", getenv::DEF);
     typed(r, "sys.hasenv", hasenv::DEF);
     typed(r, "sys.env", env::DEF);
-    stream(r, "sys.hostname", "func() str", hostname, "the machine's host name");
-    stream(r, "sys.cpu_count", "func() int", cpu_count, "the number of online CPUs, updated on change");
-    stream(r, "sys.load", "func() struct{x1 float; x5 float; x15 float}", load, "the load averages, every second");
-    stream(r, "sys.uptime", "func() int", uptime, "seconds since boot, every second");
+    typed(r, "sys.hostname", hostname::DEF);
+    typed(r, "sys.cpu_count", cpu_count::DEF);
+    typed(r, "sys.load", load::DEF);
+    typed(r, "sys.uptime", uptime::DEF);
 }
 
 builtin! {
@@ -51,8 +51,11 @@ pub fn machine_hostname() -> String {
     nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-fn hostname(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(10), || Ok(Value::str(machine_hostname())))))
+streaming! {
+    /// the machine's host name
+    fn hostname(em) -> "str" {
+        poll(em, Duration::from_secs(10), || Ok(Value::str(machine_hostname()))).await
+    }
 }
 
 /// Counts the CPUs of a `/sys/devices/system/cpu/online` list like `0-3,5`.
@@ -79,8 +82,11 @@ fn read_cpu_count() -> FuncResult {
         .ok_or_else(|| FuncError::catchable("can't count the CPUs"))
 }
 
-fn cpu_count(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_cpu_count)))
+streaming! {
+    /// the number of online CPUs, updated on change
+    fn cpu_count(em) -> "int" {
+        poll(em, Duration::from_secs(1), read_cpu_count).await
+    }
 }
 
 /// Parses `/proc/loadavg`.
@@ -96,8 +102,11 @@ fn read_load() -> FuncResult {
     Ok(strukt([("x1", Value::Float(a)), ("x5", Value::Float(b)), ("x15", Value::Float(c))]))
 }
 
-fn load(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_load)))
+streaming! {
+    /// the load averages, every second
+    fn load(em) -> "struct{x1 float; x5 float; x15 float}" {
+        poll(em, Duration::from_secs(1), read_load).await
+    }
 }
 
 fn read_uptime() -> FuncResult {
@@ -110,6 +119,9 @@ fn read_uptime() -> FuncResult {
         .ok_or_else(|| FuncError::catchable("can't parse /proc/uptime"))
 }
 
-fn uptime(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, |_, em| poll(em, Duration::from_secs(1), read_uptime)))
+streaming! {
+    /// seconds since boot, every second
+    fn uptime(em) -> "int" {
+        poll(em, Duration::from_secs(1), read_uptime).await
+    }
 }

@@ -4,10 +4,11 @@
 //! The functions read the [`ValueSource`] of their [`crate::api::Host`]: in `tend run` the
 //! store the `value` resources write, elsewhere an in-memory [`MemValues`].
 
-use super::stream;
 use super::streams::{Emitter, boxed, per_input};
+use super::{stream, typed};
 use crate::api::{FuncError, StreamCtx};
 use crate::registry::Registry;
+use crate::streaming;
 use futures::future::BoxFuture;
 use lang::types::Type;
 use lang::value::Value;
@@ -23,10 +24,10 @@ pub fn register(r: &mut Registry) {
         get,
         "a stored value, of the type the program wants",
     );
-    stream(r, "value.get_bool", "func(key str) struct{value bool; ready bool}", get, "a stored bool");
-    stream(r, "value.get_str", "func(key str) struct{value str; ready bool}", get, "a stored str");
-    stream(r, "value.get_int", "func(key str) struct{value int; ready bool}", get, "a stored int");
-    stream(r, "value.get_float", "func(key str) struct{value float; ready bool}", get, "a stored float");
+    typed(r, "value.get_bool", get_bool::DEF);
+    typed(r, "value.get_str", get_str::DEF);
+    typed(r, "value.get_int", get_int::DEF);
+    typed(r, "value.get_float", get_float::DEF);
 }
 
 pub use crate::api::ValueSource;
@@ -89,6 +90,7 @@ pub fn lookup(stored: Option<Value>, want: &Type, key: &str) -> Result<Value, Fu
     Ok(Value::strukt(vec![("value".into(), value), ("ready".into(), Value::Bool(ready))]))
 }
 
+/// `value.get`: the type it reads is the one the program wants at the call site.
 fn get(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     let want = match &ctx.ret_type {
         Type::Struct(fields) => fields.iter().find(|(n, _)| n == "value").map(|(_, t)| t.clone()),
@@ -98,22 +100,59 @@ fn get(ctx: StreamCtx) -> BoxFuture<'static, ()> {
     boxed(per_input(ctx, move |args, em: Emitter| {
         let want = want.clone();
         async move {
-            let Some(key) = args.first().and_then(Value::as_str).map(str::to_string) else { return };
-            let src = em.host().values.clone();
-            let mut changes = src.changes();
-            let mut last = None;
-            loop {
-                let r = lookup(src.get(&key), &want, &key);
-                if last.as_ref() != Some(&r) {
-                    if !em.send(r.clone()).await {
-                        return;
-                    }
-                    last = Some(r);
-                }
-                if changes.changed().await.is_err() {
-                    return;
+            match args.first().and_then(Value::as_str) {
+                Some(key) => follow_value(em, key.to_string(), want).await,
+                None => {
+                    em.send(Err(crate::typed::bad_arg(0, "key", "str", args.first()))).await;
                 }
             }
         }
     }))
+}
+
+streaming! {
+    /// a stored bool
+    fn get_bool(em, key: String) -> "struct{value bool; ready bool}" {
+        follow_value(em, key, Type::Bool).await
+    }
+}
+
+streaming! {
+    /// a stored str
+    fn get_str(em, key: String) -> "struct{value str; ready bool}" {
+        follow_value(em, key, Type::Str).await
+    }
+}
+
+streaming! {
+    /// a stored int
+    fn get_int(em, key: String) -> "struct{value int; ready bool}" {
+        follow_value(em, key, Type::Int).await
+    }
+}
+
+streaming! {
+    /// a stored float
+    fn get_float(em, key: String) -> "struct{value float; ready bool}" {
+        follow_value(em, key, Type::Float).await
+    }
+}
+
+/// Emits the value stored under `key` as `want`, now and after every change of the store.
+async fn follow_value(em: Emitter, key: String, want: Type) {
+    let src = em.host().values.clone();
+    let mut changes = src.changes();
+    let mut last = None;
+    loop {
+        let r = lookup(src.get(&key), &want, &key);
+        if last.as_ref() != Some(&r) {
+            if !em.send(r.clone()).await {
+                return;
+            }
+            last = Some(r);
+        }
+        if changes.changed().await.is_err() {
+            return;
+        }
+    }
 }

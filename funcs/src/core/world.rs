@@ -9,19 +9,19 @@
 //! The state directory is the engine's, handed over in [`crate::api::Host::state_dir`].
 
 use super::follow::follow;
-use super::streams::{Emitter, boxed, per_input};
-use super::{stream, strukt};
-use crate::api::{FuncError, StreamCtx, Watched};
+use super::streams::Emitter;
+use super::{strukt, typed};
+use crate::api::Watched;
 use crate::registry::Registry;
-use futures::future::BoxFuture;
+use crate::streaming;
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 pub fn register(r: &mut Registry) {
-    stream(r, "world.getval", "func(key str) struct{value str; exists bool}", getval, "a key of the kv store");
-    stream(r, "world.kvlookup", "func(namespace str) map{str: str}", kvlookup, "host name -> value of a mapped kv key");
-    stream(r, "world.schedule", "func(namespace str) []str", schedule, "the host names chosen for a namespace");
+    typed(r, "world.getval", getval::DEF);
+    typed(r, "world.kvlookup", kvlookup::DEF);
+    typed(r, "world.schedule", schedule::DEF);
 }
 
 /// The file-name form of a key: `%xx` for every byte outside `[A-Za-z0-9._-]`.
@@ -106,35 +106,31 @@ pub fn read_schedule(root: &Path, namespace: &str) -> Value {
     Value::list(hosts.into_iter().map(Value::str).collect())
 }
 
-fn key_arg(args: &[Value]) -> Result<String, FuncError> {
-    args.first().and_then(Value::as_str).map(str::to_string).ok_or_else(|| FuncError::fatal("expected a str argument"))
+streaming! {
+    /// a key of the kv store
+    fn getval(em, key: String) -> "struct{value str; exists bool}" {
+        follow_keyed(em, "kv", key, read_val).await
+    }
 }
 
-fn getval(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    follow_keyed(ctx, "kv", read_val)
+streaming! {
+    /// host name -> value of a mapped kv key
+    fn kvlookup(em, namespace: String) -> "map{str: str}" {
+        follow_keyed(em, "kv", namespace, read_mapped).await
+    }
 }
 
-fn kvlookup(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    follow_keyed(ctx, "kv", read_mapped)
-}
-
-fn schedule(ctx: StreamCtx) -> BoxFuture<'static, ()> {
-    follow_keyed(ctx, "schedule", read_schedule)
+streaming! {
+    /// the host names chosen for a namespace
+    fn schedule(em, namespace: String) -> "[]str" {
+        follow_keyed(em, "schedule", namespace, read_schedule).await
+    }
 }
 
 /// The shape every world function shares: its one `str` argument names a directory under
 /// `STATE/SUBDIR/`, which is watched; `read(state, arg)` gives the value after each change.
-fn follow_keyed(ctx: StreamCtx, subdir: &'static str, read: fn(&Path, &str) -> Value) -> BoxFuture<'static, ()> {
-    boxed(per_input(ctx, move |args, em: Emitter| async move {
-        let key = match key_arg(&args) {
-            Ok(k) => k,
-            Err(e) => {
-                em.send(Err(e)).await;
-                return;
-            }
-        };
-        let root = em.host().state_dir.clone();
-        let dir = root.join(subdir).join(escape(&key));
-        follow(dir, Watched::Entries, em, move |_| Ok(read(&root, &key))).await
-    }))
+async fn follow_keyed(em: Emitter, subdir: &'static str, key: String, read: fn(&Path, &str) -> Value) {
+    let root = em.host().state_dir.clone();
+    let dir = root.join(subdir).join(escape(&key));
+    follow(dir, Watched::Entries, em, move |_| Ok(read(&root, &key))).await
 }
