@@ -406,7 +406,7 @@ impl File {
     fn full_check(&mut self, ctx: &mut ApplyCtx, apply: bool, cacheable: bool) -> Result<bool, ResError> {
         let p = &self.params;
         let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: &self.spared };
-        check(p, &mut run).map_err(|e| ResError::new(format!("file[{}]: {e}", p.path)))?;
+        check(p, &mut run).map_err(|e| ResError { message: format!("file[{}]: {}", p.path, e.message), ..e })?;
         if cacheable {
             *lock(&self.verified) = Stamp::of(Path::new(&p.path));
         }
@@ -418,11 +418,17 @@ impl File {
     }
 }
 
-/// The sub-checks in order; errors are plain messages, prefixed by the caller.
-fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
+/// An io failure while `doing` something to the file: the caller prefixes the resource,
+/// which names the path, and the error's kind says whether a retry can help.
+fn failed(doing: impl std::fmt::Display, e: &io::Error) -> ResError {
+    ResError { message: format!("{doing}: {e}"), retry: engine::retry_of(e) }
+}
+
+/// The sub-checks in order; errors name what failed, and the caller prefixes the resource.
+fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
     let path = Path::new(p.path.trim_end_matches('/'));
     let path = if path.as_os_str().is_empty() { Path::new("/") } else { path };
-    let now = found(path).map_err(|e| e.to_string())?;
+    let now = found(path).at(path)?;
     let managed = p.content.is_some()
         || !p.source.is_empty()
         || !p.fragments.is_empty()
@@ -433,7 +439,11 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
     match p.state {
         Presence::Absent => return remove(p, path, now, run),
         Presence::Unset if now == Found::Missing => {
-            return if managed { Err("does not exist (set state => \"exists\" to create it)".into()) } else { Ok(()) };
+            return if managed {
+                Err(ResError::new("does not exist (set state => \"exists\" to create it)"))
+            } else {
+                Ok(())
+            };
         }
         _ => {}
     }
@@ -449,13 +459,13 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
     let mut now = now;
     if now != Found::Missing && now != want {
         if !p.force {
-            return Err(
-                format!("is a {now:?} but should be a {want:?} (set force => true to replace it)").to_lowercase()
-            );
+            return Err(ResError::new(
+                format!("is a {now:?} but should be a {want:?} (set force => true to replace it)").to_lowercase(),
+            ));
         }
         run.wrong(format!("replace the {now:?} with a {want:?}").to_lowercase());
         if run.apply {
-            remove_any(path, now).map_err(|e| format!("cannot remove: {e}"))?;
+            remove_any(path, now).map_err(|e| failed("cannot remove", &e))?;
         }
         now = Found::Missing;
     }
@@ -466,13 +476,13 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
                 run.wrong("create the directory".into());
                 if run.apply {
                     let made = if p.recurse { fs::create_dir_all(path) } else { fs::create_dir(path) };
-                    made.map_err(|e| format!("cannot create the directory: {e}"))?;
+                    made.map_err(|e| failed("cannot create the directory", &e))?;
                 }
             }
             Found::File if desired_content(p)?.is_none() => {
                 run.wrong("create an empty file".into());
                 if run.apply {
-                    atomic_write(path, b"", new_mode(p)?).map_err(|e| format!("cannot create: {e}"))?;
+                    atomic_write(path, b"", new_mode(p)?).map_err(|e| failed("cannot create", &e))?;
                 }
             }
             _ => {}
@@ -488,7 +498,7 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
     if p.symlink {
         symlink(p, path, run)?;
     }
-    if !run.apply && found(path).map_err(|e| e.to_string())? == Found::Missing {
+    if !run.apply && found(path).at(path)? == Found::Missing {
         return Ok(()); // Nothing more to compare against in noop mode.
     }
     ownership(p, path, run)?;
@@ -496,7 +506,7 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), String> {
     Ok(())
 }
 
-fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<(), String> {
+fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<(), ResError> {
     if now == Found::Missing {
         return Ok(());
     }
@@ -506,9 +516,9 @@ fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<
     }
     if now == Found::Dir && !p.recurse {
         return fs::remove_dir(path)
-            .map_err(|e| format!("cannot remove the directory (set recurse to remove its contents): {e}"));
+            .map_err(|e| failed("cannot remove the directory (set recurse to remove its contents)", &e));
     }
-    remove_any(path, now).map_err(|e| format!("cannot remove: {e}"))
+    remove_any(path, now).map_err(|e| failed("cannot remove", &e))
 }
 
 fn remove_any(path: &Path, now: Found) -> io::Result<()> {
@@ -521,7 +531,7 @@ fn remove_any(path: &Path, now: Found) -> io::Result<()> {
 
 /// The bytes the file must hold, if its content is managed: literal content, a file
 /// source, or the concatenated fragments.
-fn desired_content(p: &FileParams) -> Result<Option<Vec<u8>>, String> {
+fn desired_content(p: &FileParams) -> Result<Option<Vec<u8>>, ResError> {
     if let Some(c) = &p.content {
         return Ok(Some(c.as_bytes().to_vec()));
     }
@@ -530,31 +540,31 @@ fn desired_content(p: &FileParams) -> Result<Option<Vec<u8>>, String> {
         for frag in &p.fragments {
             if frag.ends_with('/') {
                 let mut entries: Vec<PathBuf> = fs::read_dir(frag)
-                    .map_err(|e| format!("fragment directory `{frag}`: {e}"))?
+                    .map_err(|e| failed(format!("fragment directory `{frag}`"), &e))?
                     .filter_map(|e| e.ok())
                     .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
                     .map(|e| e.path())
                     .collect();
                 entries.sort();
                 for entry in entries {
-                    out.extend(fs::read(&entry).map_err(|e| format!("fragment `{}`: {e}", entry.display()))?);
+                    out.extend(fs::read(&entry).map_err(|e| failed(format!("fragment `{}`", entry.display()), &e))?);
                 }
             } else {
-                out.extend(fs::read(frag).map_err(|e| format!("fragment `{frag}`: {e}"))?);
+                out.extend(fs::read(frag).map_err(|e| failed(format!("fragment `{frag}`"), &e))?);
             }
         }
         return Ok(Some(out));
     }
     if !p.source.is_empty() && !p.symlink && !p.is_dir() {
-        return fs::read(&p.source).map(Some).map_err(|e| format!("source `{}`: {e}", p.source));
+        return fs::read(&p.source).map(Some).map_err(|e| failed(format!("source `{}`", p.source), &e));
     }
     Ok(None)
 }
 
 /// Mode for a file created here: the `mode` param, else the source's mode, else 0644.
-fn new_mode(p: &FileParams) -> Result<Option<u32>, String> {
+fn new_mode(p: &FileParams) -> Result<Option<u32>, ResError> {
     if !p.mode.is_empty() {
-        return parse_mode(&p.mode, 0o644).map(Some);
+        return parse_mode(&p.mode, 0o644).map(Some).map_err(ResError::new);
     }
     if !p.source.is_empty() && !p.symlink {
         return Ok(fs::metadata(&p.source).ok().map(|m| m.mode() & 0o7777));
@@ -562,7 +572,7 @@ fn new_mode(p: &FileParams) -> Result<Option<u32>, String> {
     Ok(None)
 }
 
-fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Result<(), String> {
+fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Result<(), ResError> {
     // open + read, without the size query `fs::read` makes: the desired length is the
     // right capacity whenever the file is already correct (the common case).
     let read = fs::File::open(path).and_then(|mut f| {
@@ -572,7 +582,7 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
     let (current, exists) = match read {
         Ok(c) => (c, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => (Vec::new(), false),
-        Err(e) => return Err(format!("cannot read: {e}")),
+        Err(e) => return Err(failed("cannot read", &e)),
     };
     if exists && current == desired {
         return Ok(());
@@ -584,10 +594,10 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
         return Ok(());
     }
     let mode = if exists { None } else { new_mode(p)? };
-    atomic_write(path, desired, mode).map_err(|e| format!("cannot write: {e}"))
+    atomic_write(path, desired, mode).map_err(|e| failed("cannot write", &e))
 }
 
-fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> {
     let target = fs::read_link(path).ok();
     if target.as_deref() == Some(Path::new(&p.source)) {
         return Ok(());
@@ -595,50 +605,50 @@ fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String>
     run.wrong(format!("point the symlink at `{}`", p.source));
     if run.apply {
         if target.is_some() {
-            fs::remove_file(path).map_err(|e| format!("cannot replace the symlink: {e}"))?;
+            fs::remove_file(path).map_err(|e| failed("cannot replace the symlink", &e))?;
         }
-        std::os::unix::fs::symlink(&p.source, path).map_err(|e| format!("cannot create the symlink: {e}"))?;
+        std::os::unix::fs::symlink(&p.source, path).map_err(|e| failed("cannot create the symlink", &e))?;
     }
     Ok(())
 }
 
 /// rsync-like copy of a source directory into `dest` (recursing into subdirectories);
 /// `purge` deletes entries the source does not have.
-fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Result<(), String> {
-    let src_meta = fs::metadata(source).map_err(|e| format!("source `{}`: {e}", source.display()))?;
+fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Result<(), ResError> {
+    let src_meta = fs::metadata(source).map_err(|e| failed(format!("source `{}`", source.display()), &e))?;
     if !src_meta.is_dir() {
-        return Err(format!("source `{}` is not a directory", source.display()));
+        return Err(ResError::new(format!("source `{}` is not a directory", source.display())));
     }
-    if found(dest).map_err(|e| e.to_string())? == Found::Missing {
+    if found(dest).at(dest)? == Found::Missing {
         run.wrong(format!("create the directory {}", dest.display()));
         if !run.apply {
             return Ok(());
         }
-        fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+        fs::create_dir_all(dest).map_err(|e| failed(format!("cannot create {}", dest.display()), &e))?;
     }
     let mut names = Vec::new();
-    for entry in fs::read_dir(source).map_err(|e| e.to_string())? {
-        let entry = entry.map_err(|e| e.to_string())?;
+    for entry in fs::read_dir(source).at(source)? {
+        let entry = entry.at(source)?;
         let (from, to) = (entry.path(), dest.join(entry.file_name()));
         names.push(entry.file_name());
-        let kind = entry.file_type().map_err(|e| e.to_string())?;
+        let kind = entry.file_type().at(entry.path())?;
         if kind.is_dir() {
             sync_tree(&from, &to, purge, run)?;
         } else if kind.is_file() {
-            let data = fs::read(&from).map_err(|e| format!("{}: {e}", from.display()))?;
+            let data = fs::read(&from).at(&from)?;
             let same = fs::read(&to).is_ok_and(|cur| sha256(&cur) == sha256(&data));
             if !same {
                 run.wrong(format!("copy {} to {}", from.display(), to.display()));
                 if run.apply {
                     let mode = fs::metadata(&from).map(|m| m.mode() & 0o7777).ok();
-                    atomic_write(&to, &data, mode).map_err(|e| format!("{}: {e}", to.display()))?;
+                    atomic_write(&to, &data, mode).at(&to)?;
                 }
             }
         }
     }
     if purge {
-        for entry in fs::read_dir(dest).map_err(|e| e.to_string())? {
-            let entry = entry.map_err(|e| e.to_string())?;
+        for entry in fs::read_dir(dest).at(dest)? {
+            let entry = entry.at(dest)?;
             // Temp files of atomic writes in flight (another resource writing a spared file
             // in this directory) are not strays.
             let in_flight = entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX);
@@ -647,8 +657,8 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
             if !names.contains(&entry.file_name()) && !spared {
                 run.wrong(format!("purge {}", entry.path().display()));
                 if run.apply {
-                    let kind = found(&entry.path()).map_err(|e| e.to_string())?;
-                    remove_any(&entry.path(), kind).map_err(|e| format!("{}: {e}", entry.path().display()))?;
+                    let kind = found(&entry.path()).at(entry.path())?;
+                    remove_any(&entry.path(), kind).at(entry.path())?;
                 }
             }
         }
@@ -656,13 +666,13 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
     Ok(())
 }
 
-fn ownership(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+fn ownership(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> {
     if p.owner.is_empty() && p.group.is_empty() {
         return Ok(());
     }
-    let meta = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
-    let uid = if p.owner.is_empty() { None } else { Some(lookup_uid(&p.owner)?) };
-    let gid = if p.group.is_empty() { None } else { Some(lookup_gid(&p.group)?) };
+    let meta = fs::symlink_metadata(path).at(path)?;
+    let uid = if p.owner.is_empty() { None } else { Some(lookup_uid(&p.owner).map_err(ResError::new)?) };
+    let gid = if p.group.is_empty() { None } else { Some(lookup_gid(&p.group).map_err(ResError::new)?) };
     let wrong_uid = uid.filter(|u| *u != meta.uid());
     let wrong_gid = gid.filter(|g| *g != meta.gid());
     if wrong_uid.is_none() && wrong_gid.is_none() {
@@ -670,24 +680,24 @@ fn ownership(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), Strin
     }
     run.wrong(format!("change ownership to {}:{}", p.owner, p.group));
     if run.apply {
-        lchown(path, wrong_uid, wrong_gid).map_err(|e| format!("cannot change ownership: {e}"))?;
+        lchown(path, wrong_uid, wrong_gid).map_err(|e| failed("cannot change ownership", &e))?;
     }
     Ok(())
 }
 
-fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), String> {
+fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> {
     if p.mode.is_empty() || p.symlink {
         return Ok(());
     }
-    let meta = fs::symlink_metadata(path).map_err(|e| e.to_string())?;
+    let meta = fs::symlink_metadata(path).at(path)?;
     let current = meta.mode() & 0o7777;
-    let desired = parse_mode(&p.mode, current)?;
+    let desired = parse_mode(&p.mode, current).map_err(ResError::new)?;
     if current == desired {
         return Ok(());
     }
     run.wrong(format!("change mode from {current:04o} to {desired:04o}"));
     if run.apply {
-        fs::set_permissions(path, fs::Permissions::from_mode(desired)).map_err(|e| format!("cannot set mode: {e}"))?;
+        fs::set_permissions(path, fs::Permissions::from_mode(desired)).map_err(|e| failed("cannot set mode", &e))?;
     }
     Ok(())
 }
