@@ -5,20 +5,47 @@
 //! ge html urlquery`) and external functions supplied by the caller. Values print the
 //! way Go's `fmt` prints them (`[a b]`, `map[k:v]`, `{1 2}`, `3.1536042e+07`).
 
+use crate::api::FuncError;
 use lang::value::Value;
 use std::collections::BTreeMap;
 
 /// Looks up and calls a function that is not a template built-in. `None`: no such
 /// function.
 pub trait Funcs {
-    fn call(&self, name: &str, args: Vec<Value>) -> Option<Result<Value, String>>;
+    fn call(&self, name: &str, args: Vec<Value>) -> Option<Result<Value, FuncError>>;
     fn has(&self, name: &str) -> bool;
+}
+
+/// Why a template did not render: its message (Go's wording, with the template's
+/// position), and the error of the function it called when that is the cause.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RenderError {
+    pub message: String,
+    pub cause: Option<FuncError>,
+}
+
+impl std::fmt::Display for RenderError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A template execution error stops the program (mcl's errStream), whatever the called
+/// function's error was, except a value that is not ready yet: that is no failure, and the
+/// runtime calls again once it comes.
+impl From<RenderError> for FuncError {
+    fn from(e: RenderError) -> FuncError {
+        match e.cause {
+            Some(FuncError::NotReady) => FuncError::NotReady,
+            _ => FuncError::Fatal(e.message),
+        }
+    }
 }
 
 /// No external functions.
 pub struct NoFuncs;
 impl Funcs for NoFuncs {
-    fn call(&self, _: &str, _: Vec<Value>) -> Option<Result<Value, String>> {
+    fn call(&self, _: &str, _: Vec<Value>) -> Option<Result<Value, FuncError>> {
         None
     }
     fn has(&self, _: &str) -> bool {
@@ -581,11 +608,13 @@ impl Template {
     }
 
     /// Runs the template with `dot` as `.`.
-    pub fn execute(&self, dot: &Value, funcs: &dyn Funcs) -> Result<String, String> {
-        let mut ex = Exec { t: self, funcs, vars: vec![("$".to_string(), dot.clone())], out: String::new() };
-        match ex.walk(&self.root, dot)? {
-            Flow::Normal => Ok(ex.out),
-            _ => Err("break or continue outside range".into()),
+    pub fn execute(&self, dot: &Value, funcs: &dyn Funcs) -> Result<String, RenderError> {
+        let mut ex =
+            Exec { t: self, funcs, vars: vec![("$".to_string(), dot.clone())], out: String::new(), failed_call: None };
+        match ex.walk(&self.root, dot) {
+            Ok(Flow::Normal) => Ok(ex.out),
+            Ok(_) => Err(RenderError { message: "break or continue outside range".into(), cause: None }),
+            Err(message) => Err(RenderError { message, cause: ex.failed_call }),
         }
     }
 }
@@ -609,6 +638,8 @@ struct Exec<'a> {
     funcs: &'a dyn Funcs,
     vars: Vec<(String, Value)>,
     out: String,
+    /// The error of the external function whose failure stopped the execution.
+    failed_call: Option<FuncError>,
 }
 
 /// Go's notion of truth.
@@ -956,7 +987,11 @@ impl Exec<'_> {
             "html" => Ok(Value::str(crate::core::golang_std::html_escape(&go_sprint(&args)))),
             "urlquery" => Ok(Value::str(url_query_escape(&go_sprint(&args)))),
             _ => match self.funcs.call(name, args) {
-                Some(r) => r.map_err(|m| e(self, m)),
+                Some(r) => r.map_err(|err| {
+                    let message = e(self, err.message().to_string());
+                    self.failed_call = Some(err);
+                    message
+                }),
                 None => Err(self.err(c.pos, &c.text, format!("function {name:?} not defined"))),
             },
         }
@@ -1172,9 +1207,10 @@ fn go_exp(f: f64, prec: usize) -> String {
 }
 
 /// Renders `src` with `dot`, in one step.
-pub fn render(src: &str, dot: &Value, funcs: &dyn Funcs) -> Result<String, String> {
-    let t = Template::parse("template", src).map_err(|e| format!("template: parse error: {e}"))?;
-    t.execute(dot, funcs).map_err(|e| format!("template: execution error: {e}"))
+pub fn render(src: &str, dot: &Value, funcs: &dyn Funcs) -> Result<String, RenderError> {
+    let t = Template::parse("template", src)
+        .map_err(|e| RenderError { message: format!("template: parse error: {e}"), cause: None })?;
+    t.execute(dot, funcs).map_err(|e| RenderError { message: format!("template: execution error: {e}"), ..e })
 }
 
 /// A map of string keys, for tests and callers building `.`.

@@ -86,23 +86,30 @@ impl Funcs for Builtins<'_, '_> {
         table().contains_key(name)
     }
 
-    fn call(&self, name: &str, args: Vec<Value>) -> Option<Result<Value, String>> {
+    fn call(&self, name: &str, args: Vec<Value>) -> Option<Result<Value, FuncError>> {
         let tf = table().get(name)?;
         let Some(Type::Func(params, ret)) =
             tf.sigs.iter().find(|s| matches!(s, Type::Func(p, _) if p.len() == args.len()))
         else {
             let want: Vec<String> = tf.sigs.iter().map(|s| s.to_string()).collect();
-            return Some(Err(format!("wrong number of args: got {}, want {}", args.len(), want.join(" or "))));
+            return Some(Err(FuncError::fatal(format!(
+                "wrong number of args: got {}, want {}",
+                args.len(),
+                want.join(" or ")
+            ))));
         };
         let arg_types: Vec<Type> = args.iter().map(crate::printf::value_type).collect();
         for (i, ((_, want), got)) in params.iter().zip(&arg_types).enumerate() {
             if want.is_concrete() && !same_shape(want, got) {
-                return Some(Err(format!("wrong type for value; expected {want}; got {got} (argument #{})", i + 1)));
+                return Some(Err(FuncError::fatal(format!(
+                    "wrong type for value; expected {want}; got {got} (argument #{})",
+                    i + 1
+                ))));
             }
         }
         let ret_type = if ret.is_concrete() { (**ret).clone() } else { Type::Variant };
         let sub = CallCtx { arg_types: &arg_types, ret_type: &ret_type, caller: self.ctx.caller, host: self.ctx.host };
-        Some((tf.f)(&sub, &args).map_err(|e| e.message().to_string()))
+        Some((tf.f)(&sub, &args))
     }
 }
 
@@ -123,5 +130,5 @@ fn same_shape(want: &Type, got: &Type) -> bool {
 fn template(ctx: &CallCtx<'_>, a: &[Value]) -> FuncResult {
     let text = arg_str(a, 0)?;
     let dot = a.get(1).cloned().unwrap_or_else(|| Value::str(""));
-    render(text, &dot, &Builtins { ctx }).map(Value::str).map_err(FuncError::fatal)
+    render(text, &dot, &Builtins { ctx }).map(Value::str).map_err(FuncError::from)
 }

@@ -122,7 +122,45 @@ fn go_value_printing() {
 }
 
 fn tpl(src: &str, dot: Value) -> Result<String, String> {
-    render(src, &dot, &NoFuncs)
+    render(src, &dot, &NoFuncs).map_err(|e| e.message)
+}
+
+/// One external function, `fails`, whose error is catchable.
+struct Failing;
+
+impl funcs::template::Funcs for Failing {
+    fn call(&self, name: &str, _: Vec<Value>) -> Option<Result<Value, funcs::api::FuncError>> {
+        (name == "fails").then(|| Err(funcs::api::FuncError::catchable("no such key")))
+    }
+    fn has(&self, name: &str) -> bool {
+        name == "fails"
+    }
+}
+
+/// One external function, `later`, whose value is not ready yet.
+struct NotReady;
+
+impl funcs::template::Funcs for NotReady {
+    fn call(&self, _: &str, _: Vec<Value>) -> Option<Result<Value, funcs::api::FuncError>> {
+        Some(Err(funcs::api::FuncError::NotReady))
+    }
+    fn has(&self, _: &str) -> bool {
+        true
+    }
+}
+
+#[test]
+fn a_called_function_error_is_kept_as_the_cause() {
+    let err = render("a{{ fails }}b", &s(""), &Failing).unwrap_err();
+    assert!(err.message.starts_with("template: execution error") && err.message.contains("no such key"), "{err}");
+    assert_eq!(err.cause, Some(funcs::api::FuncError::catchable("no such key")));
+    // A template execution error stops the program (errStream)...
+    assert!(matches!(funcs::api::FuncError::from(err), funcs::api::FuncError::Fatal(m) if m.contains("no such key")));
+    // ...but a value not ready yet is no failure: the call is made again once it comes.
+    let err = render("{{ later }}", &s(""), &NotReady).unwrap_err();
+    assert_eq!(funcs::api::FuncError::from(err), funcs::api::FuncError::NotReady);
+    let err = render("{{ nope }}", &s(""), &NoFuncs).unwrap_err();
+    assert_eq!(err.cause, None);
 }
 
 #[test]

@@ -153,18 +153,39 @@ struct Def<'a> {
     stmt: &'a ast::Stmt,
 }
 
+/// What a name in a block was defined by, as duplicate errors describe it (`bind(x)`).
+enum Defined {
+    Bind(String),
+    Func(String),
+    Class(String),
+    Include(String),
+    Import(String),
+}
+
+impl std::fmt::Display for Defined {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Defined::Bind(n) => write!(f, "bind({n})"),
+            Defined::Func(n) => write!(f, "func({n})"),
+            Defined::Class(n) => write!(f, "class({n})"),
+            Defined::Include(n) => write!(f, "include({n})"),
+            Defined::Import(p) => write!(f, "import({p})"),
+        }
+    }
+}
+
 /// The definitions of a block, reporting duplicates (the first one is kept).
 fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'a>> {
     let mut defs: Vec<Def<'a>> = Vec::new();
-    let mut have: BTreeMap<Key, String> = BTreeMap::new();
+    let mut have: BTreeMap<Key, Defined> = BTreeMap::new();
     let mut import_paths: BTreeSet<&str> = BTreeSet::new();
     for stmt in stmts {
         let (key, what) = match &stmt.kind {
-            StmtKind::Bind { name, .. } => (Key::Var(name.name.clone()), format!("bind({})", name.name)),
-            StmtKind::Func { name, .. } => (Key::Func(name.name.clone()), format!("func({})", name.name)),
-            StmtKind::Class { name, .. } => (Key::Class(name.name.clone()), format!("class({})", name.name)),
+            StmtKind::Bind { name, .. } => (Key::Var(name.name.clone()), Defined::Bind(name.name.clone())),
+            StmtKind::Func { name, .. } => (Key::Func(name.name.clone()), Defined::Func(name.name.clone())),
+            StmtKind::Class { name, .. } => (Key::Class(name.name.clone()), Defined::Class(name.name.clone())),
             StmtKind::Include { name, alias: Some(alias), .. } => {
-                (Key::Scoped(alias.name.clone()), format!("include({})", name.name))
+                (Key::Scoped(alias.name.clone()), Defined::Include(name.name.clone()))
             }
             StmtKind::Import { path, alias, .. } => {
                 if !import_paths.insert(path.as_str()) {
@@ -185,7 +206,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
                 };
                 let key = Key::Scoped(name.clone());
                 if let Some(prev) = have.get(&key) {
-                    let msg = if prev.starts_with("import(") {
+                    let msg = if matches!(prev, Defined::Import(_)) {
                         format!("import alias `{name}` already exists in this scope")
                     } else {
                         format!(
@@ -196,7 +217,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
                     diags.push(Diagnostic::new(Stage::SetScope, msg, stmt.span).with_code(Code::DuplicateAssignment));
                     continue;
                 }
-                (key, format!("import({path})"))
+                (key, Defined::Import(path.clone()))
             }
             _ => continue,
         };
