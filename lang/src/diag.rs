@@ -104,6 +104,10 @@ pub enum Code {
     DuplicateMeta,
     /// The resource graph's edges form a cycle.
     ResourceCycle,
+    /// One param given two defaults in one block.
+    DuplicateDefault,
+    /// An override that sets a param the resource already has, differently.
+    ConflictingOverride,
     /// A bug in tend.
     Internal,
 }
@@ -140,6 +144,8 @@ impl Code {
         Code::InvalidResource,
         Code::DuplicateMeta,
         Code::ResourceCycle,
+        Code::DuplicateDefault,
+        Code::ConflictingOverride,
         Code::Internal,
     ];
 
@@ -175,6 +181,8 @@ impl Code {
             Code::InvalidResource => "invalid-resource",
             Code::DuplicateMeta => "duplicate-meta",
             Code::ResourceCycle => "resource-cycle",
+            Code::DuplicateDefault => "duplicate-default",
+            Code::ConflictingOverride => "conflicting-override",
             Code::Internal => "internal",
         }
     }

@@ -18,7 +18,7 @@ pub fn check(graph: &FuncGraph) -> Diagnostics {
                 stack.extend(then.iter().rev());
             }
             IrStmt::For { body, .. } => stack.extend(body.iter().rev()),
-            IrStmt::Edge(_) | IrStmt::Panic { .. } => {}
+            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => {}
         }
     }
     diags

@@ -7,7 +7,9 @@ use std::collections::HashSet;
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::Span;
-use crate::syntax::ast::{Expr, ExprKind, File, Ident, Lambda, Param, ResEntryKind, Resource, Stmt, StmtKind};
+use crate::syntax::ast::{
+    Expr, ExprKind, File, Ident, Lambda, Param, ResEntry, ResEntryKind, Resource, Stmt, StmtKind,
+};
 use crate::types::Type;
 
 /// The edge properties a resource body may use (lower-cased).
@@ -44,6 +46,24 @@ pub fn check(file: &File) -> Diagnostics {
 
 struct Ctx {
     diags: Diagnostics,
+}
+
+/// Which kind of body a list of entries is.
+#[derive(Clone, Copy)]
+enum Body {
+    Resource,
+    Defaults,
+    Override,
+}
+
+impl Body {
+    fn describe(self) -> &'static str {
+        match self {
+            Body::Resource => "a resource body",
+            Body::Defaults => "resource defaults",
+            Body::Override => "a resource override",
+        }
+    }
 }
 
 impl Ctx {
@@ -100,8 +120,13 @@ impl Ctx {
                 }
             }
             StmtKind::Resource(res) => self.resource(res, stmt.span),
-            StmtKind::Edge { halves } => {
-                for half in halves {
+            StmtKind::Defaults { entries, .. } => self.body(entries, stmt.span, Body::Defaults),
+            StmtKind::Override { target, entries } => {
+                self.expr(&target.name);
+                self.body(entries, stmt.span, Body::Override);
+            }
+            StmtKind::Edge { sides, .. } => {
+                for half in sides.iter().flat_map(|side| &side.refs) {
                     self.expr(&half.name);
                 }
             }
@@ -113,9 +138,39 @@ impl Ctx {
             self.error("kind must not start with an underscore", res.kind.span);
         }
         self.expr(&res.name);
+        self.body(&res.entries, span, Body::Resource);
+    }
+
+    /// The entries of a resource, defaults or override body.
+    fn body(&mut self, entries: &[ResEntry], span: Span, body: Body) {
         let mut fields = HashSet::new();
         let mut metas = HashSet::new();
-        for entry in &res.entries {
+        for entry in entries {
+            let refused = match (&entry.kind, body) {
+                (ResEntryKind::Append { .. }, Body::Resource | Body::Defaults) => Some(
+                    "`+>` appends to a param set elsewhere: it is only allowed in an override (`Kind[name] { … }`)",
+                ),
+                (ResEntryKind::Edge { .. }, Body::Defaults | Body::Override) => {
+                    Some("a relationship is written as a statement (`A[x] -> B[y]`), not in defaults or overrides")
+                }
+                (ResEntryKind::Meta { name: None, .. }, Body::Defaults) => {
+                    Some("defaults set meta params one by one: `Meta:noop => true,`")
+                }
+                (ResEntryKind::Meta { .. }, Body::Override) => Some("an override sets params, not meta params"),
+                _ => None,
+            };
+            if let Some(note) = refused {
+                self.diags.push(
+                    Diagnostic::new(
+                        Stage::Init,
+                        format!("this entry is not allowed in {}", body.describe()),
+                        entry.span,
+                    )
+                    .with_code(Code::InvalidStatement)
+                    .with_note(note),
+                );
+                continue;
+            }
             match &entry.kind {
                 ResEntryKind::Field { name, cond, value } => {
                     if !fields.insert(name.name.as_str()) {
@@ -153,6 +208,12 @@ impl Ctx {
                     }
                     if let Some(cond) = cond {
                         self.expr(cond);
+                    }
+                    self.expr(value);
+                }
+                ResEntryKind::Append { name, value } => {
+                    if !fields.insert(name.name.as_str()) {
+                        self.error(format!("resource has duplicate field of: {}", name.name), span);
                     }
                     self.expr(value);
                 }

@@ -1,7 +1,8 @@
 //! Interpretation (errInterpret): one evaluation's [`Output`] becomes a [`ResGraph`] by
 //! the rules of spec 3.12 and 3.6.
 //!
-//! Steps: build and validate every declared resource (`build`); merge duplicates
+//! Steps: apply overrides to the declarations they name (`overrides`); build and validate
+//! every declared resource (`build`); merge duplicates
 //! (`merge`: hidden, exported and normal duplicates); resolve body edges and edge
 //! statements to vertices, deduplicate them and attach send/recv (`edges`); reject
 //! cycles. A resource that fails is left out and the others go on, so one run reports
@@ -10,6 +11,7 @@
 mod build;
 mod edges;
 mod merge;
+mod overrides;
 
 pub use merge::{MergeOutcome, merge_duplicate};
 
@@ -22,6 +24,13 @@ use crate::resgraph::ResGraph;
 pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut graph = ResGraph::default();
+    let overridden;
+    let out = if out.overrides.is_empty() {
+        out
+    } else {
+        overridden = overrides::apply(out, &mut diags);
+        &overridden
+    };
     let built = build::build_all(out, catalog, &mut diags);
     let placed = merge::place_all(built, &mut graph, &mut diags);
     edges::add_all(out, &placed, &mut graph, &mut diags);

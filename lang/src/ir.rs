@@ -149,6 +149,21 @@ pub enum NodeKind {
 pub enum IrStmt {
     Resource(IrResource),
     Edge(IrEdge),
+    /// `Kind { … }`: checked here once; the resources it applies to carry its fields (with
+    /// [`Origin::Default`]) already, so it produces nothing itself.
+    Defaults {
+        kind: String,
+        kind_span: Span,
+        fields: Vec<IrField>,
+        metas: Vec<IrMeta>,
+        span: Span,
+    },
+    /// `Kind[name] { … }`: sets params of resources declared elsewhere.
+    Override {
+        target: IrEdgeHalf,
+        fields: Vec<IrOverrideField>,
+        span: Span,
+    },
     If {
         cond: NodeId,
         then: Vec<IrStmt>,
@@ -188,11 +203,32 @@ pub struct IrResource {
 
 #[derive(Clone, Debug)]
 pub struct IrField {
+    /// Where the field came from.
+    pub origin: Origin,
     pub name: String,
     pub value: NodeId,
     /// `cond ?: value`: the field counts as omitted when `cond` is false.
     pub cond: Option<NodeId>,
     pub span: Span,
+}
+
+/// One entry of an override: `name => value` or `name +> value` (`append`).
+#[derive(Clone, Debug)]
+pub struct IrOverrideField {
+    pub name: String,
+    pub value: NodeId,
+    pub append: bool,
+    pub span: Span,
+}
+
+/// Where a resource's field or meta param came from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Origin {
+    /// The resource's own body.
+    #[default]
+    Written,
+    /// A `Kind { … }` defaults statement of an enclosing block (the entry's span says which).
+    Default,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -230,8 +266,25 @@ pub struct IrEdgeHalf {
     pub span: Span,
 }
 
+/// A relationship chain: `links[i]` relates every reference of `sides[i]` to every one of
+/// `sides[i + 1]`.
 #[derive(Clone, Debug)]
 pub struct IrEdge {
-    pub halves: Vec<IrEdgeHalf>,
+    pub sides: Vec<Vec<IrEdgeHalf>>,
+    pub links: Vec<IrEdgeLink>,
     pub span: Span,
+}
+
+impl IrEdge {
+    /// Every reference, in source order.
+    pub fn halves(&self) -> impl Iterator<Item = &IrEdgeHalf> {
+        self.sides.iter().flatten()
+    }
+}
+
+/// `->` (neither), `~>` (notify), `<-` (backward), `<~` (both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IrEdgeLink {
+    pub notify: bool,
+    pub backward: bool,
 }

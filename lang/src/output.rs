@@ -15,6 +15,9 @@ pub struct ResDecl {
     /// Fields that were set (elvis fields whose condition was false are absent), in
     /// body order, with the span of the `field => value,` entry.
     pub params: Vec<(String, Value, Span)>,
+    /// The params of `params` that came from a defaults statement (an override may replace
+    /// them; it may not replace the others).
+    pub defaulted: Vec<String>,
     /// `Meta:x` entries and the fields of a `Meta =>` struct, expanded, in body order.
     pub metas: Vec<(String, Value, Span)>,
     /// Edge properties of the body whose condition held.
@@ -32,11 +35,15 @@ pub struct BodyEdge {
     pub span: Span,
 }
 
-/// One edge from an edge statement (a chain or list produces several).
+/// One edge from an edge statement (a chain or list produces several), always from the
+/// resource applied first to the one applied after it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EdgeDecl {
     pub from: EdgeEnd,
     pub to: EdgeEnd,
+    /// `~>` or `<~`: `to` is refreshed when `from` changes.
+    pub notify: bool,
+    /// The whole statement.
     pub span: Span,
 }
 
@@ -46,6 +53,30 @@ pub struct EdgeEnd {
     pub name: String,
     /// Send/recv field name.
     pub field: Option<String>,
+    /// The reference as written (`File["/a"]`).
+    pub span: Span,
+}
+
+/// One `Kind[name] { … }` statement, evaluated: it sets params of the resources it names.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OverrideDecl {
+    pub kind: String,
+    pub names: Vec<String>,
+    /// The reference as written.
+    pub target_span: Span,
+    pub params: Vec<OverrideParam>,
+    /// The whole statement.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OverrideParam {
+    pub name: String,
+    pub value: Value,
+    /// `+>`: appended to the list the resource has.
+    pub append: bool,
+    /// The `name => value,` entry.
+    pub span: Span,
 }
 
 /// Everything one evaluation produced, in program order.
@@ -53,4 +84,5 @@ pub struct EdgeEnd {
 pub struct Output {
     pub resources: Vec<ResDecl>,
     pub edges: Vec<EdgeDecl>,
+    pub overrides: Vec<OverrideDecl>,
 }

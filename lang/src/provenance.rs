@@ -475,7 +475,7 @@ fn walk<'a>(
                 walk(body, stack, counter, f);
                 stack.pop();
             }
-            IrStmt::Edge(_) | IrStmt::Panic { .. } => {}
+            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => {}
         }
     }
 }
@@ -516,7 +516,7 @@ fn locate(stmts: &[IrStmt], id: usize, counter: &mut usize, path: &mut Vec<(usiz
             }
             IrStmt::If { then, els, .. } => vec![(then, 0), (els, 1)],
             IrStmt::For { body, .. } => vec![(body, 0)],
-            IrStmt::Edge(_) | IrStmt::Panic { .. } => continue,
+            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => continue,
         };
         for (list, branch) in branches {
             path.push((i, branch));
@@ -541,7 +541,13 @@ mod tests {
             kind: "file".into(),
             kind_span: Span::default(),
             name: n,
-            fields: vec![IrField { name: "content".into(), value: n, cond: None, span: Span::default() }],
+            fields: vec![IrField {
+                origin: Default::default(),
+                name: "content".into(),
+                value: n,
+                cond: None,
+                span: Span::default(),
+            }],
             edges: vec![],
             metas: vec![],
             collect: false,

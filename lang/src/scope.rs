@@ -80,6 +80,7 @@ pub fn resolve_with(
         instances: BTreeMap::new(),
         bind_orders: BTreeMap::new(),
         static_recursion,
+        default_nodes: BTreeMap::new(),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
@@ -160,6 +161,9 @@ struct Ctx<'a> {
     /// The ordering analysis found a cycle: recursion met during elaboration is a
     /// consequence of it and is not reported again.
     static_recursion: bool,
+    /// The value (and condition) node of each defaults entry, by the entry's address and
+    /// the frame of its block: made once, shared by every resource the default applies to.
+    default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,
 }
 
 impl<'a> Ctx<'a> {

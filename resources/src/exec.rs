@@ -3,7 +3,11 @@
 //! `exitcode` of the last run (kept in the var dir so they survive restarts).
 //!
 //! Watch: `watchcmd` (each non-empty stdout line is an event, its exit a watch error) plus
-//! `watchfiles`, `creates` and `mtimes` through the shared file watcher. Not refreshable.
+//! `watchfiles`, `creates` and `mtimes` through the shared file watcher.
+//!
+//! Refresh: as in mgmt, an exec ignores notifications, unless it sets `refreshonly =>
+//! true` (Puppet's parameter, an extension: no mgmt program sets it). Such an exec runs
+//! only when a notification reaches it (`~>`, `Notify =>`), its guards still applying.
 //! A shell runs only when `shell` is set; otherwise `cmd` is split on whitespace (or `args`
 //! is the argv). The environment is exactly `env` (nothing inherited) when given.
 
@@ -64,6 +68,9 @@ crate::params! {
         pub send_output: Option<String>,
         pub send_stdout: Option<String>,
         pub send_stderr: Option<String>,
+        /// Run only when notified (Puppet's `refreshonly`); otherwise notifications are
+        /// ignored, as in mgmt.
+        pub refreshonly: bool,
     }
 }
 
@@ -299,6 +306,9 @@ impl Resource for Exec {
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        if self.params.refreshonly && !ctx.refresh {
+            return Ok(true);
+        }
         let forced = self.mtimes_newer()?;
         if !forced && self.guarded(&ctx.cancel).await? {
             return Ok(true);
@@ -328,6 +338,10 @@ impl Resource for Exec {
 
     fn fingerprint(&self) -> String {
         self.params.fingerprint()
+    }
+
+    fn refreshable(&self) -> bool {
+        self.params.refreshonly
     }
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {

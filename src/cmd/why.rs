@@ -256,14 +256,20 @@ fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> Fu
             };
             let ty = graph.ty(*node).cloned();
             let value = add(&mut g, NodeKind::Except { lhs: *node, rhs: marker }, ty, span);
-            fields.push(IrField { name: key(*node), value, cond, span });
+            fields.push(IrField { origin: Default::default(), name: key(*node), value, cond, span });
         }
         // The loop variables of every enclosing `for`.
         for enc in &l.enclosing {
             if let Enclosing::For { key: k, value: v, span, .. } = enc {
                 for p in [k, v] {
                     let node = add(&mut g, NodeKind::Param(*p), None, *span);
-                    fields.push(IrField { name: format!("p{}", p.0), value: node, cond: None, span: *span });
+                    fields.push(IrField {
+                        origin: Default::default(),
+                        name: format!("p{}", p.0),
+                        value: node,
+                        cond: None,
+                        span: *span,
+                    });
                 }
             }
         }

@@ -3,8 +3,8 @@
 //! loop bodies are walked once per element with the loop parameters bound.
 
 use lang::diag::{Diagnostic, Stage};
-use lang::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId};
-use lang::output::{BodyEdge, EdgeDecl, EdgeEnd, Output, ResDecl};
+use lang::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, Origin};
+use lang::output::{BodyEdge, EdgeDecl, EdgeEnd, Output, OverrideDecl, OverrideParam, ResDecl};
 use lang::span::Span;
 use lang::value::{Env, Value};
 
@@ -70,16 +70,40 @@ impl Walker<'_> {
                 Some(Value::Bool(true)) => Err(Diagnostic::new(Stage::Stream, "bool panic occurred", *span)),
                 _ => Ok(()),
             },
+            IrStmt::Defaults { .. } => Ok(()),
+            IrStmt::Override { target, fields, span } => {
+                let names = self.names(target.name, env, target.span)?;
+                let mut params = Vec::new();
+                for f in fields {
+                    if let Some(value) = self.value(f.value, env)? {
+                        params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span });
+                    }
+                }
+                if let Some(names) = names {
+                    self.out.overrides.push(OverrideDecl {
+                        kind: target.kind.clone(),
+                        names,
+                        target_span: target.span,
+                        params,
+                        span: *span,
+                    });
+                }
+                Ok(())
+            }
         }
     }
 
     fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
         let names = self.names(r.name, env, r.span)?;
         let mut params = Vec::new();
+        let mut defaulted = Vec::new();
         for f in &r.fields {
             if self.holds(f.cond, env)?
                 && let Some(v) = self.value(f.value, env)?
             {
+                if f.origin == Origin::Default {
+                    defaulted.push(f.name.clone());
+                }
                 params.push((f.name.clone(), v, f.span));
             }
         }
@@ -113,6 +137,7 @@ impl Walker<'_> {
                 kind: r.kind.clone(),
                 name,
                 params: params.clone(),
+                defaulted: defaulted.clone(),
                 metas: metas.clone(),
                 edges: edges.clone(),
                 collect: r.collect,
@@ -123,14 +148,20 @@ impl Walker<'_> {
     }
 
     fn edge(&mut self, e: &IrEdge, env: &Env) -> Result<(), Diagnostic> {
-        let mut ends: Vec<Vec<EdgeEnd>> = Vec::with_capacity(e.halves.len());
-        for half in &e.halves {
-            ends.push(self.ends(half, env)?.unwrap_or_default());
+        let mut sides: Vec<Vec<EdgeEnd>> = Vec::with_capacity(e.sides.len());
+        for side in &e.sides {
+            let mut ends = Vec::new();
+            for half in side {
+                ends.extend(self.ends(half, env)?.unwrap_or_default());
+            }
+            sides.push(ends);
         }
-        for pair in ends.windows(2) {
-            for from in &pair[0] {
-                for to in &pair[1] {
-                    self.out.edges.push(EdgeDecl { from: from.clone(), to: to.clone(), span: e.span });
+        for (pair, link) in sides.windows(2).zip(&e.links) {
+            let (froms, tos) = if link.backward { (&pair[1], &pair[0]) } else { (&pair[0], &pair[1]) };
+            for from in froms {
+                for to in tos {
+                    let (from, to) = (from.clone(), to.clone());
+                    self.out.edges.push(EdgeDecl { from, to, notify: link.notify, span: e.span });
                 }
             }
         }
@@ -139,7 +170,10 @@ impl Walker<'_> {
 
     fn ends(&mut self, half: &IrEdgeHalf, env: &Env) -> Step<Vec<EdgeEnd>> {
         Ok(self.names(half.name, env, half.span)?.map(|names| {
-            names.into_iter().map(|name| EdgeEnd { kind: half.kind.clone(), name, field: half.field.clone() }).collect()
+            names
+                .into_iter()
+                .map(|name| EdgeEnd { kind: half.kind.clone(), name, field: half.field.clone(), span: half.span })
+                .collect()
         }))
     }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use funcs::api::Host;
 use funcs::runtime::{Dataflow, first_output};
-use lang::ir::{EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrField, IrMeta, IrResource, IrStmt, NodeKind};
+use lang::ir::{EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrResource, IrStmt, NodeKind};
 use lang::output::EdgeEnd;
 use lang::types::Type;
 use lang::value::Value;
@@ -103,7 +103,13 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
         Type::Struct(vec![("noop".into(), Type::Bool), ("retry".into(), Type::Int)]),
     );
     let target = g.str("t");
-    let field = |name: &str, cond| IrField { name: name.into(), value: val, cond, span: Default::default() };
+    let field = |name: &str, cond| IrField {
+        origin: Default::default(),
+        name: name.into(),
+        value: val,
+        cond,
+        span: Default::default(),
+    };
     g.g.stmts.push(IrStmt::Resource(IrResource {
         kind: "test".into(),
         kind_span: Default::default(),
@@ -132,7 +138,8 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
     }));
     let half = |name| IrEdgeHalf { kind: "test".into(), name, field: None, span: Default::default() };
     g.g.stmts.push(IrStmt::Edge(IrEdge {
-        halves: vec![half(names_node), half(target), half(n1)],
+        sides: vec![vec![half(names_node)], vec![half(target)], vec![half(n1)]],
+        links: vec![IrEdgeLink { notify: false, backward: false }; 2],
         span: Default::default(),
     }));
     let out = first_output(g.finish(), registry(), Host::default(), WAIT).await.expect("no error");
@@ -144,7 +151,7 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
     assert_eq!(metas, vec![("poll", &Value::Int(7)), ("noop", &Value::Bool(true)), ("retry", &Value::Int(3))]);
     assert_eq!(r.edges.len(), 1);
     assert_eq!((r.edges[0].prop, r.edges[0].name.as_str()), (EdgeProp::Before, "t"));
-    let end = |name: &str| EdgeEnd { kind: "test".into(), name: name.into(), field: None };
+    let end = |name: &str| EdgeEnd { kind: "test".into(), name: name.into(), field: None, span: Default::default() };
     let pairs: Vec<(EdgeEnd, EdgeEnd)> = out.edges.iter().map(|e| (e.from.clone(), e.to.clone())).collect();
     assert_eq!(pairs, vec![(end("r1"), end("t")), (end("r2"), end("t")), (end("t"), end("r1"))]);
 }

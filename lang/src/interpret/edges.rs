@@ -57,15 +57,15 @@ pub(super) fn add_all(out: &Output, placed: &[Option<Placement>], graph: &mut Re
         }
     }
     for edge in &out.edges {
-        let froms = resolve(&edge.from.kind, &edge.from.name, edge.span, diags);
-        let tos = resolve(&edge.to.kind, &edge.to.name, edge.span, diags);
+        let froms = resolve(&edge.from.kind, &edge.from.name, edge.from.span, diags);
+        let tos = resolve(&edge.to.kind, &edge.to.name, edge.to.span, diags);
         let send_recv = match (&edge.from.field, &edge.to.field) {
             (Some(send), Some(recv)) => Some(SendRecv { send: send.clone(), recv: recv.clone() }),
             _ => None,
         };
         for &from in &froms {
             for &to in &tos {
-                add(&mut acc, from, to, false, send_recv.clone(), edge.span);
+                add(&mut acc, from, to, edge.notify, send_recv.clone(), edge.span);
             }
         }
     }

@@ -65,9 +65,20 @@ pub(crate) enum AliasEntry<'a> {
     Failed,
 }
 
+/// A `Kind { … }` defaults statement, as the resources of its block and the blocks nested
+/// in it see it.
+#[derive(Clone, Debug)]
+pub(crate) struct DefaultsEntry<'a> {
+    /// Lower-cased and colon-joined, as resource kinds are.
+    pub(crate) kind: String,
+    pub(crate) entries: &'a [ast::ResEntry],
+}
+
 /// One scope.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Frame<'a> {
+    /// The defaults statements of the block, in source order.
+    pub(crate) defaults: Vec<DefaultsEntry<'a>>,
     pub(crate) parent: Option<FrameId>,
     pub(crate) vars: BTreeMap<String, VarEntry<'a>>,
     pub(crate) funcs: BTreeMap<String, FuncEntry<'a>>,

@@ -270,12 +270,18 @@ impl Load<'_> {
 /// for definitions.
 fn output_stmt(stmt: &ast::Stmt) -> Option<String> {
     Some(match &stmt.kind {
-        StmtKind::Bind { .. } | StmtKind::Func { .. } | StmtKind::Class { .. } | StmtKind::Import { .. } => {
+        // Defaults produce nothing themselves: at a module's top they apply to its classes.
+        StmtKind::Bind { .. }
+        | StmtKind::Func { .. }
+        | StmtKind::Class { .. }
+        | StmtKind::Import { .. }
+        | StmtKind::Defaults { .. } => {
             return None;
         }
         StmtKind::Resource(r) => format!("res({})", r.kind.name),
         StmtKind::Include { name, .. } => format!("include({})", name.name),
         StmtKind::Edge { .. } => "edge".to_string(),
+        StmtKind::Override { target, .. } => format!("override({})", target.kind.name),
         StmtKind::If { .. } => "if".to_string(),
         StmtKind::For { .. } => "for".to_string(),
         StmtKind::ForKv { .. } => "forkv".to_string(),

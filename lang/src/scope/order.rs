@@ -345,24 +345,37 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
         StmtKind::Panic { args } => args.iter().for_each(|a| expr_uses(a, bound, out)),
         StmtKind::Resource(res) => {
             expr_uses(&res.name, bound, out);
-            for entry in &res.entries {
-                match &entry.kind {
-                    ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { cond, value, .. } => {
-                        if let Some(c) = cond {
-                            expr_uses(c, bound, out);
-                        }
-                        expr_uses(value, bound, out);
-                    }
-                    ResEntryKind::Edge { cond, target, .. } => {
-                        if let Some(c) = cond {
-                            expr_uses(c, bound, out);
-                        }
-                        expr_uses(&target.name, bound, out);
-                    }
-                }
-            }
+            entries_uses(&res.entries, bound, out);
         }
-        StmtKind::Edge { halves } => halves.iter().for_each(|h| expr_uses(&h.name, bound, out)),
+        StmtKind::Edge { sides, .. } => {
+            sides.iter().flat_map(|side| &side.refs).for_each(|h| expr_uses(&h.name, bound, out))
+        }
+        StmtKind::Defaults { entries, .. } => entries_uses(entries, bound, out),
+        StmtKind::Override { target, entries } => {
+            expr_uses(&target.name, bound, out);
+            entries_uses(entries, bound, out);
+        }
+    }
+}
+
+/// Names the entries of a resource, defaults, override or collector body mention.
+fn entries_uses(entries: &[ast::ResEntry], bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    for entry in entries {
+        match &entry.kind {
+            ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { cond, value, .. } => {
+                if let Some(c) = cond {
+                    expr_uses(c, bound, out);
+                }
+                expr_uses(value, bound, out);
+            }
+            ResEntryKind::Edge { cond, target, .. } => {
+                if let Some(c) = cond {
+                    expr_uses(c, bound, out);
+                }
+                expr_uses(&target.name, bound, out);
+            }
+            ResEntryKind::Append { value, .. } => expr_uses(value, bound, out),
+        }
     }
 }
 

@@ -1,14 +1,17 @@
 //! Statements: declaring a block's definitions in its frame, elaborating its output
 //! statements into [`IrStmt`]s, and inlining class includes.
 
-use super::frame::{AliasEntry, ClassEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
+use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
-    Annotation, EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrField, IrMeta, IrResource, IrStmt, NodeId, NodeKind,
+    Annotation, EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField, IrResource,
+    IrStmt, NodeId, NodeKind, Origin,
 };
+use crate::span::Span;
 use crate::syntax::ast::{self, ImportAlias, ResEntryKind, StmtKind};
+use std::collections::BTreeSet;
 
 impl<'a> Ctx<'a> {
     /// A block instance: a new frame under `parent`, its definitions, its output.
@@ -38,6 +41,7 @@ impl<'a> Ctx<'a> {
                     let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);
                 }
+                StmtKind::Defaults { kind, entries } => self.declare_defaults(fid, kind, entries),
                 StmtKind::Include { alias: Some(alias), .. } => {
                     let entry = AliasEntry::Include { stmt, state: Lazy::Pending };
                     self.frame_mut(fid).aliases.entry(alias.name.clone()).or_insert(entry);
@@ -118,9 +122,36 @@ impl<'a> Ctx<'a> {
         match &stmt.kind {
             StmtKind::Bind { .. } | StmtKind::Func { .. } | StmtKind::Class { .. } | StmtKind::Import { .. } => {}
             StmtKind::Resource(res) => out.push(IrStmt::Resource(self.resource(fid, res, stmt))),
-            StmtKind::Edge { halves } => {
-                let halves = halves.iter().map(|h| self.edge_half(fid, h)).collect();
-                out.push(IrStmt::Edge(IrEdge { halves, span: stmt.span }));
+            StmtKind::Defaults { kind, entries } => {
+                let (fields, metas) = self.default_entries(fid, entries, &BTreeSet::new(), &BTreeSet::new());
+                out.push(IrStmt::Defaults {
+                    kind: kind.name.clone(),
+                    kind_span: kind.span,
+                    fields,
+                    metas,
+                    span: stmt.span,
+                });
+            }
+            StmtKind::Override { target, entries } => {
+                let target = self.edge_half(fid, target);
+                let mut fields = Vec::new();
+                for entry in entries {
+                    let (name, value, append) = match &entry.kind {
+                        ResEntryKind::Field { name, value, .. } => (name, value, false),
+                        ResEntryKind::Append { name, value } => (name, value, true),
+                        // The init stage rejects the others.
+                        ResEntryKind::Edge { .. } | ResEntryKind::Meta { .. } => continue,
+                    };
+                    let value = self.expr(fid, value);
+                    fields.push(IrOverrideField { name: name.name.clone(), value, append, span: entry.span });
+                }
+                out.push(IrStmt::Override { target, fields, span: stmt.span });
+            }
+            StmtKind::Edge { sides, links } => {
+                let sides =
+                    sides.iter().map(|side| side.refs.iter().map(|h| self.edge_half(fid, h)).collect()).collect();
+                let links = links.iter().map(|l| IrEdgeLink { notify: l.notify, backward: l.backward }).collect();
+                out.push(IrStmt::Edge(IrEdge { sides, links, span: stmt.span }));
             }
             StmtKind::If { cond, then, els } => {
                 let cond = self.expr(fid, cond);
@@ -172,7 +203,13 @@ impl<'a> Ctx<'a> {
                 ResEntryKind::Field { name: field, cond, value } => {
                     let cond = cond.as_ref().map(|c| self.expr(fid, c));
                     let value = self.expr(fid, value);
-                    fields.push(IrField { name: field.name.clone(), value, cond, span: entry.span });
+                    fields.push(IrField {
+                        origin: Default::default(),
+                        name: field.name.clone(),
+                        value,
+                        cond,
+                        span: entry.span,
+                    });
                 }
                 ResEntryKind::Edge { prop, cond, target } => {
                     let prop = match prop.name.as_str() {
@@ -198,7 +235,26 @@ impl<'a> Ctx<'a> {
                     let value = self.expr(fid, value);
                     metas.push(IrMeta { name: meta.as_ref().map(|m| m.name.clone()), value, cond, span: entry.span });
                 }
+                // The init stage rejects appends outside overrides.
+                ResEntryKind::Append { .. } => {}
             }
+        }
+        // Defaults of the enclosing blocks, innermost first: a param the body sets wins,
+        // and an inner default wins over an outer one.
+        let mut given: BTreeSet<String> = fields.iter().map(|f| f.name.clone()).collect();
+        let mut given_metas: BTreeSet<String> = metas.iter().filter_map(|m| m.name.clone()).collect();
+        let mut frame = Some(fid);
+        while let Some(id) = frame {
+            let entries: Vec<&'a [ast::ResEntry]> =
+                self.frame(id).defaults.iter().filter(|d| d.kind == res.kind.name).map(|d| d.entries).collect();
+            for entries in entries {
+                let (f, m) = self.default_entries(id, entries, &given, &given_metas);
+                given.extend(f.iter().map(|f| f.name.clone()));
+                given_metas.extend(m.iter().filter_map(|m| m.name.clone()));
+                fields.extend(f);
+                metas.extend(m);
+            }
+            frame = self.frame(id).parent;
         }
         IrResource {
             kind: res.kind.name.clone(),
@@ -210,6 +266,77 @@ impl<'a> Ctx<'a> {
             collect: res.collect,
             span: stmt.span,
         }
+    }
+
+    /// Records a `Kind { … }` statement in its block's frame. One param given two
+    /// defaults in one block is an error naming both.
+    fn declare_defaults(&mut self, fid: FrameId, kind: &'a ast::Ident, entries: &'a [ast::ResEntry]) {
+        let mut earlier: Vec<(String, Span)> = Vec::new();
+        for d in self.frame(fid).defaults.iter().filter(|d| d.kind == kind.name) {
+            earlier.extend(d.entries.iter().filter_map(|e| default_key(e).map(|k| (k, e.span))));
+        }
+        for entry in entries {
+            let Some(key) = default_key(entry) else { continue };
+            if let Some((_, first)) = earlier.iter().find(|(k, _)| *k == key) {
+                let d = Diagnostic::new(
+                    Stage::SetScope,
+                    format!("`{key}` of `{}` has two defaults in one block", kind.name),
+                    entry.span,
+                )
+                .with_code(Code::DuplicateDefault)
+                .with_label(*first, "the first default");
+                self.error(d);
+            }
+        }
+        self.frame_mut(fid).defaults.push(DefaultsEntry { kind: kind.name.clone(), entries });
+    }
+
+    /// The fields and metas of a defaults statement declared in frame `fid`, minus the
+    /// names already `given`, with [`Origin::Default`]. Their nodes are made once.
+    fn default_entries(
+        &mut self,
+        fid: FrameId,
+        entries: &'a [ast::ResEntry],
+        given: &BTreeSet<String>,
+        given_metas: &BTreeSet<String>,
+    ) -> (Vec<IrField>, Vec<IrMeta>) {
+        let mut fields = Vec::new();
+        let mut metas = Vec::new();
+        for entry in entries {
+            let (cond, value) = match &entry.kind {
+                ResEntryKind::Field { name, .. } if given.contains(&name.name) => continue,
+                ResEntryKind::Meta { name: Some(name), .. } if given_metas.contains(&name.name) => continue,
+                ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { name: Some(_), cond, value } => {
+                    (cond, value)
+                }
+                // The init stage rejects the others in defaults.
+                _ => continue,
+            };
+            let key = (entry as *const ast::ResEntry as usize, fid);
+            let (value, cond) = match self.default_nodes.get(&key) {
+                Some(nodes) => *nodes,
+                None => {
+                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
+                    let value = self.expr(fid, value);
+                    self.default_nodes.insert(key, (value, cond));
+                    (value, cond)
+                }
+            };
+            match &entry.kind {
+                ResEntryKind::Field { name, .. } => fields.push(IrField {
+                    origin: Origin::Default,
+                    name: name.name.clone(),
+                    value,
+                    cond,
+                    span: entry.span,
+                }),
+                ResEntryKind::Meta { name, .. } => {
+                    metas.push(IrMeta { name: name.as_ref().map(|n| n.name.clone()), value, cond, span: entry.span })
+                }
+                _ => {}
+            }
+        }
+        (fields, metas)
     }
 
     fn edge_half(&mut self, fid: FrameId, half: &'a ast::EdgeHalf) -> IrEdgeHalf {
@@ -321,5 +448,14 @@ impl<'a> Ctx<'a> {
         if let Some(c) = self.frame_mut(owner).classes.get_mut(key) {
             c.active = c.active.saturating_add_signed(delta);
         }
+    }
+}
+
+/// The param a defaults entry sets, as duplicates are told: `mode`, `Meta:noop`.
+fn default_key(entry: &ast::ResEntry) -> Option<String> {
+    match &entry.kind {
+        ResEntryKind::Field { name, .. } => Some(name.name.clone()),
+        ResEntryKind::Meta { name: Some(name), .. } => Some(format!("Meta:{}", name.name)),
+        _ => None,
     }
 }

@@ -66,8 +66,16 @@ pub enum StmtKind {
     Panic { args: Vec<Expr> },
     /// `kind name { entries }`, or `collect kind name { entries }`.
     Resource(Resource),
-    /// `A[n] -> B[m] -> ...`, or a send/recv pair `A[n].f -> B[m].g`.
-    Edge { halves: Vec<EdgeHalf> },
+    /// `Kind { entries }`: defaults for every resource of the kind declared in this block
+    /// or a block nested in it (lexically).
+    Defaults { kind: Ident, entries: Vec<ResEntry> },
+    /// `Kind[name] { entries }`: sets params of resources declared elsewhere; `+>` entries
+    /// append to a list param.
+    Override { target: EdgeHalf, entries: Vec<ResEntry> },
+    /// A relationship chain `A[n] -> B[m] ~> ...` (`->`, `~>`, `<-`, `<~`; a side is one
+    /// reference or a `[...]` list of them), or a send/recv pair `A[n].f -> B[m].g`.
+    /// `links[i]` joins `sides[i]` and `sides[i + 1]`.
+    Edge { sides: Vec<EdgeSide>, links: Vec<EdgeLink> },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -102,6 +110,38 @@ pub enum ResEntryKind {
     Edge { prop: Ident, cond: Option<Box<Expr>>, target: Box<EdgeHalf> },
     /// `Meta:name => [cond ?:] value,` (`name` is `Some`) or `Meta => [cond ?:] value,`.
     Meta { name: Option<Ident>, cond: Option<Box<Expr>>, value: Expr },
+    /// `field +> value,`: appends to a list param (overrides only).
+    Append { name: Ident, value: Expr },
+}
+
+/// One side of a relationship: a reference, or a `[...]` list of them (every reference of
+/// one side is related to every reference of the next).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EdgeSide {
+    pub refs: Vec<EdgeHalf>,
+    pub span: Span,
+}
+
+/// A relationship operator between two sides.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EdgeLink {
+    /// `~>` or `<~`: the resource on the arrow's head is refreshed when the other changes.
+    pub notify: bool,
+    /// `<-` or `<~`: written right to left.
+    pub backward: bool,
+    pub span: Span,
+}
+
+impl EdgeLink {
+    /// The operator as written.
+    pub fn text(&self) -> &'static str {
+        match (self.notify, self.backward) {
+            (false, false) => "->",
+            (true, false) => "~>",
+            (false, true) => "<-",
+            (true, true) => "<~",
+        }
+    }
 }
 
 /// `Kind[name]` or `Kind[name].field` (send/recv).

@@ -66,6 +66,10 @@ impl<'t> Parser<'t> {
         &self.tokens[(self.pos + n).min(self.tokens.len() - 1)].0
     }
 
+    fn span_at(&self, n: usize) -> Span {
+        self.tokens[(self.pos + n).min(self.tokens.len() - 1)].1
+    }
+
     fn span(&self) -> Span {
         self.tokens[self.pos.min(self.tokens.len() - 1)].1
     }

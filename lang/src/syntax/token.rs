@@ -59,6 +59,13 @@ pub enum Tok {
     Except,
     /// `->`
     Arrow,
+    /// `~>`: a notifying edge (Puppet's relationship operator).
+    NotifyArrow,
+    /// `<~`: a notifying edge written right to left. (`<-` is `<` and `-` side by side,
+    /// so `$a<-1` keeps meaning `$a < -1`.)
+    NotifyBack,
+    /// `+>`: appends to a list param in an override.
+    Append,
     Dot,
     Colon,
     Semicolon,
@@ -120,6 +127,9 @@ impl Tok {
             Tok::Elvis => "?:",
             Tok::Except => "<|>",
             Tok::Arrow => "->",
+            Tok::NotifyArrow => "~>",
+            Tok::NotifyBack => "<~",
+            Tok::Append => "+>",
             Tok::Dot => ".",
             Tok::Colon => ":",
             Tok::Semicolon => ";",
@@ -247,6 +257,12 @@ enum Raw {
     Except,
     #[token("->")]
     Arrow,
+    #[token("~>")]
+    NotifyArrow,
+    #[token("<~")]
+    NotifyBack,
+    #[token("+>")]
+    Append,
     #[token(".")]
     Dot,
     #[token(":")]
@@ -429,6 +445,9 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
         Raw::Elvis => Tok::Elvis,
         Raw::Except => Tok::Except,
         Raw::Arrow => Tok::Arrow,
+        Raw::NotifyArrow => Tok::NotifyArrow,
+        Raw::NotifyBack => Tok::NotifyBack,
+        Raw::Append => Tok::Append,
         Raw::Dot => Tok::Dot,
         Raw::Colon => Tok::Colon,
         Raw::Semicolon => Tok::Semicolon,

@@ -1,7 +1,7 @@
 //! Generic traversal of the syntax tree: every expression of a statement list, with
 //! mutable access, children before parents.
 
-use crate::syntax::ast::{EdgeHalf, Expr, ExprKind, InterpPart, ResEntryKind, Stmt, StmtKind};
+use crate::syntax::ast::{EdgeHalf, Expr, ExprKind, InterpPart, ResEntry, ResEntryKind, Stmt, StmtKind};
 
 /// Calls `f` on every expression in `stmts` (recursively, including nested blocks,
 /// resource bodies, edge halves, lambda bodies and parameter-less sub-expressions).
@@ -40,27 +40,37 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         }
         StmtKind::Resource(res) => {
             expr_mut(&mut res.name, f);
-            for entry in &mut res.entries {
-                match &mut entry.kind {
-                    ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { cond, value, .. } => {
-                        if let Some(cond) = cond {
-                            expr_mut(cond, f);
-                        }
-                        expr_mut(value, f);
-                    }
-                    ResEntryKind::Edge { cond, target, .. } => {
-                        if let Some(cond) = cond {
-                            expr_mut(cond, f);
-                        }
-                        half_mut(target, f);
-                    }
-                }
-            }
+            entries_mut(&mut res.entries, f);
         }
-        StmtKind::Edge { halves } => {
-            for half in halves {
+        StmtKind::Defaults { entries, .. } => entries_mut(entries, f),
+        StmtKind::Override { target, entries } => {
+            half_mut(target, f);
+            entries_mut(entries, f);
+        }
+        StmtKind::Edge { sides, .. } => {
+            for half in sides.iter_mut().flat_map(|side| &mut side.refs) {
                 half_mut(half, f);
             }
+        }
+    }
+}
+
+fn entries_mut(entries: &mut [ResEntry], f: &mut dyn FnMut(&mut Expr)) {
+    for entry in entries {
+        match &mut entry.kind {
+            ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { cond, value, .. } => {
+                if let Some(cond) = cond {
+                    expr_mut(cond, f);
+                }
+                expr_mut(value, f);
+            }
+            ResEntryKind::Edge { cond, target, .. } => {
+                if let Some(cond) = cond {
+                    expr_mut(cond, f);
+                }
+                half_mut(target, f);
+            }
+            ResEntryKind::Append { value, .. } => expr_mut(value, f),
         }
     }
 }

@@ -7,7 +7,7 @@ use super::meta::{meta_param_type, meta_struct_type};
 use super::table::Shape;
 use crate::catalog::ResourceDecl;
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, NodeKind};
+use crate::ir::{IrEdge, IrEdgeHalf, IrMeta, IrResource, IrStmt, NodeId, NodeKind, Origin};
 use crate::span::Span;
 use crate::suggest::did_you_mean;
 use crate::types::Type;
@@ -49,6 +49,74 @@ impl<'a> Ctx<'a> {
                 body.iter().for_each(|s| self.stmt(s));
             }
             IrStmt::Panic { check, span } => self.bool_node(*check, *span),
+            IrStmt::Defaults { kind, kind_span, fields, metas, span: _ } => {
+                let decl = self.kind_decl(kind, *kind_span, !fields.is_empty());
+                for field in fields {
+                    self.visit(field.value);
+                    self.cond(field.cond, field.span);
+                    self.field(decl, &field.name, field.value, field.span, false);
+                }
+                self.metas(metas);
+            }
+            IrStmt::Override { target, fields, span: _ } => {
+                self.name(target.name, NameRule::Plain, target.span);
+                let decl = self.kind_decl(&target.kind, target.span, !fields.is_empty());
+                for field in fields {
+                    self.visit(field.value);
+                    self.field(decl, &field.name, field.value, field.span, field.append);
+                }
+            }
+        }
+    }
+
+    /// The catalog's declaration of a resource kind; an unknown kind is reported at
+    /// `span` when `checked` (it has fields whose types cannot be checked).
+    fn kind_decl(&mut self, kind: &str, span: Span, checked: bool) -> Option<&'a ResourceDecl> {
+        let decl = self.resource_decl(kind);
+        if decl.is_none() && checked {
+            let mut d = Diagnostic::new(Stage::Unify, format!("no resource kind `{kind}` available"), span)
+                .with_code(Code::UnknownKind)
+                .with_note("the types of its fields cannot be checked");
+            if let Some(s) = did_you_mean(kind, self.catalog.resources().map(|r| r.kind.as_str())) {
+                d = d.with_note(format!("did you mean `{s}`?"));
+            }
+            self.diags.push(d);
+        }
+        decl
+    }
+
+    /// A field's value must have its param's type (`append`: it is appended to a list
+    /// param, so that param must be a list); a param the kind does not have is an error
+    /// at `span`.
+    fn field(&mut self, decl: Option<&'a ResourceDecl>, name: &str, value: NodeId, span: Span, append: bool) {
+        let Some(decl) = decl else {
+            // Already reported: the field's type is unknown, not ambiguous.
+            self.table.poison_deep(Ctx::var(value));
+            return;
+        };
+        match decl.param(name) {
+            Some(p) => {
+                if append && !matches!(p.ty, Type::List(_)) {
+                    let msg = format!("`+>` appends to a list, but `{name}` of `{}` is a {}", decl.kind, p.ty);
+                    self.diags.push(Diagnostic::new(Stage::Unify, msg, span).with_code(Code::TypeError));
+                    self.table.poison_deep(Ctx::var(value));
+                    return;
+                }
+                self.has_type(Ctx::var(value), &p.ty, span, span);
+            }
+            None => {
+                let mut d = Diagnostic::new(
+                    Stage::Unify,
+                    format!("field `{name}` does not exist in `{}` resource", decl.kind),
+                    span,
+                )
+                .with_code(Code::UnknownField);
+                if let Some(s) = did_you_mean(name, decl.params.iter().map(|p| p.name.as_str())) {
+                    d = d.with_note(format!("did you mean `{s}`?"));
+                }
+                self.diags.push(d);
+                self.table.poison_deep(Ctx::var(value));
+            }
         }
     }
 
@@ -115,43 +183,16 @@ impl<'a> Ctx<'a> {
     fn resource(&mut self, res: &IrResource) {
         let rule = if res.collect { NameRule::Collect } else { NameRule::Plain };
         self.name(res.name, rule, res.span);
-        let decl = self.resource_decl(&res.kind);
-        if decl.is_none() && !res.fields.is_empty() {
-            let mut d =
-                Diagnostic::new(Stage::Unify, format!("no resource kind `{}` available", res.kind), res.kind_span)
-                    .with_code(Code::UnknownKind)
-                    .with_note("the types of its fields cannot be checked");
-            if let Some(s) = did_you_mean(&res.kind, self.catalog.resources().map(|r| r.kind.as_str())) {
-                d = d.with_note(format!("did you mean `{s}`?"));
-            }
-            self.diags.push(d);
-        }
+        let own_fields = res.fields.iter().any(|f| f.origin == Origin::Written);
+        let decl = self.kind_decl(&res.kind, res.kind_span, own_fields);
         for field in &res.fields {
+            if field.origin == Origin::Default {
+                // The defaults statement checked it (one node for all its resources).
+                continue;
+            }
             self.visit(field.value);
             self.cond(field.cond, field.span);
-            let Some(decl) = decl else {
-                // Already reported: the field's type is unknown, not ambiguous.
-                self.table.poison_deep(Ctx::var(field.value));
-                continue;
-            };
-            match decl.param(&field.name) {
-                Some(p) => {
-                    self.has_type(Ctx::var(field.value), &p.ty, field.span, field.span);
-                }
-                None => {
-                    let mut d = Diagnostic::new(
-                        Stage::Unify,
-                        format!("field `{}` does not exist in `{}` resource", field.name, decl.kind),
-                        field.span,
-                    )
-                    .with_code(Code::UnknownField);
-                    if let Some(s) = did_you_mean(&field.name, decl.params.iter().map(|p| p.name.as_str())) {
-                        d = d.with_note(format!("did you mean `{s}`?"));
-                    }
-                    self.diags.push(d);
-                    self.table.poison_deep(Ctx::var(field.value));
-                }
-            }
+            self.field(decl, &field.name, field.value, field.span, false);
         }
         for edge in &res.edges {
             self.cond(edge.cond, edge.span);
@@ -161,7 +202,11 @@ impl<'a> Ctx<'a> {
                 self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
             }
         }
-        for meta in &res.metas {
+        self.metas(&res.metas);
+    }
+
+    fn metas(&mut self, metas: &[IrMeta]) {
+        for meta in metas {
             self.visit(meta.value);
             self.cond(meta.cond, meta.span);
             let v = Ctx::var(meta.value);
@@ -188,24 +233,28 @@ impl<'a> Ctx<'a> {
     }
 
     fn edge(&mut self, edge: &IrEdge) {
-        for half in &edge.halves {
+        for half in edge.halves() {
             self.name(half.name, NameRule::Plain, half.span);
         }
-        if edge.halves.len() < 2 {
+        if edge.sides.len() < 2 {
             self.diags.push(
                 Diagnostic::new(Stage::Unify, "can't create an edge with only one half", edge.span)
                     .with_code(Code::SendRecv),
             );
             return;
         }
-        if edge.halves.iter().any(|h| h.field.is_some()) {
+        if edge.halves().any(|h| h.field.is_some()) {
             self.send_recv(edge);
         }
     }
 
     /// Send/recv compatibility (spec 3.6).
     fn send_recv(&mut self, edge: &IrEdge) {
-        let [from, to] = edge.halves.as_slice() else {
+        let pair = match edge.sides.as_slice() {
+            [first, last] => (first.as_slice(), last.as_slice()),
+            _ => (&[][..], &[][..]),
+        };
+        let ([from], [to]) = pair else {
             let msg = "a send/recv edge must have exactly two halves";
             self.diags.push(Diagnostic::new(Stage::Unify, msg, edge.span).with_code(Code::SendRecv));
             return;

@@ -33,6 +33,7 @@ impl O {
             kind: kind.into(),
             name: name.into(),
             params,
+            defaulted: vec![],
             metas,
             edges: vec![],
             collect: false,
@@ -52,8 +53,9 @@ impl O {
             kind: e.0.into(),
             name: e.1.into(),
             field: e.2.map(String::from),
+            span,
         };
-        self.out.edges.push(EdgeDecl { from: end(from), to: end(to), span });
+        self.out.edges.push(EdgeDecl { from: end(from), to: end(to), notify: false, span });
         span
     }
     fn run(&self) -> (ResGraph, Vec<Diagnostic>) {

@@ -5,7 +5,7 @@ use crate::syntax_support;
 
 use lang::span::{FileId, SourceFile, SourceMap, Span};
 use lang::syntax::ast::{ExprKind, ImportAlias, ResEntryKind, StmtKind};
-use syntax_support::{parse_err, parse_ok, sexpr};
+use syntax_support::{bind_sexpr, parse_err, parse_ok, sexpr};
 
 /// `/main.mcl @ l:c-l:c` of a span in `text`.
 fn byline(text: &str, span: Span) -> String {
@@ -115,6 +115,7 @@ fn resource_bodies() {
             ResEntryKind::Field { name, cond, value } => {
                 format!("{} {} {}", name.name, cond.as_deref().map_or("-".into(), sexpr), sexpr(value))
             }
+            ResEntryKind::Append { name, value } => format!("{} +> {}", name.name, sexpr(value)),
             ResEntryKind::Edge { prop, cond, target } => format!(
                 "{} {} {}[{}]",
                 prop.name,
@@ -164,8 +165,9 @@ fn edges_and_send_recv() {
         .stmts
         .iter()
         .map(|s| match &s.kind {
-            StmtKind::Edge { halves } => halves
+            StmtKind::Edge { sides, .. } => sides
                 .iter()
+                .flat_map(|side| &side.refs)
                 .map(|h| format!("{}[{}]{}", h.kind.name, sexpr(&h.name), h.field.as_ref().map_or("", |f| &f.name)))
                 .collect(),
             other => panic!("{other:?}"),
@@ -183,6 +185,52 @@ fn edges_and_send_recv() {
     parse_err("Exec[\"e\"].stdout -> File[\"a\"].content -> File[\"b\"].content\n");
     parse_err("Exec[\"e\"].stdout -> File[\"a\"]\n");
     parse_err("Exec[\"e\"].stdout\n");
+}
+
+/// Each relationship statement as `side op side op ...`, a side as `[ref ref]`.
+fn relationships(text: &str) -> Vec<String> {
+    parse_ok(text)
+        .stmts
+        .iter()
+        .map(|s| match &s.kind {
+            StmtKind::Edge { sides, links } => {
+                let side = |i: usize| {
+                    let refs: Vec<String> =
+                        sides[i].refs.iter().map(|h| format!("{}[{}]", h.kind.name, sexpr(&h.name))).collect();
+                    if refs.len() == 1 { refs[0].clone() } else { format!("[{}]", refs.join(" ")) }
+                };
+                let mut out = side(0);
+                for (i, link) in links.iter().enumerate() {
+                    out.push_str(&format!(" {} {}", link.text(), side(i + 1)));
+                }
+                out
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect()
+}
+
+#[test]
+fn relationship_operators_lists_and_chains() {
+    assert_eq!(
+        relationships(
+            "File[\"a\"] ~> Exec[\"x\"]\nExec[\"x\"] <- File[\"a\"]\nSvc[\"s\"] <~ File[\"a\"] -> Exec[\"x\"]\n"
+        ),
+        vec![r#"file["a"] ~> exec["x"]"#, r#"exec["x"] <- file["a"]"#, r#"svc["s"] <~ file["a"] -> exec["x"]"#]
+    );
+    // A side may be a list of references, over several lines, with a trailing comma.
+    assert_eq!(
+        relationships("[File[\"a\"], File[\"b\"],] ~> [\n\tExec[\"x\"],\n\tSvc[\"s\"],\n]\n"),
+        vec![r#"[file["a"] file["b"]] ~> [exec["x"] svc["s"]]"#]
+    );
+    // `<-` is `<` and `-` side by side; elsewhere they keep their meaning: `$a<-1` compares.
+    assert_eq!(bind_sexpr("$x = $a<-1\n"), "(< $a -1)");
+    // Send/recv flows one way, between single references.
+    let d = parse_err("Exec[\"e\"].stdout ~> File[\"a\"].content\n");
+    assert!(d[0].message.contains("written with `->`, not `~>`"), "{}", d[0].message);
+    parse_err("[Exec[\"e\"].stdout] -> File[\"a\"].content\n");
+    let d = parse_err("File[\"a\"] -> [File[\"b\"] File[\"c\"]]\n");
+    assert!(d[0].message.contains("expected `,` or `]`"), "{}", d[0].message);
 }
 
 #[test]

@@ -5,7 +5,8 @@ use super::{Fail, PResult, Parser};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
-    EdgeHalf, Expr, ExprKind, Ident, ImportAlias, Lambda, ResEntry, ResEntryKind, Resource, Stmt, StmtKind, TypeAnn,
+    EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, ResEntry, ResEntryKind, Resource, Stmt,
+    StmtKind, TypeAnn,
 };
 use crate::syntax::token::Tok;
 use crate::types::Type;
@@ -35,7 +36,8 @@ impl Parser<'_> {
                 StmtKind::Resource(self.resource(true)?)
             }
             Tok::Ident(_) => StmtKind::Resource(self.resource(false)?),
-            Tok::Cap(_) => self.edge_stmt()?,
+            Tok::Cap(_) => self.cap_stmt()?,
+            Tok::LBrack => self.edge_stmt()?,
             Tok::Else => {
                 let note = "`else` must be on the same line as the `}` that closes the if branch: `} else {`";
                 return Err(self.unexpected_note(STMT_START, Some(note)));
@@ -261,6 +263,12 @@ impl Parser<'_> {
         if !self.at(&Tok::LBrace) {
             return Err(self.unexpected("`{` to start the resource body"));
         }
+        let entries = self.res_body()?;
+        Ok(Resource { kind, name, entries, collect })
+    }
+
+    /// `"{" { NL | entry } "}"`: the body of a resource, defaults, an override or a collector.
+    fn res_body(&mut self) -> PResult<Vec<ResEntry>> {
         self.open(&Tok::LBrace)?;
         let mut entries = Vec::new();
         loop {
@@ -281,7 +289,20 @@ impl Parser<'_> {
             }
         }
         self.close(&Tok::RBrace, "`}` or a resource field")?;
-        Ok(Resource { kind, name, entries, collect })
+        Ok(entries)
+    }
+
+    /// A statement that starts with a capitalised kind: defaults (`File { … }`), an
+    /// override (`File["/a"] { … }`) or a relationship (`File["/a"] -> …`).
+    fn cap_stmt(&mut self) -> PResult<StmtKind> {
+        let start = self.pos;
+        let kind = self.cap_name()?;
+        if self.at(&Tok::LBrace) {
+            let entries = self.res_body()?;
+            return Ok(StmtKind::Defaults { kind, entries });
+        }
+        self.pos = start;
+        self.edge_stmt()
     }
 
     /// One `... ,` entry of a resource body.
@@ -290,9 +311,14 @@ impl Parser<'_> {
         let kind = match self.peek() {
             Tok::Ident(_) => {
                 let name = self.plain_ident("a field name")?;
-                self.expect(&Tok::Rocket, "`=>` after the field name")?;
-                let (cond, value) = self.maybe_elvis()?;
-                ResEntryKind::Field { name, cond: cond.map(Box::new), value }
+                if self.eat(&Tok::Append).is_some() {
+                    let value = self.expr()?;
+                    ResEntryKind::Append { name, value }
+                } else {
+                    self.expect(&Tok::Rocket, "`=>` after the field name")?;
+                    let (cond, value) = self.maybe_elvis()?;
+                    ResEntryKind::Field { name, cond: cond.map(Box::new), value }
+                }
             }
             Tok::Cap(word) if word == "meta" => {
                 self.bump();
@@ -369,23 +395,81 @@ impl Parser<'_> {
         Ok(EdgeHalf { span: kind.span.to(end), kind, name, field })
     }
 
-    /// `edge = edge_half { "->" edge_half }`, or a send/recv pair
-    /// `edge_half "." IDENT "->" edge_half "." IDENT`.
+    /// `edge = side { link side }` with `link = "->" | "~>" | "<-" | "<~"`, or a send/recv
+    /// pair `edge_half "." IDENT "->" edge_half "." IDENT`.
     fn edge_stmt(&mut self) -> PResult<StmtKind> {
-        let mut halves = vec![self.edge_half(true)?];
-        while self.eat(&Tok::Arrow).is_some() {
-            halves.push(self.edge_half(true)?);
+        let mut sides = vec![self.edge_side()?];
+        if self.at(&Tok::LBrace) && sides[0].refs.len() == 1 && sides[0].refs[0].field.is_none() {
+            let target = sides.pop().and_then(|side| side.refs.into_iter().next()).expect("one reference");
+            let entries = self.res_body()?;
+            return Ok(StmtKind::Override { target, entries });
         }
-        let with_field = halves.iter().filter(|h| h.field.is_some()).count();
-        if with_field > 0 && (halves.len() != 2 || with_field != 2) {
-            let span = halves[0].span.to(halves[halves.len() - 1].span);
-            let note = "send/recv is written `Kind1[name1].field1 -> Kind2[name2].field2`";
-            return Err(self.error_note(
-                "syntax error: a send/recv edge needs exactly two halves, each with a `.field`",
-                span,
-                note,
-            ));
+        let mut links = Vec::new();
+        while let Some(link) = self.edge_link() {
+            links.push(link);
+            sides.push(self.edge_side()?);
         }
-        Ok(StmtKind::Edge { halves })
+        let refs = || sides.iter().flat_map(|side| &side.refs);
+        let with_field = refs().filter(|h| h.field.is_some()).count();
+        if with_field > 0 {
+            let plain_pair = sides.len() == 2 && sides.iter().all(|s| s.refs.len() == 1) && with_field == 2;
+            let span = sides[0].span.to(sides[sides.len() - 1].span);
+            if !plain_pair {
+                let note = "send/recv is written `Kind1[name1].field1 -> Kind2[name2].field2`";
+                return Err(self.error_note(
+                    "syntax error: a send/recv edge needs exactly two halves, each with a `.field`",
+                    span,
+                    note,
+                ));
+            }
+            if links[0].notify || links[0].backward {
+                let note = "send/recv flows left to right: `Kind1[name1].field1 -> Kind2[name2].field2`";
+                let message = format!("syntax error: a send/recv edge is written with `->`, not `{}`", links[0].text());
+                return Err(self.error_note(message, links[0].span, note));
+            }
+        }
+        Ok(StmtKind::Edge { sides, links })
+    }
+
+    /// One side of a relationship: `edge_half`, or `"[" edge_half { "," edge_half } [","] "]"`.
+    fn edge_side(&mut self) -> PResult<EdgeSide> {
+        if !self.at(&Tok::LBrack) {
+            let half = self.edge_half(true)?;
+            return Ok(EdgeSide { span: half.span, refs: vec![half] });
+        }
+        let open = self.open(&Tok::LBrack)?;
+        let mut refs = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(&Tok::RBrack) {
+                break;
+            }
+            refs.push(self.edge_half(false)?);
+            self.skip_newlines();
+            if self.eat(&Tok::Comma).is_none() {
+                self.skip_newlines();
+                break;
+            }
+        }
+        let close = self.close(&Tok::RBrack, "`,` or `]`")?;
+        Ok(EdgeSide { refs, span: open.to(close) })
+    }
+
+    /// A relationship operator, if one comes next. `<-` is two tokens, `<` and `-`, written
+    /// side by side.
+    fn edge_link(&mut self) -> Option<EdgeLink> {
+        let (notify, backward) = match self.peek() {
+            Tok::Arrow => (false, false),
+            Tok::NotifyArrow => (true, false),
+            Tok::NotifyBack => (true, true),
+            Tok::Lt if matches!(self.peek_at(1), Tok::Minus) && self.span_at(1).start == self.span().end => {
+                let lt = self.bump().1;
+                let minus = self.bump().1;
+                return Some(EdgeLink { notify: false, backward: true, span: lt.to(minus) });
+            }
+            _ => return None,
+        };
+        let span = self.bump().1;
+        Some(EdgeLink { notify, backward, span })
     }
 }

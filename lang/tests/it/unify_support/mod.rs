@@ -108,7 +108,13 @@ impl B {
         let span = self.stmt_span();
         let fields: Vec<IrField> = fields
             .into_iter()
-            .map(|(n, v)| IrField { name: n.into(), value: v, cond: None, span: self.stmt_span() })
+            .map(|(n, v)| IrField {
+                origin: Default::default(),
+                name: n.into(),
+                value: v,
+                cond: None,
+                span: self.stmt_span(),
+            })
             .collect();
         let spans = fields.iter().map(|f| f.span).collect();
         self.g.stmts.push(IrStmt::Resource(IrResource {
@@ -137,7 +143,9 @@ impl B {
 
     pub fn edge(&mut self, halves: Vec<IrEdgeHalf>) -> Span {
         let span = self.stmt_span();
-        self.g.stmts.push(IrStmt::Edge(IrEdge { halves, span }));
+        let links = vec![IrEdgeLink { notify: false, backward: false }; halves.len().saturating_sub(1)];
+        let sides = halves.into_iter().map(|h| vec![h]).collect();
+        self.g.stmts.push(IrStmt::Edge(IrEdge { sides, links, span }));
         span
     }
 

@@ -1,0 +1,191 @@
+//! Puppet's catalog expressions in mcl, end to end through the real binary: relationship
+//! operators (`->`, `~>`, `<-`, `<~`) in `tend graph --format json` and in `tend run`.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+const TEND: &str = env!("CARGO_BIN_EXE_tend");
+
+fn tend(dir: &Path, cmd: &str, args: &[&str]) -> Output {
+    let mut c = Command::new(TEND);
+    c.arg(cmd).arg(dir.join("main.mcl"));
+    if cmd == "run" {
+        c.args(["--prefix", &dir.join("state").display().to_string(), "--converged-timeout", "0"]);
+    }
+    c.args(args).output().expect("tend runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A config file and a `refreshonly` exec that logs each run, related by `link` (the exec
+/// on the side `link` names: `~>` writes the file first, `<~` the exec first).
+fn notify_program(root: &Path, content: &str, link: &str) -> String {
+    let r = root.display();
+    let (left, right) = match link {
+        "<~" | "<-" => ("Exec[\"reload\"]", format!("File[\"{r}/app.conf\"]")),
+        _ => ("", String::new()),
+    };
+    let relation = if left.is_empty() {
+        format!("File[\"{r}/app.conf\"] {link} Exec[\"reload\"]")
+    } else {
+        format!("{left} {link} {right}")
+    };
+    format!(
+        "file \"{r}/app.conf\" {{\n\tstate => \"exists\",\n\tcontent => \"{content}\",\n}}\n\
+         exec \"reload\" {{\n\tcmd => \"echo reloaded >> {r}/reloads\",\n\tshell => \"/bin/sh\",\n\trefreshonly => true,\n}}\n\
+         {relation}\n"
+    )
+}
+
+fn reloads(root: &Path) -> usize {
+    std::fs::read_to_string(root.join("reloads")).unwrap_or_default().lines().count()
+}
+
+#[test]
+fn a_notifying_relationship_refreshes_a_refreshonly_exec_only_when_the_file_changes() {
+    for link in ["~>", "<~"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let run = |content: &str| {
+            std::fs::write(root.join("main.mcl"), notify_program(root, content, link)).unwrap();
+            let out = tend(root, "run", &[]);
+            assert!(out.status.success(), "{link}: stderr: {}", text(&out.stderr));
+        };
+        run("v1");
+        assert_eq!(reloads(root), 1, "{link}: the file was created, so the exec ran once");
+        run("v1");
+        assert_eq!(reloads(root), 1, "{link}: nothing changed, so nothing was notified");
+        run("v2");
+        assert_eq!(reloads(root), 2, "{link}: the content changed, so the exec ran again");
+        assert_eq!(std::fs::read_to_string(root.join("app.conf")).unwrap(), "v2");
+    }
+}
+
+#[test]
+fn an_ordering_relationship_does_not_refresh() {
+    for link in ["->", "<-"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("main.mcl"), notify_program(root, "v1", link)).unwrap();
+        let out = tend(root, "run", &[]);
+        assert!(out.status.success(), "{link}: stderr: {}", text(&out.stderr));
+        assert_eq!(reloads(root), 0, "{link}: a refreshonly exec runs only when notified");
+    }
+}
+
+#[test]
+fn the_json_graph_marks_notify_edges_and_follows_the_arrows() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "test \"a\" {}\ntest \"b\" {}\ntest \"c\" {}\ntest \"d\" {}\n\
+                   Test[\"a\"] ~> Test[\"b\"] <- Test[\"c\"]\n[Test[\"a\"], Test[\"c\"],] <~ Test[\"d\"]\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "graph", &["--format", "json"]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let graph: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let mut edges: Vec<(String, String, bool)> = graph["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["from"].as_str().unwrap().into(), e["to"].as_str().unwrap().into(), e["notify"] == true))
+        .collect();
+    edges.sort();
+    let e = |from: &str, to: &str, notify| (format!("test[{from}]"), format!("test[{to}]"), notify);
+    assert_eq!(edges, vec![e("a", "b", true), e("c", "b", false), e("d", "a", true), e("d", "c", true)]);
+}
+
+#[test]
+fn a_relationship_to_a_missing_resource_points_at_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), "test \"a\" {}\nTest[\"a\"] ~> [Test[\"a\"], Test[\"nope\"]]\n")
+        .unwrap();
+    let out = tend(dir.path(), "graph", &[]);
+    assert!(!out.status.success());
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        stdout.trim(),
+        "# err: errInterpret: edge cannot find resource kind: test named: `nope`: /main.mcl @ 2:26-2:38",
+        "stderr: {}",
+        text(&out.stderr)
+    );
+}
+
+/// The params of each vertex of `tend graph --format json`, by name.
+fn params_by_name(dir: &Path) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let out = tend(dir, "graph", &["--format", "json"]);
+    assert!(out.status.success(), "stdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
+    let graph: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    graph["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap().into(), v["params"].clone()))
+        .collect()
+}
+
+#[test]
+fn defaults_are_lexical_and_overrides_fill_in_or_replace_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"File {
+	mode => "0600",
+	owner => "root",
+}
+file "/a" {
+	content => "one",
+}
+file "/b" {
+	mode => "0644",
+}
+if true {
+	File {
+		mode => "0640",
+	}
+	file "/c" {}
+}
+class web() {
+	file "/d" {}
+}
+include web
+File["/a"] {
+	mode => "0444",
+	group => "root",
+}
+File[["/b", "/c"]] {
+	fragments +> ["/f1"],
+}
+File["/c"] {
+	fragments +> ["/f2"],
+}
+"#;
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let params = params_by_name(dir.path());
+    let p = |name: &str, key: &str| params[name].get(key).cloned().unwrap_or(serde_json::Value::Null);
+    // The body wins over a default, an inner default over an outer one, and a class
+    // defined in the block sees the block's defaults.
+    assert_eq!(
+        (p("/a", "owner"), p("/b", "mode"), p("/c", "mode"), p("/d", "mode")),
+        ("root".into(), "0644".into(), "0640".into(), "0600".into())
+    );
+    // An override replaces what a default gave and fills in what nothing set.
+    assert_eq!((p("/a", "mode"), p("/a", "group"), p("/a", "content")), ("0444".into(), "root".into(), "one".into()));
+    // `+>` appends, in statement order; a list of names overrides each.
+    assert_eq!(p("/b", "fragments"), serde_json::json!(["/f1"]));
+    assert_eq!(p("/c", "fragments"), serde_json::json!(["/f1", "/f2"]));
+}
+
+#[test]
+fn defaults_inside_a_class_apply_when_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    let program = format!(
+        "class site($root) {{\n\tFile {{\n\t\tstate => \"exists\",\n\t\tmode => \"0640\",\n\t}}\n\tfile \"${{root}}/a\" {{\n\t\tcontent => \"a\",\n\t}}\n\tfile \"${{root}}/b\" {{\n\t\tcontent => \"b\",\n\t\tmode => \"0600\",\n\t}}\n}}\ninclude site(\"{r}\")\n"
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "run", &[]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &str| std::fs::metadata(dir.path().join(f)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(std::fs::read_to_string(dir.path().join("a")).unwrap(), "a");
+    assert_eq!((mode("a"), mode("b")), (0o640, 0o600));
+}
