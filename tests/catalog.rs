@@ -189,3 +189,76 @@ fn defaults_inside_a_class_apply_when_run() {
     assert_eq!(std::fs::read_to_string(dir.path().join("a")).unwrap(), "a");
     assert_eq!((mode("a"), mode("b")), (0o640, 0o600));
 }
+
+#[test]
+fn collectors_realize_virtual_resources_and_override_what_they_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = r#"$role = "web"
+@file "/v1" {
+	content => "one",
+	Meta:tags => ["web"],
+}
+@file "/v2" {
+	content => "two",
+}
+@file "/v3" {}
+@file "/never" {}
+@@file "/exported" {}
+file "/real" {
+	content => "two",
+}
+File <| tag == $role or (content == "two" and title != "/real") |> {
+	mode => "0600",
+}
+realize(File["/v3"], File["/v3"])
+exec "x" {
+	cmd => "true",
+}
+File <| title == "/real" |> ~> Exec["x"]
+Exec["x"] -> File <| title == "/nothing" |>
+File <<| |>>
+"#;
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "graph", &["--format", "json"]);
+    assert!(out.status.success(), "stdout: {}\nstderr: {}", text(&out.stdout), text(&out.stderr));
+    let graph: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let vertices: Vec<(String, serde_json::Value, serde_json::Value)> = graph["vertices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["name"].as_str().unwrap().to_string(), v["params"]["mode"].clone(), v["meta"]["export"].clone()))
+        .collect();
+    let names: Vec<&str> = vertices.iter().map(|(n, ..)| n.as_str()).collect();
+    // Realized by the collector (by tag, by param), by `realize` (twice is once), and by the
+    // exported collector; `/never` is silently absent.
+    assert_eq!(names, vec!["/v1", "/v2", "/v3", "/exported", "/real", "x"]);
+    let mode = |n: &str| vertices.iter().find(|(name, ..)| name == n).unwrap().1.clone();
+    assert_eq!(
+        (mode("/v1"), mode("/v2"), mode("/v3"), mode("/real")),
+        ("0600".into(), "0600".into(), serde_json::Value::Null, serde_json::Value::Null)
+    );
+    assert_eq!(vertices[3].2, serde_json::json!(["*"]), "@@ exports to every host");
+    // A collector side relates every match; one that matches nothing is no edge.
+    let edges = graph["edges"].as_array().unwrap();
+    assert_eq!(edges.len(), 1, "{edges:?}");
+    assert_eq!(
+        (edges[0]["from"].as_str(), edges[0]["to"].as_str(), &edges[0]["notify"]),
+        (Some("file[/real]"), Some("exec[x]"), &serde_json::json!(true))
+    );
+}
+
+#[test]
+fn a_collector_realizes_virtual_files_when_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    let program = format!(
+        "for $i, $n in [\"a\", \"b\", \"c\"] {{\n\t@file \"{r}/${{n}}\" {{\n\t\tstate => \"exists\",\n\t\tcontent => $n,\n\t\tMeta:tags => [$n],\n\t}}\n}}\nFile <| tag == \"a\" or tag == \"c\" |> {{\n\tmode => \"0600\",\n}}\n"
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "run", &[]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(std::fs::read_to_string(dir.path().join("a")).unwrap(), "a");
+    assert_eq!(std::fs::metadata(dir.path().join("c")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert!(!dir.path().join("b").exists(), "a virtual file nothing realized is not made");
+}

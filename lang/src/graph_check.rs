@@ -18,7 +18,12 @@ pub fn check(graph: &FuncGraph) -> Diagnostics {
                 stack.extend(then.iter().rev());
             }
             IrStmt::For { body, .. } => stack.extend(body.iter().rev()),
-            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => {}
+            IrStmt::Edge(_)
+            | IrStmt::Panic { .. }
+            | IrStmt::Defaults { .. }
+            | IrStmt::Override { .. }
+            | IrStmt::Collect(_)
+            | IrStmt::Realize { .. } => {}
         }
     }
     diags
@@ -71,6 +76,8 @@ mod tests {
             edges: vec![],
             metas,
             collect: false,
+            virtuality: Default::default(),
+            classes: Vec::new(),
             span,
         };
         g.stmts.push(IrStmt::If { cond: v, then: vec![IrStmt::Resource(res)], els: vec![], span });

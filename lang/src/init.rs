@@ -8,7 +8,7 @@ use std::collections::HashSet;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
-    Expr, ExprKind, File, Ident, Lambda, Param, ResEntry, ResEntryKind, Resource, Stmt, StmtKind,
+    Collector, Expr, ExprKind, File, Ident, Lambda, Param, Query, ResEntry, ResEntryKind, Resource, Stmt, StmtKind,
 };
 use crate::types::Type;
 
@@ -121,13 +121,18 @@ impl Ctx {
             }
             StmtKind::Resource(res) => self.resource(res, stmt.span),
             StmtKind::Defaults { entries, .. } => self.body(entries, stmt.span, Body::Defaults),
+            StmtKind::Collect(c) => self.collector(c),
+            StmtKind::Realize { refs } => refs.iter().for_each(|r| self.expr(&r.name)),
             StmtKind::Override { target, entries } => {
                 self.expr(&target.name);
                 self.body(entries, stmt.span, Body::Override);
             }
             StmtKind::Edge { sides, .. } => {
-                for half in sides.iter().flat_map(|side| &side.refs) {
-                    self.expr(&half.name);
+                for side in sides {
+                    side.refs.iter().for_each(|half| self.expr(&half.name));
+                    if let Some(c) = &side.collector {
+                        self.collector(c);
+                    }
                 }
             }
         }
@@ -139,6 +144,13 @@ impl Ctx {
         }
         self.expr(&res.name);
         self.body(&res.entries, span, Body::Resource);
+    }
+
+    fn collector(&mut self, c: &Collector) {
+        for value in c.query.iter().flat_map(Query::values) {
+            self.expr(value);
+        }
+        self.body(&c.entries, c.span, Body::Override);
     }
 
     /// The entries of a resource, defaults or override body.
@@ -196,7 +208,7 @@ impl Ctx {
                 }
                 ResEntryKind::Meta { name, cond, value } => {
                     if let Some(name) = name {
-                        if !META_PARAMS.contains(&name.name.as_str()) {
+                        if !META_PARAMS.contains(&name.name.as_str()) && name.name != "tags" {
                             self.diags.push(
                                 Diagnostic::new(Stage::Init, format!("invalid property: `{}`", name.name), name.span)
                                     .with_code(Code::InvalidProperty)

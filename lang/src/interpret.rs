@@ -1,7 +1,9 @@
 //! Interpretation (errInterpret): one evaluation's [`Output`] becomes a [`ResGraph`] by
 //! the rules of spec 3.12 and 3.6.
 //!
-//! Steps: apply overrides to the declarations they name (`overrides`); build and validate
+//! Steps: realize virtual resources, apply collectors' overrides and expand relationships
+//! with collector sides (`collect`); apply overrides to the declarations they name
+//! (`overrides`); build and validate
 //! every declared resource (`build`); merge duplicates
 //! (`merge`: hidden, exported and normal duplicates); resolve body edges and edge
 //! statements to vertices, deduplicate them and attach send/recv (`edges`); reject
@@ -9,6 +11,7 @@
 //! every independent problem; edges to a resource that failed are not reported again.
 
 mod build;
+mod collect;
 mod edges;
 mod merge;
 mod overrides;
@@ -17,13 +20,23 @@ pub use merge::{MergeOutcome, merge_duplicate};
 
 use crate::catalog::Catalog;
 use crate::diag::Diagnostics;
-use crate::output::Output;
+use crate::output::{Output, Virtuality};
 use crate::resgraph::ResGraph;
 
 /// Builds the resource graph of one evaluation.
 pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut graph = ResGraph::default();
+    let collected;
+    let out = if out.collectors.is_empty()
+        && out.realized.is_empty()
+        && out.resources.iter().all(|r| r.virtuality == Virtuality::Real)
+    {
+        out
+    } else {
+        collected = collect::apply(out, &mut diags);
+        &collected
+    };
     let overridden;
     let out = if out.overrides.is_empty() {
         out

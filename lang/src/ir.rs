@@ -158,6 +158,13 @@ pub enum IrStmt {
         metas: Vec<IrMeta>,
         span: Span,
     },
+    /// `Kind <| query |> [{ … }]`: realizes and overrides what it matches.
+    Collect(IrCollector),
+    /// `realize(Kind[name], …)`.
+    Realize {
+        refs: Vec<IrEdgeHalf>,
+        span: Span,
+    },
     /// `Kind[name] { … }`: sets params of resources declared elsewhere.
     Override {
         target: IrEdgeHalf,
@@ -198,6 +205,9 @@ pub struct IrResource {
     pub edges: Vec<IrBodyEdge>,
     pub metas: Vec<IrMeta>,
     pub collect: bool,
+    pub virtuality: crate::syntax::ast::Virtuality,
+    /// The classes whose bodies declared it, outermost first (its implicit tags).
+    pub classes: Vec<String>,
     pub span: Span,
 }
 
@@ -266,11 +276,11 @@ pub struct IrEdgeHalf {
     pub span: Span,
 }
 
-/// A relationship chain: `links[i]` relates every reference of `sides[i]` to every one of
+/// A relationship chain: `links[i]` relates every resource of `sides[i]` to every one of
 /// `sides[i + 1]`.
 #[derive(Clone, Debug)]
 pub struct IrEdge {
-    pub sides: Vec<Vec<IrEdgeHalf>>,
+    pub sides: Vec<IrSide>,
     pub links: Vec<IrEdgeLink>,
     pub span: Span,
 }
@@ -278,7 +288,47 @@ pub struct IrEdge {
 impl IrEdge {
     /// Every reference, in source order.
     pub fn halves(&self) -> impl Iterator<Item = &IrEdgeHalf> {
-        self.sides.iter().flatten()
+        self.sides.iter().flat_map(|side| &side.refs)
+    }
+}
+
+/// One side of a relationship: references, or a collector (every resource it matches).
+#[derive(Clone, Debug, Default)]
+pub struct IrSide {
+    pub refs: Vec<IrEdgeHalf>,
+    pub collector: Option<IrCollector>,
+}
+
+/// A collector: the resources of `kind` its query matches (`exported`: exported ones only).
+#[derive(Clone, Debug)]
+pub struct IrCollector {
+    pub kind: String,
+    pub kind_span: Span,
+    pub exported: bool,
+    pub query: Option<IrQuery>,
+    /// The override block, applied once to each match.
+    pub fields: Vec<IrOverrideField>,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug)]
+pub enum IrQuery {
+    Compare { attr: String, equal: bool, value: NodeId, span: Span },
+    And(Box<IrQuery>, Box<IrQuery>),
+    Or(Box<IrQuery>, Box<IrQuery>),
+}
+
+impl IrQuery {
+    /// Every comparison, in source order.
+    pub fn compares(&self) -> Vec<(&str, NodeId, Span)> {
+        match self {
+            IrQuery::Compare { attr, value, span, .. } => vec![(attr.as_str(), *value, *span)],
+            IrQuery::And(a, b) | IrQuery::Or(a, b) => {
+                let mut out = a.compares();
+                out.extend(b.compares());
+                out
+            }
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 
 use crate::ir::EdgeProp;
 use crate::span::Span;
+pub use crate::syntax::ast::Virtuality;
 use crate::value::Value;
 
 /// One resource as a statement produced it (a list-named resource produces one each).
@@ -23,8 +24,34 @@ pub struct ResDecl {
     /// Edge properties of the body whose condition held.
     pub edges: Vec<BodyEdge>,
     pub collect: bool,
+    /// `@kind` or `@@kind`: left out unless a collector or `realize` names it.
+    pub virtuality: Virtuality,
+    /// The classes whose bodies declared it (with its kind, its implicit tags).
+    pub classes: Vec<String>,
     /// The whole resource statement.
     pub span: Span,
+}
+
+impl ResDecl {
+    /// Its tags: its kind, the classes that declared it, and its `Meta:tags`.
+    pub fn tags(&self) -> Vec<String> {
+        let mut tags = vec![self.kind.clone()];
+        tags.extend(self.classes.iter().cloned());
+        for (name, value, _) in &self.metas {
+            if name == "tags"
+                && let Value::List(items) = value
+            {
+                tags.extend(items.iter().filter_map(|t| t.as_str().map(str::to_string)));
+            }
+        }
+        tags
+    }
+
+    /// Whether it is exported (`@@kind`, or `Meta:export` naming any host).
+    pub fn exported(&self) -> bool {
+        self.virtuality == Virtuality::Exported
+            || self.metas.iter().any(|(n, v, _)| n == "export" && matches!(v, Value::List(l) if !l.is_empty()))
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +81,36 @@ pub struct EdgeEnd {
     /// Send/recv field name.
     pub field: Option<String>,
     /// The reference as written (`File["/a"]`).
+    pub span: Span,
+    /// A collector side: every resource `Output::collectors[i]` matches (`name` unused).
+    pub collector: Option<usize>,
+}
+
+/// One collector, evaluated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectorDecl {
+    pub kind: String,
+    /// `<<| |>>`: exported resources only.
+    pub exported: bool,
+    pub query: Option<Query>,
+    /// The override block, applied once to each match.
+    pub params: Vec<OverrideParam>,
+    pub span: Span,
+}
+
+/// A collector's query with its values.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Query {
+    Compare { attr: String, equal: bool, value: Value, span: Span },
+    And(Box<Query>, Box<Query>),
+    Or(Box<Query>, Box<Query>),
+}
+
+/// A `realize(Kind[name])`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RealizeDecl {
+    pub kind: String,
+    pub name: String,
     pub span: Span,
 }
 
@@ -85,4 +142,6 @@ pub struct Output {
     pub resources: Vec<ResDecl>,
     pub edges: Vec<EdgeDecl>,
     pub overrides: Vec<OverrideDecl>,
+    pub collectors: Vec<CollectorDecl>,
+    pub realized: Vec<RealizeDecl>,
 }

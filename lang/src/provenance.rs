@@ -475,7 +475,12 @@ fn walk<'a>(
                 walk(body, stack, counter, f);
                 stack.pop();
             }
-            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => {}
+            IrStmt::Edge(_)
+            | IrStmt::Panic { .. }
+            | IrStmt::Defaults { .. }
+            | IrStmt::Override { .. }
+            | IrStmt::Collect(_)
+            | IrStmt::Realize { .. } => {}
         }
     }
 }
@@ -516,7 +521,12 @@ fn locate(stmts: &[IrStmt], id: usize, counter: &mut usize, path: &mut Vec<(usiz
             }
             IrStmt::If { then, els, .. } => vec![(then, 0), (els, 1)],
             IrStmt::For { body, .. } => vec![(body, 0)],
-            IrStmt::Edge(_) | IrStmt::Panic { .. } | IrStmt::Defaults { .. } | IrStmt::Override { .. } => continue,
+            IrStmt::Edge(_)
+            | IrStmt::Panic { .. }
+            | IrStmt::Defaults { .. }
+            | IrStmt::Override { .. }
+            | IrStmt::Collect(_)
+            | IrStmt::Realize { .. } => continue,
         };
         for (list, branch) in branches {
             path.push((i, branch));
@@ -551,6 +561,8 @@ mod tests {
             edges: vec![],
             metas: vec![],
             collect: false,
+            virtuality: Default::default(),
+            classes: Vec::new(),
             span: Span::default(),
         })
     }

@@ -77,6 +77,8 @@ pub struct Meta {
     pub reverse: bool,
     pub autoedge: bool,
     pub autogroup: bool,
+    /// Puppet's tags (`Meta:tags`), for collectors; only set one by one.
+    pub tags: Vec<String>,
 }
 
 impl Default for Meta {
@@ -100,6 +102,7 @@ impl Default for Meta {
             reverse: false,
             autoedge: true,
             autogroup: true,
+            tags: Vec::new(),
         }
     }
 }
@@ -107,7 +110,7 @@ impl Default for Meta {
 impl Meta {
     /// Every field as `(name, value)` in the order of spec 3.5.4, for comparisons and
     /// messages.
-    pub fn entries(&self) -> [(&'static str, Value); 18] {
+    pub fn entries(&self) -> [(&'static str, Value); 19] {
         let strs = |l: &[String]| Value::list(l.iter().map(Value::str).collect());
         [
             ("noop", Value::Bool(self.noop)),
@@ -128,6 +131,7 @@ impl Meta {
             ("reverse", Value::Bool(self.reverse)),
             ("autoedge", Value::Bool(self.autoedge)),
             ("autogroup", Value::Bool(self.autogroup)),
+            ("tags", strs(&self.tags)),
         ]
     }
 }

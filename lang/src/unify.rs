@@ -19,7 +19,7 @@ mod speculate;
 mod stmts;
 mod table;
 
-pub use meta::{META_PARAMS, MetaKind, meta_param_type, meta_struct_type};
+pub use meta::{EXTRA_META_PARAMS, META_PARAMS, MetaKind, meta_param_type, meta_struct_type};
 pub use speculate::static_type;
 
 use crate::catalog::Catalog;

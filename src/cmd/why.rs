@@ -283,6 +283,8 @@ fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> Fu
                 edges: Vec::new(),
                 metas: Vec::new(),
                 collect: false,
+                virtuality: Default::default(),
+                classes: Vec::new(),
                 span: r.span,
             }),
         ));

@@ -3,8 +3,10 @@
 //! loop bodies are walked once per element with the loop parameters bound.
 
 use lang::diag::{Diagnostic, Stage};
-use lang::ir::{IrEdge, IrEdgeHalf, IrResource, IrStmt, NodeId, Origin};
-use lang::output::{BodyEdge, EdgeDecl, EdgeEnd, Output, OverrideDecl, OverrideParam, ResDecl};
+use lang::ir::{IrCollector, IrEdge, IrEdgeHalf, IrQuery, IrResource, IrStmt, NodeId, Origin};
+use lang::output::{
+    BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, Output, OverrideDecl, OverrideParam, Query, RealizeDecl, ResDecl,
+};
 use lang::span::Span;
 use lang::value::{Env, Value};
 
@@ -71,6 +73,15 @@ impl Walker<'_> {
                 _ => Ok(()),
             },
             IrStmt::Defaults { .. } => Ok(()),
+            IrStmt::Collect(c) => self.collector(c, env).map(drop),
+            IrStmt::Realize { refs, .. } => {
+                for r in refs {
+                    for name in self.names(r.name, env, r.span)?.unwrap_or_default() {
+                        self.out.realized.push(RealizeDecl { kind: r.kind.clone(), name, span: r.span });
+                    }
+                }
+                Ok(())
+            }
             IrStmt::Override { target, fields, span } => {
                 let names = self.names(target.name, env, target.span)?;
                 let mut params = Vec::new();
@@ -141,6 +152,8 @@ impl Walker<'_> {
                 metas: metas.clone(),
                 edges: edges.clone(),
                 collect: r.collect,
+                virtuality: r.virtuality,
+                classes: r.classes.clone(),
                 span: r.span,
             });
         }
@@ -151,8 +164,20 @@ impl Walker<'_> {
         let mut sides: Vec<Vec<EdgeEnd>> = Vec::with_capacity(e.sides.len());
         for side in &e.sides {
             let mut ends = Vec::new();
-            for half in side {
+            for half in &side.refs {
                 ends.extend(self.ends(half, env)?.unwrap_or_default());
+            }
+            if let Some(c) = &side.collector
+                && let Some(i) = self.collector(c, env)?
+            {
+                let end = EdgeEnd {
+                    kind: c.kind.clone(),
+                    name: String::new(),
+                    field: None,
+                    span: c.span,
+                    collector: Some(i),
+                };
+                ends.push(end);
             }
             sides.push(ends);
         }
@@ -168,11 +193,63 @@ impl Walker<'_> {
         Ok(())
     }
 
+    /// Evaluates a collector into the output; its index there.
+    fn collector(&mut self, c: &IrCollector, env: &Env) -> Step<usize> {
+        let query = match &c.query {
+            Some(q) => match self.query(q, env)? {
+                Some(q) => Some(q),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        let mut params = Vec::new();
+        for f in &c.fields {
+            match self.value(f.value, env)? {
+                Some(value) => {
+                    params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span })
+                }
+                None => return Ok(None),
+            }
+        }
+        self.out.collectors.push(CollectorDecl {
+            kind: c.kind.clone(),
+            exported: c.exported,
+            query,
+            params,
+            span: c.span,
+        });
+        Ok(Some(self.out.collectors.len() - 1))
+    }
+
+    fn query(&mut self, q: &IrQuery, env: &Env) -> Step<Query> {
+        Ok(match q {
+            IrQuery::Compare { attr, equal, value, span } => self.value(*value, env)?.map(|value| Query::Compare {
+                attr: attr.clone(),
+                equal: *equal,
+                value,
+                span: *span,
+            }),
+            IrQuery::And(a, b) | IrQuery::Or(a, b) => {
+                let (a, b) = (self.query(a, env)?, self.query(b, env)?);
+                a.zip(b).map(|(a, b)| match q {
+                    IrQuery::And(..) => Query::And(Box::new(a), Box::new(b)),
+                    _ => Query::Or(Box::new(a), Box::new(b)),
+                })
+            }
+        })
+    }
+
     fn ends(&mut self, half: &IrEdgeHalf, env: &Env) -> Step<Vec<EdgeEnd>> {
         Ok(self.names(half.name, env, half.span)?.map(|names| {
             names
                 .into_iter()
-                .map(|name| EdgeEnd { kind: half.kind.clone(), name, field: half.field.clone(), span: half.span })
+                .map(|name| EdgeEnd {
+                    kind: half.kind.clone(),
+                    name,
+                    field: half.field.clone(),
+                    span: half.span,
+                    collector: None,
+                })
                 .collect()
         }))
     }

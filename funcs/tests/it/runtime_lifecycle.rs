@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use funcs::api::Host;
 use funcs::runtime::{Dataflow, first_output};
-use lang::ir::{EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrResource, IrStmt, NodeKind};
+use lang::ir::{
+    EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrResource, IrSide, IrStmt, NodeKind,
+};
 use lang::output::EdgeEnd;
 use lang::types::Type;
 use lang::value::Value;
@@ -134,11 +136,13 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
             IrMeta { name: None, value: meta, cond: None, span: Default::default() },
         ],
         collect: false,
+        virtuality: Default::default(),
+        classes: Vec::new(),
         span: Default::default(),
     }));
     let half = |name| IrEdgeHalf { kind: "test".into(), name, field: None, span: Default::default() };
     g.g.stmts.push(IrStmt::Edge(IrEdge {
-        sides: vec![vec![half(names_node)], vec![half(target)], vec![half(n1)]],
+        sides: [names_node, target, n1].into_iter().map(|n| IrSide { refs: vec![half(n)], collector: None }).collect(),
         links: vec![IrEdgeLink { notify: false, backward: false }; 2],
         span: Default::default(),
     }));
@@ -151,7 +155,13 @@ async fn resources_with_list_names_elvis_fields_metas_and_edges() {
     assert_eq!(metas, vec![("poll", &Value::Int(7)), ("noop", &Value::Bool(true)), ("retry", &Value::Int(3))]);
     assert_eq!(r.edges.len(), 1);
     assert_eq!((r.edges[0].prop, r.edges[0].name.as_str()), (EdgeProp::Before, "t"));
-    let end = |name: &str| EdgeEnd { kind: "test".into(), name: name.into(), field: None, span: Default::default() };
+    let end = |name: &str| EdgeEnd {
+        kind: "test".into(),
+        name: name.into(),
+        field: None,
+        span: Default::default(),
+        collector: None,
+    };
     let pairs: Vec<(EdgeEnd, EdgeEnd)> = out.edges.iter().map(|e| (e.from.clone(), e.to.clone())).collect();
     assert_eq!(pairs, vec![(end("r1"), end("t")), (end("r2"), end("t")), (end("t"), end("r1"))]);
 }

@@ -120,6 +120,7 @@ fn set_meta(meta: &mut Meta, name: &str, value: &Value) -> Result<(), String> {
         "reverse" => meta.reverse = boolean()?,
         "autoedge" => meta.autoedge = boolean()?,
         "autogroup" => meta.autogroup = boolean()?,
+        "tags" => meta.tags = strs()?,
         other => return Err(format!("there is no meta param called `{other}`")),
     }
     Ok(())

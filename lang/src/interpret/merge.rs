@@ -24,7 +24,7 @@ pub(super) enum Placement {
 /// What to do with a normal resource declared twice with different contents.
 pub enum MergeOutcome {
     /// Replace the existing vertex by this merged one.
-    Merged(Vertex),
+    Merged(Box<Vertex>),
     /// The declarations conflict; the reason names the first differing field.
     Incompatible(String),
 }
@@ -67,7 +67,7 @@ pub(super) fn place_all(
             Some(i) if graph.vertices[i].same_as(&vertex) => i,
             Some(i) => match merge_duplicate(&graph.vertices[i], &vertex) {
                 MergeOutcome::Merged(merged) => {
-                    graph.vertices[i] = merged;
+                    graph.vertices[i] = *merged;
                     i
                 }
                 MergeOutcome::Incompatible(reason) => {

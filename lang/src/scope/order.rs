@@ -348,14 +348,26 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
             entries_uses(&res.entries, bound, out);
         }
         StmtKind::Edge { sides, .. } => {
-            sides.iter().flat_map(|side| &side.refs).for_each(|h| expr_uses(&h.name, bound, out))
+            for side in sides {
+                side.refs.iter().for_each(|h| expr_uses(&h.name, bound, out));
+                if let Some(c) = &side.collector {
+                    collector_uses(c, bound, out);
+                }
+            }
         }
+        StmtKind::Collect(c) => collector_uses(c, bound, out),
+        StmtKind::Realize { refs } => refs.iter().for_each(|h| expr_uses(&h.name, bound, out)),
         StmtKind::Defaults { entries, .. } => entries_uses(entries, bound, out),
         StmtKind::Override { target, entries } => {
             expr_uses(&target.name, bound, out);
             entries_uses(entries, bound, out);
         }
     }
+}
+
+fn collector_uses(c: &ast::Collector, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    c.query.iter().flat_map(ast::Query::values).for_each(|v| expr_uses(v, bound, out));
+    entries_uses(&c.entries, bound, out);
 }
 
 /// Names the entries of a resource, defaults, override or collector body mention.

@@ -6,8 +6,8 @@ use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
-    Annotation, EdgeProp, IrBodyEdge, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField, IrResource,
-    IrStmt, NodeId, NodeKind, Origin,
+    Annotation, EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField,
+    IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Origin,
 };
 use crate::span::Span;
 use crate::syntax::ast::{self, ImportAlias, ResEntryKind, StmtKind};
@@ -134,22 +134,25 @@ impl<'a> Ctx<'a> {
             }
             StmtKind::Override { target, entries } => {
                 let target = self.edge_half(fid, target);
-                let mut fields = Vec::new();
-                for entry in entries {
-                    let (name, value, append) = match &entry.kind {
-                        ResEntryKind::Field { name, value, .. } => (name, value, false),
-                        ResEntryKind::Append { name, value } => (name, value, true),
-                        // The init stage rejects the others.
-                        ResEntryKind::Edge { .. } | ResEntryKind::Meta { .. } => continue,
-                    };
-                    let value = self.expr(fid, value);
-                    fields.push(IrOverrideField { name: name.name.clone(), value, append, span: entry.span });
-                }
+                let fields = self.override_fields(fid, entries);
                 out.push(IrStmt::Override { target, fields, span: stmt.span });
             }
+            StmtKind::Collect(c) => {
+                let c = self.collector(fid, c);
+                out.push(IrStmt::Collect(c));
+            }
+            StmtKind::Realize { refs } => {
+                let refs = refs.iter().map(|h| self.edge_half(fid, h)).collect();
+                out.push(IrStmt::Realize { refs, span: stmt.span });
+            }
             StmtKind::Edge { sides, links } => {
-                let sides =
-                    sides.iter().map(|side| side.refs.iter().map(|h| self.edge_half(fid, h)).collect()).collect();
+                let sides = sides
+                    .iter()
+                    .map(|side| IrSide {
+                        refs: side.refs.iter().map(|h| self.edge_half(fid, h)).collect(),
+                        collector: side.collector.as_ref().map(|c| self.collector(fid, c)),
+                    })
+                    .collect();
                 let links = links.iter().map(|l| IrEdgeLink { notify: l.notify, backward: l.backward }).collect();
                 out.push(IrStmt::Edge(IrEdge { sides, links, span: stmt.span }));
             }
@@ -264,8 +267,62 @@ impl<'a> Ctx<'a> {
             edges,
             metas,
             collect: res.collect,
+            virtuality: res.virtuality,
+            classes: self.enclosing_classes(fid),
             span: stmt.span,
         }
+    }
+
+    /// The `name => value` and `name +> value` entries of an override or collector body.
+    fn override_fields(&mut self, fid: FrameId, entries: &'a [ast::ResEntry]) -> Vec<IrOverrideField> {
+        let mut fields = Vec::new();
+        for entry in entries {
+            let (name, value, append) = match &entry.kind {
+                ResEntryKind::Field { name, value, .. } => (name, value, false),
+                ResEntryKind::Append { name, value } => (name, value, true),
+                // The init stage rejects the others.
+                ResEntryKind::Edge { .. } | ResEntryKind::Meta { .. } => continue,
+            };
+            let value = self.expr(fid, value);
+            fields.push(IrOverrideField { name: name.name.clone(), value, append, span: entry.span });
+        }
+        fields
+    }
+
+    fn collector(&mut self, fid: FrameId, c: &'a ast::Collector) -> IrCollector {
+        let query = c.query.as_ref().map(|q| self.query(fid, q));
+        IrCollector {
+            kind: c.kind.name.clone(),
+            kind_span: c.kind.span,
+            exported: c.exported,
+            query,
+            fields: self.override_fields(fid, &c.entries),
+            span: c.span,
+        }
+    }
+
+    fn query(&mut self, fid: FrameId, q: &'a ast::Query) -> IrQuery {
+        match q {
+            ast::Query::Compare { attr, equal, value, span } => {
+                IrQuery::Compare { attr: attr.name.clone(), equal: *equal, value: self.expr(fid, value), span: *span }
+            }
+            ast::Query::And(a, b) => IrQuery::And(Box::new(self.query(fid, a)), Box::new(self.query(fid, b))),
+            ast::Query::Or(a, b) => IrQuery::Or(Box::new(self.query(fid, a)), Box::new(self.query(fid, b))),
+        }
+    }
+
+    /// The classes whose instances enclose frame `fid`, outermost first.
+    fn enclosing_classes(&self, fid: FrameId) -> Vec<String> {
+        let mut classes = Vec::new();
+        let mut frame = Some(fid);
+        while let Some(id) = frame {
+            if let Some((_, _, name)) = self.instances.get(&id) {
+                classes.push(name.clone());
+            }
+            frame = self.frame(id).parent;
+        }
+        classes.reverse();
+        classes
     }
 
     /// Records a `Kind { … }` statement in its block's frame. One param given two

@@ -66,6 +66,10 @@ pub enum StmtKind {
     Panic { args: Vec<Expr> },
     /// `kind name { entries }`, or `collect kind name { entries }`.
     Resource(Resource),
+    /// `Kind <| query |> [{ overrides }]`: realizes and overrides what it matches.
+    Collect(Collector),
+    /// `realize(Kind[name], …)`: puts virtual resources in the graph.
+    Realize { refs: Vec<EdgeHalf> },
     /// `Kind { entries }`: defaults for every resource of the kind declared in this block
     /// or a block nested in it (lexically).
     Defaults { kind: Ident, entries: Vec<ResEntry> },
@@ -76,6 +80,65 @@ pub enum StmtKind {
     /// reference or a `[...]` list of them), or a send/recv pair `A[n].f -> B[m].g`.
     /// `links[i]` joins `sides[i]` and `sides[i + 1]`.
     Edge { sides: Vec<EdgeSide>, links: Vec<EdgeLink> },
+}
+
+/// Whether a resource is in the graph as declared.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Virtuality {
+    /// Declared plainly: in the graph.
+    #[default]
+    Real,
+    /// `@kind`: in the graph once something realizes it (a collector, `realize`).
+    Virtual,
+    /// `@@kind`: virtual, and exported (`Meta:export => ["*"]`).
+    Exported,
+}
+
+/// `Kind <| query |> [{ overrides }]` or `Kind <<| query |>> [{ overrides }]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collector {
+    pub kind: Ident,
+    /// `<<| |>>`: exported resources only.
+    pub exported: bool,
+    /// `None`: every resource of the kind.
+    pub query: Option<Query>,
+    /// The override block, applied once to each match.
+    pub entries: Vec<ResEntry>,
+    pub span: Span,
+}
+
+/// A collector's query (Puppet's grammar): `attr == value`, `attr != value`, `and`, `or`,
+/// parentheses. `attr` is a param, `name`/`title`, or `tag`; `value` a literal or a variable.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Query {
+    Compare { attr: Ident, equal: bool, value: Expr, span: Span },
+    And(Box<Query>, Box<Query>),
+    Or(Box<Query>, Box<Query>),
+}
+
+impl Query {
+    /// The values the query compares with, in source order.
+    pub fn values(&self) -> Vec<&Expr> {
+        match self {
+            Query::Compare { value, .. } => vec![value],
+            Query::And(a, b) | Query::Or(a, b) => {
+                let mut out = a.values();
+                out.extend(b.values());
+                out
+            }
+        }
+    }
+
+    pub fn values_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Query::Compare { value, .. } => vec![value],
+            Query::And(a, b) | Query::Or(a, b) => {
+                let mut out = a.values_mut();
+                out.extend(b.values_mut());
+                out
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +154,8 @@ pub struct Resource {
     pub name: Expr,
     pub entries: Vec<ResEntry>,
     pub collect: bool,
+    /// `@kind` (virtual) or `@@kind` (exported).
+    pub virtuality: Virtuality,
 }
 
 /// One `... ,` entry of a resource body. The span covers `key => value,` including the
@@ -119,6 +184,8 @@ pub enum ResEntryKind {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EdgeSide {
     pub refs: Vec<EdgeHalf>,
+    /// A collector side (then `refs` is empty): every resource it matches.
+    pub collector: Option<Box<Collector>>,
     pub span: Span,
 }
 

@@ -66,6 +66,16 @@ pub enum Tok {
     NotifyBack,
     /// `+>`: appends to a list param in an override.
     Append,
+    /// `@`: a virtual resource.
+    At,
+    /// `@@`: an exported resource.
+    AtAt,
+    /// `<|` and `|>`: a collector's query.
+    CollectOpen,
+    CollectClose,
+    /// `<<|` and `|>>`: an exported-resource collector's query.
+    ExportOpen,
+    ExportClose,
     Dot,
     Colon,
     Semicolon,
@@ -130,6 +140,12 @@ impl Tok {
             Tok::NotifyArrow => "~>",
             Tok::NotifyBack => "<~",
             Tok::Append => "+>",
+            Tok::At => "@",
+            Tok::AtAt => "@@",
+            Tok::CollectOpen => "<|",
+            Tok::CollectClose => "|>",
+            Tok::ExportOpen => "<<|",
+            Tok::ExportClose => "|>>",
             Tok::Dot => ".",
             Tok::Colon => ":",
             Tok::Semicolon => ";",
@@ -263,6 +279,18 @@ enum Raw {
     NotifyBack,
     #[token("+>")]
     Append,
+    #[token("@")]
+    At,
+    #[token("@@")]
+    AtAt,
+    #[token("<|")]
+    CollectOpen,
+    #[token("|>")]
+    CollectClose,
+    #[token("<<|")]
+    ExportOpen,
+    #[token("|>>")]
+    ExportClose,
     #[token(".")]
     Dot,
     #[token(":")]
@@ -448,6 +476,12 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
         Raw::NotifyArrow => Tok::NotifyArrow,
         Raw::NotifyBack => Tok::NotifyBack,
         Raw::Append => Tok::Append,
+        Raw::At => Tok::At,
+        Raw::AtAt => Tok::AtAt,
+        Raw::CollectOpen => Tok::CollectOpen,
+        Raw::CollectClose => Tok::CollectClose,
+        Raw::ExportOpen => Tok::ExportOpen,
+        Raw::ExportClose => Tok::ExportClose,
         Raw::Dot => Tok::Dot,
         Raw::Colon => Tok::Colon,
         Raw::Semicolon => Tok::Semicolon,

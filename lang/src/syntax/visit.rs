@@ -1,7 +1,7 @@
 //! Generic traversal of the syntax tree: every expression of a statement list, with
 //! mutable access, children before parents.
 
-use crate::syntax::ast::{EdgeHalf, Expr, ExprKind, InterpPart, ResEntry, ResEntryKind, Stmt, StmtKind};
+use crate::syntax::ast::{Collector, EdgeHalf, Expr, ExprKind, InterpPart, ResEntry, ResEntryKind, Stmt, StmtKind};
 
 /// Calls `f` on every expression in `stmts` (recursively, including nested blocks,
 /// resource bodies, edge halves, lambda bodies and parameter-less sub-expressions).
@@ -48,11 +48,27 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             entries_mut(entries, f);
         }
         StmtKind::Edge { sides, .. } => {
-            for half in sides.iter_mut().flat_map(|side| &mut side.refs) {
-                half_mut(half, f);
+            for side in sides {
+                for half in &mut side.refs {
+                    half_mut(half, f);
+                }
+                if let Some(c) = &mut side.collector {
+                    collector_mut(c, f);
+                }
             }
         }
+        StmtKind::Collect(c) => collector_mut(c, f),
+        StmtKind::Realize { refs } => refs.iter_mut().for_each(|h| half_mut(h, f)),
     }
+}
+
+fn collector_mut(c: &mut Collector, f: &mut dyn FnMut(&mut Expr)) {
+    if let Some(q) = &mut c.query {
+        for value in q.values_mut() {
+            expr_mut(value, f);
+        }
+    }
+    entries_mut(&mut c.entries, f);
 }
 
 fn entries_mut(entries: &mut [ResEntry], f: &mut dyn FnMut(&mut Expr)) {

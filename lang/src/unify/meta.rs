@@ -44,9 +44,16 @@ impl MetaKind {
     }
 }
 
+/// Meta parameters tend adds to mgmt's: set one by one only (`Meta:tags`), so the whole
+/// `Meta => struct{…}` keeps mgmt's exact type.
+pub const EXTRA_META_PARAMS: [(&str, MetaKind); 1] = [
+    // Puppet's tags, which collectors query (`tag == "web"`).
+    ("tags", MetaKind::StrList),
+];
+
 /// The type of `Meta:name`, `None` for an unknown name.
 pub fn meta_param_type(name: &str) -> Option<Type> {
-    META_PARAMS.iter().find(|(n, _)| *n == name).map(|(_, k)| k.ty())
+    META_PARAMS.iter().chain(&EXTRA_META_PARAMS).find(|(n, _)| *n == name).map(|(_, k)| k.ty())
 }
 
 /// The exact type a whole `Meta => expr` struct must have.

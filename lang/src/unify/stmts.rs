@@ -7,7 +7,7 @@ use super::meta::{meta_param_type, meta_struct_type};
 use super::table::Shape;
 use crate::catalog::ResourceDecl;
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::{IrEdge, IrEdgeHalf, IrMeta, IrResource, IrStmt, NodeId, NodeKind, Origin};
+use crate::ir::{IrCollector, IrEdge, IrEdgeHalf, IrMeta, IrQuery, IrResource, IrStmt, NodeId, NodeKind, Origin};
 use crate::span::Span;
 use crate::suggest::did_you_mean;
 use crate::types::Type;
@@ -58,6 +58,12 @@ impl<'a> Ctx<'a> {
                 }
                 self.metas(metas);
             }
+            IrStmt::Collect(c) => self.collector(c),
+            IrStmt::Realize { refs, .. } => {
+                for r in refs {
+                    self.name(r.name, NameRule::Plain, r.span);
+                }
+            }
             IrStmt::Override { target, fields, span: _ } => {
                 self.name(target.name, NameRule::Plain, target.span);
                 let decl = self.kind_decl(&target.kind, target.span, !fields.is_empty());
@@ -66,6 +72,46 @@ impl<'a> Ctx<'a> {
                     self.field(decl, &field.name, field.value, field.span, field.append);
                 }
             }
+        }
+    }
+
+    /// A collector: its query compares params with values of their types (`name`, `title`
+    /// and `tag` with a `str`), and its override block sets params like an override.
+    fn collector(&mut self, c: &IrCollector) {
+        let decl = self.kind_decl(&c.kind, c.kind_span, true);
+        for (attr, value, span) in c.query.iter().flat_map(IrQuery::compares) {
+            self.visit(value);
+            if matches!(attr, "name" | "title" | "tag") {
+                self.has_type(Ctx::var(value), &Type::Str, span, span);
+                continue;
+            }
+            let Some(decl) = decl else {
+                self.table.poison_deep(Ctx::var(value));
+                continue;
+            };
+            match decl.param(attr) {
+                Some(p) => {
+                    self.has_type(Ctx::var(value), &p.ty, span, span);
+                }
+                None => {
+                    let mut d = Diagnostic::new(
+                        Stage::Unify,
+                        format!("a collector of `{}` cannot query `{attr}`: the kind has no such param", decl.kind),
+                        span,
+                    )
+                    .with_code(Code::UnknownField);
+                    let names = decl.params.iter().map(|p| p.name.as_str()).chain(["name", "title", "tag"]);
+                    if let Some(s) = did_you_mean(attr, names) {
+                        d = d.with_note(format!("did you mean `{s}`?"));
+                    }
+                    self.diags.push(d);
+                    self.table.poison_deep(Ctx::var(value));
+                }
+            }
+        }
+        for field in &c.fields {
+            self.visit(field.value);
+            self.field(decl, &field.name, field.value, field.span, field.append);
         }
     }
 
@@ -218,7 +264,8 @@ impl<'a> Ctx<'a> {
                     None => {
                         let mut d = Diagnostic::new(Stage::Unify, format!("invalid property: `{name}`"), meta.span)
                             .with_code(Code::InvalidProperty);
-                        let names = super::meta::META_PARAMS.iter().map(|(n, _)| *n);
+                        let names =
+                            super::meta::META_PARAMS.iter().chain(&super::meta::EXTRA_META_PARAMS).map(|(n, _)| *n);
                         if let Some(s) = did_you_mean(name, names) {
                             d = d.with_note(format!("did you mean `Meta:{s}`?"));
                         }
@@ -236,6 +283,9 @@ impl<'a> Ctx<'a> {
         for half in edge.halves() {
             self.name(half.name, NameRule::Plain, half.span);
         }
+        for c in edge.sides.iter().filter_map(|side| side.collector.as_ref()) {
+            self.collector(c);
+        }
         if edge.sides.len() < 2 {
             self.diags.push(
                 Diagnostic::new(Stage::Unify, "can't create an edge with only one half", edge.span)
@@ -251,7 +301,7 @@ impl<'a> Ctx<'a> {
     /// Send/recv compatibility (spec 3.6).
     fn send_recv(&mut self, edge: &IrEdge) {
         let pair = match edge.sides.as_slice() {
-            [first, last] => (first.as_slice(), last.as_slice()),
+            [first, last] => (first.refs.as_slice(), last.refs.as_slice()),
             _ => (&[][..], &[][..]),
         };
         let ([from], [to]) = pair else {

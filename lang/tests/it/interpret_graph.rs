@@ -37,6 +37,8 @@ impl O {
             metas,
             edges: vec![],
             collect: false,
+            virtuality: Default::default(),
+            classes: vec![],
             span,
         });
         span
@@ -54,6 +56,7 @@ impl O {
             name: e.1.into(),
             field: e.2.map(String::from),
             span,
+            collector: None,
         };
         self.out.edges.push(EdgeDecl { from: end(from), to: end(to), notify: false, span });
         span

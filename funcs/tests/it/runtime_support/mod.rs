@@ -329,6 +329,8 @@ pub fn resource(name: NodeId, value: NodeId) -> IrStmt {
         edges: Vec::new(),
         metas: Vec::new(),
         collect: false,
+        virtuality: Default::default(),
+        classes: Vec::new(),
         span: Span::default(),
     })
 }

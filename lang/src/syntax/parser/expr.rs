@@ -77,7 +77,7 @@ impl Parser<'_> {
     }
 
     /// `"not" unary | postfix` (`not` binds tighter than every binary operator).
-    fn unary(&mut self) -> PResult<Expr> {
+    pub(super) fn unary(&mut self) -> PResult<Expr> {
         if self.at(&Tok::Not) {
             return self.nested(|p| {
                 let start = p.bump().1;

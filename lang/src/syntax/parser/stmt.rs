@@ -5,8 +5,8 @@ use super::{Fail, PResult, Parser};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
-    EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, ResEntry, ResEntryKind, Resource, Stmt,
-    StmtKind, TypeAnn,
+    Collector, EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, Query, ResEntry, ResEntryKind,
+    Resource, Stmt, StmtKind, TypeAnn, Virtuality,
 };
 use crate::syntax::token::Tok;
 use crate::types::Type;
@@ -35,7 +35,19 @@ impl Parser<'_> {
                 }
                 StmtKind::Resource(self.resource(true)?)
             }
+            Tok::Ident(word) if word == "realize" && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
             Tok::Ident(_) => StmtKind::Resource(self.resource(false)?),
+            Tok::At | Tok::AtAt => {
+                let virtuality = if self.bump().0 == &Tok::At { Virtuality::Virtual } else { Virtuality::Exported };
+                if !matches!(self.peek(), Tok::Ident(_)) {
+                    let note =
+                        "a virtual resource is written `@file \"/x\" { … }`, an exported one `@@file \"/x\" { … }`";
+                    return Err(self.unexpected_note("a resource kind", Some(note)));
+                }
+                let mut res = self.resource(false)?;
+                res.virtuality = virtuality;
+                StmtKind::Resource(res)
+            }
             Tok::Cap(_) => self.cap_stmt()?,
             Tok::LBrack => self.edge_stmt()?,
             Tok::Else => {
@@ -264,7 +276,7 @@ impl Parser<'_> {
             return Err(self.unexpected("`{` to start the resource body"));
         }
         let entries = self.res_body()?;
-        Ok(Resource { kind, name, entries, collect })
+        Ok(Resource { kind, name, entries, collect, virtuality: Virtuality::Real })
     }
 
     /// `"{" { NL | entry } "}"`: the body of a resource, defaults, an override or a collector.
@@ -399,6 +411,10 @@ impl Parser<'_> {
     /// pair `edge_half "." IDENT "->" edge_half "." IDENT`.
     fn edge_stmt(&mut self) -> PResult<StmtKind> {
         let mut sides = vec![self.edge_side()?];
+        if sides[0].collector.is_some() && self.edge_link_next().is_none() {
+            let collector = sides.pop().and_then(|side| side.collector).expect("a collector side");
+            return Ok(StmtKind::Collect(*collector));
+        }
         if self.at(&Tok::LBrace) && sides[0].refs.len() == 1 && sides[0].refs[0].field.is_none() {
             let target = sides.pop().and_then(|side| side.refs.into_iter().next()).expect("one reference");
             let entries = self.res_body()?;
@@ -431,11 +447,19 @@ impl Parser<'_> {
         Ok(StmtKind::Edge { sides, links })
     }
 
-    /// One side of a relationship: `edge_half`, or `"[" edge_half { "," edge_half } [","] "]"`.
+    /// One side of a relationship: `edge_half`, a collector, or
+    /// `"[" edge_half { "," edge_half } [","] "]"`.
     fn edge_side(&mut self) -> PResult<EdgeSide> {
         if !self.at(&Tok::LBrack) {
+            let start = self.pos;
+            let kind = self.cap_name()?;
+            if matches!(self.peek(), Tok::CollectOpen | Tok::ExportOpen) {
+                let collector = self.collector(kind)?;
+                return Ok(EdgeSide { span: collector.span, refs: Vec::new(), collector: Some(Box::new(collector)) });
+            }
+            self.pos = start;
             let half = self.edge_half(true)?;
-            return Ok(EdgeSide { span: half.span, refs: vec![half] });
+            return Ok(EdgeSide { span: half.span, refs: vec![half], collector: None });
         }
         let open = self.open(&Tok::LBrack)?;
         let mut refs = Vec::new();
@@ -452,7 +476,109 @@ impl Parser<'_> {
             }
         }
         let close = self.close(&Tok::RBrack, "`,` or `]`")?;
-        Ok(EdgeSide { refs, span: open.to(close) })
+        Ok(EdgeSide { refs, collector: None, span: open.to(close) })
+    }
+
+    /// Whether a relationship operator comes next (without consuming it).
+    fn edge_link_next(&self) -> Option<()> {
+        match self.peek() {
+            Tok::Arrow | Tok::NotifyArrow | Tok::NotifyBack => Some(()),
+            Tok::Lt if matches!(self.peek_at(1), Tok::Minus) && self.span_at(1).start == self.span().end => Some(()),
+            _ => None,
+        }
+    }
+
+    /// `collector = cap_name ("<|" [query] "|>" | "<<|" [query] "|>>") [body]`, the kind
+    /// already read.
+    fn collector(&mut self, kind: Ident) -> PResult<Collector> {
+        let exported = self.bump().0 == &Tok::ExportOpen;
+        let (close, text) = if exported { (Tok::ExportClose, "`|>>`") } else { (Tok::CollectClose, "`|>`") };
+        let query = if self.at(&close) { None } else { Some(self.query_or()?) };
+        let end = self.expect(&close, &format!("{text}, `and` or `or`"))?;
+        let entries = if self.at(&Tok::LBrace) { self.res_body()? } else { Vec::new() };
+        Ok(Collector { span: kind.span.to(self.prev_span()).to(end), kind, exported, query, entries })
+    }
+
+    fn query_or(&mut self) -> PResult<Query> {
+        let mut q = self.query_and()?;
+        while self.eat(&Tok::Or).is_some() {
+            let rhs = self.query_and()?;
+            q = Query::Or(Box::new(q), Box::new(rhs));
+        }
+        Ok(q)
+    }
+
+    fn query_and(&mut self) -> PResult<Query> {
+        let mut q = self.query_atom()?;
+        while self.eat(&Tok::And).is_some() {
+            let rhs = self.query_atom()?;
+            q = Query::And(Box::new(q), Box::new(rhs));
+        }
+        Ok(q)
+    }
+
+    /// `"(" query ")"` or `attr ("==" | "!=") value`, the value a literal or a variable.
+    fn query_atom(&mut self) -> PResult<Query> {
+        if self.at(&Tok::LParen) {
+            self.open(&Tok::LParen)?;
+            let q = self.nested(|p| p.query_or())?;
+            self.close(&Tok::RParen, "`)`, `and` or `or`")?;
+            return Ok(q);
+        }
+        let attr = self.plain_ident("a param name, `title` or `tag` to compare")?;
+        let equal = match self.peek() {
+            Tok::EqEq => true,
+            Tok::NotEq => false,
+            _ => return Err(self.unexpected("`==` or `!=`")),
+        };
+        self.bump();
+        let value = self.unary()?;
+        let plain = matches!(
+            value.kind,
+            ExprKind::Bool(_)
+                | ExprKind::Int(_)
+                | ExprKind::Float(_)
+                | ExprKind::RawStr(_)
+                | ExprKind::Str(_)
+                | ExprKind::Interp(_)
+                | ExprKind::Var(_)
+        );
+        if !plain {
+            let note = "as in Puppet, a query compares with a literal or a variable: bind anything else first";
+            return Err(self.error_note(
+                "syntax error: a collector query compares with a literal or a variable",
+                value.span,
+                note,
+            ));
+        }
+        Ok(Query::Compare { span: attr.span.to(value.span), attr, equal, value })
+    }
+
+    /// `realize "(" edge_half { "," edge_half } [","] ")"`.
+    fn realize(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        self.open(&Tok::LParen)?;
+        let mut refs = Vec::new();
+        loop {
+            self.skip_newlines();
+            if self.at(&Tok::RParen) {
+                break;
+            }
+            refs.push(self.edge_half(false)?);
+            self.skip_newlines();
+            if self.eat(&Tok::Comma).is_none() {
+                self.skip_newlines();
+                break;
+            }
+        }
+        self.close(&Tok::RParen, "`,` or `)`")?;
+        if refs.is_empty() {
+            let span = self.prev_span();
+            return Err(
+                self.error("syntax error: `realize` needs at least one reference: `realize(File[\"/x\"])`", span)
+            );
+        }
+        Ok(StmtKind::Realize { refs })
     }
 
     /// A relationship operator, if one comes next. `<-` is two tokens, `<` and `-`, written

@@ -125,6 +125,8 @@ impl B {
             edges: Vec::new(),
             metas: Vec::new(),
             collect: false,
+            virtuality: Default::default(),
+            classes: Vec::new(),
             span,
         }));
         (span, spans)
@@ -144,7 +146,7 @@ impl B {
     pub fn edge(&mut self, halves: Vec<IrEdgeHalf>) -> Span {
         let span = self.stmt_span();
         let links = vec![IrEdgeLink { notify: false, backward: false }; halves.len().saturating_sub(1)];
-        let sides = halves.into_iter().map(|h| vec![h]).collect();
+        let sides = halves.into_iter().map(|h| IrSide { refs: vec![h], collector: None }).collect();
         self.g.stmts.push(IrStmt::Edge(IrEdge { sides, links, span }));
         span
     }
