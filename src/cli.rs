@@ -12,6 +12,10 @@ pub struct Cli {
     /// Log format.
     #[arg(long, global = true, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// The host name the program sees (`sys.hostname()`, node definitions) instead of the
+    /// machine's.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub hostname: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -82,6 +86,9 @@ pub struct RunArgs {
     /// Allow --metrics on a non-loopback address.
     #[arg(long, requires = "metrics")]
     pub metrics_allow_remote: bool,
+    /// `--hostname` (a global option, copied here by `main`).
+    #[arg(skip)]
+    pub hostname: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]

@@ -91,9 +91,11 @@ pub fn first_output(
     graph: lang::ir::FuncGraph,
     registry: Registry,
     root: &Path,
+    hostname: Option<String>,
     timeout_secs: f64,
 ) -> Result<Result<lang::output::Output, Diagnostic>, String> {
-    let host = crate::services::functions_only(root, &crate::services::default_state_dir());
+    let mut host = crate::services::functions_only(root, &crate::services::default_state_dir());
+    host.hostname = hostname;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -112,11 +114,12 @@ pub fn first_output_or_report(
     graph: lang::ir::FuncGraph,
     registry: Registry,
     root: &Path,
+    hostname: Option<String>,
     timeout_secs: f64,
     sources: &SourceMap,
     how: Report,
 ) -> Result<lang::output::Output, std::process::ExitCode> {
-    match first_output(graph, registry, root, timeout_secs) {
+    match first_output(graph, registry, root, hostname, timeout_secs) {
         Ok(Ok(output)) => Ok(output),
         Ok(Err(d)) => {
             report(&[d], sources, how);

@@ -37,9 +37,11 @@ fn main() -> ExitCode {
     init_logging(cli.verbose, cli.log_format);
     match cli.command {
         Command::Check { path, format } => cmd::check::run(&path, format),
-        Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout),
-        Command::Why { path, resource, format, timeout } => cmd::why::run(&path, &resource, format, timeout),
-        Command::Run(args) => cmd::run::run(args),
+        Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout, cli.hostname),
+        Command::Why { path, resource, format, timeout } => {
+            cmd::why::run(&path, &resource, format, timeout, cli.hostname)
+        }
+        Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, ..args }),
     }
 }
 

@@ -262,3 +262,77 @@ fn a_collector_realizes_virtual_files_when_run() {
     assert_eq!(std::fs::metadata(dir.path().join("c")).unwrap().permissions().mode() & 0o777, 0o600);
     assert!(!dir.path().join("b").exists(), "a virtual file nothing realized is not made");
 }
+
+#[test]
+fn node_definitions_choose_by_hostname_exact_then_regex_then_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "import \"sys\"\n\
+        node \"web1\", \"db1\" {\n\ttest \"exact\" {}\n}\n\
+        node /^db\\d+$/ {\n\ttest \"db\" {}\n}\n\
+        node /^db/ {\n\ttest \"db-later\" {}\n}\n\
+        node default {\n\ttest \"default\" {}\n}\n\
+        $h = sys.hostname()\ntest \"host-${h}\" {}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let graph = |host: &str| {
+        let out = tend(dir.path(), "graph", &["--hostname", host]);
+        assert!(out.status.success(), "{host}: stderr: {}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    // An exact name wins over an earlier regex; then the first matching regex; then default.
+    assert_eq!(graph("db1"), "Vertex: test[exact]\nVertex: test[host-db1]\n");
+    assert_eq!(graph("db22"), "Vertex: test[db]\nVertex: test[host-db22]\n");
+    assert_eq!(graph("dbx"), "Vertex: test[db-later]\nVertex: test[host-dbx]\n");
+    assert_eq!(graph("mail"), "Vertex: test[default]\nVertex: test[host-mail]\n");
+}
+
+#[test]
+fn a_host_no_node_matches_is_an_error_naming_it_and_run_selects_by_hostname() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    let program = format!("node \"web1\" {{\n\tfile \"{r}/web\" {{\n\t\tstate => \"exists\",\n\t}}\n}}\n");
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "graph", &["--hostname", "mail"]);
+    assert!(!out.status.success());
+    assert!(text(&out.stdout).contains("no node definition matches host mail"), "{}", text(&out.stdout));
+    let out = tend(dir.path(), "run", &["--hostname", "web1"]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    assert!(dir.path().join("web").exists());
+}
+
+/// `examples/puppet-style` as a user runs it, on a temporary root.
+fn run_example(root: &Path, state: &Path, host: &str) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/puppet-style");
+    let out = Command::new(TEND)
+        .args(["run", "--converged-timeout", "0", "--hostname", host, "--prefix"])
+        .arg(state)
+        .arg(&example)
+        .env("TEND_EXAMPLE_ROOT", root)
+        .output()
+        .expect("tend runs");
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+}
+
+#[test]
+fn the_puppet_style_example_converges_and_reloads_only_on_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, state) = (dir.path().join("www"), dir.path().join("state"));
+    run_example(&root, &state, "web7");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &str| std::fs::metadata(root.join(f)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(
+        std::fs::read_to_string(root.join("web.conf")).unwrap(),
+        format!("listen 8080\ninclude {}/sites/\n", root.display())
+    );
+    assert_eq!((mode("web.conf"), mode("sites/shop.conf"), mode("motd")), (0o640, 0o640, 0o644));
+    assert!(!root.join("sites/old.conf").exists(), "a site that is not enabled stays virtual");
+    assert_eq!(reloads_in(&root), 1);
+    run_example(&root, &state, "web7");
+    assert_eq!(reloads_in(&root), 1, "nothing changed, nothing reloaded");
+    run_example(&root, &state, "db1");
+    assert!(std::fs::read_to_string(root.join("web.conf")).unwrap().starts_with("listen 5432\n"));
+    assert_eq!(reloads_in(&root), 2, "the config changed: one reload");
+}
+
+fn reloads_in(root: &Path) -> usize {
+    std::fs::read_to_string(root.join("reloads.log")).unwrap_or_default().lines().count()
+}

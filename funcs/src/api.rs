@@ -64,6 +64,8 @@ pub struct Host {
     pub state_dir: PathBuf,
     /// What `value.get*` read: in `tend run`, the store the `value` resources write.
     pub values: Arc<dyn ValueSource>,
+    /// The host name the program sees (`--hostname`), instead of the machine's.
+    pub hostname: Option<String>,
     /// How the built-ins that follow files (`os.readfile`, the local world store) learn of
     /// changes: in `tend run`, the process's one inotify hub. [`Host::new`] has none, and
     /// those built-ins poll.
@@ -79,6 +81,7 @@ impl Host {
             args: Vec::new(),
             state_dir: state_dir.into(),
             values: Arc::new(crate::core::value::MemValues::default()),
+            hostname: None,
             watcher: Arc::new(Polling),
         }
     }

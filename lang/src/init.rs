@@ -39,13 +39,15 @@ const META_PARAMS: [&str; 18] = [
 
 /// Validates `file`; every problem found is reported (stage `errInit`).
 pub fn check(file: &File) -> Diagnostics {
-    let mut ctx = Ctx { diags: Diagnostics::new() };
+    let mut ctx = Ctx { diags: Diagnostics::new(), depth: 0 };
     ctx.stmts(&file.stmts, None);
     ctx.diags
 }
 
 struct Ctx {
     diags: Diagnostics,
+    /// How many blocks deep the statements being checked are (0: the file's top level).
+    depth: usize,
 }
 
 /// Which kind of body a list of entries is.
@@ -79,6 +81,13 @@ impl Ctx {
         }
     }
 
+    /// The statements of a nested block.
+    fn nested(&mut self, stmts: &[Stmt], in_loop: Option<(&'static str, Span)>) {
+        self.depth += 1;
+        self.stmts(stmts, in_loop);
+        self.depth -= 1;
+    }
+
     fn stmt(&mut self, stmt: &Stmt, in_loop: Option<(&'static str, Span)>) {
         match &stmt.kind {
             StmtKind::Bind { name, value, .. } => {
@@ -87,22 +96,38 @@ impl Ctx {
             }
             StmtKind::If { cond, then, els } => {
                 self.expr(cond);
-                self.stmts(&then.stmts, in_loop);
+                self.nested(&then.stmts, in_loop);
                 if let Some(els) = els {
-                    self.stmts(&els.stmts, in_loop);
+                    self.nested(&els.stmts, in_loop);
                 }
+            }
+            StmtKind::Node { body, .. } => {
+                if self.depth > 0 {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Stage::Init,
+                            "a node definition must be at the top level of the program",
+                            stmt.span,
+                        )
+                        .with_code(Code::InvalidStatement)
+                        .with_note(
+                            "node definitions choose what the whole program does for a host; they cannot be nested",
+                        ),
+                    );
+                }
+                self.nested(&body.stmts, in_loop);
             }
             StmtKind::For { index: first, value, iter, body } | StmtKind::ForKv { key: first, value, iter, body } => {
                 let label = if matches!(stmt.kind, StmtKind::For { .. }) { "StmtFor" } else { "StmtForKV" };
                 self.var_name(first);
                 self.var_name(value);
                 self.expr(iter);
-                self.stmts(&body.stmts, Some((label, stmt.span)));
+                self.nested(&body.stmts, Some((label, stmt.span)));
             }
             StmtKind::Func { func, .. } => self.lambda(func),
             StmtKind::Class { params, body, .. } => {
                 self.params(params.as_deref().unwrap_or_default());
-                self.stmts(&body.stmts, None);
+                self.nested(&body.stmts, None);
             }
             StmtKind::Include { args, .. } => {
                 for arg in args.iter().flatten() {

@@ -7,14 +7,15 @@ use lang::value::Value;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(path: &Path, format: GraphFormat, timeout: f64) -> ExitCode {
+pub fn run(path: &Path, format: GraphFormat, timeout: f64, hostname: Option<String>) -> ExitCode {
     let (registry, catalog) = compile::catalog();
     let how = if format == GraphFormat::Json { Report::Json } else { Report::Human };
     let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let output = match compile::first_output_or_report(graph, registry, &program.root, timeout, &sources, how) {
+    let output = match compile::first_output_or_report(graph, registry, &program.root, hostname, timeout, &sources, how)
+    {
         Ok(o) => o,
         Err(code) => return code,
     };

@@ -79,7 +79,8 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
-    let services = crate::services::Services::system(&program.root, &state_dir);
+    let mut services = crate::services::Services::system(&program.root, &state_dir);
+    services.funcs.hostname = opts.hostname.clone();
     let config =
         EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE, apply_pool: Some(apply_rt.handle().clone()) };
     let mut runner = Runner {

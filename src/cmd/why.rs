@@ -22,7 +22,7 @@ const PROBE: &str = "\u{0}why:";
 /// The value a probe carries when its node failed with an error caught by `<|>`.
 const FAILED: &str = "\u{0}why:failed";
 
-pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCode {
+pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname: Option<String>) -> ExitCode {
     let Some((kind, name)) = parse_target(target) else {
         crate::stderr::line(format_args!(
             "error: `{target}` is not a resource: expected KIND[NAME], e.g. file[/tmp/x]"
@@ -44,10 +44,11 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64) -> ExitCo
     };
     let probed = with_probes(&graph, &located, &plans);
 
-    let output = match compile::first_output_or_report(probed, registry, &program.root, timeout, &sources, how) {
-        Ok(o) => o,
-        Err(code) => return code,
-    };
+    let output =
+        match compile::first_output_or_report(probed, registry, &program.root, hostname, timeout, &sources, how) {
+            Ok(o) => o,
+            Err(code) => return code,
+        };
 
     // Which statements produced it, with the probed values of each production.
     let mut found: Vec<(usize, Vec<BTreeMap<String, Value>>)> = Vec::new();

@@ -52,9 +52,14 @@ pub fn machine_hostname() -> String {
 }
 
 streaming! {
-    /// the machine's host name
+    /// the machine's host name (or the one `--hostname` gives)
     fn hostname(em) -> "str" {
-        poll(em, Duration::from_secs(10), || Ok(Value::str(machine_hostname()))).await
+        match em.host().hostname.clone() {
+            Some(name) => {
+                em.value(Value::str(name)).await;
+            }
+            None => poll(em, Duration::from_secs(10), || Ok(Value::str(machine_hostname()))).await,
+        }
     }
 }
 

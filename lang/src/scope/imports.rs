@@ -284,6 +284,7 @@ fn output_stmt(stmt: &ast::Stmt) -> Option<String> {
         StmtKind::Override { target, .. } => format!("override({})", target.kind.name),
         StmtKind::Collect(c) => format!("collect({})", c.kind.name),
         StmtKind::Realize { .. } => "realize".to_string(),
+        StmtKind::Node { .. } => "node".to_string(),
         StmtKind::If { .. } => "if".to_string(),
         StmtKind::For { .. } => "for".to_string(),
         StmtKind::ForKv { .. } => "forkv".to_string(),

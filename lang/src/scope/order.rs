@@ -356,6 +356,11 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
             }
         }
         StmtKind::Collect(c) => collector_uses(c, bound, out),
+        StmtKind::Node { body, .. } => {
+            bound.push();
+            block_uses(&body.stmts, bound, out);
+            bound.pop();
+        }
         StmtKind::Realize { refs } => refs.iter().for_each(|h| expr_uses(&h.name, bound, out)),
         StmtKind::Defaults { entries, .. } => entries_uses(entries, bound, out),
         StmtKind::Override { target, entries } => {

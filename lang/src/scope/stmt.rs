@@ -7,11 +7,12 @@ use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
     Annotation, EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField,
-    IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Origin,
+    IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
 };
 use crate::span::Span;
-use crate::syntax::ast::{self, ImportAlias, ResEntryKind, StmtKind};
-use std::collections::BTreeSet;
+use crate::syntax::ast::{self, BinOp, ImportAlias, ResEntryKind, StmtKind};
+use crate::value::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
 impl<'a> Ctx<'a> {
     /// A block instance: a new frame under `parent`, its definitions, its output.
@@ -112,10 +113,84 @@ impl<'a> Ctx<'a> {
     /// The output statements of a block, in order (includes inlined).
     pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
         let mut out = Vec::new();
+        let mut nodes = Vec::new();
         for stmt in stmts {
-            self.stmt(fid, stmt, &mut out);
+            match &stmt.kind {
+                StmtKind::Node { matchers, body } => nodes.push((stmt, matchers.as_slice(), body)),
+                _ => self.stmt(fid, stmt, &mut out),
+            }
+        }
+        if !nodes.is_empty() {
+            out.push(self.nodes(fid, &nodes));
         }
         out
+    }
+
+    /// The node definitions of the top level as one `if` chain on the host name: an exact
+    /// name first, then the first regular expression that matches (in source order), then
+    /// `default`; no match and no default is an error naming the host.
+    fn nodes(&mut self, fid: FrameId, nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)]) -> IrStmt {
+        let span = nodes[0].0.span;
+        let host = self.graph.add(NodeKind::Call { func: "sys.hostname".into(), args: Vec::new() }, span);
+        let mut exact: Vec<(NodeId, usize)> = Vec::new();
+        let mut regexes: Vec<(NodeId, usize)> = Vec::new();
+        let mut default: Option<(usize, Span)> = None;
+        let mut names: BTreeMap<&str, Span> = BTreeMap::new();
+        for (i, (_, matchers, _)) in nodes.iter().enumerate() {
+            let mut same_node: Option<NodeId> = None;
+            for m in matchers.iter() {
+                match m {
+                    ast::NodeMatch::Name { name, span } => {
+                        if let Some(first) = names.insert(name, *span) {
+                            let d =
+                                Diagnostic::new(Stage::SetScope, format!("two node definitions for `{name}`"), *span)
+                                    .with_code(Code::DuplicateAssignment)
+                                    .with_label(first, "the first one");
+                            self.error(d);
+                        }
+                        let lit = self.graph.add(NodeKind::Const(Value::str(name.as_str())), *span);
+                        let eq = self.graph.add(NodeKind::Op { op: Op::Bin(BinOp::Eq), args: vec![host, lit] }, *span);
+                        same_node = Some(match same_node {
+                            None => eq,
+                            Some(prev) => {
+                                self.graph.add(NodeKind::Op { op: Op::Bin(BinOp::Or), args: vec![prev, eq] }, *span)
+                            }
+                        });
+                    }
+                    ast::NodeMatch::Regex { pattern, span } => {
+                        let lit = self.graph.add(NodeKind::Const(Value::str(pattern.as_str())), *span);
+                        let call = NodeKind::Call { func: "regexp.match".into(), args: vec![lit, host] };
+                        regexes.push((self.graph.add(call, *span), i));
+                    }
+                    ast::NodeMatch::Default(span) => match default {
+                        Some((_, first)) => {
+                            let d = Diagnostic::new(Stage::SetScope, "two `node default` definitions", *span)
+                                .with_code(Code::DuplicateAssignment)
+                                .with_label(first, "the first one");
+                            self.error(d);
+                        }
+                        None => default = Some((i, *span)),
+                    },
+                }
+            }
+            if let Some(cond) = same_node {
+                exact.push((cond, i));
+            }
+        }
+        let mut chain = match default {
+            Some((i, _)) => self.block(fid, &nodes[i].2.stmts),
+            None => {
+                let prefix = self.graph.add(NodeKind::Const(Value::str("no node definition matches host ")), span);
+                let message = self.graph.add(NodeKind::Call { func: "concat".into(), args: vec![prefix, host] }, span);
+                let check = self.graph.add(NodeKind::Call { func: "panic".into(), args: vec![message] }, span);
+                vec![IrStmt::Panic { check, span }]
+            }
+        };
+        for (cond, i) in exact.into_iter().chain(regexes).collect::<Vec<_>>().into_iter().rev() {
+            let then = self.block(fid, &nodes[i].2.stmts);
+            chain = vec![IrStmt::If { cond, then, els: chain, span: nodes[i].0.span }];
+        }
+        chain.pop().unwrap_or(IrStmt::If { cond: host, then: Vec::new(), els: Vec::new(), span })
     }
 
     fn stmt(&mut self, fid: FrameId, stmt: &'a ast::Stmt, out: &mut Vec<IrStmt>) {
@@ -137,6 +212,8 @@ impl<'a> Ctx<'a> {
                 let fields = self.override_fields(fid, entries);
                 out.push(IrStmt::Override { target, fields, span: stmt.span });
             }
+            // Lowered together by `block_stmts`; the init stage keeps them at the top level.
+            StmtKind::Node { .. } => {}
             StmtKind::Collect(c) => {
                 let c = self.collector(fid, c);
                 out.push(IrStmt::Collect(c));

@@ -66,6 +66,9 @@ pub enum StmtKind {
     Panic { args: Vec<Expr> },
     /// `kind name { entries }`, or `collect kind name { entries }`.
     Resource(Resource),
+    /// `node "web1", /^db\d+$/, default { … }`: a body for the hosts it matches (top level
+    /// of the entry file only).
+    Node { matchers: Vec<NodeMatch>, body: Block },
     /// `Kind <| query |> [{ overrides }]`: realizes and overrides what it matches.
     Collect(Collector),
     /// `realize(Kind[name], …)`: puts virtual resources in the graph.
@@ -80,6 +83,17 @@ pub enum StmtKind {
     /// reference or a `[...]` list of them), or a send/recv pair `A[n].f -> B[m].g`.
     /// `links[i]` joins `sides[i]` and `sides[i + 1]`.
     Edge { sides: Vec<EdgeSide>, links: Vec<EdgeLink> },
+}
+
+/// What a node definition matches.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NodeMatch {
+    /// An exact host name.
+    Name { name: String, span: Span },
+    /// A regular expression (RE2 syntax) a host name matches.
+    Regex { pattern: String, span: Span },
+    /// `default`: any host no other node matches.
+    Default(Span),
 }
 
 /// Whether a resource is in the graph as declared.

@@ -23,6 +23,9 @@ pub enum Tok {
     Float(f64),
     /// A string literal's raw text between the quotes.
     Str(String),
+    /// A regular expression between slashes, only in a node definition's header
+    /// (`node /^db\d+$/ {`): the text between the slashes.
+    Regex(String),
 
     If,
     Else,
@@ -185,6 +188,7 @@ impl fmt::Display for Tok {
             Tok::Int(n) => write!(f, "integer `{n}`"),
             Tok::Float(x) => write!(f, "float `{x}`"),
             Tok::Str(_) => f.write_str("string"),
+            Tok::Regex(_) => f.write_str("regular expression"),
             Tok::Error => f.write_str("invalid token"),
             Tok::Eof => f.write_str("end of file"),
             _ => f.write_str("token"),
@@ -347,10 +351,45 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
     let mut lexer = Raw::lexer(text);
     let mut carriage_returns = 0;
     let mut first_carriage_return = 0;
+    // In a node definition's header (`node` at a statement's start, up to its `{`), a `/`
+    // starts a regular expression; anywhere else `/` divides.
+    let mut node_header = false;
     while let Some(raw) = lexer.next() {
         let range = lexer.span();
         let span = Span::new(file, range.start, range.end);
         let slice = lexer.slice();
+        if node_header && raw == Ok(Raw::Slash) {
+            let rest = &text[range.end..];
+            let mut escaped = false;
+            let close = rest.char_indices().find(|&(_, c)| {
+                let end = !escaped && (c == '/' || c == '\n');
+                escaped = !escaped && c == '\\';
+                end
+            });
+            match close {
+                Some((at, '/')) => {
+                    lexer.bump(at + 1);
+                    let span = Span::new(file, range.start, range.end + at + 1);
+                    tokens.push((Tok::Regex(rest[..at].to_string()), span));
+                }
+                _ => {
+                    diags.push(
+                        Diagnostic::new(Stage::LexParse, "unterminated regular expression", span)
+                            .with_code(Code::Lex)
+                            .with_note("a node's regular expression is written between slashes on one line: `node /^db\\d+$/ {`"),
+                    );
+                    tokens.push((Tok::Error, span));
+                }
+            }
+            continue;
+        }
+        match &raw {
+            Ok(Raw::Ident) if slice == "node" => {
+                node_header = matches!(tokens.last(), None | Some((Tok::Newline, _)));
+            }
+            Ok(Raw::LBrace | Raw::Newline) => node_header = false,
+            _ => {}
+        }
         if raw == Ok(Raw::CarriageReturn) {
             // Reported once (below); skipped like a space so that the rest of a file with
             // Windows line endings still parses and its real errors are found.

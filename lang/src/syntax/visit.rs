@@ -58,6 +58,7 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             }
         }
         StmtKind::Collect(c) => collector_mut(c, f),
+        StmtKind::Node { body, .. } => exprs_mut(&mut body.stmts, f),
         StmtKind::Realize { refs } => refs.iter_mut().for_each(|h| half_mut(h, f)),
     }
 }

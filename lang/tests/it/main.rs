@@ -9,6 +9,7 @@ mod interpret_graph;
 mod scope_conformance;
 mod scope_resolve;
 mod syntax_expr;
+mod syntax_fuzz;
 mod syntax_init;
 mod syntax_interpolate;
 mod syntax_recovery;

@@ -5,8 +5,8 @@ use super::{Fail, PResult, Parser};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
-    Collector, EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, Query, ResEntry, ResEntryKind,
-    Resource, Stmt, StmtKind, TypeAnn, Virtuality,
+    Collector, EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, NodeMatch, Query, ResEntry,
+    ResEntryKind, Resource, Stmt, StmtKind, TypeAnn, Virtuality,
 };
 use crate::syntax::token::Tok;
 use crate::types::Type;
@@ -36,6 +36,14 @@ impl Parser<'_> {
                 StmtKind::Resource(self.resource(true)?)
             }
             Tok::Ident(word) if word == "realize" && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
+            Tok::Ident(word)
+                if word == "node"
+                    && (matches!(self.peek_at(1), Tok::Str(_) | Tok::Regex(_))
+                        || (matches!(self.peek_at(1), Tok::Ident(d) if d == "default")
+                            && matches!(self.peek_at(2), Tok::LBrace | Tok::Comma))) =>
+            {
+                self.node_stmt()?
+            }
             Tok::Ident(_) => StmtKind::Resource(self.resource(false)?),
             Tok::At | Tok::AtAt => {
                 let virtuality = if self.bump().0 == &Tok::At { Virtuality::Virtual } else { Virtuality::Exported };
@@ -552,6 +560,44 @@ impl Parser<'_> {
             ));
         }
         Ok(Query::Compare { span: attr.span.to(value.span), attr, equal, value })
+    }
+
+    /// `node = "node" matcher { "," matcher } block` with `matcher = STRING | REGEX | "default"`.
+    fn node_stmt(&mut self) -> PResult<StmtKind> {
+        self.bump();
+        let mut matchers = Vec::new();
+        loop {
+            let (tok, span) = (self.peek().clone(), self.span());
+            let m = match tok {
+                Tok::Str(name) if !name.contains('\\') && !name.contains("${") => NodeMatch::Name { name, span },
+                Tok::Str(_) => {
+                    return Err(self
+                        .error("syntax error: a node's host name is a plain string, without escapes or `${}`", span));
+                }
+                Tok::Regex(pattern) => NodeMatch::Regex { pattern, span },
+                Tok::Ident(d) if d == "default" => NodeMatch::Default(span),
+                _ => {
+                    return Err(
+                        self.unexpected("a host name (\"web1\"), a regular expression (/^db\\d+$/) or `default`")
+                    );
+                }
+            };
+            self.bump();
+            matchers.push(m);
+            if self.eat(&Tok::Comma).is_none() {
+                break;
+            }
+        }
+        if matches!(self.peek(), Tok::Ident(w) if w == "inherits") {
+            let span = self.span();
+            let note = "put what several nodes share in a class, and include it in each";
+            return Err(self.error_note("syntax error: node inheritance (`inherits`) is not supported", span, note));
+        }
+        if !self.at(&Tok::LBrace) {
+            return Err(self.unexpected("`,` or `{` to start the node's body"));
+        }
+        let body = self.block()?;
+        Ok(StmtKind::Node { matchers, body })
     }
 
     /// `realize "(" edge_half { "," edge_half } [","] ")"`.
