@@ -336,3 +336,17 @@ fn the_puppet_style_example_converges_and_reloads_only_on_change() {
 fn reloads_in(root: &Path) -> usize {
     std::fs::read_to_string(root.join("reloads.log")).unwrap_or_default().lines().count()
 }
+
+#[test]
+fn why_names_the_default_the_collector_and_the_override_behind_a_param() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "File {\n\tmode => \"0600\",\n}\n@file \"/a\" {\n\tcontent => \"x\",\n}\nFile <| content == \"x\" |> {\n\towner => \"root\",\n}\nFile[\"/a\"] {\n\tgroup => \"root\",\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = Command::new(TEND).arg("why").arg(dir.path().join("main.mcl")).arg("file[/a]").output().unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let why = text(&out.stdout);
+    assert!(why.contains("mode  set by the default at /main.mcl:2:2"), "{why}");
+    assert!(why.contains("realized by the collector at /main.mcl:7:1"), "{why}");
+    assert!(why.contains("owner = \"root\", set by the collector at /main.mcl:8:2"), "{why}");
+    assert!(why.contains("group = \"root\", set by the override at /main.mcl:11:2"), "{why}");
+}

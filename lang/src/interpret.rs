@@ -16,6 +16,7 @@ mod edges;
 mod merge;
 mod overrides;
 
+pub use collect::collects;
 pub use merge::{MergeOutcome, merge_duplicate};
 
 use crate::catalog::Catalog;

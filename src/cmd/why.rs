@@ -6,7 +6,7 @@
 
 use crate::cli::WhyFormat;
 use crate::compile::{self, Report};
-use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op};
+use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op, Origin};
 use lang::provenance::{Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
 use lang::span::{SourceMap, Span};
 use lang::syntax::ast::BinOp;
@@ -106,11 +106,15 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname:
     }
 
     let ctx = Ctx { sources: &sources, graph: &graph, index: &index };
-    let reports: Vec<serde_json::Value> = found
+    let mut reports: Vec<serde_json::Value> = found
         .iter()
         .flat_map(|(i, runs)| runs.iter().map(move |vals| (*i, vals)))
         .map(|(i, vals)| ctx.statement(&located[i], &plans[i], vals))
         .collect();
+    let after = ctx.after_evaluation(&output, &kind, &name);
+    if let Some(last) = reports.last_mut() {
+        last["after_evaluation"] = json!(after);
+    }
     match format {
         WhyFormat::Json => crate::stdout::line(format_args!(
             "{:#}",
@@ -331,6 +335,33 @@ impl Ctx<'_> {
         }
     }
 
+    /// What interpretation does to the resource after the statement made it: collectors
+    /// that realize or override it, overrides and `realize` statements, in that order.
+    fn after_evaluation(&self, output: &lang::output::Output, kind: &str, name: &str) -> Vec<serde_json::Value> {
+        let mut out = Vec::new();
+        let Some(decl) = output.resources.iter().find(|d| d.kind == kind && d.name == name) else { return out };
+        let virtual_res = decl.virtuality != lang::output::Virtuality::Real;
+        let set = |by: &str, p: &lang::output::OverrideParam| {
+            let how = if p.append { "appended to" } else { "set" };
+            json!({"by": by, "param": p.name, "how": how, "value": Self::value(Some(&p.value)), "at": self.at(p.span), "source": self.source(p.span)})
+        };
+        for c in output.collectors.iter().filter(|c| lang::interpret::collects(c, decl)) {
+            if virtual_res {
+                out.push(
+                    json!({"by": "collector", "how": "realized", "at": self.at(c.span), "source": self.source(c.span)}),
+                );
+            }
+            out.extend(c.params.iter().map(|p| set("collector", p)));
+        }
+        for r in output.realized.iter().filter(|r| r.kind == kind && r.name == name) {
+            out.push(json!({"by": "realize", "how": "realized", "at": self.at(r.span), "source": self.source(r.span)}));
+        }
+        for o in output.overrides.iter().filter(|o| o.kind == kind && o.names.iter().any(|n| n == name)) {
+            out.extend(o.params.iter().map(|p| set("override", p)));
+        }
+        out
+    }
+
     fn statement(&self, l: &Located<'_>, plan: &Plan, vals: &BTreeMap<String, Value>) -> serde_json::Value {
         let r = l.resource;
         let get = |n: NodeId| vals.get(&key(n));
@@ -369,9 +400,11 @@ impl Ctx<'_> {
             {
                 continue; // an elvis field whose condition is false was not set
             }
+            let defaulted = r.fields.iter().any(|f| f.span == *span && f.origin == Origin::Default);
             params.push(json!({
                 "name": pname,
                 "meta": meta,
+                "set_by": if defaulted { "default" } else { "statement" },
                 "at": self.at(*span),
                 "source": self.source(*span),
                 "value": Self::value(get(value.node)),
@@ -475,13 +508,39 @@ fn text(resource: &str, statements: &[serde_json::Value]) -> String {
         tree(&st["name"], 2, &mut out);
         for p in st["params"].as_array().into_iter().flatten() {
             let label = if p["meta"].as_bool() == Some(true) { "meta " } else { "" };
-            out.push_str(&format!("\n  {label}{}  {}  {}\n", s(&p["name"]), s(&p["at"]), s(&p["source"])));
+            let by = if s(&p["set_by"]) == "default" { "set by the default at " } else { "" };
+            out.push_str(&format!("\n  {label}{}  {by}{}  {}\n", s(&p["name"]), s(&p["at"]), s(&p["source"])));
             out.push_str(&format!("    = {}\n", plain(&p["value"])));
             if !p["condition"].is_null() {
                 out.push_str("    set because:\n");
                 tree(&p["condition"], 4, &mut out);
             }
             tree(&p["provenance"], 4, &mut out);
+        }
+        let after = st["after_evaluation"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if !after.is_empty() {
+            out.push_str("\n  then, when the graph was built:\n");
+        }
+        for a in after {
+            match s(&a["how"]).as_str() {
+                "realized" => out.push_str(&format!(
+                    "    realized by the {} at {}  {}\n",
+                    s(&a["by"]),
+                    s(&a["at"]),
+                    s(&a["source"])
+                )),
+                how => {
+                    let (op, verb) = if how == "set" { ("=", "set") } else { ("+=", "appended") };
+                    out.push_str(&format!(
+                        "    {} {op} {}, {verb} by the {} at {}  {}\n",
+                        s(&a["param"]),
+                        plain(&a["value"]),
+                        s(&a["by"]),
+                        s(&a["at"]),
+                        s(&a["source"])
+                    ))
+                }
+            }
         }
     }
     out

@@ -69,7 +69,7 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
 }
 
 /// Whether collector `c` collects `r`.
-fn collects(c: &CollectorDecl, r: &ResDecl) -> bool {
+pub fn collects(c: &CollectorDecl, r: &ResDecl) -> bool {
     r.kind == c.kind && (!c.exported || r.exported()) && c.query.as_ref().is_none_or(|q| holds(q, r))
 }
 
