@@ -350,3 +350,24 @@ fn why_names_the_default_the_collector_and_the_override_behind_a_param() {
     assert!(why.contains("owner = \"root\", set by the collector at /main.mcl:8:2"), "{why}");
     assert!(why.contains("group = \"root\", set by the override at /main.mcl:11:2"), "{why}");
 }
+
+#[test]
+fn an_exported_resource_collected_in_the_same_program_runs_with_its_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().display();
+    // mgmt's form: the exporting host keeps its copy hidden; `collect` makes the one that runs.
+    let program = format!(
+        "file \"{r}/x\" {{\n\tstate => \"exists\",\n\tcontent => \"exported\",\n\tMeta:export => [\"*\"],\n\tMeta:hidden => true,\n}}\n\
+         collect file [struct{{name => \"{r}/x\", host => \"h1\"}}] {{\n\tmode => \"0600\",\n}}\n\
+         file \"{r}/y\" {{\n\tstate => \"exists\",\n\tcontent => \"normal\",\n}}\n\
+         file \"{r}/y\" {{\n\tstate => \"exists\",\n\tcontent => \"hidden twin\",\n\tMeta:hidden => true,\n}}\n"
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), "run", &["--hostname", "h1"]);
+    assert!(out.status.success(), "a hidden twin is no duplicate: stderr: {}", text(&out.stderr));
+    use std::os::unix::fs::PermissionsExt;
+    // The collected copy has the exported params with the collect body's on top.
+    assert_eq!(std::fs::read_to_string(dir.path().join("x")).unwrap(), "exported");
+    assert_eq!(std::fs::metadata(dir.path().join("x")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(std::fs::read_to_string(dir.path().join("y")).unwrap(), "normal", "hidden resources do not run");
+}

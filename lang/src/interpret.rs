@@ -29,10 +29,8 @@ pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     let mut graph = ResGraph::default();
     let collected;
-    let out = if out.collectors.is_empty()
-        && out.realized.is_empty()
-        && out.resources.iter().all(|r| r.virtuality == Virtuality::Real)
-    {
+    let plain = |r: &crate::output::ResDecl| r.virtuality == Virtuality::Real && !r.collect;
+    let out = if out.collectors.is_empty() && out.realized.is_empty() && out.resources.iter().all(plain) {
         out
     } else {
         collected = collect::apply(out, &mut diags);

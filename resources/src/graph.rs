@@ -119,6 +119,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
         .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
         .collect();
     let groups = network_groups(graph);
+    let keys = keys(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
         let built = if v.kind == "file" {
             crate::file::File::build(&v.name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
@@ -143,7 +144,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
                 }
                 let mut meta = engine_meta(&v.meta);
                 meta.noop |= noop;
-                out.add_vertex(key(v), meta, res);
+                out.add_vertex(keys[i].clone(), meta, res);
             }
             Err(e) => diags.push(build_diagnostic(v, &e)),
         }
@@ -152,7 +153,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
         return Err(diags);
     }
     for e in &graph.edges {
-        let (from, to) = (key(&graph.vertices[e.from]), key(&graph.vertices[e.to]));
+        let (from, to) = (keys[e.from].clone(), keys[e.to].clone());
         out.add_edge(from.clone(), to.clone(), e.notify);
         for sr in &e.send_recv {
             out.add_sendrecv(from.clone(), &sr.send, to.clone(), &sr.recv);
@@ -185,8 +186,25 @@ pub fn engine_meta(m: &LangMeta) -> engine::Meta {
     }
 }
 
-fn key(v: &Vertex) -> ResKey {
-    ResKey::new(&v.kind, &v.name)
+/// The engine key of every vertex. A hidden resource may share its kind and name with a
+/// normal one and with other hidden ones (interpretation keeps them all); the engine keys
+/// vertices by kind and name, so each hidden one gets its own: `name (hidden)`, then
+/// `name (hidden 2)`, … in graph order (stable across swaps of the same program).
+fn keys(graph: &ResGraph) -> Vec<ResKey> {
+    let mut hidden_seen: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    graph
+        .vertices
+        .iter()
+        .map(|v| {
+            if !v.meta.hidden {
+                return ResKey::new(&v.kind, &v.name);
+            }
+            let n = hidden_seen.entry((v.kind.as_str(), v.name.as_str())).or_insert(0);
+            *n += 1;
+            let suffix = if *n == 1 { " (hidden)".to_string() } else { format!(" (hidden {n})") };
+            ResKey::new(&v.kind, format!("{}{suffix}", v.name))
+        })
+        .collect()
 }
 
 fn build_diagnostic(v: &Vertex, e: &BuildError) -> Diagnostic {

@@ -18,6 +18,26 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
             r.metas.push(("export".into(), Value::list(vec![Value::str("*")]), r.span));
         }
     }
+    // mgmt's `collect kind $names { … }` makes a copy of each exported resource it names:
+    // the exported resource's params, with the collect body's on top.
+    for i in 0..resources.len() {
+        if !resources[i].collect {
+            continue;
+        }
+        let exported = out
+            .resources
+            .iter()
+            .find(|e| !e.collect && e.kind == resources[i].kind && e.name == resources[i].name && e.exported());
+        if let Some(exported) = exported {
+            let body = std::mem::replace(&mut resources[i].params, exported.params.clone());
+            for (name, value, span) in body {
+                match resources[i].params.iter_mut().find(|(n, ..)| *n == name) {
+                    Some(slot) => *slot = (name, value, span),
+                    None => resources[i].params.push((name, value, span)),
+                }
+            }
+        }
+    }
     let mut realized: Vec<bool> = resources.iter().map(|r| r.virtuality == Virtuality::Real).collect();
     let mut matches: Vec<Vec<usize>> = Vec::with_capacity(out.collectors.len());
     for c in &out.collectors {
