@@ -20,20 +20,15 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
     }
     // mgmt's `collect kind $names { … }` makes a copy of each exported resource it names:
     // the exported resource's params, with the collect body's on top.
-    for i in 0..resources.len() {
-        if !resources[i].collect {
-            continue;
-        }
-        let exported = out
-            .resources
-            .iter()
-            .find(|e| !e.collect && e.kind == resources[i].kind && e.name == resources[i].name && e.exported());
+    for copy in resources.iter_mut().filter(|r| r.collect) {
+        let exported =
+            out.resources.iter().find(|e| !e.collect && e.kind == copy.kind && e.name == copy.name && e.exported());
         if let Some(exported) = exported {
-            let body = std::mem::replace(&mut resources[i].params, exported.params.clone());
+            let body = std::mem::replace(&mut copy.params, exported.params.clone());
             for (name, value, span) in body {
-                match resources[i].params.iter_mut().find(|(n, ..)| *n == name) {
+                match copy.params.iter_mut().find(|(n, ..)| *n == name) {
                     Some(slot) => *slot = (name, value, span),
-                    None => resources[i].params.push((name, value, span)),
+                    None => copy.params.push((name, value, span)),
                 }
             }
         }
