@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.log_format);
     match cli.command {
-        Command::Check { path, format } => cmd::check::run(&path, format),
+        Command::Check { path, format } => cmd::check::run(&path, format, cli.verbose, cli.hostname),
         Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout, cli.hostname),
         Command::Why { path, resource, format, timeout } => {
             cmd::why::run(&path, &resource, format, timeout, cli.hostname)

@@ -371,3 +371,16 @@ fn an_exported_resource_collected_in_the_same_program_runs_with_its_params() {
     assert_eq!(std::fs::metadata(dir.path().join("x")).unwrap().permissions().mode() & 0o777, 0o600);
     assert_eq!(std::fs::read_to_string(dir.path().join("y")).unwrap(), "normal", "hidden resources do not run");
 }
+
+#[test]
+fn check_v_lists_the_virtual_resources_nothing_realizes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), "@file \"/a\" {}\n@file \"/b\" {}\nrealize(File[\"/a\"])\n").unwrap();
+    let out = tend(dir.path(), "check", &["-v"]);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("virtual resource file[/b] (/main.mcl:2:1) is realized by nothing"), "{stderr}");
+    assert!(!stderr.contains("file[/a]"), "{stderr}");
+    let quiet = tend(dir.path(), "check", &[]);
+    assert!(!text(&quiet.stderr).contains("realized by nothing"), "only with -v");
+}

@@ -16,7 +16,7 @@ mod edges;
 mod merge;
 mod overrides;
 
-pub use collect::collects;
+pub use collect::{collects, unrealized};
 pub use merge::{MergeOutcome, merge_duplicate};
 
 use crate::catalog::Catalog;

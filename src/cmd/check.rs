@@ -5,10 +5,10 @@ use crate::compile::{self, Report};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(path: &Path, format: CheckFormat) -> ExitCode {
-    let (_, catalog) = compile::catalog();
+pub fn run(path: &Path, format: CheckFormat, verbose: u8, hostname: Option<String>) -> ExitCode {
+    let (registry, catalog) = compile::catalog();
     let how = if format == CheckFormat::Json { Report::Json } else { Report::Human };
-    let (_, outcome) = match compile::compile(path, &catalog) {
+    let (program, outcome) = match compile::compile(path, &catalog) {
         Ok(x) => x,
         Err(e) => {
             crate::stderr::line(format_args!("error: {e}"));
@@ -20,6 +20,13 @@ pub fn run(path: &Path, format: CheckFormat) -> ExitCode {
         return ExitCode::from(1);
     }
     let nodes = outcome.graph.as_ref().map_or(0, |g| g.nodes.len());
+    if verbose > 0
+        && format == CheckFormat::Human
+        && let Some(graph) = outcome.graph.clone()
+        && has_virtual(&graph.stmts)
+    {
+        list_unrealized(graph, registry, &program.root, hostname, &outcome.sources);
+    }
     match format {
         CheckFormat::Json => crate::stdout::line(format_args!("{}", serde_json::json!({"ok": true, "nodes": nodes}))),
         CheckFormat::Human => crate::stderr::line(format_args!(
@@ -28,4 +35,45 @@ pub fn run(path: &Path, format: CheckFormat) -> ExitCode {
         )),
     }
     ExitCode::SUCCESS
+}
+
+/// Whether the program declares a virtual or exported resource anywhere.
+fn has_virtual(stmts: &[lang::ir::IrStmt]) -> bool {
+    use lang::ir::IrStmt;
+    stmts.iter().any(|s| match s {
+        IrStmt::Resource(r) => r.virtuality != lang::output::Virtuality::Real,
+        IrStmt::If { then, els, .. } => has_virtual(then) || has_virtual(els),
+        IrStmt::For { body, .. } => has_virtual(body),
+        _ => false,
+    })
+}
+
+/// `-v`: runs the dataflow once (as `tend graph` does) and names the virtual resources
+/// nothing realizes, which the graph leaves out silently.
+fn list_unrealized(
+    graph: lang::ir::FuncGraph,
+    registry: funcs::registry::Registry,
+    root: &Path,
+    hostname: Option<String>,
+    sources: &lang::span::SourceMap,
+) {
+    let output = match compile::first_output(graph, registry, root, hostname, 10.0) {
+        Ok(Ok(output)) => output,
+        Ok(Err(d)) => {
+            crate::stderr::line(format_args!("note: cannot list unrealized virtual resources: {}", d.message));
+            return;
+        }
+        Err(e) => {
+            crate::stderr::line(format_args!("note: cannot list unrealized virtual resources: {e}"));
+            return;
+        }
+    };
+    for r in lang::interpret::unrealized(&output) {
+        let file = sources.get(r.span.file);
+        let lc = file.line_col(r.span.start);
+        crate::stderr::line(format_args!(
+            "note: virtual resource {}[{}] ({}:{}:{}) is realized by nothing: it is not in the graph",
+            r.kind, r.name, file.name, lc.line, lc.col
+        ));
+    }
 }

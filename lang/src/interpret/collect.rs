@@ -83,6 +83,17 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
     Output { resources, edges, ..out.clone() }
 }
 
+/// The virtual resources of `out` that no collector matches and no `realize` names: they
+/// are silently left out of the graph (`tend check -v` lists them).
+pub fn unrealized(out: &Output) -> Vec<&ResDecl> {
+    out.resources
+        .iter()
+        .filter(|r| r.virtuality != Virtuality::Real)
+        .filter(|r| !out.collectors.iter().any(|c| collects(c, r)))
+        .filter(|r| !out.realized.iter().any(|z| z.kind == r.kind && z.name == r.name))
+        .collect()
+}
+
 /// Whether collector `c` collects `r`.
 pub fn collects(c: &CollectorDecl, r: &ResDecl) -> bool {
     r.kind == c.kind && (!c.exported || r.exported()) && c.query.as_ref().is_none_or(|q| holds(q, r))

@@ -470,10 +470,17 @@ impl Parser<'_> {
             return Ok(EdgeSide { span: half.span, refs: vec![half], collector: None });
         }
         let open = self.open(&Tok::LBrack)?;
+        let refs = self.ref_list(&Tok::RBrack)?;
+        let close = self.close(&Tok::RBrack, "`,` or `]`")?;
+        Ok(EdgeSide { refs, collector: None, span: open.to(close) })
+    }
+
+    /// `[ edge_half { "," edge_half } [","] ]` up to (not past) `close`, newlines allowed.
+    fn ref_list(&mut self, close: &Tok) -> PResult<Vec<EdgeHalf>> {
         let mut refs = Vec::new();
         loop {
             self.skip_newlines();
-            if self.at(&Tok::RBrack) {
+            if self.at(close) {
                 break;
             }
             refs.push(self.edge_half(false)?);
@@ -483,8 +490,7 @@ impl Parser<'_> {
                 break;
             }
         }
-        let close = self.close(&Tok::RBrack, "`,` or `]`")?;
-        Ok(EdgeSide { refs, collector: None, span: open.to(close) })
+        Ok(refs)
     }
 
     /// Whether a relationship operator comes next (without consuming it).
@@ -604,19 +610,7 @@ impl Parser<'_> {
     fn realize(&mut self) -> PResult<StmtKind> {
         self.bump();
         self.open(&Tok::LParen)?;
-        let mut refs = Vec::new();
-        loop {
-            self.skip_newlines();
-            if self.at(&Tok::RParen) {
-                break;
-            }
-            refs.push(self.edge_half(false)?);
-            self.skip_newlines();
-            if self.eat(&Tok::Comma).is_none() {
-                self.skip_newlines();
-                break;
-            }
-        }
+        let refs = self.ref_list(&Tok::RParen)?;
         self.close(&Tok::RParen, "`,` or `)`")?;
         if refs.is_empty() {
             let span = self.prev_span();
