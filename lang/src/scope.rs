@@ -81,6 +81,7 @@ pub fn resolve_with(
         bind_orders: BTreeMap::new(),
         static_recursion,
         default_nodes: BTreeMap::new(),
+        any_defaults: false,
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
@@ -164,6 +165,8 @@ struct Ctx<'a> {
     /// The value (and condition) node of each defaults entry, by the entry's address and
     /// the frame of its block: made once, shared by every resource the default applies to.
     default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,
+    /// Whether any block declared defaults (resources look for them only then).
+    any_defaults: bool,
 }
 
 impl<'a> Ctx<'a> {

@@ -320,10 +320,15 @@ impl<'a> Ctx<'a> {
             }
         }
         // Defaults of the enclosing blocks, innermost first: a param the body sets wins,
-        // and an inner default wins over an outer one.
-        let mut given: BTreeSet<String> = fields.iter().map(|f| f.name.clone()).collect();
-        let mut given_metas: BTreeSet<String> = metas.iter().filter_map(|m| m.name.clone()).collect();
-        let mut frame = Some(fid);
+        // and an inner default wins over an outer one. (Most programs have none: then no
+        // frame is walked and nothing is allocated.)
+        let mut given: BTreeSet<String> = BTreeSet::new();
+        let mut given_metas: BTreeSet<String> = BTreeSet::new();
+        if self.any_defaults {
+            given.extend(fields.iter().map(|f| f.name.clone()));
+            given_metas.extend(metas.iter().filter_map(|m| m.name.clone()));
+        }
+        let mut frame = if self.any_defaults { Some(fid) } else { None };
         while let Some(id) = frame {
             let entries: Vec<&'a [ast::ResEntry]> =
                 self.frame(id).defaults.iter().filter(|d| d.kind == res.kind.name).map(|d| d.entries).collect();
@@ -423,6 +428,7 @@ impl<'a> Ctx<'a> {
             }
         }
         self.frame_mut(fid).defaults.push(DefaultsEntry { kind: kind.name.clone(), entries });
+        self.any_defaults = true;
     }
 
     /// The fields and metas of a defaults statement declared in frame `fid`, minus the
