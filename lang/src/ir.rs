@@ -29,6 +29,11 @@ pub struct FuncGraph {
     pub params: Vec<ParamInfo>,
     /// Type annotations written by the user, as constraints on nodes.
     pub annotations: Vec<Annotation>,
+    /// Nodes type-checked although no statement may use them: the arguments given to typed
+    /// params of funcs and classes, and typed lambda params. A type written on a param is
+    /// checked at every call and include, whether or not the body uses the param (as mgmt
+    /// does).
+    pub checked: Vec<NodeId>,
     /// The program's output statements (top level; includes are inlined).
     pub stmts: Vec<IrStmt>,
     /// Filled by unification: the concrete type of every node reachable from `stmts`

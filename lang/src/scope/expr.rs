@@ -187,6 +187,7 @@ impl<'a> Ctx<'a> {
             for (param, arg) in func.lambda.params.iter().zip(&args) {
                 if let Some(ann) = &param.ann {
                     self.graph.annotations.push(Annotation { node: *arg, ty: ann.ty.clone(), span: ann.span });
+                    self.graph.checked.push(*arg);
                 }
                 self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(*arg));
             }
@@ -220,6 +221,7 @@ impl<'a> Ctx<'a> {
             let node = self.graph.add(NodeKind::Param(pid), param.name.span);
             if let Some(ann) = &param.ann {
                 self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+                self.graph.checked.push(node);
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
             params.push(pid);

@@ -557,6 +557,7 @@ impl<'a> Ctx<'a> {
         for (param, node) in params.iter().zip(&arg_nodes) {
             if let Some(ann) = &param.ann {
                 self.graph.annotations.push(Annotation { node: *node, ty: ann.ty.clone(), span: ann.span });
+                self.graph.checked.push(*node);
             }
             self.frame_mut(param_frame).vars.insert(param.name.name.clone(), VarEntry::Node(*node));
         }

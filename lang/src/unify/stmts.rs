@@ -27,6 +27,9 @@ impl<'a> Ctx<'a> {
         for stmt in &graph.stmts {
             self.stmt(stmt);
         }
+        for &node in &graph.checked {
+            self.visit(node);
+        }
     }
 
     fn stmt(&mut self, stmt: &IrStmt) {
