@@ -36,8 +36,8 @@ pub struct FuncGraph {
     pub checked: Vec<NodeId>,
     /// The program's output statements (top level; includes are inlined).
     pub stmts: Vec<IrStmt>,
-    /// Filled by unification: the concrete type of every node reachable from `stmts`
-    /// (`None` for nodes nothing uses, which are never type-checked).
+    /// Filled by unification: the concrete type of every node reachable from `stmts` or
+    /// `checked` (`None` for nodes nothing uses, which are never type-checked).
     pub types: Vec<Option<Type>>,
 }
 
