@@ -121,7 +121,7 @@ impl<'a> Ctx<'a> {
             }
         }
         if !nodes.is_empty() {
-            out.push(self.nodes(fid, &nodes));
+            out.extend(self.nodes(fid, &nodes));
         }
         out
     }
@@ -129,7 +129,11 @@ impl<'a> Ctx<'a> {
     /// The node definitions of the top level as one `if` chain on the host name: an exact
     /// name first, then the first regular expression that matches (in source order), then
     /// `default`; no match and no default is an error naming the host.
-    fn nodes(&mut self, fid: FrameId, nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)]) -> IrStmt {
+    fn nodes(
+        &mut self,
+        fid: FrameId,
+        nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)],
+    ) -> Vec<IrStmt> {
         let span = nodes[0].0.span;
         let host = self.graph.add(NodeKind::Call { func: "sys.hostname".into(), args: Vec::new() }, span);
         let mut exact: Vec<(NodeId, usize)> = Vec::new();
@@ -190,7 +194,7 @@ impl<'a> Ctx<'a> {
             let then = self.block(fid, &nodes[i].2.stmts);
             chain = vec![IrStmt::If { cond, then, els: chain, span: nodes[i].0.span }];
         }
-        chain.pop().unwrap_or(IrStmt::If { cond: host, then: Vec::new(), els: Vec::new(), span })
+        chain
     }
 
     fn stmt(&mut self, fid: FrameId, stmt: &'a ast::Stmt, out: &mut Vec<IrStmt>) {
