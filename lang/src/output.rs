@@ -33,18 +33,14 @@ pub struct ResDecl {
 }
 
 impl ResDecl {
-    /// Its tags: its kind, the classes that declared it, and its `Meta:tags`.
-    pub fn tags(&self) -> Vec<String> {
-        let mut tags = vec![self.kind.clone()];
-        tags.extend(self.classes.iter().cloned());
-        for (name, value, _) in &self.metas {
-            if name == "tags"
-                && let Value::List(items) = value
-            {
-                tags.extend(items.iter().filter_map(|t| t.as_str().map(str::to_string)));
-            }
-        }
-        tags
+    /// Whether it has tag `tag`: its kind, a class that declared it, or one of its
+    /// `Meta:tags`.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.kind == tag
+            || self.classes.iter().any(|c| c == tag)
+            || self.metas.iter().any(|(name, value, _)| {
+                name == "tags" && matches!(value, Value::List(items) if items.iter().any(|t| t.as_str() == Some(tag)))
+            })
     }
 
     /// Whether it is exported (`@@kind`, or `Meta:export` naming any host).

@@ -29,6 +29,15 @@ pub fn section<'a>(sections: &'a [(String, String)], name: &str) -> Option<&'a s
     sections.iter().rev().find(|(n, _)| n == name).map(|(_, body)| body.as_str())
 }
 
+/// The entry file of a txtar program, as a path from its root: `/main.mcl`, or the file a
+/// `metadata.yaml` section names (`main: "x.mcl"`).
+pub fn entry(sections: &[(String, String)]) -> String {
+    let main = section(sections, "metadata.yaml").and_then(|meta| {
+        meta.lines().rev().find_map(|line| line.trim().strip_prefix("main:").map(|rest| rest.trim().trim_matches('"')))
+    });
+    format!("/{}", main.unwrap_or("main.mcl"))
+}
+
 /// `../shared` next to the workspace (`TEND_SHARED_DIR` overrides it, for worktrees that
 /// live elsewhere), if it is there.
 pub fn shared_dir() -> Option<PathBuf> {

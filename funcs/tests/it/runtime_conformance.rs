@@ -32,14 +32,7 @@ fn compile(
             loader = loader.with(&format!("/{name}"), body);
         }
     }
-    let mut entry = "/main.mcl".to_string();
-    if let Some(meta) = loader.files.get("/metadata.yaml") {
-        for line in meta.lines() {
-            if let Some(rest) = line.trim().strip_prefix("main:") {
-                entry = format!("/{}", rest.trim().trim_matches('"'));
-            }
-        }
-    }
+    let entry = testkit::entry(sections);
     let text = loader.files.get(&entry).cloned().ok_or((Stage::LexParse, "no entry file".to_string()))?;
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(entry.clone(), text.clone()));

@@ -80,7 +80,13 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         }
     }
     let resources = resources.into_iter().zip(realized).filter(|(_, keep)| *keep).map(|(r, _)| r).collect();
-    Output { resources, edges, ..out.clone() }
+    Output {
+        resources,
+        edges,
+        overrides: out.overrides.clone(),
+        collectors: out.collectors.clone(),
+        realized: out.realized.clone(),
+    }
 }
 
 /// The virtual resources of `out` that no collector matches and no `realize` names: they
@@ -109,7 +115,7 @@ fn holds(q: &Query, r: &ResDecl) -> bool {
         Query::Compare { attr, equal, value, .. } => {
             let found = match attr.as_str() {
                 "name" | "title" => value.as_str() == Some(r.name.as_str()),
-                "tag" => value.as_str().is_some_and(|t| r.tags().iter().any(|have| have == t)),
+                "tag" => value.as_str().is_some_and(|t| r.has_tag(t)),
                 param => r.params.iter().any(|(n, v, _)| {
                     n == param && (v == value || matches!(v, Value::List(items) if items.contains(value)))
                 }),

@@ -129,11 +129,7 @@ impl<'a> Ctx<'a> {
     /// The node definitions of the top level as one `if` chain on the host name: an exact
     /// name first, then the first regular expression that matches (in source order), then
     /// `default`; no match and no default is an error naming the host.
-    fn nodes(
-        &mut self,
-        fid: FrameId,
-        nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)],
-    ) -> Vec<IrStmt> {
+    fn nodes(&mut self, fid: FrameId, nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)]) -> Vec<IrStmt> {
         let span = nodes[0].0.span;
         let host = self.graph.add(NodeKind::Call { func: "sys.hostname".into(), args: Vec::new() }, span);
         let mut exact: Vec<(NodeId, usize)> = Vec::new();
@@ -400,6 +396,9 @@ impl<'a> Ctx<'a> {
     /// The classes whose instances enclose frame `fid`, outermost first.
     fn enclosing_classes(&self, fid: FrameId) -> Vec<String> {
         let mut classes = Vec::new();
+        if self.instances.is_empty() {
+            return classes;
+        }
         let mut frame = Some(fid);
         while let Some(id) = frame {
             if let Some((_, _, name)) = self.instances.get(&id) {

@@ -119,12 +119,6 @@ fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
     Outcome::Resolved(diags, sources)
 }
 
-fn expected_stage(output: &str) -> Option<&str> {
-    let first = output.lines().find(|l| !l.trim().is_empty())?;
-    let rest = first.strip_prefix("# err: ")?;
-    rest.split(':').next()
-}
-
 #[test]
 fn corpus_scope_stage_matches() {
     let Some(shared) = testkit::shared_dir().filter(|s| s.join("conformance").is_dir()) else {
@@ -135,10 +129,7 @@ fn corpus_scope_stage_matches() {
     let mut files: Vec<PathBuf> = Vec::new();
     for dir in ["graph", "unit-errors"] {
         let d: &Path = &shared.join("conformance").join(dir);
-        let Ok(read) = std::fs::read_dir(d) else { continue };
-        files.extend(
-            read.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|x| x == "txtar")),
-        );
+        files.extend(testkit::archives(d));
     }
     files.sort();
     let (mut pass, mut fail, mut skipped, mut exact) = (0, 0, 0, 0);
@@ -150,7 +141,7 @@ fn corpus_scope_stage_matches() {
             skipped += 1;
             continue;
         };
-        let stage = expected_stage(&output);
+        let stage = corpus_support::expected_stage(&output);
         if matches!(stage, Some("errLexParse" | "errInit" | "errInterpolate")) {
             skipped += 1;
             continue;

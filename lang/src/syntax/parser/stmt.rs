@@ -419,7 +419,7 @@ impl Parser<'_> {
     /// pair `edge_half "." IDENT "->" edge_half "." IDENT`.
     fn edge_stmt(&mut self) -> PResult<StmtKind> {
         let mut sides = vec![self.edge_side()?];
-        if sides[0].collector.is_some() && self.edge_link_next().is_none() {
+        if sides[0].collector.is_some() && self.peek_link().is_none() {
             let collector = sides.pop().and_then(|side| side.collector).expect("a collector side");
             return Ok(StmtKind::Collect(*collector));
         }
@@ -493,11 +493,17 @@ impl Parser<'_> {
         Ok(refs)
     }
 
-    /// Whether a relationship operator comes next (without consuming it).
-    fn edge_link_next(&self) -> Option<()> {
+    /// The relationship operator that comes next, if any, without consuming it: whether it
+    /// notifies, whether it points backward, and how many tokens it takes (`<-` is `<` and
+    /// `-` side by side).
+    fn peek_link(&self) -> Option<(bool, bool, usize)> {
         match self.peek() {
-            Tok::Arrow | Tok::NotifyArrow | Tok::NotifyBack => Some(()),
-            Tok::Lt if matches!(self.peek_at(1), Tok::Minus) && self.span_at(1).start == self.span().end => Some(()),
+            Tok::Arrow => Some((false, false, 1)),
+            Tok::NotifyArrow => Some((true, false, 1)),
+            Tok::NotifyBack => Some((true, true, 1)),
+            Tok::Lt if matches!(self.peek_at(1), Tok::Minus) && self.span_at(1).start == self.span().end => {
+                Some((false, true, 2))
+            }
             _ => None,
         }
     }
@@ -624,18 +630,11 @@ impl Parser<'_> {
     /// A relationship operator, if one comes next. `<-` is two tokens, `<` and `-`, written
     /// side by side.
     fn edge_link(&mut self) -> Option<EdgeLink> {
-        let (notify, backward) = match self.peek() {
-            Tok::Arrow => (false, false),
-            Tok::NotifyArrow => (true, false),
-            Tok::NotifyBack => (true, true),
-            Tok::Lt if matches!(self.peek_at(1), Tok::Minus) && self.span_at(1).start == self.span().end => {
-                let lt = self.bump().1;
-                let minus = self.bump().1;
-                return Some(EdgeLink { notify: false, backward: true, span: lt.to(minus) });
-            }
-            _ => return None,
-        };
-        let span = self.bump().1;
+        let (notify, backward, tokens) = self.peek_link()?;
+        let mut span = self.bump().1;
+        for _ in 1..tokens {
+            span = span.to(self.bump().1);
+        }
         Some(EdgeLink { notify, backward, span })
     }
 }

@@ -48,14 +48,7 @@ pub fn resolve(
             loader = loader.with(&format!("/{name}"), body);
         }
     }
-    let mut entry = "/main.mcl".to_string();
-    if let Some(meta) = loader.files.get("/metadata.yaml") {
-        for line in meta.lines() {
-            if let Some(rest) = line.trim().strip_prefix("main:") {
-                entry = format!("/{}", rest.trim().trim_matches('"'));
-            }
-        }
-    }
+    let entry = testkit::entry(sections);
     let text = loader.files.get(&entry).cloned()?;
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
@@ -63,4 +56,11 @@ pub fn resolve(
     let main = main.filter(|_| diags.is_empty())?;
     let (graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
     Some((graph, diags, sources))
+}
+
+/// The stage of a corpus case's expected `# err: errSTAGE: …` line.
+pub fn expected_stage(output: &str) -> Option<&str> {
+    let first = output.lines().find(|l| !l.trim().is_empty())?;
+    let rest = first.strip_prefix("# err: ")?;
+    rest.split(':').next()
 }
