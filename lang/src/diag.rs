@@ -108,6 +108,12 @@ pub enum Code {
     DuplicateDefault,
     /// An override that sets a param the resource already has, differently.
     ConflictingOverride,
+    /// A param default where none may be (a lambda value), or one that uses a param to its
+    /// right.
+    ParamDefault,
+    /// Call or include arguments that do not fit the params (missing, unknown, given
+    /// twice, too many).
+    CallArgs,
     /// A bug in tend.
     Internal,
 }
@@ -146,6 +152,8 @@ impl Code {
         Code::ResourceCycle,
         Code::DuplicateDefault,
         Code::ConflictingOverride,
+        Code::ParamDefault,
+        Code::CallArgs,
         Code::Internal,
     ];
 
@@ -183,6 +191,8 @@ impl Code {
             Code::ResourceCycle => "resource-cycle",
             Code::DuplicateDefault => "duplicate-default",
             Code::ConflictingOverride => "conflicting-override",
+            Code::ParamDefault => "param-default",
+            Code::CallArgs => "call-args",
             Code::Internal => "internal",
         }
     }

@@ -124,9 +124,12 @@ impl Ctx {
                 self.expr(iter);
                 self.nested(&body.stmts, Some((label, stmt.span)));
             }
-            StmtKind::Func { func, .. } => self.lambda(func),
+            StmtKind::Func { func, .. } => {
+                self.params(&func.params, true);
+                self.expr(&func.body);
+            }
             StmtKind::Class { params, body, .. } => {
-                self.params(params.as_deref().unwrap_or_default());
+                self.params(params.as_deref().unwrap_or_default(), true);
                 self.nested(&body.stmts, None);
             }
             StmtKind::Include { args, .. } => {
@@ -258,14 +261,40 @@ impl Ctx {
         }
     }
 
+    /// A lambda value (its params take no defaults).
     fn lambda(&mut self, lambda: &Lambda) {
-        self.params(&lambda.params);
+        self.params(&lambda.params, false);
         self.expr(&lambda.body);
     }
 
-    fn params(&mut self, params: &[Param]) {
-        for param in params {
+    /// The params of a func, class (`defaults`: they may have defaults) or lambda.
+    fn params(&mut self, params: &[Param], defaults: bool) {
+        for (i, param) in params.iter().enumerate() {
             self.var_name(&param.name);
+            let Some(default) = &param.default else { continue };
+            self.expr(default);
+            if !defaults {
+                self.diags.push(
+                    Diagnostic::new(Stage::Init, "a lambda's params can't have defaults", default.span)
+                        .with_code(Code::ParamDefault)
+                        .with_note("defaults belong to the params of `func` statements and classes"),
+                );
+                continue;
+            }
+            for later in &params[i..] {
+                if let Some(span) = mentions(default, &later.name.name) {
+                    let message = format!(
+                        "the default of `${}` uses `${}`, which is not a param before it",
+                        param.name.name, later.name.name
+                    );
+                    self.diags.push(
+                        Diagnostic::new(Stage::Init, message, span)
+                            .with_code(Code::ParamDefault)
+                            .with_label(later.name.span, "declared here")
+                            .with_note("a default may use only the params to its left"),
+                    );
+                }
+            }
         }
     }
 
@@ -337,6 +366,7 @@ impl Ctx {
                 self.expr(default);
             }
             ExprKind::Annotated { expr, .. } => self.expr(expr),
+            ExprKind::Named { value, .. } => self.expr(value),
         }
     }
 
@@ -448,6 +478,54 @@ fn constant_text(expr: &Expr) -> Option<String> {
         },
         _ => None,
     }
+}
+
+/// Where `expr` uses the variable `$name` (not shadowed by a lambda param), if it does.
+fn mentions(expr: &Expr, name: &str) -> Option<Span> {
+    let any = |items: &mut dyn Iterator<Item = &Expr>| {
+        for e in items {
+            if let Some(span) = mentions(e, name) {
+                return Some(span);
+            }
+        }
+        None
+    };
+    match &expr.kind {
+        ExprKind::Var(var) => (var.name == name).then_some(expr.span),
+        ExprKind::Interp(parts) => parts
+            .iter()
+            .any(|p| matches!(p, crate::syntax::ast::InterpPart::Var(v) if v.name == name))
+            .then_some(expr.span),
+        ExprKind::Bool(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::RawStr(_) | ExprKind::Str(_) => None,
+        ExprKind::Error => None,
+        ExprKind::List(items) => any(&mut items.iter()),
+        ExprKind::Map(entries) => any(&mut entries.iter().flat_map(|(k, v)| [k, v])),
+        ExprKind::Struct(fields) => any(&mut fields.iter().map(|(_, e)| e)),
+        ExprKind::Call { args, .. } => any(&mut args.iter()),
+        ExprKind::CallVar { name: callee, args } => {
+            if callee.name == name {
+                return Some(callee.span);
+            }
+            any(&mut args.iter())
+        }
+        ExprKind::Lambda(lambda) => lambda_mentions(lambda, name),
+        ExprKind::CallLambda { lambda, args } => lambda_mentions(lambda, name).or_else(|| any(&mut args.iter())),
+        ExprKind::If { cond, then, els } => any(&mut [&**cond, then, els].into_iter()),
+        ExprKind::Binary { lhs, rhs, .. } => any(&mut [&**lhs, rhs].into_iter()),
+        ExprKind::Index { base, index } => any(&mut [&**base, index].into_iter()),
+        ExprKind::FieldOr { base, default, .. } => any(&mut [&**base, default].into_iter()),
+        ExprKind::Not(inner) | ExprKind::Field { base: inner, .. } | ExprKind::Annotated { expr: inner, .. } => {
+            mentions(inner, name)
+        }
+        ExprKind::Named { value, .. } => mentions(value, name),
+    }
+}
+
+fn lambda_mentions(lambda: &Lambda, name: &str) -> Option<Span> {
+    if lambda.params.iter().any(|p| p.name.name == name) {
+        return None;
+    }
+    mentions(&lambda.body, name)
 }
 
 #[cfg(test)]

@@ -14,11 +14,22 @@ pub const MAX_DEPTH: usize = 16;
 /// Most children shown per entry (long list literals); the rest are counted.
 pub const MAX_CHILDREN: usize = 24;
 
+/// How a value got its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BindHow {
+    /// A bind statement, or an argument in its position.
+    Bind,
+    /// A param's default value.
+    Default,
+    /// A named argument (`name => value`).
+    Named,
+}
+
 /// What the source says about some spans: bind names and class includes.
 #[derive(Clone, Debug, Default)]
 pub struct SourceIndex {
-    /// Bind value span → (`name` without `$`, span of the whole bind statement).
-    binds: BTreeMap<Span, (String, Span)>,
+    /// Bind value span → (`name` without `$`, span of the whole bind statement, how).
+    binds: BTreeMap<Span, (String, Span, BindHow)>,
     /// Class definitions: (name, whole statement span, parameter names).
     classes: Vec<(String, Span, Vec<String>)>,
     /// `func` statements by name: their parameter names.
@@ -37,6 +48,8 @@ impl SourceIndex {
         let mut index = SourceIndex::default();
         // Call arguments of named calls: (arg span, callee, position, call span).
         let mut call_args: Vec<(Span, String, usize, Span)> = Vec::new();
+        // Named arguments (`name => value`): (value span, param, argument span).
+        let mut named: Vec<(Span, String, Span)> = Vec::new();
         for (id, file) in sources.files() {
             let (mut ast, _) = crate::syntax::parse(id, &file.text);
             index.add_stmts(&ast.stmts);
@@ -46,12 +59,18 @@ impl SourceIndex {
                         call_args.push((a.span, name.name.clone(), i, e.span));
                     }
                 }
+                if let ast::ExprKind::Named { name, value } = &e.kind {
+                    named.push((value.span, name.name.clone(), e.span));
+                }
             });
+        }
+        for (span, param, arg) in named {
+            index.binds.entry(span).or_insert((param, arg, BindHow::Named));
         }
         // Arguments of calls of `func` statements are named by the func's parameters.
         for (span, func, i, call) in call_args {
             if let Some(p) = index.funcs.get(&func).and_then(|ps| ps.get(i)) {
-                index.binds.entry(span).or_insert((p.clone(), call));
+                index.binds.entry(span).or_insert((p.clone(), call, BindHow::Bind));
             }
         }
         // Include arguments are named by the included class's parameters.
@@ -64,10 +83,20 @@ impl SourceIndex {
                 .find(|(n, _, _)| n == class || n.rsplit(':').next() == Some(last))
                 .and_then(|(_, _, ps)| ps.get(*i).cloned());
             if let Some(p) = param {
-                index.binds.entry(*span).or_insert((p, *inc));
+                index.binds.entry(*span).or_insert((p, *inc, BindHow::Bind));
             }
         }
         index
+    }
+
+    /// A param's default value is named as the param, from the param to the default.
+    fn add_defaults<'p>(&mut self, params: impl IntoIterator<Item = &'p ast::Param>) {
+        for p in params {
+            if let Some(default) = &p.default {
+                let site = (p.name.name.clone(), p.name.span.to(default.span), BindHow::Default);
+                self.binds.entry(default.span).or_insert(site);
+            }
+        }
     }
 
     fn add_stmts(&mut self, stmts: &[ast::Stmt]) {
@@ -77,7 +106,7 @@ impl SourceIndex {
                     if let ast::ExprKind::Var(target) = &value.kind {
                         self.aliases.push((name.name.clone(), target.name.clone(), stmt.span));
                     }
-                    self.binds.entry(value.span).or_insert((name.name.clone(), stmt.span));
+                    self.binds.entry(value.span).or_insert((name.name.clone(), stmt.span, BindHow::Bind));
                 }
                 StmtKind::If { then, els, .. } => {
                     self.add_stmts(&then.stmts);
@@ -89,11 +118,13 @@ impl SourceIndex {
                 StmtKind::Class { name, body, params } => {
                     let ps = params.iter().flatten().map(|p| p.name.name.clone()).collect();
                     self.classes.push((name.name.clone(), stmt.span, ps));
+                    self.add_defaults(params.iter().flatten());
                     self.add_stmts(&body.stmts);
                 }
                 StmtKind::Func { name, func } => {
                     let ps = func.params.iter().map(|p| p.name.name.clone()).collect();
                     self.funcs.entry(name.name.clone()).or_insert(ps);
+                    self.add_defaults(&func.params);
                 }
                 StmtKind::Include { name, args, .. } => {
                     self.includes.push((name.name.clone(), stmt.span));
@@ -107,8 +138,8 @@ impl SourceIndex {
     }
 
     /// The bind whose value expression is exactly `span`.
-    pub fn bind_at(&self, span: Span) -> Option<(&str, Span)> {
-        self.binds.get(&span).map(|(n, s)| (n.as_str(), *s))
+    pub fn bind_at(&self, span: Span) -> Option<(&str, Span, BindHow)> {
+        self.binds.get(&span).map(|(n, s, how)| (n.as_str(), *s, *how))
     }
 
     /// Binds in the same file that are plain copies of bind `name` (`$c = $b` for `b`),
@@ -233,8 +264,9 @@ pub struct Entry {
     pub span: Span,
     /// How the parent uses it (`arg 1`, `cond`, `then`, ...); empty at the root.
     pub role: String,
-    /// `Some((name, bind statement span))` when the node is the value of a bind.
-    pub bind: Option<(String, Span)>,
+    /// `Some((name, bind statement span, how))` when the node is the value of a bind (or
+    /// of a param, through an argument or a default).
+    pub bind: Option<(String, Span, BindHow)>,
     pub children: Vec<Entry>,
     /// Already shown earlier in the same traversal; children omitted.
     pub repeat: bool,
@@ -319,7 +351,7 @@ impl<'a> Builder<'a> {
         let bind = if parent == Some(n.span) {
             None
         } else {
-            self.index.bind_at(n.span).map(|(name, s)| (name.to_string(), s))
+            self.index.bind_at(n.span).map(|(name, s, how)| (name.to_string(), s, how))
         };
         let mut e = Entry {
             node,

@@ -13,6 +13,7 @@
 //!
 //! Types are not looked at (unification fills `FuncGraph::types` later).
 
+mod args;
 mod expr;
 mod frame;
 mod imports;

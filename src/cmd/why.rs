@@ -7,7 +7,7 @@
 use crate::cli::WhyFormat;
 use crate::compile::{self, Report};
 use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op, Origin};
-use lang::provenance::{Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
+use lang::provenance::{BindHow, Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
 use lang::span::{SourceMap, Span};
 use lang::syntax::ast::BinOp;
 use lang::types::Type;
@@ -431,14 +431,20 @@ impl Ctx<'_> {
         }
         o.insert("at".into(), json!(self.at(e.span)));
         o.insert("source".into(), json!(self.source(e.span)));
-        if let Some((name, span)) = &e.bind {
+        if let Some((name, span, how)) = &e.bind {
             let aliases: Vec<_> = self
                 .index
                 .aliases_of(name, span.file)
                 .into_iter()
                 .map(|(a, s)| json!({"name": format!("${a}"), "at": self.at(s)}))
                 .collect();
-            o.insert("bind".into(), json!({"name": format!("${name}"), "at": self.at(*span), "aliases": aliases}));
+            let how = match how {
+                BindHow::Bind => "bind",
+                BindHow::Default => "default",
+                BindHow::Named => "named",
+            };
+            let bind = json!({"name": format!("${name}"), "at": self.at(*span), "how": how, "aliases": aliases});
+            o.insert("bind".into(), bind);
         }
         if let What::Inline(_) = e.what {
             o.insert("called_at".into(), json!(self.at(e.span)));
@@ -566,7 +572,12 @@ fn tree(e: &serde_json::Value, indent: usize, out: &mut String) {
     let role = if e["role"].is_string() { format!("{}: ", s(&e["role"])) } else { String::new() };
     let mut line = format!("{pad}{role}{}", s(&e["what"]));
     if let Some(b) = e["bind"].as_object() {
-        line.push_str(&format!(" via `{}` (bound at {}", s(&b["name"]), s(&b["at"])));
+        let how = match b["how"].as_str() {
+            Some("default") => "the param's default at",
+            Some("named") => "named argument at",
+            _ => "bound at",
+        };
+        line.push_str(&format!(" via `{}` ({how} {}", s(&b["name"]), s(&b["at"])));
         for a in b["aliases"].as_array().into_iter().flatten() {
             line.push_str(&format!(", copied to `{}` at {}", s(&a["name"]), s(&a["at"])));
         }

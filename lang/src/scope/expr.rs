@@ -2,6 +2,7 @@
 //! Variables resolve to their bind's single shared node; calls of `func` statements are
 //! inlined as fresh copies; lambdas become `Lambda` nodes over fresh parameters.
 
+use super::args::{Args, Callee};
 use super::frame::{Frame, FrameId, Lazy, Ns, VarEntry};
 use super::{Ctx, Hit};
 use crate::ir::{Annotation, NodeId, NodeKind, Op};
@@ -47,14 +48,24 @@ impl<'a> Ctx<'a> {
                         self.error_node(span)
                     }
                 };
-                let args = args.iter().map(|a| self.expr(fid, a)).collect();
-                NodeKind::CallValue { callee, args }
+                let args = self.args(fid, args);
+                if self.reject_named(&args, "a function value") {
+                    return self.error_node(span);
+                }
+                NodeKind::CallValue { callee, args: args.positional }
             }
             ExprKind::Lambda(lambda) => return self.lambda(fid, lambda),
             ExprKind::CallLambda { lambda, args } => {
                 let callee = self.lambda(fid, lambda);
-                let args = args.iter().map(|a| self.expr(fid, a)).collect();
-                NodeKind::CallValue { callee, args }
+                let args = self.args(fid, args);
+                if self.reject_named(&args, "a lambda") {
+                    return self.error_node(span);
+                }
+                NodeKind::CallValue { callee, args: args.positional }
+            }
+            ExprKind::Named { value, .. } => {
+                // Only call argument lists hold named arguments, and they are read there.
+                return self.expr(fid, value);
             }
             ExprKind::If { cond, then, els } => {
                 NodeKind::If { cond: self.expr(fid, cond), then: self.expr(fid, then), els: self.expr(fid, els) }
@@ -139,13 +150,17 @@ impl<'a> Ctx<'a> {
     /// A named call: a built-in, or an inlined copy of a `func` statement's body.
     fn call(&mut self, fid: FrameId, name: &ast::Name, args: &'a [ast::Expr], span: Span) -> NodeId {
         let hit = self.find(fid, Ns::Func, &name.name);
-        let mut arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
+        let args = self.args(fid, args);
         match hit {
             Some(Hit::Builtin(func)) => {
+                if self.reject_named(&args, &format!("the built-in function `{func}`")) {
+                    return self.error_node(span);
+                }
+                let mut arg_nodes = args.positional;
                 self.module_relative_deploy_path(&func, &mut arg_nodes, span);
                 self.graph.add(NodeKind::Call { func, args: arg_nodes }, span)
             }
-            Some(Hit::Entry(owner, key)) => self.inline(owner, &key, arg_nodes, span),
+            Some(Hit::Entry(owner, key)) => self.inline(owner, &key, args, span),
             Some(Hit::Const(_)) | Some(Hit::Silent) => self.error_node(span),
             None => {
                 self.unknown(fid, Ns::Func, &name.name, span);
@@ -171,8 +186,8 @@ impl<'a> Ctx<'a> {
     }
 
     /// One call of a `func` statement: a fresh copy of its body with the parameters bound
-    /// to the argument nodes, wrapped in `Inline`.
-    fn inline(&mut self, owner: FrameId, key: &str, args: Vec<NodeId>, span: Span) -> NodeId {
+    /// to the argument nodes (and defaults), wrapped in `Inline`.
+    fn inline(&mut self, owner: FrameId, key: &str, args: Args<'a>, span: Span) -> NodeId {
         let Some(func) = self.frame(owner).funcs.get(key).cloned() else { return self.error_node(span) };
         if func.active > 0 {
             self.recursion(span);
@@ -182,25 +197,30 @@ impl<'a> Ctx<'a> {
             f.active += 1;
             f.called = true;
         });
-        let node = if args.len() == func.lambda.params.len() {
-            let frame = self.new_frame(Frame::child(func.frame));
-            for (param, arg) in func.lambda.params.iter().zip(&args) {
-                if let Some(ann) = &param.ann {
-                    self.graph.annotations.push(Annotation { node: *arg, ty: ann.ty.clone(), span: ann.span });
-                    self.graph.checked.push(*arg);
-                }
-                self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(*arg));
-            }
-            let body = self.expr(frame, &func.lambda.body);
-            if let Some(ret) = &func.lambda.ret {
-                self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
-            }
-            self.graph.add(NodeKind::Inline { func: func.name.name.clone(), body }, span)
-        } else {
-            // Wrong arity: call a lambda copy of the func instead, so that unification
-            // reports the arity mismatch (`func arg count differs`) as mgmt does.
+        let params = &func.lambda.params;
+        let mgmt_form = args.plain() && params.iter().all(|p| p.default.is_none());
+        let node = if mgmt_form && args.positional.len() != params.len() {
+            // Wrong arity in mgmt's own form: call a lambda copy of the func instead, so
+            // that unification reports the mismatch (`func arg count differs`) as mgmt does.
             let callee = self.lambda(func.frame, func.lambda);
-            self.graph.add(NodeKind::CallValue { callee, args }, span)
+            self.graph.add(NodeKind::CallValue { callee, args: args.positional }, span)
+        } else {
+            let frame = self.new_frame(Frame::child(func.frame));
+            if self.bind_params(
+                frame,
+                Callee { word: "func", name: func.name, ret: func.lambda.ret.as_ref() },
+                params,
+                args,
+                span,
+            ) {
+                let body = self.expr(frame, &func.lambda.body);
+                if let Some(ret) = &func.lambda.ret {
+                    self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
+                }
+                self.graph.add(NodeKind::Inline { func: func.name.name.clone(), body }, span)
+            } else {
+                self.error_node(span)
+            }
         };
         self.set_func(owner, key, |f| f.active -= 1);
         node
@@ -222,6 +242,15 @@ impl<'a> Ctx<'a> {
             if let Some(ann) = &param.ann {
                 self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
                 self.graph.checked.push(node);
+            }
+            if let Some(default) = &param.default {
+                // Only a func statement's params have defaults (init rejects them on lambda
+                // values): this is a func nothing called, checked over fresh params.
+                let value = self.expr(frame, default);
+                if let Some(ann) = &param.ann {
+                    self.graph.annotations.push(Annotation { node: value, ty: ann.ty.clone(), span: ann.span });
+                    self.graph.checked.push(value);
+                }
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
             params.push(pid);

@@ -246,9 +246,7 @@ fn def_uses(stmt: &ast::Stmt, out: &mut Vec<(Key, Span)>) {
         StmtKind::Func { func, .. } => lambda_uses(func, &mut bound, out),
         StmtKind::Class { params, body, .. } => {
             bound.push();
-            for p in params.iter().flatten() {
-                bound.add(Key::Var(p.name.name.clone()));
-            }
+            params_uses(params.iter().flatten(), &mut bound, out);
             block_uses(&body.stmts, &mut bound, out);
             bound.pop();
         }
@@ -329,9 +327,7 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
         StmtKind::Func { func, .. } => lambda_uses(func, bound, out),
         StmtKind::Class { params, body, .. } => {
             bound.push();
-            for p in params.iter().flatten() {
-                bound.add(Key::Var(p.name.name.clone()));
-            }
+            params_uses(params.iter().flatten(), bound, out);
             block_uses(&body.stmts, bound, out);
             bound.pop();
         }
@@ -398,11 +394,20 @@ fn entries_uses(entries: &[ast::ResEntry], bound: &mut Bound, out: &mut Vec<(Key
 
 fn lambda_uses(lambda: &ast::Lambda, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
     bound.push();
-    for p in &lambda.params {
-        bound.add(Key::Var(p.name.name.clone()));
-    }
+    params_uses(&lambda.params, bound, out);
     expr_uses(&lambda.body, bound, out);
     bound.pop();
+}
+
+/// Binds the params in the innermost level of `bound`, in order: a param's default sees
+/// the params to its left.
+fn params_uses<'p>(params: impl IntoIterator<Item = &'p ast::Param>, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
+    for p in params {
+        if let Some(default) = &p.default {
+            expr_uses(default, bound, out);
+        }
+        bound.add(Key::Var(p.name.name.clone()));
+    }
 }
 
 fn expr_uses(expr: &ast::Expr, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
@@ -451,9 +456,10 @@ fn expr_uses(expr: &ast::Expr, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
             expr_uses(lhs, bound, out);
             expr_uses(rhs, bound, out);
         }
-        ExprKind::Not(e) | ExprKind::Field { base: e, .. } | ExprKind::Annotated { expr: e, .. } => {
-            expr_uses(e, bound, out)
-        }
+        ExprKind::Not(e)
+        | ExprKind::Field { base: e, .. }
+        | ExprKind::Annotated { expr: e, .. }
+        | ExprKind::Named { value: e, .. } => expr_uses(e, bound, out),
         ExprKind::Index { base, index } => {
             expr_uses(base, bound, out);
             expr_uses(index, bound, out);

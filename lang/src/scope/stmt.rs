@@ -1,13 +1,14 @@
 //! Statements: declaring a block's definitions in its frame, elaborating its output
 //! statements into [`IrStmt`]s, and inlining class includes.
 
+use super::args::Callee;
 use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
-    Annotation, EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField,
-    IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
+    EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField, IrQuery,
+    IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
 };
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ImportAlias, ResEntryKind, StmtKind};
@@ -530,7 +531,7 @@ impl<'a> Ctx<'a> {
     fn instantiate(&mut self, fid: FrameId, stmt: &'a ast::Stmt) -> Option<FrameId> {
         let StmtKind::Include { name, args, .. } = &stmt.kind else { return None };
         let args: &'a [ast::Expr] = args.as_deref().unwrap_or(&[]);
-        let arg_nodes: Vec<NodeId> = args.iter().map(|a| self.expr(fid, a)).collect();
+        let args = self.args(fid, args);
         let (owner, key) = match self.find(fid, Ns::Class, &name.name) {
             Some(Hit::Entry(owner, key)) => (owner, key),
             Some(_) => return None,
@@ -541,10 +542,11 @@ impl<'a> Ctx<'a> {
         };
         let class = self.frame(owner).classes.get(&key)?.clone();
         let params = class.params.unwrap_or(&[]);
-        if params.len() != arg_nodes.len() {
+        let mgmt_form = args.plain() && params.iter().all(|p| p.default.is_none());
+        if mgmt_form && params.len() != args.positional.len() {
             let d = Diagnostic::new(
                 Stage::SetScope,
-                format!("class `{}` expected {} args but got {}", class.name.name, params.len(), arg_nodes.len()),
+                format!("class `{}` expected {} args but got {}", class.name.name, params.len(), args.positional.len()),
                 stmt.span,
             )
             .with_code(Code::ClassArity)
@@ -557,12 +559,14 @@ impl<'a> Ctx<'a> {
             return None;
         }
         let param_frame = self.new_frame(Frame::child(class.frame));
-        for (param, node) in params.iter().zip(&arg_nodes) {
-            if let Some(ann) = &param.ann {
-                self.graph.annotations.push(Annotation { node: *node, ty: ann.ty.clone(), span: ann.span });
-                self.graph.checked.push(*node);
-            }
-            self.frame_mut(param_frame).vars.insert(param.name.name.clone(), VarEntry::Node(*node));
+        if !self.bind_params(
+            param_frame,
+            Callee { word: "class", name: class.name, ret: None },
+            params,
+            args,
+            stmt.span,
+        ) {
+            return None;
         }
         let body_frame = self.new_frame(Frame::child(param_frame));
         self.instances.insert(body_frame, (class.body, owner, key.clone()));

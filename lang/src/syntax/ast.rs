@@ -235,11 +235,15 @@ pub struct EdgeHalf {
     pub span: Span,
 }
 
-/// A parameter of a func, lambda or class: `$name [type]`.
+/// A parameter of a func, lambda or class: `$name [type] [= default]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Param {
     pub name: Ident,
     pub ann: Option<TypeAnn>,
+    /// `= expr` (func statements and classes only; init rejects it on a lambda value):
+    /// the value when a call or include does not give the param. It may use the params
+    /// to its left.
+    pub default: Option<Expr>,
 }
 
 /// `func(params) [ret] { body }`
@@ -285,6 +289,12 @@ pub enum ExprKind {
         args: Vec<Expr>,
     },
     Lambda(Box<Lambda>),
+    /// `name => value` in a call's or include's argument list (after the positional
+    /// arguments): the argument of the param `$name`. Only parsed there.
+    Named {
+        name: Ident,
+        value: Box<Expr>,
+    },
     /// `func(...) { ... }(args)`: an immediately invoked lambda.
     CallLambda {
         lambda: Box<Lambda>,

@@ -1,7 +1,9 @@
 //! Generic traversal of the syntax tree: every expression of a statement list, with
 //! mutable access, children before parents.
 
-use crate::syntax::ast::{Collector, EdgeHalf, Expr, ExprKind, InterpPart, ResEntry, ResEntryKind, Stmt, StmtKind};
+use crate::syntax::ast::{
+    Collector, EdgeHalf, Expr, ExprKind, InterpPart, Lambda, Param, ResEntry, ResEntryKind, Stmt, StmtKind,
+};
 
 /// Calls `f` on every expression in `stmts` (recursively, including nested blocks,
 /// resource bodies, edge halves, lambda bodies and parameter-less sub-expressions).
@@ -25,8 +27,11 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             expr_mut(iter, f);
             exprs_mut(&mut body.stmts, f);
         }
-        StmtKind::Func { func, .. } => expr_mut(&mut func.body, f),
-        StmtKind::Class { body, .. } => exprs_mut(&mut body.stmts, f),
+        StmtKind::Func { func, .. } => lambda_mut(func, f),
+        StmtKind::Class { params, body, .. } => {
+            params_mut(params.iter_mut().flatten(), f);
+            exprs_mut(&mut body.stmts, f);
+        }
         StmtKind::Include { args, .. } => {
             for arg in args.iter_mut().flatten() {
                 expr_mut(arg, f);
@@ -92,6 +97,19 @@ fn entries_mut(entries: &mut [ResEntry], f: &mut dyn FnMut(&mut Expr)) {
     }
 }
 
+fn lambda_mut(lambda: &mut Lambda, f: &mut dyn FnMut(&mut Expr)) {
+    params_mut(lambda.params.iter_mut(), f);
+    expr_mut(&mut lambda.body, f);
+}
+
+fn params_mut<'p>(params: impl Iterator<Item = &'p mut Param>, f: &mut dyn FnMut(&mut Expr)) {
+    for param in params {
+        if let Some(default) = &mut param.default {
+            expr_mut(default, f);
+        }
+    }
+}
+
 fn half_mut(half: &mut EdgeHalf, f: &mut dyn FnMut(&mut Expr)) {
     expr_mut(&mut half.name, f);
 }
@@ -130,9 +148,10 @@ pub fn expr_mut(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
                 expr_mut(arg, f);
             }
         }
-        ExprKind::Lambda(lambda) => expr_mut(&mut lambda.body, f),
+        ExprKind::Lambda(lambda) => lambda_mut(lambda, f),
+        ExprKind::Named { value, .. } => expr_mut(value, f),
         ExprKind::CallLambda { lambda, args } => {
-            expr_mut(&mut lambda.body, f);
+            lambda_mut(lambda, f);
             for arg in args {
                 expr_mut(arg, f);
             }

@@ -14,6 +14,7 @@ const SEEDS: &[&str] = &[
     "@file \"/v\" {\n\tMeta:tags => [\"a\"],\n}\n@@file \"/e\" {}\nFile <| (title == \"/v\" or tag != $t) and mode == \"0600\" |> {\n\tmode => \"0640\",\n}\nFile <<| |>>\nrealize(File[\"/v\"], File[\"/w\"])\n",
     "node \"web1\", /^db\\d+$/, default {\n\ttest \"a\" {}\n}\nnode /x/ {\n}\n",
     "import \"fmt\"\n$x = if $a<-1 { fmt.printf(\"%d\", 1) } else { 2 }\nclass c($p) {\n\tfile \"${p}\" {\n\t\tcontent => \"x\",\n\t}\n}\ninclude c(\"/p\")\n",
+    "func f($a int, $b int = $a * 2) int {\n\t$a + $b\n}\nclass web($name str, $port int = 80) {\n}\ninclude web(\"a\", port => f(1, b => 3))\n",
 ];
 
 const TOKENS: &[&str] = &[
@@ -28,6 +29,8 @@ const TOKENS: &[&str] = &[
     "<-",
     "->",
     "+>",
+    "=>",
+    " = ",
     "=>",
     "node ",
     "default",

@@ -5,7 +5,7 @@ use crate::syntax_support;
 
 use lang::span::{FileId, SourceFile, SourceMap, Span};
 use lang::syntax::ast::{ExprKind, ImportAlias, ResEntryKind, StmtKind};
-use syntax_support::{bind_sexpr, parse_err, parse_ok, sexpr};
+use syntax_support::{bind_sexpr, expr_sexpr, parse_err, parse_ok, sexpr};
 
 /// `/main.mcl @ l:c-l:c` of a span in `text`.
 fn byline(text: &str, span: Span) -> String {
@@ -307,4 +307,28 @@ fn single_line_lists_broken_by_a_newline_point_at_their_bracket() {
     assert_eq!(diags.len(), 1, "{diags:#?}");
     assert_eq!(diags[0].labels.len(), 1);
     assert_eq!(byline(text, diags[0].labels[0].span), "/main.mcl @ 1:7-1:8");
+}
+
+#[test]
+fn params_take_defaults_that_are_expressions() {
+    let file = parse_ok("func f($a int, $b int = $a * 2, $c = \"x\") int { $a }\n");
+    let StmtKind::Func { func, .. } = &file.stmts[0].kind else { panic!("{file:#?}") };
+    let defaults: Vec<Option<String>> = func.params.iter().map(|p| p.default.as_ref().map(sexpr)).collect();
+    assert_eq!(defaults, [None, Some("(* $a 2)".to_string()), Some("\"x\"".to_string())]);
+    assert!(func.params[1].ann.is_some());
+    let class = parse_ok("class web($name str, $port int = 80) {\n}\n");
+    let StmtKind::Class { params: Some(params), .. } = &class.stmts[0].kind else { panic!("{class:#?}") };
+    assert_eq!(params[1].default.as_ref().map(sexpr).as_deref(), Some("80"));
+}
+
+#[test]
+fn named_arguments_follow_positional_ones() {
+    assert_eq!(expr_sexpr("f(1, b => 3)"), "(f 1 (b => 3))");
+    assert_eq!(expr_sexpr("f(b => 3, a => $x + 1)"), "(f (b => 3) (a => (+ $x 1)))");
+    let include = parse_ok("include web(\"a\", port => 8080)\n");
+    let StmtKind::Include { args: Some(args), .. } = &include.stmts[0].kind else { panic!("{include:#?}") };
+    assert_eq!(args.iter().map(sexpr).collect::<Vec<_>>(), ["\"a\"", "(port => 8080)"]);
+    let late = parse_err("$x = f(b => 3, 1)\n");
+    assert!(late[0].message.contains("expected a named argument"), "{late:#?}");
+    assert!(late[0].notes.iter().any(|n| n.contains("after the positional ones")), "{late:#?}");
 }

@@ -246,14 +246,31 @@ impl Parser<'_> {
             let dollar = p.expect(&Tok::Dollar, "`$` and a parameter name")?;
             let name = p.binding_name(dollar)?;
             let ann = if p.at_type_start() { Some(p.type_ann()?) } else { None };
-            Ok(Param { name, ann })
+            let default = if p.eat(&Tok::Equals).is_some() { Some(p.expr()?) } else { None };
+            Ok(Param { name, ann, default })
         })?;
         Ok(params)
     }
 
-    /// `"(" args ")"`: call arguments; returns them and the span of the parentheses.
+    /// `"(" args ")"` with `arg = expr | IDENT "=>" expr` (named arguments after the
+    /// positional ones); returns them and the span of the parentheses.
     pub(super) fn args(&mut self) -> PResult<(Vec<Expr>, Span)> {
-        self.comma_list(&Tok::LParen, &Tok::RParen, "an argument", |p| p.expr())
+        let mut named_seen = false;
+        self.comma_list(&Tok::LParen, &Tok::RParen, "an argument", |p| {
+            if let (Tok::Ident(name), Tok::Rocket) = (p.peek(), p.peek_at(1)) {
+                let name = Ident { name: name.clone(), span: p.bump().1 };
+                p.bump();
+                let value = p.expr()?;
+                named_seen = true;
+                let span = name.span.to(value.span);
+                return Ok(expr(ExprKind::Named { name, value: Box::new(value) }, span));
+            }
+            if named_seen {
+                let note = "named arguments (`name => value`) come after the positional ones";
+                return Err(p.unexpected_note("a named argument (`name => value`)", Some(note)));
+            }
+            p.expr()
+        })
     }
 
     /// The undotted name after a `$` that is being bound (`$x = ...`, parameters, loop

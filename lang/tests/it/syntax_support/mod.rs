@@ -91,6 +91,7 @@ pub fn sexpr(e: &Expr) -> String {
             format!("(->? {} {} {})", sexpr(base), field.name, sexpr(default))
         }
         ExprKind::Annotated { expr, ann } => format!("(: {} {})", sexpr(expr), ann.ty),
+        ExprKind::Named { name, value } => format!("({} => {})", name.name, sexpr(value)),
         ExprKind::Error => "<error>".to_string(),
     }
 }
