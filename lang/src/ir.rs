@@ -116,6 +116,18 @@ pub enum NodeKind {
         params: Vec<ParamId>,
         body: NodeId,
     },
+    /// A call of an overloaded func (several `func` statements of one name in one scope,
+    /// every param typed). `candidates` are the lambdas of those whose param count fits,
+    /// in source order; `signatures` shows every overload, for the error when none fits.
+    /// Unification picks the first candidate whose params take the arguments' types and
+    /// rewrites this node into a [`NodeKind::CallValue`] of it: nothing after
+    /// unification sees a `Dispatch`.
+    Dispatch {
+        func: String,
+        candidates: Vec<NodeId>,
+        signatures: Vec<String>,
+        args: Vec<NodeId>,
+    },
     If {
         cond: NodeId,
         then: NodeId,

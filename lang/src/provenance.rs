@@ -324,7 +324,7 @@ impl<'a> Builder<'a> {
             NodeKind::Call { func, .. } if (self.is_fact)(func) => What::Fact(func.clone()),
             NodeKind::Call { func, .. } => What::Builtin(func.clone()),
             NodeKind::CallValue { .. } => What::CallValue,
-            NodeKind::Inline { func, .. } => What::Inline(func.clone()),
+            NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => What::Inline(func.clone()),
             NodeKind::Lambda { .. } => What::Lambda,
             NodeKind::If { .. } => What::If,
             NodeKind::Op { op: Op::Not, .. } => What::Operator("not".into()),
@@ -416,6 +416,7 @@ impl<'a> Builder<'a> {
                 v
             }
             NodeKind::Inline { body, .. } => vec![plain(*body, "body".into())],
+            NodeKind::Dispatch { args, .. } => numbered(args, "arg"),
             NodeKind::Lambda { body, .. } => vec![(*body, "body".into(), gates.to_vec(), true)],
             NodeKind::If { cond, then, els } => vec![
                 plain(*cond, "cond".into()),

@@ -10,6 +10,7 @@
 //!
 //! Nodes nothing reachable uses are never type-checked (their type stays `None`).
 
+mod dispatch;
 mod finish;
 mod infer;
 mod lookup;
@@ -28,13 +29,16 @@ use crate::ir::FuncGraph;
 
 /// Types `graph` in place (fills [`FuncGraph::types`]) and returns the errors found.
 pub fn unify(graph: &mut FuncGraph, catalog: &Catalog) -> Diagnostics {
-    let (types, diags) = {
+    let (types, diags, chosen) = {
         let mut ctx = infer::Ctx::new(graph, catalog);
         ctx.constrain_program();
         ctx.solve_deferred();
         ctx.post_checks();
-        ctx.finish()
+        let chosen = std::mem::take(&mut ctx.chosen);
+        let (types, diags) = ctx.finish();
+        (types, diags, chosen)
     };
     graph.types = types;
+    dispatch::apply(graph, &chosen);
     diags
 }

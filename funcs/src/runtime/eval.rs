@@ -106,6 +106,9 @@ impl Engine {
                 }
             }
             NodeKind::Inline { body, .. } => self.get(*body, env),
+            NodeKind::Dispatch { func, .. } => {
+                fail(FuncError::fatal(format!("internal: the call of overloaded `{func}` was not resolved")))
+            }
             NodeKind::Lambda { .. } => {
                 // The instance's own environment binds exactly the captured parameters
                 // (none for a static lambda), so equal closures compare equal.

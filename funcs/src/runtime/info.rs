@@ -72,6 +72,8 @@ pub(crate) fn children(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Struct(fields) => fields.iter().map(|(_, v)| *v).collect(),
         NodeKind::Call { args, .. } | NodeKind::Op { args, .. } => args.clone(),
         NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
+        // Unification rewrites every dispatch into a `CallValue`; none reaches a runtime.
+        NodeKind::Dispatch { args, .. } => args.clone(),
         NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
         NodeKind::If { cond, then, els } => vec![*cond, *then, *els],
         NodeKind::Except { lhs, rhs } => vec![*lhs, *rhs],

@@ -5,6 +5,7 @@
 use super::args::{Args, Callee};
 use super::frame::{Frame, FrameId, Lazy, Ns, VarEntry};
 use super::{Ctx, Hit};
+use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{Annotation, NodeId, NodeKind, Op};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
@@ -160,7 +161,10 @@ impl<'a> Ctx<'a> {
                 self.module_relative_deploy_path(&func, &mut arg_nodes, span);
                 self.graph.add(NodeKind::Call { func, args: arg_nodes }, span)
             }
-            Some(Hit::Entry(owner, key)) => self.inline(owner, &key, args, span),
+            Some(Hit::Entry(owner, key)) => {
+                let overloaded = self.frame(owner).funcs.get(&key).is_some_and(|f| !f.overloads.is_empty());
+                if overloaded { self.dispatch(owner, &key, args, span) } else { self.inline(owner, &key, args, span) }
+            }
             Some(Hit::Const(_)) | Some(Hit::Silent) => self.error_node(span),
             None => {
                 self.unknown(fid, Ns::Func, &name.name, span);
@@ -226,6 +230,50 @@ impl<'a> Ctx<'a> {
         node
     }
 
+    /// A call of an overloaded func: a `Dispatch` over a lambda of each overload whose
+    /// param count fits (unification picks one by the arguments' types).
+    fn dispatch(&mut self, owner: FrameId, key: &str, args: Args<'a>, span: Span) -> NodeId {
+        let Some(func) = self.frame(owner).funcs.get(key).cloned() else { return self.error_node(span) };
+        if self.reject_named(&args, &format!("the overloaded func `{}`", func.name.name)) {
+            return self.error_node(span);
+        }
+        if func.active > 0 {
+            self.recursion(span);
+            return self.error_node(span);
+        }
+        let all: Vec<(&'a ast::Ident, &'a ast::Lambda)> =
+            std::iter::once((func.name, func.lambda)).chain(func.overloads.iter().copied()).collect();
+        let signatures: Vec<String> = all
+            .iter()
+            .map(|(name, l)| {
+                let callee = Callee { word: "func", name, ret: l.ret.as_ref() };
+                super::args::signature(self.sources, callee, &l.params)
+            })
+            .collect();
+        self.set_func(owner, key, |f| {
+            f.active += 1;
+            f.called = true;
+        });
+        let fitting: Vec<&'a ast::Lambda> =
+            all.iter().map(|(_, l)| *l).filter(|l| l.params.len() == args.positional.len()).collect();
+        let candidates: Vec<NodeId> = fitting.into_iter().map(|l| self.lambda(func.frame, l)).collect();
+        self.set_func(owner, key, |f| f.active -= 1);
+        if candidates.is_empty() {
+            let count = args.positional.len();
+            let noun = if count == 1 { "argument" } else { "arguments" };
+            let message = format!("function `{}` called with {count} {noun}", func.name.name);
+            self.error(
+                Diagnostic::new(Stage::SetScope, message, span)
+                    .with_code(Code::CallArgs)
+                    .with_label(func.name.span, "first overload")
+                    .with_note(format!("expected one of:\n  {}", signatures.join("\n  "))),
+            );
+            return self.error_node(span);
+        }
+        let kind = NodeKind::Dispatch { func: func.name.name.clone(), candidates, signatures, args: args.positional };
+        self.graph.add(kind, span)
+    }
+
     fn set_func(&mut self, owner: FrameId, key: &str, update: impl FnOnce(&mut super::frame::FuncEntry<'a>)) {
         if let Some(f) = self.frame_mut(owner).funcs.get_mut(key) {
             update(f);
@@ -270,6 +318,9 @@ impl<'a> Ctx<'a> {
             f.active += 1;
         });
         self.lambda(func.frame, func.lambda);
+        for (_, lambda) in &func.overloads {
+            self.lambda(func.frame, lambda);
+        }
         self.set_func(owner, key, |f| f.active -= 1);
     }
 }

@@ -35,6 +35,9 @@ pub(crate) enum VarEntry<'a> {
 pub(crate) struct FuncEntry<'a> {
     pub(crate) name: &'a ast::Ident,
     pub(crate) lambda: &'a ast::Lambda,
+    /// Later `func` statements of the same name in the same block that overload this one
+    /// (every param typed, param types differ), in source order.
+    pub(crate) overloads: Vec<(&'a ast::Ident, &'a ast::Lambda)>,
     /// The frame the func statement is in: its body sees this scope.
     pub(crate) frame: FrameId,
     /// Number of calls currently being inlined (recursion guard).

@@ -174,11 +174,26 @@ impl std::fmt::Display for Defined {
     }
 }
 
-/// The definitions of a block, reporting duplicates (the first one is kept).
+/// Whether two `func` statements of one name may overload each other: every param of
+/// both is typed, no param has a default, and their param types differ.
+pub(super) fn overloadable(a: &ast::Lambda, b: &ast::Lambda) -> bool {
+    let types = |l: &ast::Lambda| -> Option<Vec<crate::types::Type>> {
+        l.params.iter().map(|p| if p.default.is_some() { None } else { p.ann.as_ref().map(|a| a.ty.clone()) }).collect()
+    };
+    match (types(a), types(b)) {
+        (Some(ta), Some(tb)) => ta != tb,
+        _ => false,
+    }
+}
+
+/// The definitions of a block, reporting duplicates (the first one is kept; a later
+/// `func` that overloads the earlier ones of its name is no duplicate).
 fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'a>> {
     let mut defs: Vec<Def<'a>> = Vec::new();
     let mut have: BTreeMap<Key, Defined> = BTreeMap::new();
     let mut import_paths: BTreeSet<&str> = BTreeSet::new();
+    // The `func` statements of each name so far (overloads of one function).
+    let mut funcs: BTreeMap<&str, Vec<&ast::Lambda>> = BTreeMap::new();
     for stmt in stmts {
         let (key, what) = match &stmt.kind {
             StmtKind::Bind { name, .. } => (Key::Var(name.name.clone()), Defined::Bind(name.name.clone())),
@@ -222,15 +237,28 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
             _ => continue,
         };
         if let Some(prev) = have.get(&key) {
-            diags.push(
-                Diagnostic::new(
-                    Stage::SetScope,
-                    format!("could not generate ordering: duplicate assignment to `{}`, have: {prev}", key.describe()),
-                    stmt.span,
-                )
-                .with_code(Code::DuplicateAssignment),
-            );
+            let mut d = Diagnostic::new(
+                Stage::SetScope,
+                format!("could not generate ordering: duplicate assignment to `{}`, have: {prev}", key.describe()),
+                stmt.span,
+            )
+            .with_code(Code::DuplicateAssignment);
+            if let StmtKind::Func { name, func } = &stmt.kind {
+                let earlier = funcs.get(name.name.as_str()).cloned().unwrap_or_default();
+                if earlier.iter().all(|l| overloadable(l, func)) {
+                    funcs.entry(&name.name).or_default().push(func);
+                    continue;
+                }
+                d = d.with_note(
+                    "`func` statements of one name overload each other only when every param of each is typed \
+                     (none with a default) and their param types differ",
+                );
+            }
+            diags.push(d);
             continue;
+        }
+        if let StmtKind::Func { name, func } = &stmt.kind {
+            funcs.entry(&name.name).or_default().push(func);
         }
         have.insert(key.clone(), what);
         defs.push(Def { key, stmt });

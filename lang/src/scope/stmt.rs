@@ -35,10 +35,26 @@ impl<'a> Ctx<'a> {
                     let entry = VarEntry::Bind { name, ann: ann.as_ref(), value, state: Lazy::Pending };
                     self.frame_mut(fid).vars.entry(name.name.clone()).or_insert(entry);
                 }
-                StmtKind::Func { name, func } => {
-                    let entry = FuncEntry { name, lambda: func, frame: fid, active: 0, called: false };
-                    self.frame_mut(fid).funcs.entry(name.name.clone()).or_insert(entry);
-                }
+                StmtKind::Func { name, func } => match self.frame_mut(fid).funcs.get_mut(&name.name) {
+                    Some(first) => {
+                        // The ordering analysis reported a duplicate that is no overload.
+                        let all = std::iter::once(first.lambda).chain(first.overloads.iter().map(|(_, l)| *l));
+                        if all.clone().all(|l| super::order::overloadable(l, func)) {
+                            first.overloads.push((name, func));
+                        }
+                    }
+                    None => {
+                        let entry = FuncEntry {
+                            name,
+                            lambda: func,
+                            overloads: Vec::new(),
+                            frame: fid,
+                            active: 0,
+                            called: false,
+                        };
+                        self.frame_mut(fid).funcs.insert(name.name.clone(), entry);
+                    }
+                },
                 StmtKind::Class { name, params, body } => {
                     let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);

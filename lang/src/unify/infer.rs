@@ -45,6 +45,10 @@ pub(crate) struct Ctx<'a> {
     pub(super) ops: Vec<NodeId>,
     /// Map literals, checked for hashable keys after solving.
     pub(super) maps: Vec<NodeId>,
+    /// Calls of overloaded funcs, resolved once the rest is solved ([`super::dispatch`]).
+    pub(super) dispatches: Vec<NodeId>,
+    /// Resolved dispatches: the node and the index of the candidate chosen.
+    pub(crate) chosen: Vec<(NodeId, usize)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -64,6 +68,8 @@ impl<'a> Ctx<'a> {
             arity_errors: Vec::new(),
             ops: Vec::new(),
             maps: Vec::new(),
+            dispatches: Vec::new(),
+            chosen: Vec::new(),
         }
     }
 
@@ -211,6 +217,7 @@ impl<'a> Ctx<'a> {
                 self.has_type(v, &Type::Str, span, span);
             }
             NodeKind::Call { func, args } => self.call(node, func, args),
+            NodeKind::Dispatch { .. } => self.dispatches.push(node),
             NodeKind::CallValue { callee, args } => {
                 let shape = Shape::Func(args.iter().map(|a| (String::new(), Self::var(*a))).collect(), v);
                 let f = self.table.shaped(shape, span);
@@ -277,6 +284,9 @@ impl<'a> Ctx<'a> {
                 }
             }
         };
+        // What the error shows when the arguments fit no signature: the one inferred for
+        // this call, or every written one.
+        let shown: Vec<Type> = if decl.infer.is_some() { vec![sig.clone()] } else { decl.sigs.clone() };
         let Type::Func(params, ret) = sig else {
             self.error(format!("func `{func}` has a signature that is not a function: `{sig}`"), span);
             self.table.poison(v);
@@ -289,10 +299,36 @@ impl<'a> Ctx<'a> {
         }
         let mut subst = HashMap::new();
         let mut record = CallRecord { node, func: func.to_string(), args: Vec::new(), ret: 0 };
-        for ((name, pty), arg) in params.iter().zip(args) {
+        for (name, pty) in &params {
             let pv = self.table.instantiate(pty, &mut subst, span);
-            self.eq(pv, Self::var(*arg), span);
             record.args.push((name.clone(), pv));
+        }
+        // The arguments against the params as one unification (undone as a whole when it
+        // fails), so that a mismatch is told as the function API tells it.
+        let join = self.table.fresh();
+        let wanted = Shape::Func(record.args.iter().map(|(_, pv)| (String::new(), *pv)).collect(), join);
+        let given = Shape::Func(args.iter().map(|a| (String::new(), Self::var(*a))).collect(), join);
+        let (wanted, given) = (self.table.shaped(wanted, span), self.table.shaped(given, span));
+        if self.table.unify(wanted, given).is_err() {
+            let arg_vars: Vec<Var> = args.iter().map(|a| Self::var(*a)).collect();
+            // An argument an earlier error poisoned makes this one its consequence.
+            if !arg_vars.iter().any(|v| self.table.is_poisoned(*v)) {
+                let signatures: Vec<String> = shown.iter().map(|s| report::signature(func, s)).collect();
+                let mut d = report::mismatched_call(&mut self.table, func, &signatures, &arg_vars, span);
+                // The first argument its param does not take, on its own.
+                for ((name, pv), arg) in record.args.iter().zip(args) {
+                    let found = self.table.resolve(Self::var(*arg));
+                    if self.table.unify(*pv, Self::var(*arg)).is_err() {
+                        let wanted = self.table.resolve(*pv);
+                        let span = self.span(*arg);
+                        d = d.with_label(span, format!("`{name}` takes `{wanted}`, this is `{found}`"));
+                        break;
+                    }
+                }
+                self.diags.push(d);
+            }
+            self.poison_call(v, args);
+            return;
         }
         let rv = self.table.instantiate(&ret, &mut subst, span);
         self.eq(rv, v, span);
@@ -365,6 +401,7 @@ pub(crate) fn node_inputs(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Map(entries) => entries.iter().flat_map(|(k, v)| [*k, *v]).collect(),
         NodeKind::Struct(fields) => fields.iter().map(|(_, v)| *v).collect(),
         NodeKind::Call { args, .. } => args.clone(),
+        NodeKind::Dispatch { candidates, args, .. } => args.iter().chain(candidates).copied().collect(),
         NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
         NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
         NodeKind::If { cond, then, els } => vec![*cond, *then, *els],

@@ -135,12 +135,14 @@ impl Ctx<'_> {
                     self.deferred.push(node);
                 }
             }
-            if self.deferred.is_empty() {
-                return;
-            }
-            if self.deferred.len() == before {
-                // No progress: force the first one, which may unlock the others.
-                let node = self.deferred.remove(0);
+            if self.deferred.is_empty() || self.deferred.len() == before {
+                // No progress: an overloaded call chosen now may unlock the lookups; else
+                // force the first lookup, which may unlock the others.
+                if self.resolve_dispatch() {
+                    continue;
+                }
+                let Some(node) = self.deferred.first().copied() else { return };
+                self.deferred.remove(0);
                 self.lookup(node, true);
             }
         }

@@ -111,7 +111,9 @@ fn describe_at(graph: &FuncGraph, node: NodeId, depth: usize) -> String {
                 quoted
             }
         }
-        NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } => format!("{func}(...)"),
+        NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => {
+            format!("{func}(...)")
+        }
         NodeKind::CallValue { callee, .. } => format!("{}(...)", sub(callee)),
         NodeKind::Lambda { params, .. } => {
             let names: Vec<String> = params.iter().map(|p| format!("${}", graph.params[p.0 as usize].name)).collect();
@@ -255,6 +257,41 @@ pub(crate) fn check_op(ctx: &mut Ctx<'_>, node: NodeId) -> Option<Diagnostic> {
             .with_code(Code::TypeMismatch)
             .with_note(format!("`{name}` takes {takes}")),
     )
+}
+
+/// `name(a int, b int) int` for a catalog signature.
+pub(crate) fn signature(func: &str, sig: &Type) -> String {
+    match sig {
+        Type::Func(params, ret) => {
+            let params: Vec<String> =
+                params.iter().map(|(n, t)| if n.is_empty() { t.to_string() } else { format!("{n} {t}") }).collect();
+            format!("{func}({}) {ret}", params.join(", "))
+        }
+        other => format!("{func}: {other}"),
+    }
+}
+
+/// The function API's error for a call no signature accepts: the signatures, and the
+/// arguments' types as known (`?` where nothing is).
+pub(crate) fn mismatched_call(
+    table: &mut Table,
+    func: &str,
+    signatures: &[String],
+    args: &[Var],
+    span: Span,
+) -> Diagnostic {
+    let actual: Vec<String> = args
+        .iter()
+        .map(|v| {
+            let ty = table.resolve(*v);
+            if ty.is_concrete() { ty.to_string() } else { "?".to_string() }
+        })
+        .collect();
+    let expected = if signatures.len() == 1 { "expected:" } else { "expected one of:" };
+    Diagnostic::new(Stage::Unify, format!("function `{func}` called with mismatched arguments"), span)
+        .with_code(Code::TypeMismatch)
+        .with_note(format!("{expected}\n  {}", signatures.join("\n  ")))
+        .with_note(format!("actual:\n  {func}({})", actual.join(", ")))
 }
 
 #[cfg(test)]

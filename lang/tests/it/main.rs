@@ -16,6 +16,7 @@ mod syntax_recovery;
 mod syntax_stmt;
 mod unify_cascade;
 mod unify_conformance;
+mod unify_dispatch;
 mod unify_exprs;
 mod unify_random;
 mod unify_stmts;

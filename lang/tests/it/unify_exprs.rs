@@ -541,7 +541,10 @@ fn infer_hooks_see_through_inlined_functions() {
     b.use_str(call);
     let d = b.unify(&catalog());
     // The format is known, so the verb types the argument.
-    assert_eq!(only(&d, Stage::Unify).message, "type error: int != str");
+    let d = only(&d, Stage::Unify);
+    assert_eq!(d.message, "function `fmt.printf` called with mismatched arguments");
+    assert!(d.notes[0].contains("int) str"), "{d:#?}");
+    assert_eq!(d.notes[1], "actual:\n  fmt.printf(str, str)");
 }
 
 #[test]

@@ -175,6 +175,10 @@ fn reachable(g: &FuncGraph) -> Vec<bool> {
                 stack.extend(args);
             }
             NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => stack.push(*body),
+            NodeKind::Dispatch { candidates, args, .. } => {
+                stack.extend(args);
+                stack.extend(candidates);
+            }
             NodeKind::If { cond, then, els } => stack.extend([*cond, *then, *els]),
             NodeKind::Except { lhs, rhs } => stack.extend([*lhs, *rhs]),
             NodeKind::Index { base, index } => stack.extend([*base, *index]),

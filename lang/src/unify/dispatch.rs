@@ -1,0 +1,57 @@
+//! Overloaded funcs: a [`NodeKind::Dispatch`] waits until the other constraints are
+//! solved, then takes the first candidate, in source order, whose params accept the
+//! arguments' types; none does is the function API's "mismatched arguments" error.
+
+use super::infer::Ctx;
+use super::table::Shape;
+use crate::ir::{NodeId, NodeKind};
+
+impl Ctx<'_> {
+    /// Resolves the first pending dispatch; false when none is pending.
+    pub(super) fn resolve_dispatch(&mut self) -> bool {
+        if self.dispatches.is_empty() {
+            return false;
+        }
+        let node = self.dispatches.remove(0);
+        let graph = self.graph;
+        let NodeKind::Dispatch { func, candidates, signatures, args } = &graph.node(node).kind else { return true };
+        let span = self.span(node);
+        let arg_vars: Vec<_> = args.iter().map(|a| Ctx::var(*a)).collect();
+        for (i, candidate) in candidates.iter().enumerate() {
+            let NodeKind::Lambda { params, .. } = &graph.node(*candidate).kind else { continue };
+            // Params against arguments only (one unification, undone as a whole when it
+            // fails): the result type does not choose.
+            let ret = self.table.fresh();
+            let wanted = Shape::Func(params.iter().map(|p| (String::new(), self.param_var(*p))).collect(), ret);
+            let given = Shape::Func(arg_vars.iter().map(|v| (String::new(), *v)).collect(), ret);
+            let wanted = self.table.shaped(wanted, span);
+            let given = self.table.shaped(given, span);
+            if self.table.unify(wanted, given).is_ok() {
+                let call = Shape::Func(arg_vars.iter().map(|v| (String::new(), *v)).collect(), Ctx::var(node));
+                let call = self.table.shaped(call, span);
+                self.eq(Ctx::var(*candidate), call, span);
+                self.chosen.push((node, i));
+                return true;
+            }
+        }
+        let d = super::report::mismatched_call(&mut self.table, func, signatures, &arg_vars, span);
+        self.diags.push(d);
+        self.table.poison(Ctx::var(node));
+        for v in arg_vars {
+            self.table.poison_deep(v);
+        }
+        true
+    }
+}
+
+/// Rewrites each resolved dispatch into a call of the candidate unification chose.
+pub(crate) fn apply(graph: &mut crate::ir::FuncGraph, chosen: &[(NodeId, usize)]) {
+    for &(node, i) in chosen {
+        let kind = &mut graph.nodes[node.0 as usize].kind;
+        if let NodeKind::Dispatch { candidates, args, .. } = kind {
+            let callee = candidates[i];
+            let args = std::mem::take(args);
+            *kind = NodeKind::CallValue { callee, args };
+        }
+    }
+}
