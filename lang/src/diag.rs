@@ -114,6 +114,8 @@ pub enum Code {
     /// Call or include arguments that do not fit the params (missing, unknown, given
     /// twice, too many).
     CallArgs,
+    /// A use of another module's `private` name.
+    PrivateName,
     /// A bug in tend.
     Internal,
 }
@@ -154,6 +156,7 @@ impl Code {
         Code::ConflictingOverride,
         Code::ParamDefault,
         Code::CallArgs,
+        Code::PrivateName,
         Code::Internal,
     ];
 
@@ -193,6 +196,7 @@ impl Code {
             Code::ConflictingOverride => "conflicting-override",
             Code::ParamDefault => "param-default",
             Code::CallArgs => "call-args",
+            Code::PrivateName => "private-name",
             Code::Internal => "internal",
         }
     }

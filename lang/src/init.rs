@@ -77,6 +77,17 @@ impl Ctx {
     /// the statements are (directly, or through if branches) part of a loop body.
     fn stmts(&mut self, stmts: &[Stmt], in_loop: Option<(&'static str, Span)>) {
         for stmt in stmts {
+            if let Some(private) = stmt.private
+                && self.depth > 0
+            {
+                self.diags.push(
+                    Diagnostic::new(Stage::Init, "`private` applies only at the top level of a file", private)
+                        .with_code(Code::InvalidStatement)
+                        .with_note(
+                            "a private name is one a module keeps to itself; names inside blocks are local already",
+                        ),
+                );
+            }
             self.stmt(stmt, in_loop);
         }
     }

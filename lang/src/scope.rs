@@ -133,6 +133,9 @@ enum Hit {
     Const(Value),
     /// Resolved through a failed import or include: already reported, stay quiet.
     Silent,
+    /// An entry another module declared `private` (with its statement's span); only
+    /// [`Ctx::find`] returns it, [`Ctx::find_admitted`] turns it into an entry or an error.
+    Private(Span, FrameId, String),
 }
 
 /// The elaboration context.
@@ -248,7 +251,14 @@ impl<'a> Ctx<'a> {
                     Ns::Class => None,
                 }
             }
-            AliasEntry::Frame(fid) => self.find(fid, ns, rest),
+            AliasEntry::Frame(fid) => match self.find(fid, ns, rest) {
+                // Through an import, the module's private names are not for us.
+                Some(Hit::Entry(f, key)) if f == fid => match self.frame(f).private.get(&(ns, key.clone())) {
+                    Some(decl) => Some(Hit::Private(*decl, f, key)),
+                    None => Some(Hit::Entry(f, key)),
+                },
+                other => other,
+            },
             AliasEntry::Include { .. } => match self.force_include(owner, alias_name) {
                 Some(fid) => self.find(fid, ns, rest),
                 None => Some(Hit::Silent),
@@ -270,7 +280,10 @@ impl<'a> Ctx<'a> {
                         out.extend(self.catalog.package_funcs(pkg).map(|(n, _)| format!("{alias}.{n}")))
                     }
                     AliasEntry::Frame(fid) => {
-                        out.extend(self.frame(*fid).names(ns).into_iter().map(|n| format!("{alias}.{n}")))
+                        let frame = self.frame(*fid);
+                        let public =
+                            frame.names(ns).into_iter().filter(|n| !frame.private.contains_key(&(ns, n.clone())));
+                        out.extend(public.map(|n| format!("{alias}.{n}")))
                     }
                     _ => {}
                 }
@@ -285,6 +298,40 @@ impl<'a> Ctx<'a> {
             Ns::Class => {}
         }
         out
+    }
+
+    /// [`Ctx::find`] for a use at `span`: a private name of another module is reported
+    /// (and resolves silently); one of the module the use is in is an ordinary entry.
+    fn find_admitted(&mut self, start: FrameId, ns: Ns, name: &str, span: Span) -> Option<Hit> {
+        match self.find(start, ns, name) {
+            Some(Hit::Private(decl, owner, key)) => {
+                let module = |file| self.module_roots.get(&file);
+                if module(decl.file).is_some() && module(decl.file) == module(span.file) {
+                    return Some(Hit::Entry(owner, key));
+                }
+                self.private_use(ns, name, decl, span);
+                Some(Hit::Silent)
+            }
+            other => other,
+        }
+    }
+
+    /// The error for a use of another module's private name.
+    fn private_use(&mut self, ns: Ns, name: &str, decl: Span, span: Span) {
+        let shown = if ns == Ns::Var { format!("${name}") } else { name.to_string() };
+        let d = Diagnostic::new(
+            Stage::SetScope,
+            format!(
+                "{} `{shown}` is private to its module: declared `private` at {}",
+                ns.word(),
+                self.sources.byline(decl)
+            ),
+            span,
+        )
+        .with_code(Code::PrivateName)
+        .with_label(decl, "declared private here")
+        .with_note("a `private` name is usable only inside its module (its directory, or its file when the import names a file)");
+        self.error(d);
     }
 
     /// The "does not exist" error for a name, with suggestions.

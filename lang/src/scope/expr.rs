@@ -101,7 +101,7 @@ impl<'a> Ctx<'a> {
 
     /// A variable use: the shared node of its bind, a parameter node, or a constant.
     fn var(&mut self, fid: FrameId, name: &ast::Name, span: Span) -> NodeId {
-        match self.find(fid, Ns::Var, &name.name) {
+        match self.find_admitted(fid, Ns::Var, &name.name, span) {
             Some(Hit::Entry(owner, key)) => match self.frame(owner).vars.get(&key) {
                 Some(VarEntry::Node(n)) => *n,
                 Some(VarEntry::Bind { state: Lazy::Done(n), .. }) => *n,
@@ -112,7 +112,8 @@ impl<'a> Ctx<'a> {
                 }
             },
             Some(Hit::Const(v)) => self.graph.add(NodeKind::Const(v), span),
-            Some(Hit::Builtin(_)) | Some(Hit::Silent) => self.error_node(span),
+            // `find_admitted` has reported a private name already.
+            Some(Hit::Builtin(_)) | Some(Hit::Silent) | Some(Hit::Private(..)) => self.error_node(span),
             None => {
                 self.unknown(fid, Ns::Var, &name.name, span);
                 self.error_node(span)
@@ -150,7 +151,7 @@ impl<'a> Ctx<'a> {
 
     /// A named call: a built-in, or an inlined copy of a `func` statement's body.
     fn call(&mut self, fid: FrameId, name: &ast::Name, args: &'a [ast::Expr], span: Span) -> NodeId {
-        let hit = self.find(fid, Ns::Func, &name.name);
+        let hit = self.find_admitted(fid, Ns::Func, &name.name, span);
         let args = self.args(fid, args);
         match hit {
             Some(Hit::Builtin(func)) => {
@@ -165,7 +166,7 @@ impl<'a> Ctx<'a> {
                 let overloaded = self.frame(owner).funcs.get(&key).is_some_and(|f| !f.overloads.is_empty());
                 if overloaded { self.dispatch(owner, &key, args, span) } else { self.inline(owner, &key, args, span) }
             }
-            Some(Hit::Const(_)) | Some(Hit::Silent) => self.error_node(span),
+            Some(Hit::Const(_)) | Some(Hit::Silent) | Some(Hit::Private(..)) => self.error_node(span),
             None => {
                 self.unknown(fid, Ns::Func, &name.name, span);
                 self.error_node(span)

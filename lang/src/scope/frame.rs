@@ -89,6 +89,9 @@ pub(crate) struct Frame<'a> {
     pub(crate) aliases: BTreeMap<String, AliasEntry<'a>>,
     /// `import ... as *` targets, in import order (later ones win).
     pub(crate) stars: Vec<AliasEntry<'a>>,
+    /// Names declared `private` in this frame (a file's or module's top level), with the
+    /// span of their statement: not visible through an import.
+    pub(crate) private: BTreeMap<(Ns, String), crate::span::Span>,
 }
 
 /// The three namespaces.

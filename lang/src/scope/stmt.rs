@@ -30,6 +30,17 @@ impl<'a> Ctx<'a> {
     /// Duplicates were reported by the ordering analysis; the first definition is kept.
     pub(super) fn declare(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) {
         for stmt in stmts {
+            if stmt.private.is_some() {
+                let key = match &stmt.kind {
+                    StmtKind::Bind { name, .. } => Some((Ns::Var, name)),
+                    StmtKind::Func { name, .. } => Some((Ns::Func, name)),
+                    StmtKind::Class { name, .. } => Some((Ns::Class, name)),
+                    _ => None,
+                };
+                if let (Some((ns, name)), Some(private)) = (key, stmt.private) {
+                    self.frame_mut(fid).private.entry((ns, name.name.clone())).or_insert(private.to(name.span));
+                }
+            }
             match &stmt.kind {
                 StmtKind::Bind { name, ann, value } => {
                     let entry = VarEntry::Bind { name, ann: ann.as_ref(), value, state: Lazy::Pending };
@@ -548,7 +559,7 @@ impl<'a> Ctx<'a> {
         let StmtKind::Include { name, args, .. } = &stmt.kind else { return None };
         let args: &'a [ast::Expr] = args.as_deref().unwrap_or(&[]);
         let args = self.args(fid, args);
-        let (owner, key) = match self.find(fid, Ns::Class, &name.name) {
+        let (owner, key) = match self.find_admitted(fid, Ns::Class, &name.name, name.span) {
             Some(Hit::Entry(owner, key)) => (owner, key),
             Some(_) => return None,
             None => {

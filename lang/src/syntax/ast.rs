@@ -41,6 +41,9 @@ pub struct Stmt {
     pub kind: StmtKind,
     /// From the first token to the end of the last token.
     pub span: Span,
+    /// `private` written before a class, func or bind (the keyword's span): the name is
+    /// usable only inside the module that declares it.
+    pub private: Option<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

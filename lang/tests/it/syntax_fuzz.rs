@@ -15,6 +15,7 @@ const SEEDS: &[&str] = &[
     "node \"web1\", /^db\\d+$/, default {\n\ttest \"a\" {}\n}\nnode /x/ {\n}\n",
     "import \"fmt\"\n$x = if $a<-1 { fmt.printf(\"%d\", 1) } else { 2 }\nclass c($p) {\n\tfile \"${p}\" {\n\t\tcontent => \"x\",\n\t}\n}\ninclude c(\"/p\")\n",
     "func f($a int, $b int = $a * 2) int {\n\t$a + $b\n}\nclass web($name str, $port int = 80) {\n}\ninclude web(\"a\", port => f(1, b => 3))\n",
+    "private $x = 1\nprivate func min($a int, $b int) int {\n\t$a\n}\nfunc min($s str, $t str) str {\n\t$s\n}\nprivate class c {\n}\n",
 ];
 
 const TOKENS: &[&str] = &[

@@ -332,3 +332,18 @@ fn named_arguments_follow_positional_ones() {
     assert!(late[0].message.contains("expected a named argument"), "{late:#?}");
     assert!(late[0].notes.iter().any(|n| n.contains("after the positional ones")), "{late:#?}");
 }
+
+#[test]
+fn private_marks_classes_funcs_and_binds_only() {
+    let file = parse_ok("private $x = 1\nprivate $y int = 2\nprivate func f() int { 1 }\nprivate class c {\n}\n");
+    assert_eq!(file.stmts.len(), 4);
+    assert!(file.stmts.iter().all(|s| s.private.is_some()), "{file:#?}");
+    assert!(matches!(file.stmts[0].kind, StmtKind::Bind { .. }));
+    // The statement's span starts at `private`.
+    assert_eq!(file.stmts[2].span.start, file.stmts[2].private.unwrap().start);
+    // Anywhere else `private` is an ordinary word: a resource kind here.
+    let res = parse_ok("private $name {}\nprivate \"x\" {}\n");
+    assert!(res.stmts.iter().all(|s| s.private.is_none() && matches!(s.kind, StmtKind::Resource(_))), "{res:#?}");
+    let var = parse_ok("$private = 1\n");
+    assert!(var.stmts[0].private.is_none());
+}

@@ -17,6 +17,13 @@ const ENTRY_START: &str = "a field name, an edge property (`Before`, `Depend`, `
 impl Parser<'_> {
     /// One statement, without its terminating newline.
     pub(super) fn stmt(&mut self) -> PResult<Stmt> {
+        if self.at_private() {
+            let private = self.bump().1;
+            let mut stmt = self.stmt()?;
+            stmt.span = private.to(stmt.span);
+            stmt.private = Some(private);
+            return Ok(stmt);
+        }
         let start = self.span();
         let kind = match self.peek() {
             Tok::Dollar => self.bind()?,
@@ -64,7 +71,18 @@ impl Parser<'_> {
             }
             _ => return Err(self.unexpected(STMT_START)),
         };
-        Ok(Stmt { kind, span: start.to(self.prev_span()) })
+        Ok(Stmt { kind, span: start.to(self.prev_span()), private: None })
+    }
+
+    /// `private` before `class`, `func` or a bind (`private $x = …`, `private $x T = …`).
+    /// Only there is it a keyword: `private $x { … }` stays a resource of kind `private`.
+    fn at_private(&self) -> bool {
+        matches!(self.peek(), Tok::Ident(w) if w == "private")
+            && match self.peek_at(1) {
+                Tok::Class | Tok::Func => true,
+                Tok::Dollar => !matches!(self.peek_at(3), Tok::LBrace),
+                _ => false,
+            }
     }
 
     /// `bind = "$" NAME [ type ] "=" expr`.
