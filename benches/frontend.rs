@@ -31,6 +31,27 @@ fn generate(lines: usize) -> String {
     s.replace(",]", "]")
 }
 
+/// `types` struct-typed funcs and `constructions` calls of them with struct literals: the
+/// baseline the declared-types benchmark is read against (same shapes, no declarations).
+fn generate_structs(types: usize, constructions: usize) -> String {
+    let mut s = String::new();
+    for t in 0..types {
+        let _ = writeln!(s, "func f{t}($v struct{{name str; port int; tls bool}}) str {{ $v->name }}");
+    }
+    let mut names = Vec::with_capacity(constructions);
+    for i in 0..constructions {
+        let _ = writeln!(
+            s,
+            "$c{i} = f{t}(struct{{name => \"n{i}\", port => {p}, tls => false}})",
+            t = i % types,
+            p = i + 1
+        );
+        names.push(format!("$c{i}"));
+    }
+    let _ = writeln!(s, "test [{}] {{}}", names.join(", "));
+    s
+}
+
 fn bench(c: &mut Criterion) {
     let registry = funcs::registry::Registry::core();
     let mut catalog = registry.catalog();
@@ -44,6 +65,15 @@ fn bench(c: &mut Criterion) {
     group.bench_function("check_10k_lines", |b| {
         b.iter(|| {
             let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
+            assert!(outcome.graph.is_some());
+        })
+    });
+    let structs = MemLoader::new().with("/main.mcl", &generate_structs(1_000, 10_000));
+    let outcome = lang::pipeline::compile("/main.mcl", &structs, &catalog);
+    assert!(outcome.diagnostics.is_empty(), "struct program must compile: {:?}", outcome.diagnostics.first());
+    group.bench_function("structs_1k_funcs_10k_literals", |b| {
+        b.iter(|| {
+            let outcome = lang::pipeline::compile("/main.mcl", &structs, &catalog);
             assert!(outcome.graph.is_some());
         })
     });
