@@ -301,7 +301,12 @@ fn a_host_no_node_matches_is_an_error_naming_it_and_run_selects_by_hostname() {
 
 /// `examples/puppet-style` as a user runs it, on a temporary root.
 fn run_example(root: &Path, state: &Path, host: &str) {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/puppet-style");
+    run_named_example("puppet-style", root, state, host);
+}
+
+/// `examples/NAME` as a user runs it, on a temporary root.
+fn run_named_example(name: &str, root: &Path, state: &Path, host: &str) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name);
     let out = Command::new(TEND)
         .args(["run", "--converged-timeout", "0", "--hostname", host, "--prefix"])
         .arg(state)
@@ -383,4 +388,29 @@ fn check_v_lists_the_virtual_resources_nothing_realizes() {
     assert!(!stderr.contains("file[/a]"), "{stderr}");
     let quiet = tend(dir.path(), "check", &[]);
     assert!(!text(&quiet.stderr).contains("realized by nothing"), "only with -v");
+}
+
+/// `examples/typed`: declared types with defaults, checks and an invariant, inheritance,
+/// an overloaded function, a class with a param default and named arguments, and a
+/// private type, converging a small service's config files.
+#[test]
+fn the_typed_example_converges_and_then_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, state) = (dir.path().join("srv"), dir.path().join("state"));
+    std::fs::create_dir_all(root.join("sites")).unwrap();
+    std::fs::write(root.join("sites/old.conf"), "stale\n").unwrap();
+    run_named_example("typed", &root, &state, "h");
+    let read = |f: &str| std::fs::read_to_string(root.join(f)).unwrap();
+    assert_eq!(read("sites/shop.conf"), "server shop\n\tlisten 127.0.0.1:8443\n\ttls false\n");
+    let blog = read("sites/blog.conf");
+    assert!(blog.contains("\tlisten 127.0.0.1:443\n\ttls true\n\tcert "), "{blog}");
+    assert!(blog.ends_with("\tciphers 2\n"), "the TLS overload renders it: {blog}");
+    assert!(!root.join("sites/old.conf").exists(), "a vhost with state absent is removed");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &str| std::fs::metadata(root.join(f)).unwrap().permissions().mode() & 0o777;
+    assert_eq!((mode("sites/shop.conf"), mode("sites/blog.conf")), (0o644, 0o600), "the named `mode` argument");
+    let before = std::fs::metadata(root.join("sites/blog.conf")).unwrap().modified().unwrap();
+    run_named_example("typed", &root, &state, "h");
+    let after = std::fs::metadata(root.join("sites/blog.conf")).unwrap().modified().unwrap();
+    assert_eq!(before, after, "a second run changes nothing");
 }

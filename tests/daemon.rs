@@ -395,3 +395,39 @@ fn bystander_untouched_then_stop(daemon: Daemon) {
     let (status, _, stderr) = daemon.stop();
     assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
 }
+
+/// A declared type's check on a streamed value: a fact file edited to a value the check
+/// rejects is reported once and changes nothing (the file that follows it keeps its last
+/// good content) while the rest of the graph is still repaired; the next good value
+/// applies.
+#[test]
+fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
+    let _serial = serial();
+    let daemon = Daemon::start(|dir| {
+        std::fs::write(dir.join("port"), "8080").unwrap();
+        format!(
+            "import \"os\"\nimport \"fmt\"\nimport \"convert\"\n\
+             type vhost {{\n\tattr name str\n\tattr port int {{ check => $it > 0 and $it < 65536, }}\n}}\n\
+             $v = vhost{{name => \"a\", port => convert.str_to_int(os.readfile(\"{d}/port\"))}}\n\
+             file \"{d}/out/port\" {{\n\tstate => \"exists\",\n\tcontent => fmt.printf(\"%d\", $v->port),\n}}\n\
+             file \"{d}/out/other\" {{\n\tstate => \"exists\",\n\tcontent => \"x\",\n}}\n",
+            d = dir.display()
+        )
+    });
+    daemon.expect("out/port", "8080", "the first good value");
+    daemon.write("port", "70000");
+    // Wait for the rejection to be reported, then check nothing followed it.
+    let started = Instant::now();
+    while !daemon.read("stderr").contains("port: 70000 is not accepted by the check") {
+        assert!(started.elapsed() < Duration::from_secs(20), "no report:\n{}", daemon.read("stderr"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(daemon.read("out/port"), "8080", "a rejected value changes nothing");
+    std::fs::remove_file(daemon.path("out/other")).unwrap();
+    daemon.expect("out/other", "x", "the rest of the graph is still repaired");
+    daemon.write("port", "9090");
+    daemon.expect("out/port", "9090", "the next good value applies");
+    let (status, _, stderr) = daemon.stop();
+    assert!(status.success(), "{stderr}");
+    assert_eq!(stderr.matches("a value was rejected").count(), 1, "reported once:\n{stderr}");
+}

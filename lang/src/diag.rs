@@ -116,6 +116,8 @@ pub enum Code {
     CallArgs,
     /// A use of another module's `private` name.
     PrivateName,
+    /// A value of a declared type that its checks or invariants reject.
+    CheckFailed,
     /// A bug in tend.
     Internal,
 }
@@ -157,6 +159,7 @@ impl Code {
         Code::ParamDefault,
         Code::CallArgs,
         Code::PrivateName,
+        Code::CheckFailed,
         Code::Internal,
     ];
 
@@ -197,6 +200,7 @@ impl Code {
             Code::ParamDefault => "param-default",
             Code::CallArgs => "call-args",
             Code::PrivateName => "private-name",
+            Code::CheckFailed => "check-failed",
             Code::Internal => "internal",
         }
     }

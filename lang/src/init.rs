@@ -9,6 +9,7 @@ use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::Span;
 use crate::syntax::ast::{
     Collector, Expr, ExprKind, File, Ident, Lambda, Param, Query, ResEntry, ResEntryKind, Resource, Stmt, StmtKind,
+    TypeDecl, TypeDef,
 };
 use crate::types::Type;
 
@@ -148,6 +149,7 @@ impl Ctx {
                     self.expr(arg);
                 }
             }
+            StmtKind::Type(decl) => self.type_decl(decl, stmt.span),
             StmtKind::Import { .. } => {
                 if let Some((label, span)) = in_loop {
                     self.error(format!("a StmtImport can't be contained inside a {label}"), span);
@@ -272,6 +274,31 @@ impl Ctx {
         }
     }
 
+    /// A type declaration: only at a file's top level; attribute names once each.
+    fn type_decl(&mut self, decl: &TypeDecl, span: Span) {
+        if self.depth > 0 {
+            self.diags.push(
+                Diagnostic::new(Stage::Init, "a type declaration must be at the top level of a file", span)
+                    .with_code(Code::InvalidStatement)
+                    .with_note("types are declared at the top of a file or module and imported like classes"),
+            );
+        }
+        let TypeDef::Record(record) = &decl.def else { return };
+        let mut seen = HashSet::new();
+        for attr in &record.attrs {
+            if !seen.insert(attr.name.name.as_str()) {
+                self.error(
+                    format!("attribute `{}` is declared twice in type `{}`", attr.name.name, decl.name.name),
+                    attr.name.span,
+                );
+            }
+            attr.default.iter().chain(attr.check.iter()).for_each(|e| self.expr(e));
+        }
+        for inv in &record.invariants {
+            self.expr(&inv.expr);
+        }
+    }
+
     /// A lambda value (its params take no defaults).
     fn lambda(&mut self, lambda: &Lambda) {
         self.params(&lambda.params, false);
@@ -378,6 +405,15 @@ impl Ctx {
             }
             ExprKind::Annotated { expr, .. } => self.expr(expr),
             ExprKind::Named { value, .. } => self.expr(value),
+            ExprKind::Construct { fields, .. } => {
+                let mut seen = HashSet::new();
+                for (name, value) in fields {
+                    if !seen.insert(name.name.as_str()) {
+                        self.error(format!("attribute `{}` is given twice", name.name), name.span);
+                    }
+                    self.expr(value);
+                }
+            }
         }
     }
 
@@ -529,6 +565,7 @@ fn mentions(expr: &Expr, name: &str) -> Option<Span> {
             mentions(inner, name)
         }
         ExprKind::Named { value, .. } => mentions(value, name),
+        ExprKind::Construct { fields, .. } => any(&mut fields.iter().map(|(_, e)| e)),
     }
 }
 

@@ -71,6 +71,20 @@ pub struct Annotation {
     pub span: Span,
 }
 
+/// One condition a declared type puts on its values.
+#[derive(Clone, Debug)]
+pub struct IrCheck {
+    /// A `bool` node.
+    pub node: NodeId,
+    /// The attribute it checks and that attribute's value node (none for an invariant).
+    pub attr: Option<(String, NodeId)>,
+    /// What a failure says after the attribute and its value ("is not one of …"), or the
+    /// invariant's message.
+    pub what: String,
+    /// Where the condition is written.
+    pub span: Span,
+}
+
 #[derive(Clone, Debug)]
 pub struct Node {
     pub kind: NodeKind,
@@ -115,6 +129,16 @@ pub enum NodeKind {
     Lambda {
         params: Vec<ParamId>,
         body: NodeId,
+    },
+    /// A value of a declared type (`vhost{name => "a"}`): `value` is a `Struct` node of
+    /// every attribute in declared order; unification types the node as that struct plus
+    /// the type's `tags` (nominal), and the `checks` (attribute checks, enums, invariants)
+    /// must hold for the value to exist.
+    Construct {
+        ty: String,
+        value: NodeId,
+        tags: Vec<String>,
+        checks: Vec<IrCheck>,
     },
     /// A call of an overloaded func (several `func` statements of one name in one scope,
     /// every param typed). `candidates` are the lambdas of those whose param count fits,

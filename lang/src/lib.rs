@@ -4,7 +4,8 @@
 //! text → `syntax` (tokens, AST; errLexParse) → `init` (AST validation; errInit)
 //! → `interpolate` (string escapes and `${}`; errInterpolate)
 //! → `scope` (imports, ordering, name resolution, inlining; errSetScope) → [`ir::FuncGraph`]
-//! → `unify` (types; errUnify) → `graph` checks (errGraph)
+//! → `unify` (types; errUnify) → `checks` (declared types' checks on constants; errUnify)
+//! → `graph` checks (errGraph)
 //! … the `funcs` crate runs the graph …
 //! → `interpret` (values → resource graph; errInterpret).
 //!
@@ -12,6 +13,7 @@
 //! function or resource kind (they come through [`catalog::Catalog`]).
 
 pub mod catalog;
+pub mod checks;
 pub mod diag;
 pub mod graph_check;
 pub mod init;

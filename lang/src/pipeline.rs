@@ -54,6 +54,10 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     if !diags.is_empty() {
         return fail(sources, diags);
     }
+    let diags = crate::checks::constant(&graph);
+    if !diags.is_empty() {
+        return fail(sources, diags);
+    }
     let diags = crate::graph_check::check(&graph);
     if !diags.is_empty() {
         return fail(sources, diags);

@@ -195,6 +195,8 @@ pub enum What {
     Inline(String),
     /// A call of a function value.
     CallValue,
+    /// A value of a declared type.
+    Construct(String),
     Lambda,
     LambdaParam(String),
     LoopVar(String),
@@ -218,6 +220,7 @@ impl What {
             What::Fact(f) => format!("fact `{f}` (streaming; may change)"),
             What::Inline(f) => format!("call of func `{f}` (inlined)"),
             What::CallValue => "call of a function value".into(),
+            What::Construct(t) => format!("value of type `{t}`"),
             What::Lambda => "lambda".into(),
             What::LambdaParam(p) => format!("lambda parameter `${p}`"),
             What::LoopVar(p) => format!("loop variable `${p}`"),
@@ -241,6 +244,7 @@ impl What {
             What::Fact(_) => "fact",
             What::Inline(_) => "func",
             What::CallValue => "call_value",
+            What::Construct(_) => "construct",
             What::Lambda => "lambda",
             What::LambdaParam(_) => "lambda_param",
             What::LoopVar(_) => "loop_var",
@@ -325,6 +329,7 @@ impl<'a> Builder<'a> {
             NodeKind::Call { func, .. } => What::Builtin(func.clone()),
             NodeKind::CallValue { .. } => What::CallValue,
             NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => What::Inline(func.clone()),
+            NodeKind::Construct { ty, .. } => What::Construct(ty.clone()),
             NodeKind::Lambda { .. } => What::Lambda,
             NodeKind::If { .. } => What::If,
             NodeKind::Op { op: Op::Not, .. } => What::Operator("not".into()),
@@ -417,6 +422,7 @@ impl<'a> Builder<'a> {
             }
             NodeKind::Inline { body, .. } => vec![plain(*body, "body".into())],
             NodeKind::Dispatch { args, .. } => numbered(args, "arg"),
+            NodeKind::Construct { value, .. } => vec![plain(*value, "attributes".into())],
             NodeKind::Lambda { body, .. } => vec![(*body, "body".into(), gates.to_vec(), true)],
             NodeKind::If { cond, then, els } => vec![
                 plain(*cond, "cond".into()),

@@ -19,6 +19,7 @@ mod frame;
 mod imports;
 mod order;
 mod stmt;
+mod types;
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
@@ -83,6 +84,7 @@ pub fn resolve_with(
         static_recursion,
         default_nodes: BTreeMap::new(),
         any_defaults: false,
+        declared: Vec::new(),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
@@ -171,6 +173,8 @@ struct Ctx<'a> {
     default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,
     /// Whether any block declared defaults (resources look for them only then).
     any_defaults: bool,
+    /// Resolved type declarations ([`types`]), indexed by [`frame::TypeEntry::state`].
+    declared: Vec<types::Declared<'a>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -248,7 +252,7 @@ impl<'a> Ctx<'a> {
                 match ns {
                     Ns::Var => self.catalog.constant(&full).map(|v| Hit::Const(v.clone())),
                     Ns::Func => self.catalog.func(&full).map(|_| Hit::Builtin(full)),
-                    Ns::Class => None,
+                    Ns::Class | Ns::Type => None,
                 }
             }
             AliasEntry::Frame(fid) => match self.find(fid, ns, rest) {
@@ -295,7 +299,7 @@ impl<'a> Ctx<'a> {
             Ns::Func => out.extend(
                 self.catalog.funcs().filter(|d| !d.name.contains('.') && !d.name.contains('/')).map(|d| d.name.clone()),
             ),
-            Ns::Class => {}
+            Ns::Class | Ns::Type => {}
         }
         out
     }

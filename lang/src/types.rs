@@ -18,7 +18,17 @@ pub enum Type {
     Func(Vec<(String, Type)>, Box<Type>),
     Variant,
     Var(u32),
+    /// A declared type or alias by name (`vhost`, `mod.port`), as an annotation is written:
+    /// the scope stage replaces it by what the declaration means, so unification and
+    /// everything after it never see one.
+    Named(String),
 }
+
+/// The first character of a declared type's tag field. A value of a declared type is a
+/// struct; inside unification its struct type also carries one tag field per declared
+/// type it is (its own last, its parents' before), which makes declared types nominal.
+/// Tags never reach a value: unification erases them from the types it returns.
+pub const TAG: char = '\u{0}';
 
 impl Type {
     pub fn list(t: Type) -> Type {
@@ -44,6 +54,47 @@ impl Type {
             Type::Func(..) => "func",
             Type::Variant => "variant",
             Type::Var(_) => "?",
+            Type::Named(_) => "named",
+        }
+    }
+
+    /// The declared type a tagged struct type is (its own tag's name), if it is one.
+    pub fn declared_name(&self) -> Option<&str> {
+        match self {
+            Type::Struct(fields) => fields.iter().rev().find_map(|(n, _)| tag_name(n)),
+            _ => None,
+        }
+    }
+
+    /// The type with every tag field removed (recursively): the type values have.
+    pub fn erase_tags(&mut self) {
+        match self {
+            Type::Struct(fields) => {
+                fields.retain(|(n, _)| !n.starts_with(TAG));
+                fields.iter_mut().for_each(|(_, t)| t.erase_tags());
+            }
+            Type::List(t) => t.erase_tags(),
+            Type::Map(k, v) => {
+                k.erase_tags();
+                v.erase_tags();
+            }
+            Type::Func(args, r) => {
+                args.iter_mut().for_each(|(_, t)| t.erase_tags());
+                r.erase_tags();
+            }
+            _ => {}
+        }
+    }
+
+    /// Whether a [`Type::Named`] occurs in it.
+    pub fn has_named(&self) -> bool {
+        match self {
+            Type::Named(_) => true,
+            Type::List(t) => t.has_named(),
+            Type::Map(k, v) => k.has_named() || v.has_named(),
+            Type::Struct(fs) => fs.iter().any(|(_, t)| t.has_named()),
+            Type::Func(args, r) => args.iter().any(|(_, t)| t.has_named()) || r.has_named(),
+            _ => false,
         }
     }
 
@@ -93,6 +144,8 @@ impl fmt::Display for Type {
             Type::Var(n) => write!(f, "?{n}"),
             Type::List(t) => write!(f, "[]{t}"),
             Type::Map(k, v) => write!(f, "map{{{k}: {v}}}"),
+            Type::Struct(_) if self.declared_name().is_some() => f.write_str(self.declared_name().unwrap_or("")),
+            Type::Named(name) => f.write_str(name),
             Type::Struct(fields) => {
                 f.write_str("struct{")?;
                 for (i, (name, t)) in fields.iter().enumerate() {
@@ -119,6 +172,12 @@ impl fmt::Display for Type {
             }
         }
     }
+}
+
+/// The declared type's name in a tag field's name (`\0vhost#12`), if it is a tag.
+pub fn tag_name(field: &str) -> Option<&str> {
+    let rest = field.strip_prefix(TAG)?;
+    Some(rest.split_once('#').map_or(rest, |(name, _)| name))
 }
 
 /// Error from [`parse_type`].

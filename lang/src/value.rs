@@ -125,7 +125,7 @@ impl Value {
     pub fn zero(t: &Type) -> Value {
         match t {
             Type::Bool => Value::Bool(false),
-            Type::Str | Type::Variant | Type::Var(_) => Value::str(""),
+            Type::Str | Type::Variant | Type::Var(_) | Type::Named(_) => Value::str(""),
             Type::Int => Value::Int(0),
             Type::Float => Value::Float(0.0),
             Type::List(_) => Value::list(Vec::new()),

@@ -235,9 +235,15 @@ impl Runner {
                     }
                     Some(Err(d)) => {
                         self.metrics.dataflow_snapshot(false);
+                        let recoverable = d.code == Some(lang::diag::Code::CheckFailed);
                         print_diags(&[d], &sources);
                         if !self.applied {
                             break Stop::FirstFailed;
+                        }
+                        if recoverable {
+                            // The dataflow goes on: the next value that passes applies.
+                            tracing::error!("a value was rejected; the last graph keeps running");
+                            continue;
                         }
                         tracing::error!("the dataflow stopped; the last graph keeps running");
                         dataflow = None;

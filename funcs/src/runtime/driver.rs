@@ -87,16 +87,32 @@ pub(crate) fn run(
 fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, evaluations: &AtomicU64) -> Driven {
     let mut last: Option<Arc<Output>> = None;
     let mut stale_since: Option<Instant> = None;
+    // A value a declared type's checks reject, reported once: with streams, a later
+    // value may pass, so the dataflow keeps running and the next good output goes out.
+    let mut rejected: Option<Diagnostic> = None;
     loop {
         engine.begin_wave();
         let walked = walk(engine);
         engine.end_wave();
         evaluations.store(engine.evaluations(), Ordering::Relaxed);
         if let Walked::Failed(d) = walked {
+            if d.code == Some(lang::diag::Code::CheckFailed) && !engine.is_fixed() {
+                if rejected.as_ref() != Some(&d) {
+                    out.send_replace(Some(Err(d.clone())));
+                    rejected = Some(d);
+                }
+                last = None;
+                let Ok(ev) = events.recv() else { return Driven::Stopped };
+                if !engine.apply(ev) || matches!(drain(engine, events), Drained::Shutdown) {
+                    return Driven::Stopped;
+                }
+                continue;
+            }
             tracing::debug!(error = %d.message, "dataflow stopped");
             out.send_replace(Some(Err(d)));
             return Driven::Stopped;
         }
+        rejected = None;
         // An event that arrived during the wave means the graph has not settled yet.
         match drain(engine, events) {
             Drained::Shutdown => return Driven::Stopped,

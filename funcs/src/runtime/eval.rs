@@ -106,6 +106,26 @@ impl Engine {
                 }
             }
             NodeKind::Inline { body, .. } => self.get(*body, env),
+            NodeKind::Construct { value, checks, .. } => {
+                let built = self.get(*value, env)?;
+                for check in checks {
+                    match self.get(check.node, env)? {
+                        Ok(Value::Bool(true)) => {}
+                        Ok(_) => {
+                            let message = match &check.attr {
+                                Some((name, at)) => match self.get(*at, env)? {
+                                    Ok(v) => format!("{name}: {v} {}", check.what),
+                                    Err(e) => return Some(Err(e)),
+                                },
+                                None => check.what.clone(),
+                            };
+                            return fail(FuncError::catchable(message));
+                        }
+                        Err(e) => return Some(Err(e)),
+                    }
+                }
+                Some(built)
+            }
             NodeKind::Dispatch { func, .. } => {
                 fail(FuncError::fatal(format!("internal: the call of overloaded `{func}` was not resolved")))
             }

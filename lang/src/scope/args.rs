@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::frame::{FrameId, VarEntry};
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::{Annotation, NodeId};
+use crate::ir::NodeId;
 use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{self, ExprKind};
 
@@ -116,7 +116,7 @@ impl<'a> Ctx<'a> {
                 }
             };
             if let Some(ann) = &param.ann {
-                self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+                self.annotate(frame, node, ann);
                 self.graph.checked.push(node);
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));

@@ -6,7 +6,7 @@ use super::args::{Args, Callee};
 use super::frame::{Frame, FrameId, Lazy, Ns, VarEntry};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::{Annotation, NodeId, NodeKind, Op};
+use crate::ir::{NodeId, NodeKind, Op};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
 use crate::value::Value;
@@ -64,6 +64,7 @@ impl<'a> Ctx<'a> {
                 }
                 NodeKind::CallValue { callee, args: args.positional }
             }
+            ExprKind::Construct { ty, fields } => return self.construct(fid, ty, fields, span),
             ExprKind::Named { value, .. } => {
                 // Only call argument lists hold named arguments, and they are read there.
                 return self.expr(fid, value);
@@ -91,7 +92,7 @@ impl<'a> Ctx<'a> {
             },
             ExprKind::Annotated { expr: inner, ann } => {
                 let node = self.expr(fid, inner);
-                self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+                self.annotate(fid, node, ann);
                 return node;
             }
             ExprKind::Error => return self.error_node(span),
@@ -137,7 +138,7 @@ impl<'a> Ctx<'a> {
         self.set_bind_state(owner, key, Lazy::Active);
         let node = self.expr(owner, value);
         if let Some(ann) = ann {
-            self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+            self.annotate(owner, node, ann);
         }
         self.set_bind_state(owner, key, Lazy::Done(node));
         node
@@ -220,7 +221,7 @@ impl<'a> Ctx<'a> {
             ) {
                 let body = self.expr(frame, &func.lambda.body);
                 if let Some(ret) = &func.lambda.ret {
-                    self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
+                    self.annotate(frame, body, ret);
                 }
                 self.graph.add(NodeKind::Inline { func: func.name.name.clone(), body }, span)
             } else {
@@ -289,7 +290,7 @@ impl<'a> Ctx<'a> {
             let pid = self.graph.add_param(param.name.name.clone(), param.name.span);
             let node = self.graph.add(NodeKind::Param(pid), param.name.span);
             if let Some(ann) = &param.ann {
-                self.graph.annotations.push(Annotation { node, ty: ann.ty.clone(), span: ann.span });
+                self.annotate(frame, node, ann);
                 self.graph.checked.push(node);
             }
             if let Some(default) = &param.default {
@@ -297,7 +298,7 @@ impl<'a> Ctx<'a> {
                 // values): this is a func nothing called, checked over fresh params.
                 let value = self.expr(frame, default);
                 if let Some(ann) = &param.ann {
-                    self.graph.annotations.push(Annotation { node: value, ty: ann.ty.clone(), span: ann.span });
+                    self.annotate(frame, value, ann);
                     self.graph.checked.push(value);
                 }
             }
@@ -306,7 +307,7 @@ impl<'a> Ctx<'a> {
         }
         let body = self.expr(frame, &lambda.body);
         if let Some(ret) = &lambda.ret {
-            self.graph.annotations.push(Annotation { node: body, ty: ret.ty.clone(), span: ret.span });
+            self.annotate(frame, body, ret);
         }
         self.graph.add(NodeKind::Lambda { params, body }, lambda.span)
     }

@@ -45,6 +45,14 @@ pub(crate) struct FuncEntry<'a> {
     pub(crate) called: bool,
 }
 
+/// A `type` statement; `state` holds its index in [`super::Ctx::declared`] once resolved.
+#[derive(Clone, Debug)]
+pub(crate) struct TypeEntry<'a> {
+    pub(crate) decl: &'a ast::TypeDecl,
+    pub(crate) frame: FrameId,
+    pub(crate) state: Lazy<usize>,
+}
+
 #[derive(Clone, Debug)]
 pub(crate) struct ClassEntry<'a> {
     pub(crate) name: &'a ast::Name,
@@ -86,6 +94,7 @@ pub(crate) struct Frame<'a> {
     pub(crate) vars: BTreeMap<String, VarEntry<'a>>,
     pub(crate) funcs: BTreeMap<String, FuncEntry<'a>>,
     pub(crate) classes: BTreeMap<String, ClassEntry<'a>>,
+    pub(crate) types: BTreeMap<String, TypeEntry<'a>>,
     pub(crate) aliases: BTreeMap<String, AliasEntry<'a>>,
     /// `import ... as *` targets, in import order (later ones win).
     pub(crate) stars: Vec<AliasEntry<'a>>,
@@ -94,12 +103,13 @@ pub(crate) struct Frame<'a> {
     pub(crate) private: BTreeMap<(Ns, String), crate::span::Span>,
 }
 
-/// The three namespaces.
+/// The namespaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum Ns {
     Var,
     Func,
     Class,
+    Type,
 }
 
 impl Ns {
@@ -108,6 +118,7 @@ impl Ns {
             Ns::Var => "var",
             Ns::Func => "func",
             Ns::Class => "class",
+            Ns::Type => "type",
         }
     }
 }
@@ -122,6 +133,7 @@ impl<'a> Frame<'a> {
             Ns::Var => self.vars.contains_key(name),
             Ns::Func => self.funcs.contains_key(name),
             Ns::Class => self.classes.contains_key(name),
+            Ns::Type => self.types.contains_key(name),
         }
     }
 
@@ -131,6 +143,7 @@ impl<'a> Frame<'a> {
             Ns::Var => self.vars.keys().cloned().collect(),
             Ns::Func => self.funcs.keys().cloned().collect(),
             Ns::Class => self.classes.keys().cloned().collect(),
+            Ns::Type => self.types.keys().cloned().collect(),
         }
     }
 }

@@ -275,6 +275,7 @@ fn output_stmt(stmt: &ast::Stmt) -> Option<String> {
         | StmtKind::Func { .. }
         | StmtKind::Class { .. }
         | StmtKind::Import { .. }
+        | StmtKind::Type(_)
         | StmtKind::Defaults { .. } => {
             return None;
         }

@@ -19,6 +19,7 @@ pub(crate) enum Key {
     Var(String),
     Func(String),
     Class(String),
+    Type(String),
     Scoped(String),
 }
 
@@ -47,6 +48,7 @@ impl Key {
             Key::Var(n) => format!("`${n}`"),
             Key::Func(n) => format!("func `{n}`"),
             Key::Class(n) => format!("class `{n}`"),
+            Key::Type(n) => format!("type `{n}`"),
             Key::Scoped(n) => format!("`{n}`"),
         }
     }
@@ -56,6 +58,7 @@ impl Key {
             Key::Var(n) => format!("var:{n}"),
             Key::Func(n) => format!("func:{n}"),
             Key::Class(n) => format!("class:{n}"),
+            Key::Type(n) => format!("type:{n}"),
             Key::Scoped(n) => format!("scoped:{n}"),
         }
     }
@@ -158,6 +161,7 @@ enum Defined {
     Bind(String),
     Func(String),
     Class(String),
+    Type(String),
     Include(String),
     Import(String),
 }
@@ -168,6 +172,7 @@ impl std::fmt::Display for Defined {
             Defined::Bind(n) => write!(f, "bind({n})"),
             Defined::Func(n) => write!(f, "func({n})"),
             Defined::Class(n) => write!(f, "class({n})"),
+            Defined::Type(n) => write!(f, "type({n})"),
             Defined::Include(n) => write!(f, "include({n})"),
             Defined::Import(p) => write!(f, "import({p})"),
         }
@@ -199,6 +204,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
             StmtKind::Bind { name, .. } => (Key::Var(name.name.clone()), Defined::Bind(name.name.clone())),
             StmtKind::Func { name, .. } => (Key::Func(name.name.clone()), Defined::Func(name.name.clone())),
             StmtKind::Class { name, .. } => (Key::Class(name.name.clone()), Defined::Class(name.name.clone())),
+            StmtKind::Type(decl) => (Key::Type(decl.name.name.clone()), Defined::Type(decl.name.name.clone())),
             StmtKind::Include { name, alias: Some(alias), .. } => {
                 (Key::Scoped(alias.name.clone()), Defined::Include(name.name.clone()))
             }
@@ -380,6 +386,20 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
             }
         }
         StmtKind::Collect(c) => collector_uses(c, bound, out),
+        StmtKind::Type(decl) => {
+            let ast::TypeDef::Record(record) = &decl.def else { return };
+            // Checks see `$it`, invariants every attribute.
+            bound.push();
+            bound.add(Key::Var("it".to_string()));
+            for attr in &record.attrs {
+                bound.add(Key::Var(attr.name.name.clone()));
+            }
+            for attr in &record.attrs {
+                attr.default.iter().chain(attr.check.iter()).for_each(|e| expr_uses(e, bound, out));
+            }
+            record.invariants.iter().for_each(|inv| expr_uses(&inv.expr, bound, out));
+            bound.pop();
+        }
         StmtKind::Node { body, .. } => {
             bound.push();
             block_uses(&body.stmts, bound, out);
@@ -460,7 +480,9 @@ fn expr_uses(expr: &ast::Expr, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
                 expr_uses(v, bound, out);
             }
         }
-        ExprKind::Struct(fields) => fields.iter().for_each(|(_, e)| expr_uses(e, bound, out)),
+        ExprKind::Struct(fields) | ExprKind::Construct { fields, .. } => {
+            fields.iter().for_each(|(_, e)| expr_uses(e, bound, out))
+        }
         ExprKind::Var(name) => note(Key::of_var(&name.name), expr.span, bound, out),
         ExprKind::Call { name, args } => {
             note(Key::of_func(&name.name), expr.span, bound, out);

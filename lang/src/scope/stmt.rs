@@ -2,7 +2,7 @@
 //! statements into [`IrStmt`]s, and inlining class includes.
 
 use super::args::Callee;
-use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, VarEntry};
+use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, TypeEntry, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
@@ -35,6 +35,7 @@ impl<'a> Ctx<'a> {
                     StmtKind::Bind { name, .. } => Some((Ns::Var, name)),
                     StmtKind::Func { name, .. } => Some((Ns::Func, name)),
                     StmtKind::Class { name, .. } => Some((Ns::Class, name)),
+                    StmtKind::Type(decl) => Some((Ns::Type, &decl.name)),
                     _ => None,
                 };
                 if let (Some((ns, name)), Some(private)) = (key, stmt.private) {
@@ -66,6 +67,10 @@ impl<'a> Ctx<'a> {
                         self.frame_mut(fid).funcs.insert(name.name.clone(), entry);
                     }
                 },
+                StmtKind::Type(decl) => {
+                    let entry = TypeEntry { decl, frame: fid, state: Lazy::Pending };
+                    self.frame_mut(fid).types.entry(decl.name.name.clone()).or_insert(entry);
+                }
                 StmtKind::Class { name, params, body } => {
                     let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);
@@ -223,7 +228,11 @@ impl<'a> Ctx<'a> {
 
     fn stmt(&mut self, fid: FrameId, stmt: &'a ast::Stmt, out: &mut Vec<IrStmt>) {
         match &stmt.kind {
-            StmtKind::Bind { .. } | StmtKind::Func { .. } | StmtKind::Class { .. } | StmtKind::Import { .. } => {}
+            StmtKind::Bind { .. }
+            | StmtKind::Func { .. }
+            | StmtKind::Class { .. }
+            | StmtKind::Import { .. }
+            | StmtKind::Type(_) => {}
             StmtKind::Resource(res) => out.push(IrStmt::Resource(self.resource(fid, res, stmt))),
             StmtKind::Defaults { kind, entries } => {
                 let (fields, metas) = self.default_entries(fid, entries, &BTreeSet::new(), &BTreeSet::new());

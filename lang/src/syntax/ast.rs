@@ -61,6 +61,9 @@ pub enum StmtKind {
     /// `class a:b:c[(params)] { ... }`; `name` is the colon name joined with `:`.
     /// `params` is `None` without parentheses.
     Class { name: Name, params: Option<Vec<Param>>, body: Block },
+    /// `type name { attr … invariant … }`, `type name inherits parent { … }` or
+    /// `type name = T` (file or module top level only).
+    Type(TypeDecl),
     /// `include dotted[(args)] [as alias]`
     Include { name: Name, args: Option<Vec<Expr>>, alias: Option<Ident> },
     /// `import "path" [as alias | as *]`
@@ -86,6 +89,50 @@ pub enum StmtKind {
     /// reference or a `[...]` list of them), or a send/recv pair `A[n].f -> B[m].g`.
     /// `links[i]` joins `sides[i]` and `sides[i + 1]`.
     Edge { sides: Vec<EdgeSide>, links: Vec<EdgeLink> },
+}
+
+/// A type declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TypeDecl {
+    pub name: Ident,
+    pub def: TypeDef,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TypeDef {
+    /// `type port = int`: another name for a type.
+    Alias(TypeAnn),
+    /// `type vhost [inherits parent] { … }`: a new, nominal type of named attributes.
+    Record(Record),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// `inherits parent` (dotted).
+    pub parent: Option<Name>,
+    pub attrs: Vec<Attr>,
+    pub invariants: Vec<Invariant>,
+}
+
+/// `attr name T [{ default => expr, check => expr, }]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attr {
+    pub name: Ident,
+    pub ann: TypeAnn,
+    /// `enum["a", "b"]`: the type is `str` and the value one of these.
+    pub choices: Option<Vec<(String, Span)>>,
+    pub default: Option<Expr>,
+    /// A `bool` expression over `$it`, the attribute's value.
+    pub check: Option<Expr>,
+    pub span: Span,
+}
+
+/// `invariant "message" { expr }`: a `bool` over the attributes, each a variable.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invariant {
+    pub message: String,
+    pub expr: Expr,
+    pub span: Span,
 }
 
 /// What a node definition matches.
@@ -292,6 +339,11 @@ pub enum ExprKind {
         args: Vec<Expr>,
     },
     Lambda(Box<Lambda>),
+    /// `vhost{name => "a", port => 8080}`: a value of a declared type.
+    Construct {
+        ty: Name,
+        fields: Vec<(Ident, Expr)>,
+    },
     /// `name => value` in a call's or include's argument list (after the positional
     /// arguments): the argument of the param `$name`. Only parsed there.
     Named {

@@ -14,6 +14,7 @@
 
 mod expr;
 mod stmt;
+mod typedecl;
 mod types;
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};

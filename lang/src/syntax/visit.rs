@@ -2,7 +2,7 @@
 //! mutable access, children before parents.
 
 use crate::syntax::ast::{
-    Collector, EdgeHalf, Expr, ExprKind, InterpPart, Lambda, Param, ResEntry, ResEntryKind, Stmt, StmtKind,
+    Collector, EdgeHalf, Expr, ExprKind, InterpPart, Lambda, Param, ResEntry, ResEntryKind, Stmt, StmtKind, TypeDef,
 };
 
 /// Calls `f` on every expression in `stmts` (recursively, including nested blocks,
@@ -38,6 +38,16 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
             }
         }
         StmtKind::Import { .. } => {}
+        StmtKind::Type(decl) => {
+            if let TypeDef::Record(record) = &mut decl.def {
+                for attr in &mut record.attrs {
+                    attr.default.iter_mut().chain(attr.check.iter_mut()).for_each(|e| expr_mut(e, f));
+                }
+                for inv in &mut record.invariants {
+                    expr_mut(&mut inv.expr, f);
+                }
+            }
+        }
         StmtKind::Panic { args } => {
             for arg in args {
                 expr_mut(arg, f);
@@ -150,6 +160,11 @@ pub fn expr_mut(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         }
         ExprKind::Lambda(lambda) => lambda_mut(lambda, f),
         ExprKind::Named { value, .. } => expr_mut(value, f),
+        ExprKind::Construct { fields, .. } => {
+            for (_, value) in fields {
+                expr_mut(value, f);
+            }
+        }
         ExprKind::CallLambda { lambda, args } => {
             lambda_mut(lambda, f);
             for arg in args {

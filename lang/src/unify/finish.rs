@@ -58,6 +58,8 @@ impl Ctx<'_> {
             let v = Self::var(node);
             let ty = self.table.resolve(v);
             if ty.is_concrete() {
+                let mut ty = ty;
+                ty.erase_tags();
                 types[node.0 as usize] = Some(ty);
                 continue;
             }

@@ -218,6 +218,21 @@ impl<'a> Ctx<'a> {
             }
             NodeKind::Call { func, args } => self.call(node, func, args),
             NodeKind::Dispatch { .. } => self.dispatches.push(node),
+            NodeKind::Construct { value, tags, checks, .. } => {
+                // The value's struct plus the tags: a value of this declared type.
+                if let NodeKind::Struct(fields) = &graph.node(*value).kind {
+                    let mut shape: Vec<(String, Var)> =
+                        fields.iter().map(|(n, f)| (n.clone(), Self::var(*f))).collect();
+                    for tag in tags {
+                        let b = self.table.shaped(Shape::Bool, span);
+                        shape.push((tag.clone(), b));
+                    }
+                    self.has_shape(v, Shape::Struct(shape), span, span);
+                }
+                for check in checks {
+                    self.has_type(Self::var(check.node), &Type::Bool, check.span, check.span);
+                }
+            }
             NodeKind::CallValue { callee, args } => {
                 let shape = Shape::Func(args.iter().map(|a| (String::new(), Self::var(*a))).collect(), v);
                 let f = self.table.shaped(shape, span);
@@ -249,9 +264,21 @@ impl<'a> Ctx<'a> {
         }
         if let Some(anns) = self.anns.get(&node).cloned() {
             for (ty, at) in &anns {
-                self.has_type(v, ty, *at, *at);
+                if !self.is_declared_subtype(v, ty) {
+                    self.has_type(v, ty, *at, *at);
+                }
             }
         }
+    }
+
+    /// Whether `v` is already a value of the declared type `ty` or of a type inheriting
+    /// it (its struct carries `ty`'s own tag): an annotation then accepts it as it is.
+    fn is_declared_subtype(&mut self, v: Var, ty: &Type) -> bool {
+        let Type::Struct(fields) = ty else { return false };
+        let Some((tag, _)) = fields.iter().rev().find(|(n, _)| n.starts_with(crate::types::TAG)) else {
+            return false;
+        };
+        matches!(self.table.shape(v), Some(Shape::Struct(have)) if have.iter().any(|(n, _)| n == tag))
     }
 
     /// Calls of catalog functions: instantiate the signature for this call site.
@@ -402,6 +429,9 @@ pub(crate) fn node_inputs(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Struct(fields) => fields.iter().map(|(_, v)| *v).collect(),
         NodeKind::Call { args, .. } => args.clone(),
         NodeKind::Dispatch { candidates, args, .. } => args.iter().chain(candidates).copied().collect(),
+        NodeKind::Construct { value, checks, .. } => {
+            std::iter::once(*value).chain(checks.iter().map(|c| c.node)).collect()
+        }
         NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
         NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
         NodeKind::If { cond, then, els } => vec![*cond, *then, *els],

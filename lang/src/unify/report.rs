@@ -23,6 +23,22 @@ pub(crate) fn mismatch(table: &mut Table, m: Mismatch, expected_top: Var, found_
         [table.resolve(expected), table.resolve(found), table.resolve(expected_top), table.resolve(found_top)];
     rename_vars(&mut shown);
     let [e, f, et, ft] = shown;
+    // Declared types are nominal: a struct of other (or no) tags is a different type,
+    // whatever its attributes.
+    if matches!(m, Mismatch::StructFieldCount { .. } | Mismatch::StructFields { .. })
+        && (e.declared_name().is_some() || f.declared_name().is_some())
+    {
+        let mut d = Diagnostic::new(Stage::Unify, format!("type error: expected `{e}`, found `{f}`"), span)
+            .with_code(Code::TypeMismatch);
+        if let Some(o) = table.origin(found).filter(|o| *o != span) {
+            d = d.with_label(o, format!("found `{f}` here"));
+        }
+        let name = e.declared_name().or(f.declared_name()).unwrap_or_default();
+        return d.with_note(format!(
+            "declared types are nominal: a `{name}` is made with `{name}{{…}}` (or is a type that inherits it), \
+             not any struct with the same attributes"
+        ));
+    }
     let message = match m {
         Mismatch::Kinds { .. } => format!("type error: {} != {}", table.kind_name(expected), table.kind_name(found)),
         Mismatch::StructFieldCount { .. } => format!("struct field count differs: expected `{e}`, found `{f}`"),
@@ -114,6 +130,7 @@ fn describe_at(graph: &FuncGraph, node: NodeId, depth: usize) -> String {
         NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => {
             format!("{func}(...)")
         }
+        NodeKind::Construct { ty, .. } => format!("{ty}{{...}}"),
         NodeKind::CallValue { callee, .. } => format!("{}(...)", sub(callee)),
         NodeKind::Lambda { params, .. } => {
             let names: Vec<String> = params.iter().map(|p| format!("${}", graph.params[p.0 as usize].name)).collect();
@@ -234,7 +251,11 @@ pub(crate) fn bad_call(ctx: &mut Ctx<'_>, node: NodeId) -> Diagnostic {
 /// The post-solve check of an operator's operand kinds (spec 4.6).
 pub(crate) fn check_op(ctx: &mut Ctx<'_>, node: NodeId) -> Option<Diagnostic> {
     let NodeKind::Op { op: Op::Bin(bin), args } = &ctx.graph.node(node).kind else { return None };
-    let ty = ctx.table.resolve(Ctx::var(*args.first()?));
+    let operand = Ctx::var(*args.first()?);
+    if ctx.table.is_poisoned(operand) {
+        return None;
+    }
+    let ty = ctx.table.resolve(operand);
     if !ty.is_concrete() || ty == Type::Variant {
         return None;
     }

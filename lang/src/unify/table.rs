@@ -215,6 +215,12 @@ impl Table {
                 self.allow_variant(v);
                 return v;
             }
+            Type::Named(_) => {
+                // The scope stage resolves every name or reports it: stay quiet here.
+                let v = self.fresh();
+                self.poison(v);
+                return v;
+            }
             Type::Var(n) => {
                 if let Some(v) = subst.get(n) {
                     return *v;

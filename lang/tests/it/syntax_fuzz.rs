@@ -16,6 +16,7 @@ const SEEDS: &[&str] = &[
     "import \"fmt\"\n$x = if $a<-1 { fmt.printf(\"%d\", 1) } else { 2 }\nclass c($p) {\n\tfile \"${p}\" {\n\t\tcontent => \"x\",\n\t}\n}\ninclude c(\"/p\")\n",
     "func f($a int, $b int = $a * 2) int {\n\t$a + $b\n}\nclass web($name str, $port int = 80) {\n}\ninclude web(\"a\", port => f(1, b => 3))\n",
     "private $x = 1\nprivate func min($a int, $b int) int {\n\t$a\n}\nfunc min($s str, $t str) str {\n\t$s\n}\nprivate class c {\n}\n",
+    "type port = int\ntype vhost {\n\tattr name str\n\tattr port port { default => 80, check => $it > 0, }\n\tattr s enum[\"a\", \"b\"]\n\tinvariant \"m\" { $port != 1 }\n}\ntype t inherits vhost {\n}\n$v vhost = vhost{name => \"a\", port => 1}\n",
 ];
 
 const TOKENS: &[&str] = &[
@@ -32,6 +33,9 @@ const TOKENS: &[&str] = &[
     "+>",
     "=>",
     " = ",
+    "attr ",
+    "invariant ",
+    "type ",
     "=>",
     "node ",
     "default",

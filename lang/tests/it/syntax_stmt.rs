@@ -347,3 +347,42 @@ fn private_marks_classes_funcs_and_binds_only() {
     let var = parse_ok("$private = 1\n");
     assert!(var.stmts[0].private.is_none());
 }
+
+#[test]
+fn type_declarations_parse_attributes_invariants_parents_and_aliases() {
+    use lang::syntax::ast::TypeDef;
+    let file = parse_ok(
+        "type vhost {\n\tattr name str\n\tattr port int { default => 80, check => $it > 0, }\n\
+         \tattr state enum[\"present\", \"absent\"] {\n\t\tdefault => \"present\",\n\t}\n\
+         \tinvariant \"named\" { $name != \"\" }\n}\ntype tls inherits web.vhost {\n}\ntype port = int\n",
+    );
+    let StmtKind::Type(vhost) = &file.stmts[0].kind else { panic!("{file:#?}") };
+    let TypeDef::Record(record) = &vhost.def else { panic!("{vhost:#?}") };
+    let names: Vec<&str> = record.attrs.iter().map(|a| a.name.name.as_str()).collect();
+    assert_eq!(names, ["name", "port", "state"]);
+    assert_eq!(record.attrs[1].default.as_ref().map(sexpr).as_deref(), Some("80"));
+    assert_eq!(record.attrs[1].check.as_ref().map(sexpr).as_deref(), Some("(> $it 0)"));
+    let choices: Vec<&str> = record.attrs[2].choices.iter().flatten().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(choices, ["present", "absent"]);
+    assert_eq!(record.invariants[0].message, "named");
+    let StmtKind::Type(tls) = &file.stmts[1].kind else { panic!() };
+    let TypeDef::Record(tls) = &tls.def else { panic!() };
+    assert_eq!(tls.parent.as_ref().map(|p| p.name.as_str()), Some("web.vhost"));
+    let StmtKind::Type(port) = &file.stmts[2].kind else { panic!() };
+    assert!(matches!(&port.def, TypeDef::Alias(a) if a.ty == lang::types::Type::Int));
+    // `type` stays an ordinary word elsewhere: a resource of kind `type`.
+    let res = parse_ok("type \"x\" {}\n");
+    assert!(matches!(res.stmts[0].kind, StmtKind::Resource(_)));
+}
+
+#[test]
+fn constructions_and_declared_type_annotations() {
+    assert_eq!(expr_sexpr("vhost{name => \"a\", port => 1 + 2}"), "vhost{name => \"a\", port => (+ 1 2)}");
+    assert_eq!(expr_sexpr("web.vhost{}"), "web.vhost{}");
+    let file = parse_ok("$v []web.vhost = []\nfunc f($x vhost) port { 1 }\n");
+    let StmtKind::Bind { ann: Some(ann), .. } = &file.stmts[0].kind else { panic!("{file:#?}") };
+    assert_eq!(ann.ty, lang::types::Type::list(lang::types::Type::Named("web.vhost".into())));
+    // A forgotten `$` before a block is still the old error, not a construction.
+    let forgot = parse_err("if x {\n\ttest \"a\" {}\n}\n");
+    assert!(forgot[0].message.contains("expected `(`"), "{forgot:#?}");
+}

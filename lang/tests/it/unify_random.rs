@@ -175,6 +175,10 @@ fn reachable(g: &FuncGraph) -> Vec<bool> {
                 stack.extend(args);
             }
             NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => stack.push(*body),
+            NodeKind::Construct { value, checks, .. } => {
+                stack.push(*value);
+                stack.extend(checks.iter().map(|c| c.node));
+            }
             NodeKind::Dispatch { candidates, args, .. } => {
                 stack.extend(args);
                 stack.extend(candidates);

@@ -172,6 +172,9 @@ impl Parser<'_> {
             }
             Tok::Ident(_) | Tok::Map | Tok::Collect => {
                 let name = self.dotted("a function name")?;
+                if self.at_construct_body() {
+                    return self.construct(name);
+                }
                 if !self.at(&Tok::LParen) {
                     let note = "variables are written with a `$`, and a named function must be called with `(...)`";
                     return Err(self.unexpected_note("`(`", Some(note)));
@@ -222,7 +225,7 @@ impl Parser<'_> {
 
     /// `body = "{" { NL } expr { NL } "}"`; returns the expression and the span of the
     /// closing brace.
-    fn expr_body(&mut self) -> PResult<(Expr, Span)> {
+    pub(super) fn expr_body(&mut self) -> PResult<(Expr, Span)> {
         self.open(&Tok::LBrace)?;
         self.skip_newlines();
         let body = self.expr()?;

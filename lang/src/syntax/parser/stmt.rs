@@ -43,6 +43,7 @@ impl Parser<'_> {
                 StmtKind::Resource(self.resource(true)?)
             }
             Tok::Ident(word) if word == "realize" && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
+            Tok::Ident(_) if self.at_type_decl() => self.type_decl()?,
             Tok::Ident(word)
                 if word == "node"
                     && (matches!(self.peek_at(1), Tok::Str(_) | Tok::Regex(_))
@@ -80,6 +81,7 @@ impl Parser<'_> {
         matches!(self.peek(), Tok::Ident(w) if w == "private")
             && match self.peek_at(1) {
                 Tok::Class | Tok::Func => true,
+                Tok::Ident(w) if w == "type" => true,
                 Tok::Dollar => !matches!(self.peek_at(3), Tok::LBrace),
                 _ => false,
             }
@@ -121,7 +123,7 @@ impl Parser<'_> {
             ExprKind::RawStr(_) => Type::Str,
             _ => return Ok(()),
         };
-        if ann.ty == literal || ann.ty == Type::Variant {
+        if ann.ty == literal || ann.ty == Type::Variant || matches!(ann.ty, Type::Named(_)) {
             return Ok(());
         }
         let message =

@@ -5,7 +5,8 @@ use crate::syntax::ast::TypeAnn;
 use crate::syntax::token::Tok;
 use crate::types::Type;
 
-const TYPE_START: &str = "a type (`bool`, `str`, `int`, `float`, `[]T`, `map{K: V}`, `struct{...}`, `func(...) T`)";
+const TYPE_START: &str =
+    "a type (`bool`, `str`, `int`, `float`, `[]T`, `map{K: V}`, `struct{...}`, `func(...) T`, a declared type)";
 
 impl Parser<'_> {
     /// True when the current token can start a type.
@@ -21,6 +22,7 @@ impl Parser<'_> {
                 | Tok::Map
                 | Tok::Struct
                 | Tok::Func
+                | Tok::Ident(_)
         )
     }
 
@@ -66,6 +68,7 @@ impl Parser<'_> {
                 }
                 Tok::Struct => p.struct_type()?,
                 Tok::Func => p.func_type()?,
+                Tok::Ident(_) => Type::Named(p.dotted("a type name")?.name),
                 _ => return Err(p.unexpected(TYPE_START)),
             };
             Ok(TypeAnn { ty, span: start.to(p.prev_span()) })

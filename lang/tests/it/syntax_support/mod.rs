@@ -91,6 +91,10 @@ pub fn sexpr(e: &Expr) -> String {
             format!("(->? {} {} {})", sexpr(base), field.name, sexpr(default))
         }
         ExprKind::Annotated { expr, ann } => format!("(: {} {})", sexpr(expr), ann.ty),
+        ExprKind::Construct { ty, fields } => {
+            let fields: Vec<String> = fields.iter().map(|(n, v)| format!("{} => {}", n.name, sexpr(v))).collect();
+            format!("{}{{{}}}", ty.name, fields.join(", "))
+        }
         ExprKind::Named { name, value } => format!("({} => {})", name.name, sexpr(value)),
         ExprKind::Error => "<error>".to_string(),
     }
