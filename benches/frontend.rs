@@ -78,36 +78,24 @@ fn bench(c: &mut Criterion) {
     let registry = funcs::registry::Registry::core();
     let mut catalog = registry.catalog();
     resources::declare(&mut catalog);
-    let program = generate(10_000);
-    let loader = MemLoader::new().with("/main.mcl", &program);
-    let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
-    assert!(outcome.diagnostics.is_empty(), "generated program must compile: {:?}", outcome.diagnostics.first());
+    let programs = [
+        ("check_10k_lines", generate(10_000)),
+        ("structs_1k_funcs_10k_literals", generate_structs(1_000, 10_000)),
+        ("types_1k_declared_10k_constructions", generate_types(1_000, 10_000)),
+    ];
     let mut group = c.benchmark_group("frontend");
     group.sample_size(10);
-    group.bench_function("check_10k_lines", |b| {
-        b.iter(|| {
-            let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
-            assert!(outcome.graph.is_some());
-        })
-    });
-    let structs = MemLoader::new().with("/main.mcl", &generate_structs(1_000, 10_000));
-    let outcome = lang::pipeline::compile("/main.mcl", &structs, &catalog);
-    assert!(outcome.diagnostics.is_empty(), "struct program must compile: {:?}", outcome.diagnostics.first());
-    group.bench_function("structs_1k_funcs_10k_literals", |b| {
-        b.iter(|| {
-            let outcome = lang::pipeline::compile("/main.mcl", &structs, &catalog);
-            assert!(outcome.graph.is_some());
-        })
-    });
-    let typed = MemLoader::new().with("/main.mcl", &generate_types(1_000, 10_000));
-    let outcome = lang::pipeline::compile("/main.mcl", &typed, &catalog);
-    assert!(outcome.diagnostics.is_empty(), "typed program must compile: {:?}", outcome.diagnostics.first());
-    group.bench_function("types_1k_declared_10k_constructions", |b| {
-        b.iter(|| {
-            let outcome = lang::pipeline::compile("/main.mcl", &typed, &catalog);
-            assert!(outcome.graph.is_some());
-        })
-    });
+    for (name, program) in &programs {
+        let loader = MemLoader::new().with("/main.mcl", program);
+        let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
+        assert!(outcome.diagnostics.is_empty(), "{name} must compile: {:?}", outcome.diagnostics.first());
+        group.bench_function(*name, |b| {
+            b.iter(|| {
+                let outcome = lang::pipeline::compile("/main.mcl", &loader, &catalog);
+                assert!(outcome.graph.is_some());
+            })
+        });
+    }
     group.finish();
 }
 

@@ -397,9 +397,9 @@ fn bystander_untouched_then_stop(daemon: Daemon) {
 }
 
 /// A declared type's check on a streamed value: a fact file edited to a value the check
-/// rejects is reported once and changes nothing (the file that follows it keeps its last
-/// good content) while the rest of the graph is still repaired; the next good value
-/// applies.
+/// rejects is reported once and changes only nothing it feeds (the file that follows it
+/// keeps its last good content), while the rest of the program goes on: another fact
+/// still updates its file and drift is still repaired. The next good value applies.
 #[test]
 fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
     let _serial = serial();
@@ -410,11 +410,13 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
              type vhost {{\n\tattr name str\n\tattr port int {{ check => $it > 0 and $it < 65536, }}\n}}\n\
              $v = vhost{{name => \"a\", port => convert.str_to_int(os.readfile(\"{d}/port\"))}}\n\
              file \"{d}/out/port\" {{\n\tstate => \"exists\",\n\tcontent => fmt.printf(\"%d\", $v->port),\n}}\n\
+             file \"{d}/out/fact\" {{\n\tstate => \"exists\",\n\tcontent => os.readfile(\"{d}/fact\"),\n}}\n\
              file \"{d}/out/other\" {{\n\tstate => \"exists\",\n\tcontent => \"x\",\n}}\n",
             d = dir.display()
         )
     });
     daemon.expect("out/port", "8080", "the first good value");
+    daemon.expect("out/fact", "one", "the other fact");
     daemon.write("port", "70000");
     // Wait for the rejection to be reported, then check nothing followed it.
     let started = Instant::now();
@@ -422,9 +424,12 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
         assert!(started.elapsed() < Duration::from_secs(20), "no report:\n{}", daemon.read("stderr"));
         std::thread::sleep(Duration::from_millis(5));
     }
-    assert_eq!(daemon.read("out/port"), "8080", "a rejected value changes nothing");
+    assert_eq!(daemon.read("out/port"), "8080", "a rejected value changes nothing it feeds");
+    daemon.write("fact", "two");
+    daemon.expect("out/fact", "two", "the rest of the program still follows its facts");
     std::fs::remove_file(daemon.path("out/other")).unwrap();
-    daemon.expect("out/other", "x", "the rest of the graph is still repaired");
+    daemon.expect("out/other", "x", "drift is still repaired");
+    assert_eq!(daemon.read("out/port"), "8080", "still its last good value");
     daemon.write("port", "9090");
     daemon.expect("out/port", "9090", "the next good value applies");
     let (status, _, stderr) = daemon.stop();

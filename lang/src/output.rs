@@ -140,4 +140,7 @@ pub struct Output {
     pub overrides: Vec<OverrideDecl>,
     pub collectors: Vec<CollectorDecl>,
     pub realized: Vec<RealizeDecl>,
+    /// Values a declared type's checks rejected while this output was built. Each resource
+    /// they fed is its declaration from the previous output (its last good state).
+    pub rejected: Vec<crate::diag::Diagnostic>,
 }

@@ -211,6 +211,8 @@ impl Runner {
         // A failed resource keeps its dependants waiting, so the graph never converges;
         // once a failure was seen, `--converged-timeout` also ends a run that has stalled.
         let mut saw_failure = false;
+        // The rejected values last reported (each is reported once, while it lasts).
+        let mut rejected: Vec<lang::diag::Diagnostic> = Vec::new();
         let mut stalled_since: Option<tokio::time::Instant> = None;
         let mut tick = tokio::time::interval(STALL_POLL);
         let stop = loop {
@@ -226,6 +228,13 @@ impl Runner {
                 out = next_output(&mut dataflow) => match out {
                     Some(Ok(output)) => {
                         self.metrics.dataflow_snapshot(true);
+                        if output.rejected != rejected {
+                            if !output.rejected.is_empty() {
+                                print_diags(&output.rejected, &sources);
+                                tracing::error!("a value was rejected; the resources it feeds keep their last good state");
+                            }
+                            rejected = output.rejected.clone();
+                        }
                         if let Some(df) = &dataflow {
                             self.metrics.dataflow_evaluations(df.evaluations());
                         }

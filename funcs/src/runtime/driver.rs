@@ -92,7 +92,7 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
     let mut rejected: Option<Diagnostic> = None;
     loop {
         engine.begin_wave();
-        let walked = walk(engine);
+        let walked = walk(engine, last.as_deref());
         engine.end_wave();
         evaluations.store(engine.evaluations(), Ordering::Relaxed);
         if let Walked::Failed(d) = walked {

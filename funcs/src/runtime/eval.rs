@@ -106,29 +106,8 @@ impl Engine {
                 }
             }
             NodeKind::Inline { body, .. } => self.get(*body, env),
-            NodeKind::Construct { value, checks, .. } => {
-                let built = self.get(*value, env)?;
-                for check in checks {
-                    match self.get(check.node, env)? {
-                        Ok(Value::Bool(true)) => {}
-                        Ok(_) => {
-                            let message = match &check.attr {
-                                Some((name, at)) => match self.get(*at, env)? {
-                                    Ok(v) => format!("{name}: {v} {}", check.what),
-                                    Err(e) => return Some(Err(e)),
-                                },
-                                None => check.what.clone(),
-                            };
-                            return fail(FuncError::catchable(message));
-                        }
-                        Err(e) => return Some(Err(e)),
-                    }
-                }
-                Some(built)
-            }
-            NodeKind::Dispatch { func, .. } => {
-                fail(FuncError::fatal(format!("internal: the call of overloaded `{func}` was not resolved")))
-            }
+            NodeKind::Construct { value, checks, .. } => self.construct(node, *value, checks, env),
+            NodeKind::Dispatch { func, .. } => fail(unresolved(func)),
             NodeKind::Lambda { .. } => {
                 // The instance's own environment binds exactly the captured parameters
                 // (none for a static lambda), so equal closures compare equal.
@@ -172,6 +151,31 @@ impl Engine {
 
     /// Evaluates every operand (all of them, so that every stream among them starts
     /// even while another is still pending).
+    /// A value of a declared type, once every check holds. Apart from [`Engine::eval`]
+    /// (and never inlined into it) so that its frame, which every level of a deep chain
+    /// pays, stays small.
+    #[inline(never)]
+    fn construct(&self, node: NodeId, value: NodeId, checks: &[lang::ir::IrCheck], env: &Env) -> Slot {
+        let built = self.get(value, env)?;
+        for check in checks {
+            match self.get(check.node, env)? {
+                Ok(Value::Bool(true)) => {}
+                Ok(_) => {
+                    let message = match &check.attr {
+                        Some((name, at)) => match self.get(*at, env)? {
+                            Ok(v) => format!("{name}: {v} {}", check.what),
+                            Err(e) => return Some(Err(e)),
+                        },
+                        None => check.what.clone(),
+                    };
+                    return Some(Err(Failure::new(FuncError::catchable(message), node)));
+                }
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(built)
+    }
+
     fn gather(&self, nodes: &[NodeId], env: &Env) -> Gathered {
         let mut vals = Vec::with_capacity(nodes.len());
         let mut pending = false;
@@ -254,4 +258,11 @@ impl Caller for EngineCaller<'_> {
             }
         }
     }
+}
+
+/// Unification rewrites every dispatch into a call: one left is a bug in tend.
+#[cold]
+#[inline(never)]
+fn unresolved(func: &str) -> FuncError {
+    FuncError::fatal(format!("internal: the call of overloaded `{func}` was not resolved"))
 }

@@ -21,9 +21,11 @@ pub(crate) enum Walked {
     Failed(Diagnostic),
 }
 
-pub(crate) fn walk(engine: &Engine) -> Walked {
+/// Walks the statements; `previous` is the last output sent, whose declarations stand in
+/// for resources fed by a value a declared type's checks reject.
+pub(crate) fn walk(engine: &Engine, previous: Option<&Output>) -> Walked {
     let graph = engine.graph.clone();
-    let mut w = Walker { engine, out: Output::default(), pending: false };
+    let mut w = Walker { engine, previous, out: Output::default(), pending: false };
     match w.stmts(&graph.stmts, &Env::empty()) {
         Err(d) => Walked::Failed(d),
         Ok(()) if w.pending => Walked::Pending,
@@ -33,6 +35,7 @@ pub(crate) fn walk(engine: &Engine) -> Walked {
 
 struct Walker<'a> {
     engine: &'a Engine,
+    previous: Option<&'a Output>,
     out: Output,
     /// Set when a value was missing; the walk goes on so that every stream starts.
     pending: bool,
@@ -106,6 +109,29 @@ impl Walker<'_> {
 
     fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
         let names = self.names(r.name, env, r.span)?;
+        match self.declare(r, env, names.as_deref().unwrap_or_default()) {
+            Err(d) if d.code == Some(lang::diag::Code::CheckFailed) => {
+                // A value its type rejects: the resources it feeds keep their last good
+                // declarations, when they have one (else the walk fails).
+                let Some(previous) = self.previous else { return Err(d) };
+                let mut kept = Vec::new();
+                for name in names.iter().flatten() {
+                    let old = previous.resources.iter().find(|o| o.kind == r.kind && &o.name == name);
+                    match old {
+                        Some(old) => kept.push(old.clone()),
+                        None => return Err(d),
+                    }
+                }
+                self.out.resources.extend(kept);
+                self.out.rejected.push(d);
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// The declarations of resource statement `r` under `names`.
+    fn declare(&mut self, r: &IrResource, env: &Env, names: &[String]) -> Result<(), Diagnostic> {
         let mut params = Vec::new();
         let mut defaulted = Vec::new();
         for f in &r.fields {
@@ -143,10 +169,10 @@ impl Walker<'_> {
                 edges.push(BodyEdge { prop: e.prop, kind: e.target.kind.clone(), name, span: e.span });
             }
         }
-        for name in names.unwrap_or_default() {
+        for name in names {
             self.out.resources.push(ResDecl {
                 kind: r.kind.clone(),
-                name,
+                name: name.clone(),
                 params: params.clone(),
                 defaulted: defaulted.clone(),
                 metas: metas.clone(),

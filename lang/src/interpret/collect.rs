@@ -86,6 +86,7 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         overrides: out.overrides.clone(),
         collectors: out.collectors.clone(),
         realized: out.realized.clone(),
+        rejected: out.rejected.clone(),
     }
 }
 
