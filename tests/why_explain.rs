@@ -175,3 +175,21 @@ fn a_func_argument_is_named_by_its_parameter() {
     assert!(out.contains("literal via `$s` (bound at /main.mcl:5:13)  /main.mcl:5:19  `\"hey\"`"), "{out}");
     assert!(out.contains("= \"hey!\""), "{out}");
 }
+
+#[test]
+fn values_from_defaults_and_named_arguments_say_so() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = "import \"fmt\"\n\
+                   type vhost {\n\tattr name str\n\tattr port int { default => 80, }\n}\n\
+                   class site($name str, $mode str = \"0644\", $owner str = \"root\") {\n\
+                   \t$v = vhost{name => $name}\n\
+                   \tfile \"/tmp/why-${name}\" {\n\t\tcontent => fmt.printf(\"%d\", $v->port),\n\t\tmode => $mode,\n\t\towner => $owner,\n\t}\n}\n\
+                   include site(\"a\", owner => \"nobody\")\n";
+    std::fs::write(dir.path().join("main.mcl"), program).expect("write program");
+    let (code, out, err) = why(dir.path(), "file[/tmp/why-a]", false);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("literal via `$mode` (the default at /main.mcl:6:23)"), "a param's default: {out}");
+    assert!(out.contains("literal via `$owner` (named argument at /main.mcl:14:19)"), "a named argument: {out}");
+    assert!(out.contains("literal via `$port` (the default at /main.mcl:4:2)"), "an attribute's default: {out}");
+    assert!(out.contains("value of type `vhost`"), "{out}");
+}

@@ -19,7 +19,7 @@ pub const MAX_CHILDREN: usize = 24;
 pub enum BindHow {
     /// A bind statement, or an argument in its position.
     Bind,
-    /// A param's default value.
+    /// A param's or an attribute's default value.
     Default,
     /// A named argument (`name => value`).
     Named,
@@ -125,6 +125,17 @@ impl SourceIndex {
                     let ps = func.params.iter().map(|p| p.name.name.clone()).collect();
                     self.funcs.entry(name.name.clone()).or_insert(ps);
                     self.add_defaults(&func.params);
+                }
+                StmtKind::Type(decl) => {
+                    // An attribute's default is named as the attribute.
+                    if let ast::TypeDef::Record(record) = &decl.def {
+                        for attr in &record.attrs {
+                            if let Some(default) = &attr.default {
+                                let site = (attr.name.name.clone(), attr.span, BindHow::Default);
+                                self.binds.entry(default.span).or_insert(site);
+                            }
+                        }
+                    }
                 }
                 StmtKind::Include { name, args, .. } => {
                     self.includes.push((name.name.clone(), stmt.span));

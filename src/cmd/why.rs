@@ -573,7 +573,7 @@ fn tree(e: &serde_json::Value, indent: usize, out: &mut String) {
     let mut line = format!("{pad}{role}{}", s(&e["what"]));
     if let Some(b) = e["bind"].as_object() {
         let how = match b["how"].as_str() {
-            Some("default") => "the param's default at",
+            Some("default") => "the default at",
             Some("named") => "named argument at",
             _ => "bound at",
         };
