@@ -396,8 +396,8 @@ fn bystander_untouched_then_stop(daemon: Daemon) {
     assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
 }
 
-/// A declared type's check on a streamed value: a fact file edited to a value the check
-/// rejects is reported once and changes only nothing it feeds (the file that follows it
+/// A declared type's invariant on a streamed value: a fact file edited to a value the
+/// invariant rejects is reported once and changes nothing it feeds (the file that follows it
 /// keeps its last good content), while the rest of the program goes on: another fact
 /// still updates its file and drift is still repaired. The next good value applies.
 #[test]
@@ -407,7 +407,8 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
         std::fs::write(dir.join("port"), "8080").unwrap();
         format!(
             "import \"os\"\nimport \"fmt\"\nimport \"convert\"\n\
-             type vhost {{\n\tattr name str\n\tattr port int {{ check => $it > 0 and $it < 65536, }}\n}}\n\
+             type vhost {{\n\tattr name str\n\tattr port int\n\
+             \tinvariant \"the port is a TCP port\" {{ $port > 0 and $port < 65536 }}\n}}\n\
              $v = vhost{{name => \"a\", port => convert.str_to_int(os.readfile(\"{d}/port\"))}}\n\
              file \"{d}/out/port\" {{\n\tstate => \"exists\",\n\tcontent => fmt.printf(\"%d\", $v->port),\n}}\n\
              file \"{d}/out/fact\" {{\n\tstate => \"exists\",\n\tcontent => os.readfile(\"{d}/fact\"),\n}}\n\
@@ -420,7 +421,7 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
     daemon.write("port", "70000");
     // Wait for the rejection to be reported, then check nothing followed it.
     let started = Instant::now();
-    while !daemon.read("stderr").contains("port: 70000 is not accepted by the check") {
+    while !daemon.read("stderr").contains("the port is a TCP port") {
         assert!(started.elapsed() < Duration::from_secs(20), "no report:\n{}", daemon.read("stderr"));
         std::thread::sleep(Duration::from_millis(5));
     }

@@ -16,6 +16,9 @@ use crate::syntax::ast::{self, BinOp, TypeDef};
 use crate::types::{TAG, Type};
 use crate::value::Value;
 
+/// The state of a declaration that failed (already reported).
+const FAILED: usize = usize::MAX;
+
 /// What a `type` statement means once resolved.
 #[derive(Clone, Debug)]
 pub(crate) struct Declared<'a> {
@@ -84,6 +87,7 @@ impl<'a> Ctx<'a> {
     fn declared(&mut self, owner: FrameId, key: &str) -> Option<usize> {
         let entry = self.frame(owner).types.get(key)?.clone();
         match entry.state {
+            Lazy::Done(FAILED) => return None,
             Lazy::Done(i) => return Some(i),
             Lazy::Active => {
                 let d = Diagnostic::new(
@@ -104,13 +108,8 @@ impl<'a> Ctx<'a> {
             self.declared.push(d);
             self.declared.len() - 1
         });
-        match out {
-            Some(i) => self.set_type_state(owner, key, Lazy::Done(i)),
-            // Failed: reported once; later uses resolve silently to nothing.
-            None => {
-                self.frame_mut(owner).types.remove(key);
-            }
-        }
+        // A failure was reported once; later uses resolve quietly to nothing.
+        self.set_type_state(owner, key, Lazy::Done(out.unwrap_or(FAILED)));
         out
     }
 
@@ -125,7 +124,8 @@ impl<'a> Ctx<'a> {
         let record = match &decl.def {
             TypeDef::Alias(ann) => {
                 let ty = self.resolve_type(fid, &ann.ty, ann.span);
-                return Some(Declared { name, ty, record: None });
+                // A name that did not resolve was reported: this type fails with it, quietly.
+                return (!ty.has_named()).then_some(Declared { name, ty, record: None });
             }
             TypeDef::Record(record) => record,
         };
@@ -162,6 +162,9 @@ impl<'a> Ctx<'a> {
                 return None;
             }
             let ty = self.resolve_type(fid, &attr.ann.ty, attr.ann.span);
+            if ty.has_named() {
+                return None;
+            }
             info.attrs.push((attr, ty, fid));
         }
         info.invariants.extend(record.invariants.iter().map(|inv| (inv, fid)));
