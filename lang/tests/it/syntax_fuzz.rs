@@ -1,7 +1,8 @@
-//! A mutation fuzzer for the front end's grammar, Puppet's catalog expressions included:
-//! seed programs are cut, spliced and sprinkled with tokens, and every result must go
-//! through parse, init and interpolate without panicking, with every diagnostic span
-//! inside the input. It runs for `TEND_FUZZ_SECS` seconds (2 by default; the session that
+//! A mutation fuzzer for the front end's grammar, Puppet's catalog expressions and the
+//! type language included: seed programs are cut, spliced and sprinkled with tokens, and
+//! every result must go through parse, init and interpolate (and, when those accept it,
+//! scope, unification and the checks of declared types) without panicking, with every
+//! diagnostic span inside the input. It runs for `TEND_FUZZ_SECS` seconds (2 by default; the session that
 //! brought the new grammar ran it for 600). `cargo fuzz` runs `fuzz/` the same way where
 //! it is installed.
 
@@ -121,6 +122,12 @@ fn check(text: &str) {
     diags.extend(lang::init::check(&file));
     let (_, more) = lang::interpolate::run(file);
     diags.extend(more);
+    if diags.is_empty() {
+        // A program the front end accepts goes through scope, unification and the checks
+        // of declared types too (with no built-ins: calls are errors, not panics).
+        let loader = lang::loader::MemLoader::new().with("/main.mcl", text);
+        diags.extend(lang::pipeline::compile("/main.mcl", &loader, &lang::catalog::Catalog::new()).diagnostics);
+    }
     for d in diags.iter() {
         if let Some(span) = d.span {
             assert!(
