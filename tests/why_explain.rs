@@ -193,3 +193,16 @@ fn values_from_defaults_and_named_arguments_say_so() {
     assert!(out.contains("literal via `$port` (the default at /main.mcl:4:2)"), "an attribute's default: {out}");
     assert!(out.contains("value of type `vhost`"), "{out}");
 }
+
+#[test]
+fn a_call_of_an_overloaded_func_names_the_overload_chosen() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = "func min($a int, $b int) int { if $a < $b { $a } else { $b } }\n\
+                   func min($s1 str, $s2 str) str { if len($s1) < len($s2) { $s1 } else { $s2 } }\n\
+                   file \"/tmp/why-min\" {\n\tcontent => min(\"bb\", \"a\"),\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).expect("write program");
+    let (code, out, err) = why(dir.path(), "file[/tmp/why-min]", false);
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("call of func `min`, the overload `min(s1 str, s2 str) str`  /main.mcl:4:13"), "{out}");
+    assert!(out.contains("= \"a\""), "{out}");
+}

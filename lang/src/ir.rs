@@ -34,6 +34,9 @@ pub struct FuncGraph {
     /// checked at every call and include, whether or not the body uses the param (as mgmt
     /// does).
     pub checked: Vec<NodeId>,
+    /// Filled by unification: each call of an overloaded func (now a `CallValue` of the
+    /// chosen overload), with the func's name and the signature of the overload chosen.
+    pub overloads: std::collections::BTreeMap<NodeId, (String, String)>,
     /// The program's output statements (top level; includes are inlined).
     pub stmts: Vec<IrStmt>,
     /// Filled by unification: the concrete type of every node reachable from `stmts` or

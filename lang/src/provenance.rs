@@ -206,6 +206,8 @@ pub enum What {
     Inline(String),
     /// A call of a function value.
     CallValue,
+    /// A call of an overloaded func: its name and the signature of the overload chosen.
+    Overload(String, String),
     /// A value of a declared type.
     Construct(String),
     Lambda,
@@ -231,6 +233,7 @@ impl What {
             What::Fact(f) => format!("fact `{f}` (streaming; may change)"),
             What::Inline(f) => format!("call of func `{f}` (inlined)"),
             What::CallValue => "call of a function value".into(),
+            What::Overload(f, sig) => format!("call of func `{f}`, the overload `{sig}`"),
             What::Construct(t) => format!("value of type `{t}`"),
             What::Lambda => "lambda".into(),
             What::LambdaParam(p) => format!("lambda parameter `${p}`"),
@@ -255,6 +258,7 @@ impl What {
             What::Fact(_) => "fact",
             What::Inline(_) => "func",
             What::CallValue => "call_value",
+            What::Overload(..) => "overload",
             What::Construct(_) => "construct",
             What::Lambda => "lambda",
             What::LambdaParam(_) => "lambda_param",
@@ -338,7 +342,10 @@ impl<'a> Builder<'a> {
             NodeKind::Interp(_) => What::Interpolation,
             NodeKind::Call { func, .. } if (self.is_fact)(func) => What::Fact(func.clone()),
             NodeKind::Call { func, .. } => What::Builtin(func.clone()),
-            NodeKind::CallValue { .. } => What::CallValue,
+            NodeKind::CallValue { .. } => match self.graph.overloads.get(&node) {
+                Some((func, sig)) => What::Overload(func.clone(), sig.clone()),
+                None => What::CallValue,
+            },
             NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => What::Inline(func.clone()),
             NodeKind::Construct { ty, .. } => What::Construct(ty.clone()),
             NodeKind::Lambda { .. } => What::Lambda,

@@ -48,10 +48,15 @@ impl Ctx<'_> {
 pub(crate) fn apply(graph: &mut crate::ir::FuncGraph, chosen: &[(NodeId, usize)]) {
     for &(node, i) in chosen {
         let kind = &mut graph.nodes[node.0 as usize].kind;
-        if let NodeKind::Dispatch { candidates, args, .. } = kind {
+        if let NodeKind::Dispatch { func, candidates, args, .. } = kind {
             let callee = candidates[i];
-            let args = std::mem::take(args);
+            let (func, args) = (std::mem::take(func), std::mem::take(args));
             *kind = NodeKind::CallValue { callee, args };
+            let signature = match graph.ty(callee) {
+                Some(ty) => super::report::signature(&func, ty),
+                None => func.clone(),
+            };
+            graph.overloads.insert(node, (func, signature));
         }
     }
 }
