@@ -43,6 +43,14 @@ struct Walker<'a> {
 
 type Step<T> = Result<Option<T>, Diagnostic>;
 
+/// The evaluated body of a resource statement, shared by every name it declares.
+struct Body {
+    params: Vec<(String, Value, Span)>,
+    defaulted: Vec<String>,
+    metas: Vec<(String, Value, Span)>,
+    edges: Vec<BodyEdge>,
+}
+
 impl Walker<'_> {
     fn stmts(&mut self, stmts: &[IrStmt], env: &Env) -> Result<(), Diagnostic> {
         stmts.iter().try_for_each(|s| self.stmt(s, env))
@@ -109,29 +117,45 @@ impl Walker<'_> {
 
     fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
         let names = self.names(r.name, env, r.span)?;
-        match self.declare(r, env, names.as_deref().unwrap_or_default()) {
+        let body = match self.body(r, env) {
+            Ok(body) => body,
             Err(d) if d.code == Some(lang::diag::Code::CheckFailed) => {
                 // A value its type rejects: the resources it feeds keep their last good
                 // declarations, when they have one (else the walk fails).
                 let Some(previous) = self.previous else { return Err(d) };
                 let mut kept = Vec::new();
                 for name in names.iter().flatten() {
-                    let old = previous.resources.iter().find(|o| o.kind == r.kind && &o.name == name);
-                    match old {
+                    match previous.resources.iter().find(|o| o.kind == r.kind && &o.name == name) {
                         Some(old) => kept.push(old.clone()),
                         None => return Err(d),
                     }
                 }
                 self.out.resources.extend(kept);
                 self.out.rejected.push(d);
-                Ok(())
+                return Ok(());
             }
-            other => other,
+            Err(d) => return Err(d),
+        };
+        let Body { params, defaulted, metas, edges } = body;
+        for name in names.unwrap_or_default() {
+            self.out.resources.push(ResDecl {
+                kind: r.kind.clone(),
+                name,
+                params: params.clone(),
+                defaulted: defaulted.clone(),
+                metas: metas.clone(),
+                edges: edges.clone(),
+                collect: r.collect,
+                virtuality: r.virtuality,
+                classes: r.classes.clone(),
+                span: r.span,
+            });
         }
+        Ok(())
     }
 
-    /// The declarations of resource statement `r` under `names`.
-    fn declare(&mut self, r: &IrResource, env: &Env, names: &[String]) -> Result<(), Diagnostic> {
+    /// What resource statement `r` declares of each of its resources.
+    fn body(&mut self, r: &IrResource, env: &Env) -> Result<Body, Diagnostic> {
         let mut params = Vec::new();
         let mut defaulted = Vec::new();
         for f in &r.fields {
@@ -169,21 +193,7 @@ impl Walker<'_> {
                 edges.push(BodyEdge { prop: e.prop, kind: e.target.kind.clone(), name, span: e.span });
             }
         }
-        for name in names {
-            self.out.resources.push(ResDecl {
-                kind: r.kind.clone(),
-                name: name.clone(),
-                params: params.clone(),
-                defaulted: defaulted.clone(),
-                metas: metas.clone(),
-                edges: edges.clone(),
-                collect: r.collect,
-                virtuality: r.virtuality,
-                classes: r.classes.clone(),
-                span: r.span,
-            });
-        }
-        Ok(())
+        Ok(Body { params, defaulted, metas, edges })
     }
 
     fn edge(&mut self, e: &IrEdge, env: &Env) -> Result<(), Diagnostic> {

@@ -18,9 +18,10 @@ pub(super) struct Args<'a> {
 }
 
 impl Args<'_> {
-    /// Whether the arguments are mgmt's plain form (positional only).
-    pub(super) fn plain(&self) -> bool {
-        self.named.is_empty()
+    /// Whether a call of a callee with `params` is in mgmt's own form: positional
+    /// arguments only and no param with a default. A wrong count then gets mgmt's error.
+    pub(super) fn mgmt_form(&self, params: &[ast::Param]) -> bool {
+        self.named.is_empty() && params.iter().all(|p| p.default.is_none())
     }
 }
 
@@ -126,9 +127,11 @@ impl<'a> Ctx<'a> {
             let message = format!("missing {noun} {} for {} `{}`", missing.join(", "), callee.word, callee.name.name);
             problems.push((message, span));
         }
-        let ok = problems.is_empty();
+        if problems.is_empty() {
+            return true;
+        }
+        let signature = signature(self.sources, callee, params);
         for (message, at) in problems {
-            let signature = signature(self.sources, callee, params);
             self.error(
                 Diagnostic::new(Stage::SetScope, message, at)
                     .with_code(Code::CallArgs)
@@ -136,7 +139,7 @@ impl<'a> Ctx<'a> {
                     .with_note(format!("signature: {signature}")),
             );
         }
-        ok
+        false
     }
 }
 

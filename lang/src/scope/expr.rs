@@ -204,8 +204,7 @@ impl<'a> Ctx<'a> {
             f.called = true;
         });
         let params = &func.lambda.params;
-        let mgmt_form = args.plain() && params.iter().all(|p| p.default.is_none());
-        let node = if mgmt_form && args.positional.len() != params.len() {
+        let node = if args.mgmt_form(params) && args.positional.len() != params.len() {
             // Wrong arity in mgmt's own form: call a lambda copy of the func instead, so
             // that unification reports the mismatch (`func arg count differs`) as mgmt does.
             let callee = self.lambda(func.frame, func.lambda);

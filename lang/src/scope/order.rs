@@ -250,7 +250,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
             )
             .with_code(Code::DuplicateAssignment);
             if let StmtKind::Func { name, func } = &stmt.kind {
-                let earlier = funcs.get(name.name.as_str()).cloned().unwrap_or_default();
+                let earlier = funcs.get(name.name.as_str()).map_or(&[][..], Vec::as_slice);
                 if earlier.iter().all(|l| overloadable(l, func)) {
                     funcs.entry(&name.name).or_default().push(func);
                     continue;

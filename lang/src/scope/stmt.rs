@@ -30,7 +30,7 @@ impl<'a> Ctx<'a> {
     /// Duplicates were reported by the ordering analysis; the first definition is kept.
     pub(super) fn declare(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) {
         for stmt in stmts {
-            if stmt.private.is_some() {
+            if let Some(private) = stmt.private {
                 let key = match &stmt.kind {
                     StmtKind::Bind { name, .. } => Some((Ns::Var, name)),
                     StmtKind::Func { name, .. } => Some((Ns::Func, name)),
@@ -38,7 +38,7 @@ impl<'a> Ctx<'a> {
                     StmtKind::Type(decl) => Some((Ns::Type, &decl.name)),
                     _ => None,
                 };
-                if let (Some((ns, name)), Some(private)) = (key, stmt.private) {
+                if let Some((ns, name)) = key {
                     self.frame_mut(fid).private.entry((ns, name.name.clone())).or_insert(private.to(name.span));
                 }
             }
@@ -50,8 +50,8 @@ impl<'a> Ctx<'a> {
                 StmtKind::Func { name, func } => match self.frame_mut(fid).funcs.get_mut(&name.name) {
                     Some(first) => {
                         // The ordering analysis reported a duplicate that is no overload.
-                        let all = std::iter::once(first.lambda).chain(first.overloads.iter().map(|(_, l)| *l));
-                        if all.clone().all(|l| super::order::overloadable(l, func)) {
+                        let mut all = std::iter::once(first.lambda).chain(first.overloads.iter().map(|(_, l)| *l));
+                        if all.all(|l| super::order::overloadable(l, func)) {
                             first.overloads.push((name, func));
                         }
                     }
@@ -578,8 +578,7 @@ impl<'a> Ctx<'a> {
         };
         let class = self.frame(owner).classes.get(&key)?.clone();
         let params = class.params.unwrap_or(&[]);
-        let mgmt_form = args.plain() && params.iter().all(|p| p.default.is_none());
-        if mgmt_form && params.len() != args.positional.len() {
+        if args.mgmt_form(params) && params.len() != args.positional.len() {
             let d = Diagnostic::new(
                 Stage::SetScope,
                 format!("class `{}` expected {} args but got {}", class.name.name, params.len(), args.positional.len()),

@@ -15,6 +15,7 @@ use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, TypeDef};
 use crate::types::{TAG, Type};
 use crate::value::Value;
+use std::rc::Rc;
 
 /// The state of a declaration that failed (already reported).
 const FAILED: usize = usize::MAX;
@@ -27,7 +28,7 @@ pub(crate) struct Declared<'a> {
     /// struct.
     pub(crate) ty: Type,
     /// `None` for an alias.
-    pub(crate) record: Option<RecordInfo<'a>>,
+    pub(crate) record: Option<Rc<RecordInfo<'a>>>,
 }
 
 #[derive(Clone, Debug)]
@@ -145,7 +146,7 @@ impl<'a> Ctx<'a> {
                 self.error(d);
                 return None;
             };
-            info = base;
+            info = (*base).clone();
         }
         for attr in &record.attrs {
             if let Some((inherited, _, _)) = info.attrs.iter().find(|(a, _, _)| a.name.name == attr.name.name) {
@@ -173,7 +174,7 @@ impl<'a> Ctx<'a> {
         let mut fields: Vec<(String, Type)> =
             info.attrs.iter().map(|(a, t, _)| (a.name.name.clone(), t.clone())).collect();
         fields.extend(info.tags.iter().map(|t| (t.clone(), Type::Bool)));
-        Some(Declared { name, ty: Type::Struct(fields), record: Some(info) })
+        Some(Declared { name, ty: Type::Struct(fields), record: Some(Rc::new(info)) })
     }
 
     /// `T{attr => value, …}` elaborated in `fid`.
@@ -235,8 +236,9 @@ impl<'a> Ctx<'a> {
             return self.error_node(span);
         }
         let checks = self.checks(&info, &fields);
+        let tags = info.tags.clone();
         let value = self.graph.add(NodeKind::Struct(fields), span);
-        self.graph.add(NodeKind::Construct { ty: type_name, value, tags: info.tags, checks }, span)
+        self.graph.add(NodeKind::Construct { ty: type_name, value, tags, checks }, span)
     }
 
     /// The conditions on one value: each attribute's enum and check (over `$it`), then

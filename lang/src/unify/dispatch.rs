@@ -9,24 +9,16 @@ use crate::ir::{NodeId, NodeKind};
 impl Ctx<'_> {
     /// Resolves the first pending dispatch; false when none is pending.
     pub(super) fn resolve_dispatch(&mut self) -> bool {
-        if self.dispatches.is_empty() {
-            return false;
-        }
-        let node = self.dispatches.remove(0);
+        let Some(node) = self.dispatches.pop_front() else { return false };
         let graph = self.graph;
         let NodeKind::Dispatch { func, candidates, signatures, args } = &graph.node(node).kind else { return true };
         let span = self.span(node);
         let arg_vars: Vec<_> = args.iter().map(|a| Ctx::var(*a)).collect();
         for (i, candidate) in candidates.iter().enumerate() {
             let NodeKind::Lambda { params, .. } = &graph.node(*candidate).kind else { continue };
-            // Params against arguments only (one unification, undone as a whole when it
-            // fails): the result type does not choose.
-            let ret = self.table.fresh();
-            let wanted = Shape::Func(params.iter().map(|p| (String::new(), self.param_var(*p))).collect(), ret);
-            let given = Shape::Func(arg_vars.iter().map(|v| (String::new(), *v)).collect(), ret);
-            let wanted = self.table.shaped(wanted, span);
-            let given = self.table.shaped(given, span);
-            if self.table.unify(wanted, given).is_ok() {
+            // Params against arguments only: the result type does not choose.
+            let param_vars: Vec<_> = params.iter().map(|p| self.param_var(*p)).collect();
+            if self.fits(&param_vars, &arg_vars, span) {
                 let call = Shape::Func(arg_vars.iter().map(|v| (String::new(), *v)).collect(), Ctx::var(node));
                 let call = self.table.shaped(call, span);
                 self.eq(Ctx::var(*candidate), call, span);

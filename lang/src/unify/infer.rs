@@ -46,7 +46,7 @@ pub(crate) struct Ctx<'a> {
     /// Map literals, checked for hashable keys after solving.
     pub(super) maps: Vec<NodeId>,
     /// Calls of overloaded funcs, resolved once the rest is solved ([`super::dispatch`]).
-    pub(super) dispatches: Vec<NodeId>,
+    pub(super) dispatches: std::collections::VecDeque<NodeId>,
     /// Resolved dispatches: the node and the index of the candidate chosen.
     pub(crate) chosen: Vec<(NodeId, usize)>,
 }
@@ -68,7 +68,7 @@ impl<'a> Ctx<'a> {
             arity_errors: Vec::new(),
             ops: Vec::new(),
             maps: Vec::new(),
-            dispatches: Vec::new(),
+            dispatches: std::collections::VecDeque::new(),
             chosen: Vec::new(),
         }
     }
@@ -217,7 +217,7 @@ impl<'a> Ctx<'a> {
                 self.has_type(v, &Type::Str, span, span);
             }
             NodeKind::Call { func, args } => self.call(node, func, args),
-            NodeKind::Dispatch { .. } => self.dispatches.push(node),
+            NodeKind::Dispatch { .. } => self.dispatches.push_back(node),
             NodeKind::Construct { value, tags, checks, .. } => {
                 // The value's struct plus the tags: a value of this declared type.
                 if let NodeKind::Struct(fields) = &graph.node(*value).kind {
@@ -271,6 +271,16 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// Unifies each of `params` with its argument of `args` as one step, undone as a whole
+    /// when one of them does not fit; whether they all fit.
+    pub(super) fn fits(&mut self, params: &[Var], args: &[Var], span: Span) -> bool {
+        let ret = self.table.fresh();
+        let wanted = Shape::Func(params.iter().map(|v| (String::new(), *v)).collect(), ret);
+        let given = Shape::Func(args.iter().map(|v| (String::new(), *v)).collect(), ret);
+        let (wanted, given) = (self.table.shaped(wanted, span), self.table.shaped(given, span));
+        self.table.unify(wanted, given).is_ok()
+    }
+
     /// Whether `v` is already a value of the declared type `ty` or of a type inheriting
     /// it (its struct carries `ty`'s own tag): an annotation then accepts it as it is.
     fn is_declared_subtype(&mut self, v: Var, ty: &Type) -> bool {
@@ -311,9 +321,6 @@ impl<'a> Ctx<'a> {
                 }
             }
         };
-        // What the error shows when the arguments fit no signature: the one inferred for
-        // this call, or every written one.
-        let shown: Vec<Type> = if decl.infer.is_some() { vec![sig.clone()] } else { decl.sigs.clone() };
         let Type::Func(params, ret) = sig else {
             self.error(format!("func `{func}` has a signature that is not a function: `{sig}`"), span);
             self.table.poison(v);
@@ -330,17 +337,18 @@ impl<'a> Ctx<'a> {
             let pv = self.table.instantiate(pty, &mut subst, span);
             record.args.push((name.clone(), pv));
         }
-        // The arguments against the params as one unification (undone as a whole when it
-        // fails), so that a mismatch is told as the function API tells it.
-        let join = self.table.fresh();
-        let wanted = Shape::Func(record.args.iter().map(|(_, pv)| (String::new(), *pv)).collect(), join);
-        let given = Shape::Func(args.iter().map(|a| (String::new(), Self::var(*a))).collect(), join);
-        let (wanted, given) = (self.table.shaped(wanted, span), self.table.shaped(given, span));
-        if self.table.unify(wanted, given).is_err() {
-            let arg_vars: Vec<Var> = args.iter().map(|a| Self::var(*a)).collect();
+        // The arguments against the params as one step, so that a mismatch is told as the
+        // function API tells it.
+        let arg_vars: Vec<Var> = args.iter().map(|a| Self::var(*a)).collect();
+        let param_vars: Vec<Var> = record.args.iter().map(|(_, pv)| *pv).collect();
+        if !self.fits(&param_vars, &arg_vars, span) {
             // An argument an earlier error poisoned makes this one its consequence.
             if !arg_vars.iter().any(|v| self.table.is_poisoned(*v)) {
-                let signatures: Vec<String> = shown.iter().map(|s| report::signature(func, s)).collect();
+                // The signature inferred for this call, or every written one.
+                let signatures: Vec<String> = match decl.infer {
+                    Some(_) => vec![report::signature(func, &Type::Func(params.clone(), ret.clone()))],
+                    None => decl.sigs.iter().map(|s| report::signature(func, s)).collect(),
+                };
                 let mut d = report::mismatched_call(&mut self.table, func, &signatures, &arg_vars, span);
                 // The first argument its param does not take, on its own.
                 for ((name, pv), arg) in record.args.iter().zip(args) {
