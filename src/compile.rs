@@ -94,8 +94,7 @@ pub fn first_output(
     hostname: Option<String>,
     timeout_secs: f64,
 ) -> Result<Result<lang::output::Output, Diagnostic>, String> {
-    let mut host = crate::services::functions_only(root, &crate::services::default_state_dir());
-    host.hostname = hostname;
+    let host = crate::services::functions_only(root, &crate::services::default_state_dir(), hostname);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -6,10 +6,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use engine::world::World;
 use funcs::api::Watched;
 use lang::value::Value;
 use resources::util::watch::FileWatch;
 use resources::value::ValueStore;
+use resources::world::LocalWorld;
 
 /// The two halves of one run's context.
 pub struct Services {
@@ -18,22 +20,35 @@ pub struct Services {
 }
 
 impl Services {
-    /// The real host for the program rooted at `root`, keeping state under `state_dir`.
-    pub fn system(root: &Path, state_dir: &Path) -> Services {
-        let resources = resources::Host::system();
-        let mut funcs = functions_only(root, state_dir);
+    /// The real host for the program rooted at `root`, keeping state under `state_dir`,
+    /// sharing `world` with the other hosts (or keeping it to itself: the local store).
+    pub fn system(root: &Path, state_dir: &Path, hostname: Option<String>, world: Arc<dyn World>) -> Services {
+        let mut resources = resources::Host::system();
+        resources.world = world.clone();
+        let mut funcs = functions_only(root, state_dir, hostname);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
         funcs.watcher = Arc::new(HubWatcher);
+        funcs.world = world;
         Services { funcs, resources }
     }
 }
 
 /// What the functions see when no resource runs (`tend graph`, `tend why`): the same
-/// root, arguments and state directory, and a value store of their own.
-pub fn functions_only(root: &Path, state_dir: &Path) -> funcs::api::Host {
+/// root, arguments, state directory and local world store, and a value store of their own.
+pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -> funcs::api::Host {
     let mut funcs = funcs::api::Host::new(root, state_dir);
     funcs.args = std::env::args().collect();
+    funcs.world = Arc::new(LocalWorld::new(state_dir, world_hostname(hostname.as_deref())));
+    funcs.hostname = hostname;
     funcs
+}
+
+/// This host's name in the world: `--hostname`, else the machine's.
+pub fn world_hostname(given: Option<&str>) -> String {
+    match given {
+        Some(h) => h.to_string(),
+        None => resources::world::machine_hostname(),
+    }
 }
 
 /// The resources' value store, as the functions read it.

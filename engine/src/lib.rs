@@ -57,6 +57,7 @@ mod node;
 mod res;
 mod swap;
 mod worker;
+pub mod world;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -296,7 +297,8 @@ impl Drop for Engine {
 mod layering {
     /// The engine's modules, bottom first: each may use only the ones before it (see
     /// `key.rs`). A `use crate::x` against this order is an import loop in the making.
-    const ORDER: &[&str] = &["fasthash", "meta", "key", "event", "converger", "node", "res", "graph", "worker", "swap"];
+    const ORDER: &[&str] =
+        &["world", "fasthash", "meta", "key", "event", "converger", "node", "res", "graph", "worker", "swap"];
 
     #[test]
     fn modules_only_use_the_ones_below_them() {

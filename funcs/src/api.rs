@@ -70,6 +70,10 @@ pub struct Host {
     /// changes: in `tend run`, the process's one inotify hub. [`Host::new`] has none, and
     /// those built-ins poll.
     pub watcher: Arc<dyn PathWatcher>,
+    /// What the hosts of a fleet share (`world.getval`, `world.kvlookup`): in `tend run`
+    /// the local store or etcd, the same one the `kv` resources write. [`Host::new`] has
+    /// an empty one.
+    pub world: Arc<dyn engine::world::World>,
 }
 
 impl Host {
@@ -83,6 +87,7 @@ impl Host {
             values: Arc::new(crate::core::value::MemValues::default()),
             hostname: None,
             watcher: Arc::new(Polling),
+            world: Arc::new(engine::world::Detached::new("")),
         }
     }
 }

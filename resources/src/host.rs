@@ -60,6 +60,8 @@ pub struct Host {
     pub machines: Arc<dyn crate::nspawn::Machines>,
     /// The docker daemon (`docker:image`).
     pub docker: Arc<dyn crate::docker::Docker>,
+    /// What the hosts of a fleet share (`kv`): the binary sets the local store or etcd.
+    pub world: Arc<dyn engine::world::World>,
 }
 
 impl Host {
@@ -84,14 +86,16 @@ impl Host {
             builder: Arc::new(crate::virt_builder::VirtBuilder),
             machines: Arc::new(crate::nspawn::Machinectl),
             docker: Arc::new(crate::docker::DockerCli),
+            world: Arc::new(engine::world::Detached::new("")),
         }
     }
 
     /// A sandbox under `root` with in-memory fakes for every backend.
     #[cfg(any(test, feature = "fakes"))]
     pub fn sandbox(root: impl Into<PathBuf>) -> Host {
-        let root = root.into();
+        let root: PathBuf = root.into();
         Host {
+            world: Arc::new(crate::world::LocalWorld::new(root.join("var/lib/tend"), "sandbox")),
             machines: Arc::new(crate::nspawn::FakeMachines::new(&root)),
             root,
             services: Arc::new(FakeServices::default()),

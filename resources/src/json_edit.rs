@@ -120,7 +120,7 @@ impl JsonEdit {
 
 /// The file of a plain key in the local world store (the `kv` layout).
 fn world_key_path(state_dir: &Path, key: &str) -> PathBuf {
-    crate::kv::key_path(state_dir, key)
+    crate::world::local::key_path(state_dir, key)
 }
 
 #[async_trait]

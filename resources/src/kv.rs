@@ -1,23 +1,24 @@
-//! `kv`: a key/value pair in the local store under `<state_dir>/kv/` (one file per key;
-//! per host under `<key>/<hostname>` when `mapped`). An unset `value` deletes the key;
-//! `skiplessthan` keeps a stored value that compares greater (as integers, or as strings
-//! with `skipcmpstyle => 1`) unless a notification forces the write. The cluster-wide store
-//! of mgmt needs a world backend; this is the single-host equivalent.
+//! `kv`: a key/value pair in the world (the local store under the state directory, or
+//! etcd with `--seeds`): a plain key shared by every host, or with `mapped` this host's
+//! entry of the namespace `key`, which `world.kvlookup` reads on every host. An unset
+//! `value` deletes the key; `skiplessthan` keeps a stored value that compares greater (as
+//! integers, or as strings with `skipcmpstyle => 1`) unless a notification forces the
+//! write. The resource follows its key, so a change made elsewhere (another host, an etcd
+//! that came back empty) is checked again at once.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
+use engine::world::{Follow, Topic, World, Written};
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
-use crate::common::{Raw, store_name};
+use crate::common::Raw;
+use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
-use crate::util::fs::atomic_write;
-use crate::util::watch::FileWatch;
 
 crate::params! {
     /// `kv`'s params.
@@ -35,31 +36,42 @@ crate::params! {
 pub struct Kv {
     raw: Raw,
     params: KvParams,
-    /// The file holding this key, known after init.
-    path: Option<PathBuf>,
+    world: Arc<dyn World>,
+    /// The key as last seen, followed from init on.
+    view: Option<Follow>,
 }
 
 impl Kv {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Kv, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Kv, BuildError> {
         let raw = Raw::new("kv", name, values);
         let params = raw.decode(KvParams::decode)?;
-        Ok(Kv { raw, params, path: None })
+        Ok(Kv { raw, params, world: host.world.clone(), view: None })
     }
 
-    fn path_in(&self, state_dir: &std::path::Path) -> PathBuf {
-        if self.params.mapped {
-            let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-            state_dir.join("kv").join(store_name(&self.params.key)).join(store_name(&host))
-        } else {
-            key_path(state_dir, &self.params.key)
+    fn topic(&self) -> Topic {
+        if self.params.mapped { Topic::Map(self.params.key.clone()) } else { Topic::Val(self.params.key.clone()) }
+    }
+
+    /// The stored value this resource manages, as last seen.
+    fn stored(&self) -> Option<String> {
+        let view = self.view.as_ref()?.borrow();
+        let name = if self.params.mapped { self.world.hostname() } else { self.params.key.as_str() };
+        view.entries.get(name).cloned()
+    }
+
+    async fn write(&self, value: Option<&str>) -> Result<(), ResError> {
+        let key = &self.params.key;
+        let written =
+            if self.params.mapped { self.world.set_mine(key, value).await } else { self.world.set(key, value).await };
+        match written {
+            Ok(Written::Done) => Ok(()),
+            Ok(Written::Queued) => {
+                tracing::info!(resource = %format!("kv[{}]", self.raw.name), "the world is unreachable: written once it is back");
+                Ok(())
+            }
+            Err(e) => Err(ResError::transient(format!("kv[{}]: {e}", self.raw.name))),
         }
     }
-}
-
-/// The file holding the plain (unmapped) key `key` of the store under `state_dir`; other
-/// kinds that read or write the store (e.g. `http:server:ui:input`) use the same file.
-pub(crate) fn key_path(state_dir: &std::path::Path, key: &str) -> PathBuf {
-    state_dir.join("kv").join(store_name(key)).join("value")
 }
 
 /// Whether the stored value should win under `skiplessthan`.
@@ -86,20 +98,24 @@ impl Resource for Kv {
         Ok(())
     }
 
-    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
-        self.path = Some(self.path_in(&ctx.state_dir));
+    async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
+        self.view = Some(self.world.follow(&self.topic()));
         Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let path = self.path.clone();
+        let view = self.view.clone();
         Box::pin(async move {
-            let path = path.ok_or_else(|| ResError::new("kv: watch before init"))?;
-            let mut watch = FileWatch::new(vec![path], false)?;
+            let mut view = view.ok_or_else(|| ResError::new("kv: watch before init"))?;
             ctx.event();
             loop {
                 tokio::select! {
-                    changed = watch.changed() => { changed?; ctx.event(); }
+                    changed = view.changed() => {
+                        if changed.is_err() {
+                            return Err(ResError::transient("kv: the world stopped following this key"));
+                        }
+                        ctx.event();
+                    }
                     _ = ctx.cancelled() => return Ok(()),
                 }
             }
@@ -107,16 +123,21 @@ impl Resource for Kv {
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
-        let path = self.path.clone().ok_or_else(|| ResError::new("kv: check-apply before init"))?;
-        let stored = fs::read_to_string(&path).ok();
         let key = format!("kv[{}]", self.raw.name);
+        if !self.view.as_ref().is_some_and(|v| v.borrow().read) {
+            // Nothing to compare with yet (the world was never reached): the watch wakes
+            // this resource again once the key was read.
+            tracing::info!(resource = %key, "waiting for the world to be read");
+            return Ok(false);
+        }
+        let stored = self.stored();
         match &self.params.value {
             None => {
                 if stored.is_none() {
                     return Ok(true);
                 }
                 if apply {
-                    fs::remove_file(&path).at(&path)?;
+                    self.write(None).await?;
                 } else {
                     ctx.report(format!("{key}: would delete key `{}`", self.params.key));
                 }
@@ -137,10 +158,7 @@ impl Resource for Kv {
                     ctx.report(format!("{key}: would set `{}` to `{value}`", self.params.key));
                     return Ok(false);
                 }
-                if let Some(dir) = path.parent() {
-                    fs::create_dir_all(dir).at(dir)?;
-                }
-                atomic_write(&path, value.as_bytes(), None).at(&path)?;
+                self.write(Some(value)).await?;
                 Ok(false)
             }
         }
@@ -166,7 +184,7 @@ pub const KV: crate::kind::Kind = crate::kind::Kind {
     sends: &[],
     can_recv: true,
     autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Kv::build(name, params)?)),
+    build: |host, name, params| Ok(Box::new(Kv::build(host, name, params)?)),
 };
 
 #[cfg(test)]

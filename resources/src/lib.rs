@@ -70,6 +70,7 @@ pub mod value;
 pub mod virt;
 pub mod virt_builder;
 pub mod virt_network;
+pub mod world;
 
 use std::collections::BTreeMap;
 

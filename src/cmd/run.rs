@@ -79,8 +79,11 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
-    let mut services = crate::services::Services::system(&program.root, &state_dir);
-    services.funcs.hostname = opts.hostname.clone();
+    let world: Arc<dyn engine::world::World> = Arc::new(resources::world::LocalWorld::new(
+        &state_dir,
+        crate::services::world_hostname(opts.hostname.as_deref()),
+    ));
+    let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world);
     let config =
         EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE, apply_pool: Some(apply_rt.handle().clone()) };
     let mut runner = Runner {

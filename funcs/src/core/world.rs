@@ -1,12 +1,10 @@
-//! The `world` package on a single host: the cluster-wide key/value store of mgmt is the
-//! local store the `kv` resource keeps under `<state dir>/kv/` (`<key>/value` for a plain
-//! key, `<key>/<hostname>` for a mapped one; names escaped as `%xx` outside
-//! `[A-Za-z0-9._-]`), and schedule candidacies live under `<state dir>/schedule/<ns>/`
-//! (one `key=value` record per host, written by the `schedule` resource; this host is the
-//! only one that writes here, so the election is: live candidates in name order, up to
-//! `max`). Expired leases are noticed within the 5 s re-read of [`follow`].
-//!
-//! The state directory is the engine's, handed over in [`crate::api::Host::state_dir`].
+//! The `world` package: what the hosts of a fleet share, read through the host's
+//! `engine::world::World` (the local store under the state directory, or etcd with
+//! `--seeds`). `world.getval` and `world.kvlookup` follow a topic of the world and emit
+//! a value per change. `world.schedule` still reads the local store's schedule
+//! candidacies under `<state dir>/schedule/<ns>/` (one `key=value` record per host,
+//! written by the `schedule` resource; the election is: live candidates in name order,
+//! up to `max`), re-read within the 5 s safety re-read of [`follow`].
 
 use super::follow::follow;
 use super::streams::Emitter;
@@ -14,6 +12,7 @@ use super::{strukt, typed};
 use crate::api::Watched;
 use crate::registry::Registry;
 use crate::streaming;
+use engine::world::{Topic, escape, unescape};
 use lang::value::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,61 +21,6 @@ pub fn register(r: &mut Registry) {
     typed(r, "world.getval", getval::DEF);
     typed(r, "world.kvlookup", kvlookup::DEF);
     typed(r, "world.schedule", schedule::DEF);
-}
-
-/// The file-name form of a key: `%xx` for every byte outside `[A-Za-z0-9._-]`.
-pub fn escape(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
-        })
-        .collect()
-}
-
-/// The inverse of [`escape`] (invalid escapes are kept as they are).
-pub fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%'
-            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(v);
-            i += 3;
-            continue;
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `struct{value; exists}` of a plain key under `root`.
-pub fn read_val(root: &Path, key: &str) -> Value {
-    let path = root.join("kv").join(escape(key)).join("value");
-    match std::fs::read_to_string(path) {
-        Ok(v) => strukt([("value", Value::str(v)), ("exists", Value::Bool(true))]),
-        Err(_) => strukt([("value", Value::str("")), ("exists", Value::Bool(false))]),
-    }
-}
-
-/// Host name -> value of a mapped key under `root`.
-pub fn read_mapped(root: &Path, namespace: &str) -> Value {
-    let dir = root.join("kv").join(escape(namespace));
-    let mut m = BTreeMap::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let name = e.file_name().to_string_lossy().into_owned();
-            if name == "value" || name.starts_with('.') {
-                continue;
-            }
-            if let Ok(v) = std::fs::read_to_string(e.path()) {
-                m.insert(Value::str(unescape(&name)), Value::str(v));
-            }
-        }
-    }
-    Value::map(m)
 }
 
 /// The hosts chosen for a namespace under `root`: the live candidates (records whose
@@ -109,14 +53,21 @@ pub fn read_schedule(root: &Path, namespace: &str) -> Value {
 streaming! {
     /// a key of the kv store
     fn getval(em, key: String) -> "struct{value str; exists bool}" {
-        follow_keyed(em, "kv", key, read_val).await
+        follow_world(em, Topic::Val(key.clone()), move |entries| match entries.get(&key) {
+            Some(v) => strukt([("value", Value::str(v.clone())), ("exists", Value::Bool(true))]),
+            None => strukt([("value", Value::str("")), ("exists", Value::Bool(false))]),
+        })
+        .await
     }
 }
 
 streaming! {
     /// host name -> value of a mapped kv key
     fn kvlookup(em, namespace: String) -> "map{str: str}" {
-        follow_keyed(em, "kv", namespace, read_mapped).await
+        follow_world(em, Topic::Map(namespace), |entries| {
+            Value::map(entries.iter().map(|(h, v)| (Value::str(h.clone()), Value::str(v.clone()))).collect())
+        })
+        .await
     }
 }
 
@@ -127,8 +78,35 @@ streaming! {
     }
 }
 
-/// The shape every world function shares: its one `str` argument names a directory under
-/// `STATE/SUBDIR/`, which is watched; `read(state, arg)` gives the value after each change.
+/// Emits `value(entries)` of `topic`'s view now and after each change of the entries.
+/// A view that was never read (the store not reached yet) is not a value: nothing is
+/// emitted until the store answers. A stale view keeps the last value.
+async fn follow_world(em: Emitter, topic: Topic, value: impl Fn(&BTreeMap<String, String>) -> Value) {
+    let mut follow = em.host().world.follow(&topic);
+    let mut last: Option<BTreeMap<String, String>> = None;
+    loop {
+        let entries = {
+            let view = follow.borrow_and_update();
+            view.read.then(|| view.entries.clone())
+        };
+        if let Some(entries) = entries
+            && last.as_ref() != Some(&entries)
+        {
+            if !em.send(Ok(value(&entries))).await {
+                return;
+            }
+            last = Some(entries);
+        }
+        if follow.changed().await.is_err() {
+            // The world stopped: the value stays the last one.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// `world.schedule`'s loop (the schedule is not in the world trait yet): its `str` argument
+/// names a directory under `STATE/SUBDIR/`, which is watched; `read(state, arg)` gives the
+/// value after each change.
 async fn follow_keyed(em: Emitter, subdir: &'static str, key: String, read: fn(&Path, &str) -> Value) {
     let root = em.host().state_dir.clone();
     let dir = root.join(subdir).join(escape(&key));

@@ -3,9 +3,11 @@
 
 use crate::common;
 use common::*;
+use engine::world::{Health, Topic, View, World, WorldError, Written};
 use funcs::api::{FuncError, FuncImpl, FuncResult, Host, StreamCtx};
 use lang::types::Type;
 use lang::value::Value;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
@@ -354,27 +356,68 @@ async fn os_readfile_in_a_directory_created_later() {
     r.stop().await;
 }
 
+/// A world held in memory: one view per topic, set by the test.
+struct MemWorld(std::sync::Mutex<std::collections::BTreeMap<Topic, tokio::sync::watch::Sender<Arc<View>>>>);
+
+impl MemWorld {
+    fn sender(&self, topic: &Topic) -> tokio::sync::watch::Sender<Arc<View>> {
+        let mut map = self.0.lock().unwrap();
+        map.entry(topic.clone()).or_insert_with(|| tokio::sync::watch::Sender::new(Arc::new(View::unknown()))).clone()
+    }
+
+    fn show(&self, topic: &Topic, entries: &[(&str, &str)], stale: bool) {
+        let entries = entries.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let view = View { stale, ..View::fresh(entries, 1) };
+        self.sender(topic).send_replace(Arc::new(view));
+    }
+}
+
+#[async_trait::async_trait]
+impl World for MemWorld {
+    fn hostname(&self) -> &str {
+        "h1"
+    }
+    fn follow(&self, topic: &Topic) -> engine::world::Follow {
+        self.sender(topic).subscribe()
+    }
+    async fn get(&self, _key: &str) -> Option<String> {
+        None
+    }
+    async fn set(&self, _key: &str, _value: Option<&str>) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
+    async fn set_mine(&self, _ns: &str, _value: Option<&str>) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
+    fn health(&self) -> Health {
+        engine::world::Detached::new("h1").health()
+    }
+}
+
 #[tokio::test]
-async fn world_functions_follow_the_kv_store() {
+async fn world_functions_follow_the_world() {
+    let world = Arc::new(MemWorld(Default::default()));
+    let host = Host { world: world.clone(), ..Host::default() };
+    let key = Topic::Val("key1".into());
+    let mut g = start_on(host.clone(), "world.getval", Some(vec![s("key1")]));
+    // Nothing is emitted before the store was read once.
+    assert!(tokio::time::timeout(Duration::from_millis(100), g.value()).await.is_err());
+    world.show(&key, &[], false);
+    assert_eq!(g.value().await, st(vec![("value", s("")), ("exists", b(false))]));
+    world.show(&key, &[("key1", "hello")], false);
+    assert_eq!(g.value().await, st(vec![("value", s("hello")), ("exists", b(true))]));
+    // A stale view with the same entries is not a new value.
+    world.show(&key, &[("key1", "hello")], true);
+    world.show(&key, &[("key1", "again")], false);
+    assert_eq!(g.value().await, st(vec![("value", s("again")), ("exists", b(true))]));
+    g.stop().await;
+    let ns = Topic::Map("ns".into());
+    let mut k = start_on(host.clone(), "world.kvlookup", Some(vec![s("ns")]));
+    world.show(&ns, &[("h1", "one"), ("h 2", "two")], false);
+    assert_eq!(k.value().await, m(vec![(s("h1"), s("one")), (s("h 2"), s("two"))]));
+    k.stop().await;
     let dir = tempfile::tempdir().unwrap();
     let host = Host { state_dir: dir.path().into(), ..watching_host() };
-    let mut g = start_on(host.clone(), "world.getval", Some(vec![s("key1")]));
-    assert_eq!(g.value().await, st(vec![("value", s("")), ("exists", b(false))]));
-    std::fs::create_dir_all(dir.path().join("kv/key1")).unwrap();
-    std::fs::write(dir.path().join("kv/key1/value"), "hello").unwrap();
-    assert_eq!(g.value().await, st(vec![("value", s("hello")), ("exists", b(true))]));
-    // Watched, a new value is seen at once (not at the 5 s safety re-read).
-    std::fs::write(dir.path().join("kv/key1/value"), "again").unwrap();
-    let t = std::time::Instant::now();
-    assert_eq!(g.value().await, st(vec![("value", s("again")), ("exists", b(true))]));
-    assert!(t.elapsed() < Duration::from_secs(1), "took {:?}", t.elapsed());
-    g.stop().await;
-    let mut k = start_on(host.clone(), "world.kvlookup", Some(vec![s("ns")]));
-    assert_eq!(k.value().await, m(vec![]));
-    std::fs::create_dir_all(dir.path().join("kv/ns")).unwrap();
-    std::fs::write(dir.path().join("kv/ns/h1"), "one").unwrap();
-    assert_eq!(k.value().await, m(vec![(s("h1"), s("one"))]));
-    k.stop().await;
     let mut sc = start_on(host.clone(), "world.schedule", Some(vec![s("xsched")]));
     assert_eq!(sc.value().await, strs(&[]));
     sc.stop().await;

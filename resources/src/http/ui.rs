@@ -540,7 +540,7 @@ impl Resource for HttpUiInput {
 
     async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
         if let Ok(Store::World(key)) = &self.store {
-            self.world_file = Some(crate::kv::key_path(&ctx.state_dir, key));
+            self.world_file = Some(crate::world::local::key_path(&ctx.state_dir, key));
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use engine::{ApplyCtx, InitCtx, ResKey};
 use lang::value::Value;
 use resources::host::{FakeAccounts, FakePackages, FakeServices, Host};
+use resources::world::LocalWorld;
 use resources::{build, build_with, payload, value_of};
 use support::{check, converge, params, s, strs};
 
@@ -98,15 +99,23 @@ async fn timer_is_quiet_until_refreshed() {
 #[tokio::test]
 async fn kv_stores_keys_and_respects_skiplessthan() {
     let dir = tempfile::tempdir().unwrap();
-    let mut kv = build("kv", "k", &params(&[("value", s("10"))])).unwrap();
-    kv.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
-    converge(kv.as_mut()).await;
-    let mut lower = build("kv", "k", &params(&[("value", s("9")), ("skiplessthan", Value::Bool(true))])).unwrap();
+    let host = Host { world: Arc::new(LocalWorld::new(dir.path(), "h1")), ..Host::sandbox(dir.path()) };
+    let kv = |values: &[(&str, Value)]| build_with(&host, "kv", "k", &params(values)).unwrap();
+    let mut set = kv(&[("value", s("10"))]);
+    set.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
+    converge(set.as_mut()).await;
+    assert_eq!(fs::read_to_string(dir.path().join("kv/k/value")).unwrap(), "10");
+    let mut lower = kv(&[("value", s("9")), ("skiplessthan", Value::Bool(true))]);
     lower.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
     assert!(check(lower.as_mut(), true).await.unwrap().0, "the stored 10 is kept");
-    let mut delete = build("kv", "k", &params(&[])).unwrap();
+    let mut mine = kv(&[("value", s("up")), ("mapped", Value::Bool(true))]);
+    mine.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
+    converge(mine.as_mut()).await;
+    assert_eq!(fs::read_to_string(dir.path().join("kv/k/h1")).unwrap(), "up", "a mapped entry is this host's");
+    let mut delete = kv(&[]);
     delete.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
     converge(delete.as_mut()).await;
+    assert!(!dir.path().join("kv/k/value").exists());
 }
 
 #[tokio::test]

@@ -1,0 +1,219 @@
+//! The world: what the hosts running one program share (mgmt's `World`). Functions read it
+//! (`world.getval`, `world.kvlookup`) and resources write it (`kv`) through this one trait;
+//! the binary picks the backend: the local store under the state directory (one host), or
+//! an etcd cluster (`--seeds`). Values are strings; what they mean is the caller's.
+//!
+//! Reading is following: [`World::follow`] gives a watch channel holding the topic's
+//! current [`View`], replaced on every change. A view says whether it is known to be
+//! current: while the backend cannot reach its store, followers keep the last view,
+//! marked stale, and get a fresh one once the store is back.
+//!
+//! Writing never fails because the store is away: a write the backend cannot make now is
+//! [`Written::Queued`] and made when the store is back (the backend re-asserts what this
+//! host owns, and its followers see a fresh view, so resources check again).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use tokio::sync::watch;
+
+/// What a reader follows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Topic {
+    /// One plain key (`world.getval`): the view holds it under its own name, or nothing.
+    Val(String),
+    /// A mapped namespace (`world.kvlookup`): host name -> that host's value.
+    Map(String),
+}
+
+impl std::fmt::Display for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Topic::Val(k) => write!(f, "key `{k}`"),
+            Topic::Map(ns) => write!(f, "namespace `{ns}`"),
+        }
+    }
+}
+
+/// A topic as last seen.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    pub entries: BTreeMap<String, String>,
+    /// The store's revision the entries were read at (0 for the local store).
+    pub revision: i64,
+    /// Set while the store cannot be reached: the entries are the last ones seen.
+    pub stale: bool,
+    /// False until the store was read once: the entries are not known yet (a writer that
+    /// compares with the stored value waits for a view that was read).
+    pub read: bool,
+    /// When the entries were last known to be current.
+    pub confirmed: SystemTime,
+}
+
+impl View {
+    /// A fresh view of `entries` at `revision`.
+    pub fn fresh(entries: BTreeMap<String, String>, revision: i64) -> View {
+        View { entries, revision, stale: false, read: true, confirmed: SystemTime::now() }
+    }
+
+    /// Nothing known yet: the view before the store was ever read.
+    pub fn unknown() -> View {
+        View { entries: BTreeMap::new(), revision: 0, stale: true, read: false, confirmed: SystemTime::UNIX_EPOCH }
+    }
+
+    /// The same entries, marked stale (`confirmed` keeps when they were last current).
+    pub fn to_stale(&self) -> View {
+        View { stale: true, ..self.clone() }
+    }
+}
+
+/// A followed topic: the current view, replaced on every change.
+pub type Follow = watch::Receiver<Arc<View>>;
+
+/// How a write went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Written {
+    /// The store holds it.
+    Done,
+    /// The store cannot be reached; the backend writes it once it can.
+    Queued,
+}
+
+/// A write the store refused (not an outage: that queues).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorldError(pub String);
+
+impl std::fmt::Display for WorldError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The backend's link to its store, for logs and metrics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Health {
+    pub backend: &'static str,
+    pub connected: bool,
+    /// Keys this host owns (bound to its session) and re-asserts after an outage.
+    pub owned: usize,
+    /// Round trip of the last request, when there was one.
+    pub latency_ms: Option<f64>,
+    /// Watch events received so far.
+    pub events: u64,
+    /// Since when the views are stale (`None` while connected).
+    pub stale_since: Option<SystemTime>,
+}
+
+/// What functions and resources share across hosts.
+#[async_trait]
+pub trait World: Send + Sync {
+    /// This host's name in the world (map entries, ownership).
+    fn hostname(&self) -> &str;
+
+    /// Follows `topic`. Must be called inside the tokio runtime; the backend stops
+    /// following once every receiver is dropped.
+    fn follow(&self, topic: &Topic) -> Follow;
+
+    /// The stored value of plain key `key`, read now; `None` when unset. While the store is
+    /// away, the last value seen (or `None` if it was never read).
+    async fn get(&self, key: &str) -> Option<String>;
+
+    /// Sets (or with `None` deletes) plain key `key`, shared by every host: no host owns it.
+    async fn set(&self, key: &str, value: Option<&str>) -> Result<Written, WorldError>;
+
+    /// Sets (or deletes) this host's entry of namespace `ns`, owned by this host: it goes
+    /// when the host's session ends.
+    async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError>;
+
+    /// The link to the store.
+    fn health(&self) -> Health;
+}
+
+/// A key as one path segment: bytes outside `[A-Za-z0-9._-]` become `%xx`. The local store
+/// names files this way, the etcd backend its key segments.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02x}"));
+        }
+    }
+    out
+}
+
+/// The inverse of [`escape`] (invalid escapes are kept as they are).
+pub fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%'
+            && let Some(v) = s.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(v);
+            i += 3;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// A world with nothing in it and no store: every view is empty and fresh, every write is
+/// refused. What a context gets before the binary gives it a real backend.
+pub struct Detached {
+    hostname: String,
+    empty: watch::Sender<Arc<View>>,
+}
+
+impl Detached {
+    pub fn new(hostname: impl Into<String>) -> Detached {
+        Detached { hostname: hostname.into(), empty: watch::Sender::new(Arc::new(View::fresh(BTreeMap::new(), 0))) }
+    }
+}
+
+#[async_trait]
+impl World for Detached {
+    fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    fn follow(&self, _topic: &Topic) -> Follow {
+        self.empty.subscribe()
+    }
+
+    async fn get(&self, _key: &str) -> Option<String> {
+        None
+    }
+
+    async fn set(&self, key: &str, _value: Option<&str>) -> Result<Written, WorldError> {
+        Err(WorldError(format!("no world store to write key `{key}` to")))
+    }
+
+    async fn set_mine(&self, ns: &str, _value: Option<&str>) -> Result<Written, WorldError> {
+        Err(WorldError(format!("no world store to write namespace `{ns}` to")))
+    }
+
+    fn health(&self) -> Health {
+        Health { backend: "none", connected: false, owned: 0, latency_ms: None, events: 0, stale_since: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escaping_round_trips_and_leaves_no_slash() {
+        for s in ["plain", "a/b", "h 2", "%41", "ünï", ""] {
+            assert!(!escape(s).contains('/'));
+            assert_eq!(unescape(&escape(s)), s);
+        }
+        assert_eq!(escape("a/b"), "a%2fb");
+    }
+}

@@ -1,0 +1,182 @@
+//! The world of one host: files under the state directory. A plain key is
+//! `<state>/kv/<key>/value`, a host's entry of a mapped namespace `<state>/kv/<ns>/<host>`
+//! (names escaped by `engine::world::escape`); `json:edit`'s `etcd://` store and
+//! `http:server:ui:input`'s `world://` store are the same files. Followers watch the
+//! directory through the process's inotify hub, with a slow re-read for what a watch
+//! cannot see, or a fast poll when the hub is unavailable.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use engine::world::{Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
+use tokio::sync::watch;
+
+use crate::util::fs::atomic_write;
+use crate::util::watch::FileWatch;
+
+/// The re-read while watched.
+const SAFETY: Duration = Duration::from_secs(5);
+/// The poll when nothing watches.
+const POLL: Duration = Duration::from_millis(250);
+
+/// The store under `root` (the state directory), seen as host `hostname`.
+pub struct LocalWorld {
+    root: PathBuf,
+    hostname: String,
+    /// One view per followed topic, shared by its followers; a write through this world
+    /// updates it at once (a writer reads its own writes).
+    followed: Arc<Mutex<Followed>>,
+}
+
+type Followed = HashMap<Topic, watch::Sender<Arc<View>>>;
+
+impl LocalWorld {
+    pub fn new(root: impl Into<PathBuf>, hostname: impl Into<String>) -> LocalWorld {
+        LocalWorld { root: root.into(), hostname: hostname.into(), followed: Arc::default() }
+    }
+
+    fn dir(&self, name: &str) -> PathBuf {
+        key_dir(&self.root, name)
+    }
+
+    /// Re-reads `topic` for its followers, if it has any.
+    fn refresh(&self, topic: &Topic) {
+        let tx = self.followed.lock().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
+        if let Some(tx) = tx {
+            publish(&tx, read(&self.root, topic));
+        }
+    }
+}
+
+/// Replaces the view when its entries differ.
+fn publish(tx: &watch::Sender<Arc<View>>, entries: BTreeMap<String, String>) {
+    tx.send_if_modified(|view| {
+        let changed = view.entries != entries;
+        if changed {
+            *view = Arc::new(View::fresh(entries, 0));
+        }
+        changed
+    });
+}
+
+/// The directory of key or namespace `name` in the store under `root`.
+fn key_dir(root: &Path, name: &str) -> PathBuf {
+    root.join("kv").join(escape(name))
+}
+
+/// The file of plain key `key` in the store under `root`.
+pub fn key_path(root: &Path, key: &str) -> PathBuf {
+    key_dir(root, key).join("value")
+}
+
+/// What `topic` holds in the store under `root` now.
+pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
+    let mut entries = BTreeMap::new();
+    match topic {
+        Topic::Val(key) => {
+            if let Ok(v) = std::fs::read_to_string(key_path(root, key)) {
+                entries.insert(key.clone(), v);
+            }
+        }
+        Topic::Map(ns) => {
+            for e in std::fs::read_dir(key_dir(root, ns)).into_iter().flatten().flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if name == "value" || name.starts_with('.') {
+                    continue;
+                }
+                if let Ok(v) = std::fs::read_to_string(e.path()) {
+                    entries.insert(unescape(&name), v);
+                }
+            }
+        }
+    }
+    entries
+}
+
+fn write(path: &Path, value: Option<&str>) -> Result<Written, WorldError> {
+    let fail = |e: std::io::Error| WorldError(format!("{}: {e}", path.display()));
+    match value {
+        Some(v) => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(fail)?;
+            }
+            atomic_write(path, v.as_bytes(), None).map_err(fail)?;
+        }
+        None => match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e)),
+            _ => {}
+        },
+    }
+    Ok(Written::Done)
+}
+
+#[async_trait]
+impl World for LocalWorld {
+    fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    fn follow(&self, topic: &Topic) -> Follow {
+        let mut followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tx) = followed.get(topic) {
+            return tx.subscribe();
+        }
+        let (tx, rx) = watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0)));
+        let Ok(rt) = tokio::runtime::Handle::try_current() else { return rx };
+        followed.insert(topic.clone(), tx.clone());
+        let (root, topic, all) = (self.root.clone(), topic.clone(), self.followed.clone());
+        let dir = match &topic {
+            Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
+        };
+        rt.spawn(async move {
+            let mut watch = FileWatch::entries(vec![dir]).ok();
+            loop {
+                let wait = if watch.is_some() { SAFETY } else { POLL };
+                tokio::select! {
+                    _ = tx.closed() => {
+                        // Gone unless someone followed again meanwhile.
+                        let mut all = all.lock().unwrap_or_else(|e| e.into_inner());
+                        if tx.receiver_count() == 0 {
+                            all.remove(&topic);
+                            return;
+                        }
+                        continue;
+                    }
+                    changed = async { watch.as_mut()?.changed().await.ok() }, if watch.is_some() => {
+                        if changed.is_none() {
+                            watch = None;
+                        }
+                    }
+                    _ = tokio::time::sleep(wait) => {}
+                }
+                let (root, topic) = (root.clone(), topic.clone());
+                let Ok(entries) = tokio::task::spawn_blocking(move || read(&root, &topic)).await else { return };
+                publish(&tx, entries);
+            }
+        });
+        rx
+    }
+
+    async fn get(&self, key: &str) -> Option<String> {
+        std::fs::read_to_string(key_path(&self.root, key)).ok()
+    }
+
+    async fn set(&self, key: &str, value: Option<&str>) -> Result<Written, WorldError> {
+        let written = write(&key_path(&self.root, key), value)?;
+        self.refresh(&Topic::Val(key.to_string()));
+        Ok(written)
+    }
+
+    async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
+        let written = write(&self.dir(ns).join(escape(&self.hostname)), value)?;
+        self.refresh(&Topic::Map(ns.to_string()));
+        Ok(written)
+    }
+
+    fn health(&self) -> Health {
+        Health { backend: "local", connected: true, owned: 0, latency_ms: None, events: 0, stale_since: None }
+    }
+}
