@@ -86,6 +86,15 @@ pub struct RunArgs {
     /// Allow --metrics on a non-loopback address.
     #[arg(long, requires = "metrics")]
     pub metrics_allow_remote: bool,
+    /// Join the etcd cluster at these client URLs (comma-separated, e.g.
+    /// http://10.0.0.1:2379): the world (`kv`, `world.*`) is shared with every agent that
+    /// joined it. Without it, the world is the local store under --prefix.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+    pub seeds: Vec<String>,
+    /// Seconds this agent's etcd session outlives it: a dead agent's entries and claim
+    /// vanish after this long.
+    #[arg(long, value_name = "SECS", default_value_t = 15, requires = "seeds", value_parser = clap::value_parser!(i64).range(2..=3600))]
+    pub world_ttl: i64,
     /// `--hostname` (a global option, copied here by `main`).
     #[arg(skip)]
     pub hostname: Option<String>,

@@ -9,8 +9,12 @@ use std::io::Write;
 use std::path::Path;
 
 /// The built-ins and resource kinds this binary has.
-pub fn catalog() -> (Registry, Catalog) {
-    let registry = Registry::core();
+pub fn catalog(hostname: Option<&str>) -> (Registry, Catalog) {
+    let mut registry = Registry::core();
+    if let Some(name) = hostname {
+        // `$hostname` is the name this agent goes by (`--hostname`), as in mgmt.
+        registry.constant("hostname", lang::value::Value::str(name));
+    }
     let mut catalog = registry.catalog();
     resources::declare(&mut catalog);
     (registry, catalog)

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(path: &Path, format: CheckFormat, verbose: u8, hostname: Option<String>) -> ExitCode {
-    let (registry, catalog) = compile::catalog();
+    let (registry, catalog) = compile::catalog(hostname.as_deref());
     let how = if format == CheckFormat::Json { Report::Json } else { Report::Human };
     let (program, outcome) = match compile::compile(path, &catalog) {
         Ok(x) => x,

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 pub fn run(path: &Path, format: GraphFormat, timeout: f64, hostname: Option<String>) -> ExitCode {
-    let (registry, catalog) = compile::catalog();
+    let (registry, catalog) = compile::catalog(hostname.as_deref());
     let how = if format == GraphFormat::Json { Report::Json } else { Report::Human };
     let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,

@@ -41,7 +41,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (registry, catalog) = compile::catalog();
+    let (registry, catalog) = compile::catalog(opts.hostname.as_deref());
     let program = match crate::loader::locate(&opts.path) {
         Ok(p) => p,
         Err(e) => {
@@ -79,13 +79,33 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
-    let world: Arc<dyn engine::world::World> = Arc::new(resources::world::LocalWorld::new(
-        &state_dir,
-        crate::services::world_hostname(opts.hostname.as_deref()),
-    ));
-    let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world);
+    let hostname = crate::services::world_hostname(opts.hostname.as_deref());
+    let cluster = if opts.seeds.is_empty() {
+        None
+    } else {
+        let cfg = resources::world::etcd::EtcdConfig {
+            seeds: opts.seeds.clone(),
+            hostname: hostname.clone(),
+            ttl: opts.world_ttl,
+            state_dir: state_dir.clone(),
+        };
+        match rt.block_on(resources::world::etcd::EtcdWorld::connect(cfg)) {
+            Ok(w) => Some(Arc::new(w)),
+            Err(e) => {
+                crate::stderr::line(format_args!("error: cannot join the cluster: {e}"));
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let world: Arc<dyn engine::world::World> = match &cluster {
+        Some(w) => w.clone(),
+        None => Arc::new(resources::world::LocalWorld::new(&state_dir, hostname)),
+    };
+    let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
     let config =
         EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE, apply_pool: Some(apply_rt.handle().clone()) };
+    let metrics = Arc::new(metrics::Metrics::new());
+    metrics.watch_world(world);
     let mut runner = Runner {
         engine: Engine::new(config),
         registry: Arc::new(registry),
@@ -95,14 +115,21 @@ pub fn run(opts: RunArgs) -> ExitCode {
         host: services.resources,
         funcs_host: services.funcs,
         applied: false,
-        metrics: Arc::new(metrics::Metrics::new()),
+        metrics,
         metrics_addr,
         graph_dump: opts.graph_dump.clone(),
         swaps: 0,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
-    let code = rt.block_on(runner.main(compiled, hold, !opts.no_watch && !opts.noop));
+    let code = rt.block_on(async {
+        let code = runner.main(compiled, hold, !opts.no_watch && !opts.noop).await;
+        // Leave the cluster: this host's claim and entries go at once.
+        if let Some(w) = &cluster {
+            w.close().await;
+        }
+        code
+    });
     rt.shutdown_timeout(Duration::from_millis(500));
     apply_rt.shutdown_background();
     tracing::debug!("runtime stopped");

@@ -29,7 +29,7 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname:
         ));
         return ExitCode::from(2);
     };
-    let (registry, catalog) = compile::catalog();
+    let (registry, catalog) = compile::catalog(hostname.as_deref());
     let how = if format == WhyFormat::Json { Report::Json } else { Report::Human };
     let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,

@@ -93,6 +93,8 @@ pub struct Metrics {
     converged: AtomicU64,
     events_lagged: AtomicU64,
     labelled: Mutex<Labelled>,
+    /// The world the run shares with other hosts (its link is read at each scrape).
+    world: std::sync::OnceLock<Arc<dyn engine::world::World>>,
 }
 
 /// The series with labels, kept in ordered maps so the exposition is deterministic.
@@ -128,6 +130,11 @@ fn state_label(state: &WorkerState) -> &'static str {
 impl Metrics {
     pub fn new() -> Metrics {
         Metrics::default()
+    }
+
+    /// Reports on `world`'s link to its store from now on.
+    pub fn watch_world(&self, world: Arc<dyn engine::world::World>) {
+        let _ = self.world.set(world);
     }
 
     fn labelled(&self) -> MutexGuard<'_, Labelled> {
@@ -329,8 +336,26 @@ impl Metrics {
             "Engine events the metrics feed missed (its queue overflowed).",
             get(&self.events_lagged),
         );
+        if let Some(world) = self.world.get() {
+            render_world(&mut out, &world.health());
+        }
         out
     }
+}
+
+/// The world's series: its link, staleness, latency, watch events and owned keys.
+fn render_world(out: &mut String, h: &engine::world::Health) {
+    family(out, "tend_world_connected", "gauge", "1 while the world's store (etcd, or the local store) is reachable.");
+    let _ = writeln!(out, "tend_world_connected{{backend=\"{}\"}} {}", h.backend, u8::from(h.connected));
+    let stale = h.stale_since.and_then(|t| t.elapsed().ok()).map_or(0.0, |d| d.as_secs_f64());
+    family(out, "tend_world_stale_seconds", "gauge", "How long the world's values have been stale (0: current).");
+    let _ = writeln!(out, "tend_world_stale_seconds {stale}");
+    if let Some(ms) = h.latency_ms {
+        family(out, "tend_world_latency_seconds", "gauge", "Round trip of the last session keep-alive.");
+        let _ = writeln!(out, "tend_world_latency_seconds {}", ms / 1000.0);
+    }
+    simple(out, "tend_world_watch_events_total", "counter", "Watch events received from the store.", h.events);
+    simple(out, "tend_world_owned_keys", "gauge", "Keys this host owns (bound to its session).", h.owned as u64);
 }
 
 fn family(out: &mut String, name: &str, kind: &str, help: &str) {

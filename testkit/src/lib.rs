@@ -90,3 +90,5 @@ mod tests {
         assert!(txtar("-- --\nx\n").is_empty(), "an empty name is not a header");
     }
 }
+
+pub mod etcd;

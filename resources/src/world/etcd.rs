@@ -1,1 +1,705 @@
-//! placeholder
+//! The world on an etcd cluster (`tend run --seeds URL`): every host of a fleet reads and
+//! writes the same keys, all under `/_tend/`:
+//!
+//! | key | value | bound to the host's session |
+//! |---|---|---|
+//! | `/_tend/hosts/<host>` | the session's lease id (hex): the host's claim on its name | yes |
+//! | `/_tend/kv/<key>` | a plain key (`kv`, `world.getval`) | no: no host owns it |
+//! | `/_tend/map/<ns>/<host>` | a host's entry of a namespace (`kv` `mapped`, `world.kvlookup`) | yes |
+//!
+//! (`<host>` and `<ns>` escaped by `engine::world::escape`, so they hold no `/`.)
+//!
+//! **Session.** One task keeps the agent's session: it connects (with backoff), grants a
+//! lease of `ttl` seconds, claims the host name with a create-only write bound to that
+//! lease (a second agent with the same name is refused; a claim left by this agent's own
+//! previous run, whose lease id the state directory remembers, is revoked with everything
+//! it held), re-asserts every key this host owns, and keeps the lease alive. A dead agent's
+//! entries vanish when its lease runs out; an agent that stops revokes its lease at once.
+//!
+//! **Followers.** A followed topic is read at revision R, then watched from R+1 (on a
+//! client that requires the cluster to have a leader); a watch cancelled by compaction is
+//! read again. When the session is lost (etcd down, quorum lost, the lease gone), every
+//! view keeps its entries, marked stale, until the topic is read again after reconnecting;
+//! an etcd restarted empty is simply read as empty, and the resources that write there
+//! (which follow what they write) put their keys back.
+//!
+//! **Writes** are idempotent transactions (compare, then put or delete), so an unchanged
+//! value makes no watch event. A write while the session is down is queued: owned keys are
+//! re-asserted when the session is back, and a plain key's writer is woken by its fresh
+//! view. No etcd error ever reaches the engine as a failure.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use engine::world::{Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
+    WatchOptions,
+};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+/// Every key tend writes lives under this prefix.
+pub const PREFIX: &str = "/_tend/";
+/// A session's lease unless `--world-ttl` says otherwise (seconds).
+pub const DEFAULT_TTL: i64 = 15;
+/// How long `connect` waits for the first session before starting with stale views.
+const FIRST_WAIT: Duration = Duration::from_secs(5);
+/// The bound on one request.
+const REQUEST: Duration = Duration::from_secs(3);
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+const MAX_BACKOFF: Duration = Duration::from_secs(3);
+
+/// What an agent needs to join a cluster.
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// Client URLs of the cluster's members (`http://127.0.0.1:2379`).
+    pub seeds: Vec<String>,
+    pub hostname: String,
+    /// Seconds the session's lease outlives the agent.
+    pub ttl: i64,
+    /// Where the agent remembers its session's lease (to clean up after a crash).
+    pub state_dir: PathBuf,
+}
+
+/// An agent's link to the cluster (see the module's documentation).
+pub struct EtcdWorld {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    cfg: EtcdConfig,
+    /// The live session, `None` while there is none.
+    session: watch::Sender<Option<Session>>,
+    /// Keys this host owns (full etcd keys) and their values: re-asserted on every new
+    /// session.
+    owned: Mutex<BTreeMap<String, String>>,
+    /// One view per followed topic, shared by its followers.
+    followed: Mutex<HashMap<Topic, watch::Sender<Arc<View>>>>,
+    events: AtomicU64,
+    /// Round trip of the last keep-alive, in microseconds (0: none yet).
+    latency_us: AtomicU64,
+    stale_since: Mutex<Option<SystemTime>>,
+    stop: CancellationToken,
+}
+
+#[derive(Clone)]
+struct Session {
+    client: Client,
+    lease: i64,
+    /// Counts sessions: a follower that saw another one reads its topic again.
+    epoch: u64,
+}
+
+/// Why a session could not be made.
+enum Refused {
+    /// Another agent holds this host name.
+    Duplicate(String),
+    /// The cluster cannot be reached (or answered an error): try again.
+    Down(String),
+}
+
+impl From<etcd_client::Error> for Refused {
+    fn from(e: etcd_client::Error) -> Refused {
+        Refused::Down(e.to_string())
+    }
+}
+
+impl From<tokio::time::error::Elapsed> for Refused {
+    fn from(_: tokio::time::error::Elapsed) -> Refused {
+        Refused::Down("request timed out".into())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `name` can be a host name in the world (mgmt's rule: `[A-Za-z0-9._-]`).
+pub fn valid_hostname(name: &str) -> bool {
+    !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+impl EtcdWorld {
+    /// Joins the cluster at `cfg.seeds` as `cfg.hostname`. Waits a few seconds for the
+    /// first session: a host name another agent holds is an error; a cluster that does
+    /// not answer is not (the agent starts with stale views and keeps trying).
+    pub async fn connect(cfg: EtcdConfig) -> Result<EtcdWorld, WorldError> {
+        if !valid_hostname(&cfg.hostname) {
+            return Err(WorldError(format!(
+                "host name `{}` cannot be used in a cluster: only letters, digits, `.`, `_` and `-`",
+                cfg.hostname
+            )));
+        }
+        if cfg.seeds.is_empty() {
+            return Err(WorldError("--seeds names no etcd endpoint".into()));
+        }
+        let inner = Arc::new(Inner {
+            cfg,
+            session: watch::Sender::new(None),
+            owned: Mutex::default(),
+            followed: Mutex::default(),
+            events: AtomicU64::new(0),
+            latency_us: AtomicU64::new(0),
+            stale_since: Mutex::new(Some(SystemTime::now())),
+            stop: CancellationToken::new(),
+        });
+        let (first_tx, first_rx) = oneshot::channel();
+        tokio::spawn(keep_session(inner.clone(), first_tx));
+        match tokio::time::timeout(FIRST_WAIT, first_rx).await {
+            Ok(Ok(Err(e))) => {
+                inner.stop.cancel();
+                Err(e)
+            }
+            Ok(Ok(Ok(()))) => Ok(EtcdWorld { inner }),
+            _ => {
+                tracing::warn!(
+                    seeds = %inner.cfg.seeds.join(","),
+                    "etcd does not answer yet: running on with the world's values unknown, and retrying"
+                );
+                Ok(EtcdWorld { inner })
+            }
+        }
+    }
+
+    /// Leaves the cluster: revokes the session's lease (so this host's claim, entries and
+    /// candidacies go at once) and stops every task.
+    pub async fn close(&self) {
+        let session = self.inner.session.borrow().clone();
+        self.inner.stop.cancel();
+        if let Some(mut s) = session {
+            let _ = tokio::time::timeout(Duration::from_secs(1), s.client.lease_revoke(s.lease)).await;
+        }
+    }
+}
+
+impl Drop for EtcdWorld {
+    fn drop(&mut self) {
+        self.inner.stop.cancel();
+    }
+}
+
+/// The task that keeps the session (see the module's documentation).
+async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Result<(), WorldError>>) {
+    let mut first = Some(first);
+    let mut backoff = MIN_BACKOFF;
+    let mut lease: Option<i64> = None;
+    let mut epoch = 0;
+    let mut duplicate_told = false;
+    while !inner.stop.is_cancelled() {
+        let why = match establish(&inner, lease).await {
+            Ok((client, id)) => {
+                lease = Some(id);
+                epoch += 1;
+                backoff = MIN_BACKOFF;
+                duplicate_told = false;
+                if let Some(f) = first.take() {
+                    let _ = f.send(Ok(()));
+                }
+                inner.went(true, "");
+                inner.session.send_replace(Some(Session { client: client.clone(), lease: id, epoch }));
+                let end = keep_alive(&inner, client, id).await;
+                inner.session.send_replace(None);
+                match end {
+                    Lapse::Stopped => return,
+                    Lapse::Expired => {
+                        lease = None;
+                        "the session's lease expired".to_string()
+                    }
+                    Lapse::Lost(e) => e,
+                }
+            }
+            Err(Refused::Duplicate(msg)) => {
+                if let Some(f) = first.take() {
+                    let _ = f.send(Err(WorldError(msg)));
+                    return;
+                }
+                if !duplicate_told {
+                    tracing::error!("{msg}; this agent stays off the world until the name is free");
+                    duplicate_told = true;
+                }
+                backoff = MAX_BACKOFF;
+                "the host name is taken".to_string()
+            }
+            Err(Refused::Down(e)) => e,
+        };
+        inner.went(false, &why);
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = inner.stop.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Connects, gets a lease (the old one if it is still alive), claims the host name and
+/// re-asserts what this host owns.
+async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(REQUEST)
+        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(true);
+    let mut client = tokio::time::timeout(REQUEST, Client::connect(&inner.cfg.seeds, Some(options))).await??;
+    let alive = match lease {
+        Some(id) => {
+            let ttl = tokio::time::timeout(REQUEST, client.lease_time_to_live(id, None)).await??.ttl();
+            (ttl > 0).then_some(id)
+        }
+        None => None,
+    };
+    let id = match alive {
+        Some(id) => id,
+        None => tokio::time::timeout(REQUEST, client.lease_grant(inner.cfg.ttl, None)).await??.id(),
+    };
+    claim(inner, &mut client, id).await?;
+    let owned: Vec<(String, String)> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (key, value) in owned {
+        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, Some(&value), Some(id))).await??;
+    }
+    Ok((client, id))
+}
+
+/// Where the agent remembers its session's lease.
+fn lease_file(inner: &Inner) -> PathBuf {
+    inner.cfg.state_dir.join("world").join(format!("etcd-lease-{}", escape(&inner.cfg.hostname)))
+}
+
+/// Claims `/_tend/hosts/<host>` for lease `id`.
+async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refused> {
+    let key = format!("{PREFIX}hosts/{}", escape(&inner.cfg.hostname));
+    let me = format!("{id:x}");
+    let before = std::fs::read_to_string(lease_file(inner)).ok().map(|s| s.trim().to_string());
+    for _ in 0..3 {
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.as_str(), me.as_str(), Some(PutOptions::new().with_lease(id)))])
+            .or_else([TxnOp::get(key.as_str(), None)]);
+        let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await??;
+        let holder = match resp.op_responses().into_iter().next() {
+            _ if resp.succeeded() => None,
+            Some(TxnOpResponse::Get(get)) => {
+                get.kvs().first().map(|kv| (kv.value_str().unwrap_or("").to_string(), kv.lease()))
+            }
+            _ => None,
+        };
+        let Some((held_by, held_lease)) = holder else {
+            if resp.succeeded() {
+                remember(inner, &me);
+                return Ok(());
+            }
+            continue;
+        };
+        if held_by == me {
+            remember(inner, &me);
+            return Ok(());
+        }
+        if before.as_deref() == Some(held_by.as_str()) {
+            // This agent's previous run (killed before it could leave): drop its session
+            // and with it everything it owned.
+            tracing::info!(lease = %held_by, "removing what this host's previous run left in etcd");
+            tokio::time::timeout(REQUEST, client.lease_revoke(held_lease)).await??;
+            continue;
+        }
+        return Err(Refused::Duplicate(format!(
+            "host name `{}` is already claimed in etcd by another running agent (session {held_by}); \
+             give each agent its own --hostname, or wait for a dead agent's claim to lapse (up to {} s)",
+            inner.cfg.hostname, inner.cfg.ttl
+        )));
+    }
+    Err(Refused::Down("the host-name claim kept changing".into()))
+}
+
+fn remember(inner: &Inner, lease: &str) {
+    let path = lease_file(inner);
+    let saved = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| crate::util::fs::atomic_write(&path, lease.as_bytes(), None));
+    if let Err(e) = saved {
+        tracing::warn!(path = %path.display(), error = %e, "cannot record the etcd session");
+    }
+}
+
+/// How a session ended.
+enum Lapse {
+    Stopped,
+    Expired,
+    Lost(String),
+}
+
+/// Keeps lease `id` alive (three renewals per TTL) until that fails.
+async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
+    let (mut keeper, mut stream) = match tokio::time::timeout(REQUEST, client.lease_keep_alive(id)).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+        Err(_) => return Lapse::Lost("keep-alive timed out".into()),
+    };
+    let period = Duration::from_millis((inner.cfg.ttl.max(1) as u64) * 1000 / 3);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        }
+        let sent = Instant::now();
+        if let Err(e) = keeper.keep_alive().await {
+            return Lapse::Lost(e.to_string());
+        }
+        match tokio::time::timeout(period.min(REQUEST), stream.message()).await {
+            Ok(Ok(Some(resp))) if resp.ttl() > 0 => {
+                inner.latency_us.store(sent.elapsed().as_micros().max(1) as u64, Ordering::Relaxed);
+            }
+            Ok(Ok(Some(_))) => return Lapse::Expired,
+            Ok(Ok(None)) => return Lapse::Lost("the keep-alive stream ended".into()),
+            Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+            Err(_) => return Lapse::Lost("keep-alive timed out".into()),
+        }
+    }
+}
+
+/// Puts `value` at `key` (bound to `lease`) unless it is there already; deletes it with
+/// `None`. One transaction: an unchanged value makes no revision and no watch event.
+async fn put_if_changed(
+    client: &mut Client,
+    key: &str,
+    value: Option<&str>,
+    lease: Option<i64>,
+) -> Result<(), etcd_client::Error> {
+    let txn = match value {
+        Some(v) => {
+            let mut same = vec![Compare::value(key, CompareOp::Equal, v)];
+            let mut put = PutOptions::new();
+            if let Some(id) = lease {
+                same.push(Compare::lease(key, CompareOp::Equal, id));
+                put = put.with_lease(id);
+            }
+            Txn::new().when(same).or_else([TxnOp::put(key, v, Some(put))])
+        }
+        None => Txn::new().when([Compare::version(key, CompareOp::Greater, 0)]).and_then([TxnOp::delete(key, None)]),
+    };
+    client.txn(txn).await.map(|_| ())
+}
+
+/// Whether an error means the cluster is away (queue the write) rather than a refusal.
+fn is_outage(e: &etcd_client::Error) -> bool {
+    use tonic::Code;
+    match e {
+        etcd_client::Error::GRpcStatus(s) => !matches!(
+            s.code(),
+            Code::InvalidArgument
+                | Code::ResourceExhausted
+                | Code::PermissionDenied
+                | Code::Unauthenticated
+                | Code::FailedPrecondition
+                | Code::OutOfRange
+        ),
+        _ => true,
+    }
+}
+
+impl Inner {
+    /// Logs a change of the link (once per transition) and marks the views stale when it
+    /// went down.
+    fn went(&self, up: bool, why: &str) {
+        let mut since = lock(&self.stale_since);
+        match (up, since.is_some()) {
+            (true, true) => {
+                let down = since.and_then(|t| t.elapsed().ok()).unwrap_or_default();
+                tracing::info!(host = %self.cfg.hostname, down_ms = down.as_millis() as u64, "joined etcd: the world is live");
+                *since = None;
+            }
+            (false, false) => {
+                tracing::warn!(error = %why, "lost etcd: the world's values are stale until it is back");
+                *since = Some(SystemTime::now());
+                drop(since);
+                for tx in lock(&self.followed).values() {
+                    tx.send_if_modified(|v| {
+                        let was = v.stale;
+                        if !was {
+                            *v = Arc::new(v.to_stale());
+                        }
+                        !was
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn current(&self) -> Option<Session> {
+        self.session.borrow().clone()
+    }
+
+    /// The etcd key of a plain key and of this host's entry of a namespace.
+    fn val_key(key: &str) -> String {
+        format!("{PREFIX}kv/{key}")
+    }
+
+    fn map_prefix(ns: &str) -> String {
+        format!("{PREFIX}map/{}/", escape(ns))
+    }
+
+    /// The range a topic reads: the key or prefix, and whether it is a prefix.
+    fn range(topic: &Topic) -> (String, bool) {
+        match topic {
+            Topic::Val(k) => (Inner::val_key(k), false),
+            Topic::Map(ns) => (Inner::map_prefix(ns), true),
+        }
+    }
+
+    /// The entry name of etcd key `key` in `topic`'s view.
+    fn entry_name(topic: &Topic, key: &str) -> Option<String> {
+        match topic {
+            Topic::Val(k) => Some(k.clone()),
+            Topic::Map(ns) => key.strip_prefix(&Inner::map_prefix(ns)).map(unescape),
+        }
+    }
+
+    /// A write this host made, shown to its followers at once.
+    fn saw_write(&self, topic: &Topic, name: &str, value: Option<&str>) {
+        let Some(tx) = lock(&self.followed).get(topic).cloned() else { return };
+        tx.send_if_modified(|view| {
+            if !view.read || view.entries.get(name).map(String::as_str) == value {
+                return false;
+            }
+            let mut next = (**view).clone();
+            match value {
+                Some(v) => next.entries.insert(name.to_string(), v.to_string()),
+                None => next.entries.remove(name),
+            };
+            *view = Arc::new(next);
+            true
+        });
+    }
+
+    async fn write(&self, key: String, value: Option<&str>, lease: bool) -> Result<Written, WorldError> {
+        let Some(mut s) = self.current() else { return Ok(Written::Queued) };
+        let lease = lease.then_some(s.lease);
+        match tokio::time::timeout(REQUEST, put_if_changed(&mut s.client, &key, value, lease)).await {
+            Ok(Ok(())) => Ok(Written::Done),
+            Ok(Err(e)) if !is_outage(&e) => Err(WorldError(format!("etcd refused the write of `{key}`: {e}"))),
+            Ok(Err(e)) => {
+                tracing::debug!(key, error = %e, "write queued");
+                Ok(Written::Queued)
+            }
+            Err(_) => Ok(Written::Queued),
+        }
+    }
+}
+
+/// How one pass of following a topic ended.
+enum Pass {
+    Unfollowed,
+    /// Read the topic again now (compaction, a new session).
+    Again,
+    Lost(String),
+}
+
+/// Follows `topic` for as long as anyone does: read, watch from the next revision, and
+/// again after every loss.
+async fn follow_topic(inner: Arc<Inner>, topic: Topic, tx: watch::Sender<Arc<View>>) {
+    let mut sessions = inner.session.subscribe();
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        let session = loop {
+            if let Some(s) = sessions.borrow_and_update().clone() {
+                break s;
+            }
+            tokio::select! {
+                changed = sessions.changed() => if changed.is_err() { return },
+                _ = tx.closed() => if unfollowed(&inner, &topic, &tx) { return },
+                _ = inner.stop.cancelled() => return,
+            }
+        };
+        match follow_pass(&inner, &topic, &tx, session, &mut sessions).await {
+            Pass::Unfollowed => return,
+            Pass::Again => backoff = MIN_BACKOFF,
+            Pass::Lost(e) => {
+                tracing::debug!(topic = %topic, error = %e, "following again");
+                tx.send_if_modified(|v| {
+                    let was = v.stale;
+                    if !was {
+                        *v = Arc::new(v.to_stale());
+                    }
+                    !was
+                });
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = inner.stop.cancelled() => return,
+                }
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
+
+/// Whether nobody follows `topic` any more (then it is forgotten).
+fn unfollowed(inner: &Inner, topic: &Topic, tx: &watch::Sender<Arc<View>>) -> bool {
+    let mut followed = lock(&inner.followed);
+    if tx.receiver_count() == 0 {
+        followed.remove(topic);
+        return true;
+    }
+    false
+}
+
+async fn follow_pass(
+    inner: &Inner,
+    topic: &Topic,
+    tx: &watch::Sender<Arc<View>>,
+    session: Session,
+    sessions: &mut watch::Receiver<Option<Session>>,
+) -> Pass {
+    let (key, prefix) = Inner::range(topic);
+    let mut client = session.client.clone();
+    let get = if prefix { Some(GetOptions::new().with_prefix()) } else { None };
+    let resp = match tokio::time::timeout(REQUEST, client.get(key.as_str(), get)).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => return Pass::Lost(e.to_string()),
+        Err(_) => return Pass::Lost("read timed out".into()),
+    };
+    let mut revision = resp.header().map_or(0, |h| h.revision());
+    let mut entries = BTreeMap::new();
+    for kv in resp.kvs() {
+        if let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str())
+            && let Some(name) = Inner::entry_name(topic, k)
+        {
+            entries.insert(name, v.to_string());
+        }
+    }
+    tx.send_replace(Arc::new(View::fresh(entries.clone(), revision)));
+    let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
+    if prefix {
+        options = options.with_prefix();
+    }
+    let mut stream = match tokio::time::timeout(REQUEST, client.watch(key.as_str(), Some(options))).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Pass::Lost(e.to_string()),
+        Err(_) => return Pass::Lost("watch timed out".into()),
+    };
+    loop {
+        tokio::select! {
+            msg = stream.message() => {
+                let resp = match msg {
+                    Ok(Some(resp)) => resp,
+                    Ok(None) => return Pass::Lost("the watch ended".into()),
+                    Err(e) => return Pass::Lost(e.to_string()),
+                };
+                if resp.canceled() {
+                    if resp.compact_revision() > 0 {
+                        return Pass::Again;
+                    }
+                    return Pass::Lost(format!("the watch was cancelled: {}", resp.cancel_reason()));
+                }
+                let mut changed = false;
+                for ev in resp.events() {
+                    inner.events.fetch_add(1, Ordering::Relaxed);
+                    let Some(kv) = ev.kv() else { continue };
+                    let Some(name) = kv.key_str().ok().and_then(|k| Inner::entry_name(topic, k)) else { continue };
+                    changed |= match ev.event_type() {
+                        EventType::Put => {
+                            let v = kv.value_str().unwrap_or("").to_string();
+                            entries.insert(name, v.clone()) != Some(v)
+                        }
+                        EventType::Delete => entries.remove(&name).is_some(),
+                    };
+                }
+                if let Some(h) = resp.header() {
+                    revision = revision.max(h.revision());
+                }
+                let entries = &entries;
+                tx.send_if_modified(|view| {
+                    // Also a view this host changed by its own write must come back to
+                    // what the store holds.
+                    let differs = changed || view.stale || view.entries != *entries;
+                    if differs {
+                        *view = Arc::new(View::fresh(entries.clone(), revision));
+                    }
+                    differs
+                });
+            }
+            changed = sessions.changed() => {
+                if changed.is_err() {
+                    return Pass::Unfollowed;
+                }
+                let now = sessions.borrow_and_update().as_ref().map(|s| s.epoch);
+                match now {
+                    None => return Pass::Lost("the session was lost".into()),
+                    Some(epoch) if epoch != session.epoch => return Pass::Again,
+                    Some(_) => {}
+                }
+            }
+            _ = tx.closed() => if unfollowed(inner, topic, tx) { return Pass::Unfollowed },
+            _ = inner.stop.cancelled() => return Pass::Unfollowed,
+        }
+    }
+}
+
+#[async_trait]
+impl World for EtcdWorld {
+    fn hostname(&self) -> &str {
+        &self.inner.cfg.hostname
+    }
+
+    fn follow(&self, topic: &Topic) -> Follow {
+        let mut followed = lock(&self.inner.followed);
+        if let Some(tx) = followed.get(topic) {
+            return tx.subscribe();
+        }
+        let (tx, rx) = watch::channel(Arc::new(View::unknown()));
+        if tokio::runtime::Handle::try_current().is_ok() {
+            followed.insert(topic.clone(), tx.clone());
+            tokio::spawn(follow_topic(self.inner.clone(), topic.clone(), tx));
+        }
+        rx
+    }
+
+    async fn get(&self, key: &str) -> Option<String> {
+        let topic = Topic::Val(key.to_string());
+        if let Some(mut s) = self.inner.current()
+            && let Ok(Ok(resp)) = tokio::time::timeout(REQUEST, s.client.get(Inner::val_key(key), None)).await
+        {
+            return resp.kvs().first().and_then(|kv| kv.value_str().ok()).map(str::to_string);
+        }
+        let view = lock(&self.inner.followed).get(&topic).map(|tx| tx.borrow().clone());
+        view.and_then(|v| v.entries.get(key).cloned())
+    }
+
+    async fn set(&self, key: &str, value: Option<&str>) -> Result<Written, WorldError> {
+        let written = self.inner.write(Inner::val_key(key), value, false).await?;
+        if written == Written::Done {
+            self.inner.saw_write(&Topic::Val(key.to_string()), key, value);
+        }
+        Ok(written)
+    }
+
+    async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
+        let host = self.inner.cfg.hostname.clone();
+        let key = format!("{}{}", Inner::map_prefix(ns), escape(&host));
+        match value {
+            Some(v) => lock(&self.inner.owned).insert(key.clone(), v.to_string()),
+            None => lock(&self.inner.owned).remove(&key),
+        };
+        let written = self.inner.write(key, value, true).await?;
+        if written == Written::Done {
+            self.inner.saw_write(&Topic::Map(ns.to_string()), &host, value);
+        }
+        Ok(written)
+    }
+
+    fn health(&self) -> Health {
+        let latency = self.inner.latency_us.load(Ordering::Relaxed);
+        Health {
+            backend: "etcd",
+            connected: self.inner.session.borrow().is_some(),
+            owned: lock(&self.inner.owned).len(),
+            latency_ms: (latency > 0).then(|| latency as f64 / 1000.0),
+            events: self.inner.events.load(Ordering::Relaxed),
+            stale_since: *lock(&self.inner.stale_since),
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! A real etcd server for cluster tests: started on free loopback ports with a temporary
+//! data directory, stopped by its PID. Tests that need one call [`Etcd::start`], which
+//! returns `None` (after printing why) when no `etcd` binary is installed, unless
+//! `TEND_REQUIRE_ETCD` is set (as CI sets it): then a missing etcd fails the test.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One etcd member (or a member of a cluster made by [`Etcd::cluster`]).
+pub struct Etcd {
+    pub name: String,
+    pub client_port: u16,
+    pub peer_port: u16,
+    /// The `--initial-cluster` value the member was started with.
+    initial_cluster: String,
+    data: PathBuf,
+    /// Keeps the data directory's parent alive.
+    _dir: Option<tempdir::Dir>,
+    child: Option<Child>,
+}
+
+/// A free loopback port (bound, then released for etcd to take).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+/// Whether an `etcd` binary is on the PATH; prints why a test is skipped when not, and
+/// panics instead when `TEND_REQUIRE_ETCD` is set.
+#[allow(clippy::print_stdout)] // the skip message is for the test's output
+pub fn available() -> bool {
+    let found = Command::new("etcd").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("TEND_REQUIRE_ETCD").is_none(),
+            "TEND_REQUIRE_ETCD is set but no `etcd` binary is installed (apt-get install etcd-server)"
+        );
+        println!("skipping: no `etcd` binary on the PATH (apt-get install etcd-server to run the cluster tests)");
+    }
+    found
+}
+
+impl Etcd {
+    /// A single-member cluster, running and healthy; `None` when etcd is not installed.
+    pub fn start() -> Option<Etcd> {
+        if !available() {
+            return None;
+        }
+        let dir = tempdir::Dir::new("tend-etcd");
+        let (client_port, peer_port) = (free_port(), free_port());
+        let name = "e1".to_string();
+        let initial_cluster = format!("{name}=http://127.0.0.1:{peer_port}");
+        let mut etcd = Etcd {
+            data: dir.path().join("data"),
+            _dir: Some(dir),
+            name,
+            client_port,
+            peer_port,
+            initial_cluster,
+            child: None,
+        };
+        etcd.resume();
+        Some(etcd)
+    }
+
+    /// A cluster of `n` members, all running and healthy.
+    pub fn cluster(n: usize) -> Option<Vec<Etcd>> {
+        if !available() {
+            return None;
+        }
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let initial = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, peer))| format!("m{i}=http://127.0.0.1:{peer}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut members: Vec<Etcd> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, &(client_port, peer_port))| {
+                let dir = tempdir::Dir::new("tend-etcd");
+                Etcd {
+                    name: format!("m{i}"),
+                    data: dir.path().join("data"),
+                    _dir: Some(dir),
+                    client_port,
+                    peer_port,
+                    initial_cluster: initial.clone(),
+                    child: None,
+                }
+            })
+            .collect();
+        for m in &mut members {
+            m.spawn();
+        }
+        for m in &members {
+            m.wait_healthy(Duration::from_secs(20));
+        }
+        Some(members)
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn spawn(&mut self) {
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.data.with_extension("log")).expect("etcd log");
+        let child = Command::new("etcd")
+            .args(["--name", &self.name, "--data-dir"])
+            .arg(&self.data)
+            .args(["--listen-client-urls", &self.url(), "--advertise-client-urls", &self.url()])
+            .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
+            .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("etcd starts");
+        self.child = Some(child);
+    }
+
+    /// Starts the member again (after [`Etcd::kill`]) on its data, and waits until healthy.
+    pub fn resume(&mut self) {
+        self.spawn();
+        self.wait_healthy(Duration::from_secs(20));
+    }
+
+    /// Kills the member (SIGKILL, by PID) and waits for it to go.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Kills the member and removes its data: the next [`Etcd::resume`] starts empty.
+    pub fn wipe(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
+
+    /// The PID of the running member.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Waits until `/health` answers `"health":"true"`; panics after `limit`.
+    pub fn wait_healthy(&self, limit: Duration) {
+        let start = Instant::now();
+        while start.elapsed() < limit {
+            if self.healthy() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("etcd {} did not become healthy in {limit:?}; log: {}", self.name, self.log());
+    }
+
+    fn healthy(&self) -> bool {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) else { return false };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        let req = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n", self.client_port);
+        if s.write_all(req.as_bytes()).is_err() {
+            return false;
+        }
+        let mut body = String::new();
+        let _ = s.read_to_string(&mut body);
+        body.contains("\"health\":\"true\"")
+    }
+
+    /// The member's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.data.with_extension("log")).unwrap_or_default()
+    }
+
+    /// The data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A temporary directory without a dependency.
+mod tempdir {
+    use std::path::{Path, PathBuf};
+
+    pub struct Dir(PathBuf);
+
+    impl Dir {
+        pub fn new(prefix: &str) -> Dir {
+            static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = std::env::temp_dir().join(format!("{prefix}-{}-{n}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir_all(&path).expect("a temporary directory");
+            Dir(path)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
