@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""Cluster latency and memory: two `tend run` agents joined to one real etcd on loopback.
+
+Host A runs `kv "bench" { value => os.readfile(IN) }`; host B runs
+`file OUT { content => world.getval("bench")->value }`. Each trial writes a new value to
+IN (atomically, by rename) and times from that write until B's OUT holds the value,
+polling every 0.2 ms: A's file watch, A's dataflow, A's kv check-apply and etcd
+transaction, B's etcd watch, B's dataflow and B's file write. Between trials it waits
+20 ms. It then samples the idle resident memory (VmRSS) of B, and of the same program run
+without --seeds (the local world), to show what joining a cluster costs.
+
+Usage: cluster.py TEND_BINARY [TRIALS]
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def write_atomic(path, text):
+    tmp = path + ".new"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.rename(tmp, path)
+
+
+def wait(cond, limit, what):
+    deadline = time.monotonic() + limit
+    while not cond():
+        if time.monotonic() > deadline:
+            raise SystemExit("timed out waiting for " + what)
+        time.sleep(0.0002)
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def pct(sorted_values, p):
+    return sorted_values[min(len(sorted_values) - 1, int(round(p / 100.0 * (len(sorted_values) - 1))))]
+
+
+def main():
+    tend = sys.argv[1]
+    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    work = tempfile.mkdtemp(prefix="tend-cluster-bench-")
+    client, peer = free_port(), free_port()
+    url = "http://127.0.0.1:%d" % client
+    etcd = subprocess.Popen(
+        ["etcd", "--name", "b1", "--data-dir", os.path.join(work, "etcd"),
+         "--listen-client-urls", url, "--advertise-client-urls", url,
+         "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
+         "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
+         "--initial-cluster", "b1=http://127.0.0.1:%d" % peer],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = []
+    try:
+        def healthy():
+            try:
+                return b'"true"' in urllib.request.urlopen(url + "/health", timeout=1).read()
+            except OSError:
+                return False
+        wait(healthy, 20, "etcd")
+        inp, out = os.path.join(work, "in"), os.path.join(work, "out")
+        write_atomic(inp, "v0")
+        prog_a = os.path.join(work, "a.mcl")
+        prog_b = os.path.join(work, "b.mcl")
+        with open(prog_a, "w") as f:
+            f.write('import "os"\nkv "bench" { key => "bench", value => os.readfile("%s"), }\n' % inp)
+        with open(prog_b, "w") as f:
+            f.write('import "world"\n$v = world.getval("bench")\n'
+                    'file "%s" { state => "exists", content => $v->value, }\n' % out)
+
+        def agent(name, prog, seeds=True):
+            args = [tend, "--hostname", name, "run", prog, "--prefix", os.path.join(work, name)]
+            if seeds:
+                args += ["--seeds", url]
+            p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs.append(p)
+            return p
+
+        agent("ha", prog_a)
+        b = agent("hb", prog_b)
+        wait(lambda: read(out) == "v0", 30, "the first value on B")
+        times = []
+        for i in range(1, trials + 1):
+            value = "v%d" % i
+            start = time.perf_counter()
+            write_atomic(inp, value)
+            wait(lambda: read(out) == value, 10, "trial %d" % i)
+            times.append((time.perf_counter() - start) * 1000)
+            time.sleep(0.02)
+        times.sort()
+        time.sleep(1)
+        rss_cluster = rss_kib(b.pid)
+        prog_l = os.path.join(work, "l.mcl")
+        with open(prog_b) as f, open(prog_l, "w") as g:
+            g.write(f.read().replace(out, out + "-local"))
+        local = agent("hl", prog_l, seeds=False)
+        time.sleep(2)
+        rss_local = rss_kib(local.pid)
+        print("trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
+              % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
+        print("idle VmRSS: cluster agent %d KiB, local agent %d KiB, difference %d KiB"
+              % (rss_cluster, rss_local, rss_cluster - rss_local))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        etcd.kill()
+        etcd.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
