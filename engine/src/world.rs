@@ -26,6 +26,10 @@ pub enum Topic {
     Val(String),
     /// A mapped namespace (`world.kvlookup`): host name -> that host's value.
     Map(String),
+    /// The live candidates of a schedule namespace: host name -> its [`Candidacy`], rendered.
+    Candidates(String),
+    /// The hosts a schedule namespace chose (`world.schedule`): host name -> "".
+    Schedule(String),
 }
 
 impl std::fmt::Display for Topic {
@@ -33,6 +37,8 @@ impl std::fmt::Display for Topic {
         match self {
             Topic::Val(k) => write!(f, "key `{k}`"),
             Topic::Map(ns) => write!(f, "namespace `{ns}`"),
+            Topic::Candidates(ns) => write!(f, "the candidates of schedule `{ns}`"),
+            Topic::Schedule(ns) => write!(f, "schedule `{ns}`"),
         }
     }
 }
@@ -71,6 +77,69 @@ impl View {
 
 /// A followed topic: the current view, replaced on every change.
 pub type Follow = watch::Receiver<Arc<View>>;
+
+/// A host's candidacy for a schedule namespace (the `schedule` resource's terms).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidacy {
+    /// `rr` (sticky round robin) or `alpha` (by name).
+    pub strategy: String,
+    /// How many hosts the namespace chooses.
+    pub max: i64,
+    /// Kept after the host is gone.
+    pub persist: bool,
+    /// Seconds the candidacy outlives the resource that made it (0: it ends with it).
+    pub ttl: u64,
+    /// The resource instance that volunteered: a replaced instance's withdrawal leaves
+    /// its successor's candidacy alone.
+    pub owner: String,
+}
+
+impl Candidacy {
+    /// `key=value` lines.
+    pub fn render(&self) -> String {
+        format!(
+            "strategy={}\nmax={}\npersist={}\nttl={}\nowner={}\n",
+            self.strategy, self.max, self.persist, self.ttl, self.owner
+        )
+    }
+
+    /// The inverse of [`Candidacy::render`]; other lines are ignored.
+    pub fn parse(text: &str) -> Option<Candidacy> {
+        let field = |key: &str| text.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('='));
+        Some(Candidacy {
+            strategy: field("strategy")?.to_string(),
+            max: field("max")?.parse().ok()?,
+            persist: field("persist")?.parse().ok()?,
+            ttl: field("ttl")?.parse().ok()?,
+            owner: field("owner")?.to_string(),
+        })
+    }
+}
+
+/// The hosts a namespace chooses from its `candidates` (host -> terms), given the hosts it
+/// chose `before`. The terms of the first candidate by name decide (so every leader
+/// decides the same); `alpha` takes the first `max` by name; `rr` keeps the hosts it chose
+/// before that are still candidates, then adds the others by name, up to `max`. The result
+/// is sorted.
+pub fn choose(candidates: &BTreeMap<String, Candidacy>, before: &[String]) -> Vec<String> {
+    let Some(terms) = candidates.values().next() else { return Vec::new() };
+    let max = usize::try_from(terms.max.max(1)).unwrap_or(usize::MAX);
+    let mut chosen: Vec<String> = if terms.strategy == "alpha" {
+        Vec::new()
+    } else {
+        before.iter().filter(|h| candidates.contains_key(*h)).take(max).cloned().collect()
+    };
+    for host in candidates.keys() {
+        if chosen.len() >= max {
+            break;
+        }
+        if !chosen.contains(host) {
+            chosen.push(host.clone());
+        }
+    }
+    chosen.sort();
+    chosen
+}
 
 /// How a write went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,6 +195,14 @@ pub trait World: Send + Sync {
     /// Sets (or deletes) this host's entry of namespace `ns`, owned by this host: it goes
     /// when the host's session ends.
     async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError>;
+
+    /// Volunteers this host for schedule namespace `ns` on `terms` (again: a running
+    /// candidacy calls this to renew it).
+    async fn volunteer(&self, ns: &str, terms: &Candidacy) -> Result<Written, WorldError>;
+
+    /// Ends this host's candidacy for `ns` (only if `owner` made it, when given): at once,
+    /// or with `linger` seconds, after that long.
+    async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError>;
 
     /// The link to the store.
     fn health(&self) -> Health;
@@ -199,6 +276,14 @@ impl World for Detached {
         Err(WorldError(format!("no world store to write namespace `{ns}` to")))
     }
 
+    async fn volunteer(&self, ns: &str, _terms: &Candidacy) -> Result<Written, WorldError> {
+        Err(WorldError(format!("no world store to volunteer for schedule `{ns}` in")))
+    }
+
+    async fn withdraw(&self, _ns: &str, _owner: Option<&str>, _linger: u64) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
+
     fn health(&self) -> Health {
         Health { backend: "none", connected: false, owned: 0, latency_ms: None, events: 0, stale_since: None }
     }
@@ -207,6 +292,31 @@ impl World for Detached {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn terms(strategy: &str, max: i64) -> Candidacy {
+        Candidacy { strategy: strategy.into(), max, persist: false, ttl: 0, owner: "o".into() }
+    }
+
+    fn hosts(names: &[&str]) -> Vec<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn round_robin_is_sticky_and_alpha_is_by_name() {
+        let cands = |names: &[&str], strategy: &str| -> BTreeMap<String, Candidacy> {
+            names.iter().map(|h| (h.to_string(), terms(strategy, 2))).collect()
+        };
+        assert_eq!(choose(&cands(&["h3", "h1", "h2"], "rr"), &[]), hosts(&["h1", "h2"]));
+        // h1 went away: h3 takes its place; when h1 is back it waits.
+        assert_eq!(choose(&cands(&["h2", "h3"], "rr"), &hosts(&["h1", "h2"])), hosts(&["h2", "h3"]));
+        assert_eq!(choose(&cands(&["h1", "h2", "h3"], "rr"), &hosts(&["h2", "h3"])), hosts(&["h2", "h3"]));
+        assert_eq!(choose(&cands(&["h1", "h2", "h3"], "alpha"), &hosts(&["h2", "h3"])), hosts(&["h1", "h2"]));
+        assert_eq!(choose(&BTreeMap::new(), &hosts(&["h1"])), Vec::<String>::new());
+        let c = terms("rr", 3);
+        assert_eq!(Candidacy::parse(&c.render()), Some(c.clone()));
+        assert_eq!(Candidacy::parse(&format!("{}expires=5\n", c.render())), Some(c));
+        assert_eq!(Candidacy::parse("max=x"), None);
+    }
 
     #[test]
     fn escaping_round_trips_and_leaves_no_slash() {

@@ -69,16 +69,6 @@ pub fn value_of(payload: &Payload) -> Result<&Value, ResError> {
     payload.downcast_ref::<Value>().ok_or_else(|| ResError::new("received a value that is not an mcl value"))
 }
 
-/// A key as a file name in the local world store (`kv`, `schedule`): bytes outside
-/// `[A-Za-z0-9._-]` become `%xx` (the `world` functions undo this).
-pub(crate) fn store_name(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.".contains(&b) { (b as char).to_string() } else { format!("%{b:02x}") }
-        })
-        .collect()
-}
-
 pub(crate) fn res_error(e: BuildError) -> ResError {
     ResError::new(e.to_string())
 }

@@ -364,24 +364,6 @@ fn huge_outputs_are_refused() {
     assert!(funcs::template::render("{{ range 100000000000 }}{{ end }}", &i(0), &funcs::template::NoFuncs).is_err());
 }
 
-#[test]
-fn world_schedule_layout() {
-    use funcs::core::world::read_schedule;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    assert_eq!(read_schedule(root, "sched"), strs(&[]));
-    std::fs::create_dir_all(root.join("schedule/sched")).unwrap();
-    // Candidacy records: live ones in name order, up to the smallest `max` (default 1).
-    std::fs::write(root.join("schedule/sched/h2"), "strategy=rr\nmax=2\n").unwrap();
-    std::fs::write(root.join("schedule/sched/h1"), "strategy=rr\nmax=3\nexpires=99999999999\n").unwrap();
-    std::fs::write(root.join("schedule/sched/.tmp"), "max=5\n").unwrap();
-    assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]));
-    std::fs::write(root.join("schedule/sched/h0"), "max=1\nexpires=1\n").unwrap();
-    assert_eq!(read_schedule(root, "sched"), strs(&["h1", "h2"]), "an expired candidate is ignored");
-    std::fs::write(root.join("schedule/sched/h0"), "").unwrap();
-    assert_eq!(read_schedule(root, "sched"), strs(&["h0"]), "no max: one host");
-}
-
 /// Hostile strings for [`no_pure_function_panics_on_hostile_arguments`]: multi-byte
 /// characters right after `%`, `\`, `$` and friends (a byte-range slice cuts them), empty,
 /// lone delimiters, huge numbers, a long run.

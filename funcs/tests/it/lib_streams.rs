@@ -389,6 +389,12 @@ impl World for MemWorld {
     async fn set_mine(&self, _ns: &str, _value: Option<&str>) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
+    async fn volunteer(&self, _ns: &str, _terms: &engine::world::Candidacy) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
+    async fn withdraw(&self, _ns: &str, _owner: Option<&str>, _linger: u64) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
     fn health(&self) -> Health {
         engine::world::Detached::new("h1").health()
     }
@@ -416,10 +422,10 @@ async fn world_functions_follow_the_world() {
     world.show(&ns, &[("h1", "one"), ("h 2", "two")], false);
     assert_eq!(k.value().await, m(vec![(s("h1"), s("one")), (s("h 2"), s("two"))]));
     k.stop().await;
-    let dir = tempfile::tempdir().unwrap();
-    let host = Host { state_dir: dir.path().into(), ..watching_host() };
+    let chosen = Topic::Schedule("xsched".into());
     let mut sc = start_on(host.clone(), "world.schedule", Some(vec![s("xsched")]));
-    assert_eq!(sc.value().await, strs(&[]));
+    world.show(&chosen, &[("h2", ""), ("h1", "")], false);
+    assert_eq!(sc.value().await, strs(&["h1", "h2"]));
     sc.stop().await;
 }
 

@@ -6,6 +6,16 @@
 //! | `/_tend/hosts/<host>` | the session's lease id (hex): the host's claim on its name | yes |
 //! | `/_tend/kv/<key>` | a plain key (`kv`, `world.getval`) | no: no host owns it |
 //! | `/_tend/map/<ns>/<host>` | a host's entry of a namespace (`kv` `mapped`, `world.kvlookup`) | yes |
+//! | `/_tend/schedule/cand/<ns>/<host>` | a host's candidacy (`schedule`) | yes, unless `persist` |
+//! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
+//! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
+//!
+//! **Schedules.** Every agent that volunteers campaigns (etcd's election API, on its
+//! session's lease). The leader reads every namespace's candidates and results at one
+//! revision, chooses (`engine::world::choose`), writes what changed, and again after every
+//! change under `/_tend/schedule/`. Its writes are fenced by its election: a transaction
+//! that holds only while its leader key exists at the revision it won with, so a deposed
+//! leader cannot overwrite its successor's choice.
 //!
 //! (`<host>` and `<ns>` escaped by `engine::world::escape`, so they hold no `/`.)
 //!
@@ -35,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use engine::world::{Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
+use engine::world::{Candidacy, Follow, Health, Topic, View, World, WorldError, Written, choose, escape, unescape};
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
     WatchOptions,
@@ -75,9 +85,11 @@ struct Inner {
     cfg: EtcdConfig,
     /// The live session, `None` while there is none.
     session: watch::Sender<Option<Session>>,
-    /// Keys this host owns (full etcd keys) and their values: re-asserted on every new
-    /// session.
-    owned: Mutex<BTreeMap<String, String>>,
+    /// Keys this host owns (full etcd keys): their values and whether they are bound to
+    /// the session; re-asserted on every new session.
+    owned: Mutex<BTreeMap<String, (String, bool)>>,
+    /// Whether this agent campaigns for choosing the schedules (from its first candidacy).
+    campaigning: std::sync::atomic::AtomicBool,
     /// One view per followed topic, shared by its followers.
     followed: Mutex<HashMap<Topic, watch::Sender<Arc<View>>>>,
     events: AtomicU64,
@@ -142,6 +154,7 @@ impl EtcdWorld {
             cfg,
             session: watch::Sender::new(None),
             owned: Mutex::default(),
+            campaigning: std::sync::atomic::AtomicBool::new(false),
             followed: Mutex::default(),
             events: AtomicU64::new(0),
             latency_us: AtomicU64::new(0),
@@ -169,6 +182,17 @@ impl EtcdWorld {
     /// Leaves the cluster: revokes the session's lease (so this host's claim, entries and
     /// candidacies go at once) and stops every task.
     pub async fn close(&self) {
+        // Candidacies with a ttl outlive the agent by that long, not by its session.
+        let lingering: Vec<(String, String, u64)> = lock(&self.inner.owned)
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{PREFIX}schedule/cand/")))
+            .filter_map(|(k, (v, _))| {
+                Candidacy::parse(v).filter(|t| t.ttl > 0 && !t.persist).map(|t| (k.clone(), v.clone(), t.ttl))
+            })
+            .collect();
+        for (key, value, ttl) in lingering {
+            let _ = self.inner.linger(&key, &value, ttl).await;
+        }
         let session = self.inner.session.borrow().clone();
         self.inner.stop.cancel();
         if let Some(mut s) = session {
@@ -257,9 +281,9 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
         None => tokio::time::timeout(REQUEST, client.lease_grant(inner.cfg.ttl, None)).await??.id(),
     };
     claim(inner, &mut client, id).await?;
-    let owned: Vec<(String, String)> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    for (key, value) in owned {
-        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, Some(&value), Some(id))).await??;
+    let owned: Vec<(String, (String, bool))> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (key, (value, leased)) in owned {
+        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, Some(&value), leased.then_some(id))).await??;
     }
     Ok((client, id))
 }
@@ -363,12 +387,13 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
 
 /// Puts `value` at `key` (bound to `lease`) unless it is there already; deletes it with
 /// `None`. One transaction: an unchanged value makes no revision and no watch event.
+/// Returns the store's revision after it.
 async fn put_if_changed(
     client: &mut Client,
     key: &str,
     value: Option<&str>,
     lease: Option<i64>,
-) -> Result<(), etcd_client::Error> {
+) -> Result<i64, etcd_client::Error> {
     let txn = match value {
         Some(v) => {
             let mut same = vec![Compare::value(key, CompareOp::Equal, v)];
@@ -381,7 +406,7 @@ async fn put_if_changed(
         }
         None => Txn::new().when([Compare::version(key, CompareOp::Greater, 0)]).and_then([TxnOp::delete(key, None)]),
     };
-    client.txn(txn).await.map(|_| ())
+    client.txn(txn).await.map(|r| r.header().map_or(0, |h| h.revision()))
 }
 
 /// Whether an error means the cluster is away (queue the write) rather than a refusal.
@@ -443,30 +468,49 @@ impl Inner {
         format!("{PREFIX}map/{}/", escape(ns))
     }
 
+    fn cand_prefix(ns: &str) -> String {
+        format!("{PREFIX}schedule/cand/{}/", escape(ns))
+    }
+
+    fn result_key(ns: &str) -> String {
+        format!("{PREFIX}schedule/result/{}", escape(ns))
+    }
+
     /// The range a topic reads: the key or prefix, and whether it is a prefix.
     fn range(topic: &Topic) -> (String, bool) {
         match topic {
             Topic::Val(k) => (Inner::val_key(k), false),
             Topic::Map(ns) => (Inner::map_prefix(ns), true),
+            Topic::Candidates(ns) => (Inner::cand_prefix(ns), true),
+            Topic::Schedule(ns) => (Inner::result_key(ns), false),
         }
     }
 
-    /// The entry name of etcd key `key` in `topic`'s view.
-    fn entry_name(topic: &Topic, key: &str) -> Option<String> {
+    /// `topic`'s view entries from the etcd keys and values of its range.
+    fn entries(topic: &Topic, raw: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        let (key, _) = Inner::range(topic);
         match topic {
-            Topic::Val(k) => Some(k.clone()),
-            Topic::Map(ns) => key.strip_prefix(&Inner::map_prefix(ns)).map(unescape),
+            Topic::Val(k) => raw.get(&key).map(|v| (k.clone(), v.clone())).into_iter().collect(),
+            Topic::Schedule(_) => raw
+                .get(&key)
+                .map(|v| v.split(',').filter(|h| !h.is_empty()).map(|h| (h.to_string(), String::new())).collect())
+                .unwrap_or_default(),
+            Topic::Map(_) | Topic::Candidates(_) => {
+                raw.iter().filter_map(|(k, v)| Some((unescape(k.strip_prefix(&key)?), v.clone()))).collect()
+            }
         }
     }
 
-    /// A write this host made, shown to its followers at once.
-    fn saw_write(&self, topic: &Topic, name: &str, value: Option<&str>) {
+    /// A write this host made at `revision`, shown to its followers at once unless their
+    /// view is already newer (a later write by another host must not be hidden).
+    fn saw_write(&self, topic: &Topic, name: &str, value: Option<&str>, revision: i64) {
         let Some(tx) = lock(&self.followed).get(topic).cloned() else { return };
         tx.send_if_modified(|view| {
-            if !view.read || view.entries.get(name).map(String::as_str) == value {
+            if !view.read || view.revision >= revision || view.entries.get(name).map(String::as_str) == value {
                 return false;
             }
             let mut next = (**view).clone();
+            next.revision = revision;
             match value {
                 Some(v) => next.entries.insert(name.to_string(), v.to_string()),
                 None => next.entries.remove(name),
@@ -476,11 +520,38 @@ impl Inner {
         });
     }
 
-    async fn write(&self, key: String, value: Option<&str>, lease: bool) -> Result<Written, WorldError> {
+    /// Rebinds `key` (holding `value`) to a lease of its own that nobody renews: it goes
+    /// `secs` seconds from now, whatever becomes of this agent.
+    async fn linger(&self, key: &str, value: &str, secs: u64) -> Result<Written, WorldError> {
+        let Some(mut s) = self.current() else { return Ok(Written::Queued) };
+        let ttl = i64::try_from(secs).unwrap_or(i64::MAX);
+        let put = async {
+            let id = s.client.lease_grant(ttl, None).await?.id();
+            s.client.put(key, value, Some(PutOptions::new().with_lease(id))).await.map(|_| ())
+        };
+        match tokio::time::timeout(REQUEST, put).await {
+            Ok(Ok(())) => Ok(Written::Done),
+            Ok(Err(e)) if !is_outage(&e) => Err(WorldError(format!("etcd refused the write of `{key}`: {e}"))),
+            _ => Ok(Written::Queued),
+        }
+    }
+
+    /// Writes `key` (bound to the session when `lease`) and, once written, shows it to
+    /// the followers of `shown` (a topic and an entry name).
+    async fn write(
+        &self,
+        key: String,
+        value: Option<&str>,
+        lease: bool,
+        shown: (Topic, &str),
+    ) -> Result<Written, WorldError> {
         let Some(mut s) = self.current() else { return Ok(Written::Queued) };
         let lease = lease.then_some(s.lease);
         match tokio::time::timeout(REQUEST, put_if_changed(&mut s.client, &key, value, lease)).await {
-            Ok(Ok(())) => Ok(Written::Done),
+            Ok(Ok(revision)) => {
+                self.saw_write(&shown.0, shown.1, value, revision);
+                Ok(Written::Done)
+            }
             Ok(Err(e)) if !is_outage(&e) => Err(WorldError(format!("etcd refused the write of `{key}`: {e}"))),
             Ok(Err(e)) => {
                 tracing::debug!(key, error = %e, "write queued");
@@ -563,15 +634,13 @@ async fn follow_pass(
         Err(_) => return Pass::Lost("read timed out".into()),
     };
     let mut revision = resp.header().map_or(0, |h| h.revision());
-    let mut entries = BTreeMap::new();
+    let mut raw = BTreeMap::new();
     for kv in resp.kvs() {
-        if let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str())
-            && let Some(name) = Inner::entry_name(topic, k)
-        {
-            entries.insert(name, v.to_string());
+        if let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str()) {
+            raw.insert(k.to_string(), v.to_string());
         }
     }
-    tx.send_replace(Arc::new(View::fresh(entries.clone(), revision)));
+    tx.send_replace(Arc::new(View::fresh(Inner::entries(topic, &raw), revision)));
     let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
     if prefix {
         options = options.with_prefix();
@@ -595,29 +664,25 @@ async fn follow_pass(
                     }
                     return Pass::Lost(format!("the watch was cancelled: {}", resp.cancel_reason()));
                 }
-                let mut changed = false;
                 for ev in resp.events() {
                     inner.events.fetch_add(1, Ordering::Relaxed);
                     let Some(kv) = ev.kv() else { continue };
-                    let Some(name) = kv.key_str().ok().and_then(|k| Inner::entry_name(topic, k)) else { continue };
-                    changed |= match ev.event_type() {
-                        EventType::Put => {
-                            let v = kv.value_str().unwrap_or("").to_string();
-                            entries.insert(name, v.clone()) != Some(v)
-                        }
-                        EventType::Delete => entries.remove(&name).is_some(),
+                    let Ok(key) = kv.key_str() else { continue };
+                    match ev.event_type() {
+                        EventType::Put => raw.insert(key.to_string(), kv.value_str().unwrap_or("").to_string()),
+                        EventType::Delete => raw.remove(key),
                     };
                 }
                 if let Some(h) = resp.header() {
                     revision = revision.max(h.revision());
                 }
-                let entries = &entries;
+                let entries = Inner::entries(topic, &raw);
                 tx.send_if_modified(|view| {
                     // Also a view this host changed by its own write must come back to
                     // what the store holds.
-                    let differs = changed || view.stale || view.entries != *entries;
+                    let differs = view.stale || view.entries != entries;
                     if differs {
-                        *view = Arc::new(View::fresh(entries.clone(), revision));
+                        *view = Arc::new(View::fresh(entries, revision));
                     }
                     differs
                 });
@@ -635,6 +700,125 @@ async fn follow_pass(
             }
             _ = tx.closed() => if unfollowed(inner, topic, tx) { return Pass::Unfollowed },
             _ = inner.stop.cancelled() => return Pass::Unfollowed,
+        }
+    }
+}
+
+/// Where the agents that choose the schedules campaign.
+fn election() -> String {
+    format!("{PREFIX}schedule/leader")
+}
+
+/// Campaigns for choosing the schedules, and chooses while it leads (see the module's
+/// documentation); again after every lost session or deposition.
+async fn lead_schedules(inner: Arc<Inner>) {
+    let mut sessions = inner.session.subscribe();
+    loop {
+        let session = loop {
+            if let Some(s) = sessions.borrow_and_update().clone() {
+                break s;
+            }
+            tokio::select! {
+                changed = sessions.changed() => if changed.is_err() { return },
+                _ = inner.stop.cancelled() => return,
+            }
+        };
+        let mut client = session.client.clone();
+        let won = tokio::select! {
+            won = client.campaign(election(), inner.cfg.hostname.as_str(), session.lease) => won,
+            _ = sessions.changed() => continue,
+            _ = inner.stop.cancelled() => return,
+        };
+        let leader = match won {
+            Ok(resp) => resp.leader().map(|l| (l.key().to_vec(), l.rev())),
+            Err(e) => {
+                tracing::debug!(error = %e, "campaign failed");
+                None
+            }
+        };
+        let Some((key, rev)) = leader else {
+            tokio::select! {
+                _ = tokio::time::sleep(MAX_BACKOFF) => {}
+                _ = inner.stop.cancelled() => return,
+            }
+            continue;
+        };
+        tracing::info!(host = %inner.cfg.hostname, "choosing the schedules (elected)");
+        let why = tokio::select! {
+            why = lead(&inner, &mut client, &key, rev) => why,
+            _ = sessions.changed() => "the session changed".to_string(),
+            _ = inner.stop.cancelled() => return,
+        };
+        tracing::info!(host = %inner.cfg.hostname, reason = %why, "no longer choosing the schedules");
+    }
+}
+
+/// While this agent leads: choose every namespace now and after every change under
+/// `/_tend/schedule/`. Returns why it stopped.
+async fn lead(inner: &Inner, client: &mut Client, leader_key: &[u8], leader_rev: i64) -> String {
+    let root = format!("{PREFIX}schedule/");
+    let cands = format!("{PREFIX}schedule/cand/");
+    let results = format!("{PREFIX}schedule/result/");
+    loop {
+        let resp = match tokio::time::timeout(REQUEST, client.get(root.as_str(), Some(GetOptions::new().with_prefix())))
+            .await
+        {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => return e.to_string(),
+            Err(_) => return "read timed out".into(),
+        };
+        let revision = resp.header().map_or(0, |h| h.revision());
+        let mut candidates: BTreeMap<String, BTreeMap<String, Candidacy>> = BTreeMap::new();
+        let mut chosen: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for kv in resp.kvs() {
+            let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str()) else { continue };
+            if let Some((ns, host)) = k.strip_prefix(&cands).and_then(|rest| rest.split_once('/'))
+                && let Some(terms) = Candidacy::parse(v)
+            {
+                candidates.entry(ns.to_string()).or_default().insert(unescape(host), terms);
+            } else if let Some(ns) = k.strip_prefix(&results) {
+                chosen.insert(ns.to_string(), v.split(',').filter(|h| !h.is_empty()).map(str::to_string).collect());
+            }
+        }
+        let namespaces: std::collections::BTreeSet<&String> = candidates.keys().chain(chosen.keys()).collect();
+        for ns in namespaces {
+            let before = chosen.get(ns).cloned().unwrap_or_default();
+            let now = candidates.get(ns).map(|c| choose(c, &before)).unwrap_or_default();
+            if now == before {
+                continue;
+            }
+            let key = format!("{results}{ns}");
+            let op = if now.is_empty() {
+                TxnOp::delete(key.as_str(), None)
+            } else {
+                TxnOp::put(key.as_str(), now.join(","), None)
+            };
+            // Fenced: only while this agent's leader key is the one it won with.
+            let txn =
+                Txn::new().when([Compare::create_revision(leader_key, CompareOp::Equal, leader_rev)]).and_then([op]);
+            match tokio::time::timeout(REQUEST, client.txn(txn)).await {
+                Ok(Ok(r)) if r.succeeded() => {
+                    tracing::info!(namespace = %unescape(ns), hosts = %now.join(","), "schedule chosen");
+                }
+                Ok(Ok(_)) => return "deposed (the election moved on)".into(),
+                Ok(Err(e)) => return e.to_string(),
+                Err(_) => return "write timed out".into(),
+            }
+        }
+        let options = WatchOptions::new().with_prefix().with_start_revision(revision + 1);
+        let mut stream = match tokio::time::timeout(REQUEST, client.watch(root.as_str(), Some(options))).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return e.to_string(),
+            Err(_) => return "watch timed out".into(),
+        };
+        // Any change (this leader's own results included: choosing again finds nothing
+        // to write) means choosing again.
+        match stream.message().await {
+            Ok(Some(resp)) => {
+                inner.events.fetch_add(resp.events().len() as u64, Ordering::Relaxed);
+            }
+            Ok(None) => return "the watch ended".into(),
+            Err(e) => return e.to_string(),
         }
     }
 }
@@ -670,25 +854,43 @@ impl World for EtcdWorld {
     }
 
     async fn set(&self, key: &str, value: Option<&str>) -> Result<Written, WorldError> {
-        let written = self.inner.write(Inner::val_key(key), value, false).await?;
-        if written == Written::Done {
-            self.inner.saw_write(&Topic::Val(key.to_string()), key, value);
-        }
-        Ok(written)
+        self.inner.write(Inner::val_key(key), value, false, (Topic::Val(key.to_string()), key)).await
     }
 
     async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
         let host = self.inner.cfg.hostname.clone();
         let key = format!("{}{}", Inner::map_prefix(ns), escape(&host));
         match value {
-            Some(v) => lock(&self.inner.owned).insert(key.clone(), v.to_string()),
+            Some(v) => lock(&self.inner.owned).insert(key.clone(), (v.to_string(), true)),
             None => lock(&self.inner.owned).remove(&key),
         };
-        let written = self.inner.write(key, value, true).await?;
-        if written == Written::Done {
-            self.inner.saw_write(&Topic::Map(ns.to_string()), &host, value);
+        self.inner.write(key, value, true, (Topic::Map(ns.to_string()), &host)).await
+    }
+
+    async fn volunteer(&self, ns: &str, terms: &Candidacy) -> Result<Written, WorldError> {
+        let host = self.inner.cfg.hostname.clone();
+        let key = format!("{}{}", Inner::cand_prefix(ns), escape(&host));
+        let value = terms.render();
+        lock(&self.inner.owned).insert(key.clone(), (value.clone(), !terms.persist));
+        if !self.inner.campaigning.swap(true, Ordering::SeqCst) {
+            tokio::spawn(lead_schedules(self.inner.clone()));
         }
-        Ok(written)
+        self.inner.write(key, Some(&value), !terms.persist, (Topic::Candidates(ns.to_string()), &host)).await
+    }
+
+    async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError> {
+        let host = self.inner.cfg.hostname.clone();
+        let key = format!("{}{}", Inner::cand_prefix(ns), escape(&host));
+        let held = lock(&self.inner.owned).get(&key).map(|(v, _)| v.clone());
+        let terms = held.as_deref().and_then(Candidacy::parse);
+        if owner.is_some() && terms.as_ref().map(|t| t.owner.as_str()) != owner {
+            return Ok(Written::Done);
+        }
+        lock(&self.inner.owned).remove(&key);
+        match terms {
+            Some(terms) if linger > 0 => self.inner.linger(&key, &terms.render(), linger).await,
+            _ => self.inner.write(key, None, false, (Topic::Candidates(ns.to_string()), &host)).await,
+        }
     }
 
     fn health(&self) -> Health {

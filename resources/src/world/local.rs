@@ -1,7 +1,11 @@
 //! The world of one host: files under the state directory. A plain key is
 //! `<state>/kv/<key>/value`, a host's entry of a mapped namespace `<state>/kv/<ns>/<host>`
 //! (names escaped by `engine::world::escape`); `json:edit`'s `etcd://` store and
-//! `http:server:ui:input`'s `world://` store are the same files. Followers watch the
+//! `http:server:ui:input`'s `world://` store are the same files. A schedule candidacy is
+//! `<state>/schedule/<ns>/<host>`: the candidacy's `key=value` lines plus, unless it
+//! persists, `expires=<unix seconds>`, which its resource renews while it runs; readers
+//! ignore expired records, and a namespace chooses among the live ones by its strategy
+//! (this host being the only writer here, that is this host or no one). Followers watch the
 //! directory through the process's inotify hub, with a slow re-read for what a watch
 //! cannot see, or a fast poll when the hub is unavailable.
 
@@ -11,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::world::{Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
+use engine::world::{Candidacy, Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
 use tokio::sync::watch;
 
 use crate::util::fs::atomic_write;
@@ -51,6 +55,13 @@ impl LocalWorld {
     }
 }
 
+impl LocalWorld {
+    fn refresh_schedule(&self, ns: &str) {
+        self.refresh(&Topic::Candidates(ns.to_string()));
+        self.refresh(&Topic::Schedule(ns.to_string()));
+    }
+}
+
 /// Replaces the view when its entries differ.
 fn publish(tx: &watch::Sender<Arc<View>>, entries: BTreeMap<String, String>) {
     tx.send_if_modified(|view| {
@@ -72,10 +83,61 @@ pub fn key_path(root: &Path, key: &str) -> PathBuf {
     key_dir(root, key).join("value")
 }
 
+/// Seconds a running candidacy stays valid without renewal when its `ttl` is not set.
+pub const DEFAULT_LEASE: u64 = 10;
+
+/// The directory of schedule namespace `ns` under `root`.
+fn schedule_dir(root: &Path, ns: &str) -> PathBuf {
+    root.join("schedule").join(escape(ns))
+}
+
+/// Unix seconds now.
+pub fn now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+/// The live candidacies of `ns` under `root`: host -> terms.
+fn candidates(root: &Path, ns: &str) -> BTreeMap<String, Candidacy> {
+    let now = now();
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(schedule_dir(root, ns)).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(e.path()) else { continue };
+        let expires = text.lines().find_map(|l| l.strip_prefix("expires=")?.trim().parse::<u64>().ok());
+        if expires.is_some_and(|at| at <= now) {
+            continue;
+        }
+        let terms = Candidacy::parse(&text).unwrap_or(Candidacy {
+            strategy: "rr".into(),
+            max: 1,
+            persist: false,
+            ttl: 0,
+            owner: String::new(),
+        });
+        out.insert(unescape(&name), terms);
+    }
+    out
+}
+
+/// The hosts `ns` chooses under `root`: the live candidates in name order, at most the
+/// smallest `max` any of them asks for.
+pub fn read_schedule(root: &Path, ns: &str) -> Vec<String> {
+    let cands = candidates(root, ns);
+    let max = cands.values().map(|c| c.max.max(1)).min().unwrap_or(1);
+    cands.into_keys().take(usize::try_from(max).unwrap_or(usize::MAX)).collect()
+}
+
 /// What `topic` holds in the store under `root` now.
 pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
     let mut entries = BTreeMap::new();
     match topic {
+        Topic::Candidates(ns) => {
+            entries.extend(candidates(root, ns).into_iter().map(|(h, c)| (h, c.render())));
+        }
+        Topic::Schedule(ns) => entries.extend(read_schedule(root, ns).into_iter().map(|h| (h, String::new()))),
         Topic::Val(key) => {
             if let Ok(v) = std::fs::read_to_string(key_path(root, key)) {
                 entries.insert(key.clone(), v);
@@ -130,6 +192,7 @@ impl World for LocalWorld {
         let (root, topic, all) = (self.root.clone(), topic.clone(), self.followed.clone());
         let dir = match &topic {
             Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
+            Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&root, ns),
         };
         rt.spawn(async move {
             let mut watch = FileWatch::entries(vec![dir]).ok();
@@ -173,6 +236,34 @@ impl World for LocalWorld {
     async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
         let written = write(&self.dir(ns).join(escape(&self.hostname)), value)?;
         self.refresh(&Topic::Map(ns.to_string()));
+        Ok(written)
+    }
+
+    async fn volunteer(&self, ns: &str, terms: &Candidacy) -> Result<Written, WorldError> {
+        let lease = if terms.ttl > 0 { terms.ttl } else { DEFAULT_LEASE };
+        let mut record = terms.render();
+        if !terms.persist {
+            record.push_str(&format!("expires={}\n", now() + lease));
+        }
+        let written = write(&schedule_dir(&self.root, ns).join(escape(&self.hostname)), Some(&record))?;
+        self.refresh_schedule(ns);
+        Ok(written)
+    }
+
+    async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError> {
+        let path = schedule_dir(&self.root, ns).join(escape(&self.hostname));
+        let Ok(text) = std::fs::read_to_string(&path) else { return Ok(Written::Done) };
+        let terms = Candidacy::parse(&text);
+        if owner.is_some() && terms.as_ref().map(|t| t.owner.as_str()) != owner {
+            return Ok(Written::Done);
+        }
+        let written = match terms {
+            Some(terms) if linger > 0 => {
+                write(&path, Some(&format!("{}expires={}\n", terms.render(), now() + linger)))?
+            }
+            _ => write(&path, None)?,
+        };
+        self.refresh_schedule(ns);
         Ok(written)
     }
 

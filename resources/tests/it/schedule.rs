@@ -1,7 +1,6 @@
-//! `schedule` end to end with `world.schedule`: the resource writes this host's candidacy
-//! into the local world store and the function (a real stream from the core registry)
-//! reports the chosen hosts as it changes. Own test binary: the world functions' state
-//! directory is process-wide.
+//! `schedule` end to end with `world.schedule` on the local world: the resource writes
+//! this host's candidacy into the store under the state directory and the function (a
+//! real stream from the core registry) reports the chosen hosts as it changes.
 
 use crate::support;
 
@@ -15,6 +14,7 @@ use lang::types::Type;
 use lang::value::Value;
 use resources::build_with;
 use resources::host::Host;
+use resources::world::LocalWorld;
 use support::{WAIT, check, converge, engine, eventually, params, s};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -36,7 +36,7 @@ impl Chosen {
         let ctx = StreamCtx {
             arg_types: vec![Type::Str],
             ret_type: Type::List(Box::new(Type::Str)),
-            host: funcs::api::Host::new("", state),
+            host: funcs::api::Host { world: world(state), ..funcs::api::Host::new("", state) },
             inputs: irx,
             out: otx,
             cancel: cancel.clone(),
@@ -78,8 +78,18 @@ fn record_path(state: &Path, ns: &str, host: &str) -> std::path::PathBuf {
     state.join("schedule").join(ns).join(host)
 }
 
+/// The local world under `state`, as this machine.
+fn world(state: &Path) -> std::sync::Arc<dyn engine::world::World> {
+    std::sync::Arc::new(LocalWorld::new(state, me()))
+}
+
+fn read_schedule(state: &Path, ns: &str) -> Value {
+    Value::list(resources::world::local::read_schedule(state, ns).into_iter().map(Value::str).collect())
+}
+
 async fn schedule(state: &Path, ns: &str, pairs: &[(&str, Value)]) -> Box<dyn Resource> {
-    let mut res = build_with(&Host::system(), "schedule", ns, &params(pairs)).unwrap();
+    let host = Host { world: world(state), ..Host::system() };
+    let mut res = build_with(&host, "schedule", ns, &params(pairs)).unwrap();
     res.validate().unwrap();
     res.init(&init_ctx(state, ns)).await.unwrap();
     res
@@ -133,15 +143,15 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     ttl.cleanup().await.unwrap();
     let text = fs::read_to_string(record_path(state, "ns1", &me())).unwrap();
     let expires: u64 = text.lines().find_map(|l| l.strip_prefix("expires=")).unwrap().parse().unwrap();
-    let now = resources::schedule::now();
+    let now = resources::world::local::now();
     assert!((now + 25..=now + 31).contains(&expires), "{text}");
-    assert_eq!(funcs::core::world::read_schedule(state, "ns1"), Value::list(vec![Value::str(me())]));
+    assert_eq!(read_schedule(state, "ns1"), Value::list(vec![Value::str(me())]));
     let mut persist = schedule(state, "ns2", &[("persist", Value::Bool(true))]).await;
     converge(persist.as_mut()).await;
     persist.cleanup().await.unwrap();
     let text = fs::read_to_string(record_path(state, "ns2", &me())).unwrap();
     assert!(!text.contains("expires="), "{text}");
-    assert_eq!(funcs::core::world::read_schedule(state, "ns2"), Value::list(vec![Value::str(me())]));
+    assert_eq!(read_schedule(state, "ns2"), Value::list(vec![Value::str(me())]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,7 +160,8 @@ async fn a_running_candidacy_is_renewed_and_restored() {
     let state = dir.path().join("state");
     let engine = engine(&state);
     let mut g = Graph::new();
-    let res = build_with(&Host::system(), "schedule", "renewed", &params(&[("ttl", Value::Int(1))])).unwrap();
+    let host = Host { world: world(&state), ..Host::system() };
+    let res = build_with(&host, "schedule", "renewed", &params(&[("ttl", Value::Int(1))])).unwrap();
     g.add_vertex(ResKey::new("schedule", "renewed"), Meta::default(), res);
     engine.apply(g).await.unwrap();
     assert!(engine.wait_converged(WAIT).await);
@@ -167,7 +178,7 @@ async fn a_running_candidacy_is_renewed_and_restored() {
     engine.apply(Graph::new()).await.unwrap();
     assert!(path.exists(), "with a ttl, the candidacy outlives the resource...");
     let none = Value::list(vec![]);
-    assert!(eventually(|| funcs::core::world::read_schedule(&state, "renewed") == none).await, "...until it expires");
+    assert!(eventually(|| read_schedule(&state, "renewed") == none).await, "...until it expires");
     engine.shutdown(WAIT).await;
 }
 
