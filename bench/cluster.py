@@ -9,7 +9,12 @@ transaction, B's etcd watch, B's dataflow and B's file write. Between trials it 
 20 ms. It then samples the idle resident memory (VmRSS) of B, and of the same program run
 without --seeds (the local world), to show what joining a cluster costs.
 
-Usage: cluster.py TEND_BINARY [TRIALS]
+Then schedule failover: three agents volunteer for one namespace (`schedule`, rr, max 2,
+`--world-ttl 3`); each trial kills (SIGKILL) a chosen host that is not the leader and times
+until both survivors' files show the new choice, then restarts the victim. A dead host is
+noticed when its session lease runs out, so the figure is the TTL plus what tend adds.
+
+Usage: cluster.py TEND_BINARY [TRIALS] [FAILOVER_TRIALS]
 """
 import os
 import shutil
@@ -125,6 +130,7 @@ def main():
               % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
         print("idle VmRSS: cluster agent %d KiB, local agent %d KiB, difference %d KiB"
               % (rss_cluster, rss_local, rss_cluster - rss_local))
+        failover(tend, work, url, int(sys.argv[3]) if len(sys.argv) > 3 else 5, procs)
     finally:
         for p in procs:
             p.terminate()
@@ -136,6 +142,59 @@ def main():
         etcd.kill()
         etcd.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def leader(url):
+    out = subprocess.run(["etcdctl", "--endpoints", url, "get", "--prefix", "/_tend/schedule/leader/",
+                          "--sort-by=CREATE", "--order=ASCEND", "--limit=1", "--print-value-only"],
+                         env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def failover(tend, work, url, trials, procs):
+    out = os.path.join(work, "sched")
+    os.makedirs(out, exist_ok=True)
+    prog = os.path.join(work, "s.mcl")
+    with open(prog, "w") as f:
+        f.write('import "world"\nimport "fmt"\nschedule "xs" { strategy => "rr", max => 2, }\n'
+                '$set = world.schedule("xs")\n'
+                'file "%s/${hostname}" { state => "exists", content => fmt.printf("%%v\\n", $set), }\n' % out)
+    hosts = ["s1", "s2", "s3"]
+
+    def start(h):
+        p = subprocess.Popen([tend, "--hostname", h, "run", prog, "--prefix", os.path.join(work, "st-" + h),
+                              "--seeds", url, "--world-ttl", "3"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        procs.append(p)
+        return p
+
+    agents = {h: start(h) for h in hosts}
+
+    def chosen(h):
+        text = read(os.path.join(out, h)) or ""
+        return sorted(x.strip('" ') for x in text.strip().strip("[]").split(",") if x.strip())
+
+    def agreed(on):
+        sets = [chosen(h) for h in on]
+        return sets[0] if len(sets[0]) == 2 and all(x == sets[0] for x in sets) else None
+
+    wait(lambda: agreed(hosts), 30, "a first choice")
+    times = []
+    for _ in range(trials):
+        now = agreed(hosts)
+        lead = leader(url)
+        victim = now[0] if now[0] != lead else now[1]
+        survivors = [h for h in hosts if h != victim]
+        agents[victim].kill()
+        start_t = time.perf_counter()
+        wait(lambda: agreed(survivors) == survivors, 30, "the failover")
+        times.append(time.perf_counter() - start_t)
+        agents[victim].wait()
+        agents[victim] = start(victim)
+        wait(lambda: agreed(hosts) is not None and chosen(victim) == agreed(survivors), 30, "the victim back")
+    times.sort()
+    print("schedule failover after SIGKILL (world-ttl 3 s), %d trials: median %.2f s, max %.2f s"
+          % (trials, times[len(times) // 2], times[-1]))
 
 
 if __name__ == "__main__":

@@ -458,3 +458,35 @@ fn a_schedule_agrees_everywhere_fails_over_and_stays_put() {
     assert_eq!(result_revision(&etcd), revision, "the choice was written again while nothing changed");
     assert!(agree(&want, &live));
 }
+
+#[test]
+fn a_schedule_candidacy_ends_at_once_on_exit_or_withdraw_and_persists_when_asked() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let with = |body: &str| {
+        format!(
+            "import \"world\"\nimport \"fmt\"\n{body}\n$set = world.schedule(\"ns\")\nfile \"{}/${{hostname}}.sched\" {{ state => \"exists\", content => fmt.printf(\"%v\\n\", $set), }}\n",
+            out.display()
+        )
+    };
+    let observed = out.join("h3.sched");
+    let _h3 = Agent::start(dir.path(), "h3", &etcd.url(), 3, &with(""));
+    let mut h1 =
+        Agent::start(dir.path(), "h1", &etcd.url(), 3, &with("schedule \"ns\" { max => 2, persist => true, }"));
+    let h2 = Agent::start(dir.path(), "h2", &etcd.url(), 10, &with("schedule \"ns\" { max => 2, }"));
+    assert!(wait_until(T, || read(&observed) == set_of(&["h1", "h2"])), "{:?}", read(&observed));
+    // An agent that exits ends its candidacy at once (its lease would have kept it 10 s).
+    let stopped = Instant::now();
+    drop(h2);
+    assert!(wait_until(Duration::from_secs(5), || read(&observed) == set_of(&["h1"])), "{:?}", read(&observed));
+    assert!(stopped.elapsed() < Duration::from_secs(8));
+    // A persistent candidacy outlives its host.
+    h1.kill9();
+    std::thread::sleep(Duration::from_secs(3 + 3));
+    assert_eq!(read(&observed), set_of(&["h1"]), "persist keeps a dead host");
+    // Until the host comes back and withdraws.
+    let _h1 = Agent::start(dir.path(), "h1", &etcd.url(), 3, &with("schedule \"ns\" { withdraw => true, }"));
+    assert!(wait_until(T, || read(&observed) == set_of(&[])), "{:?}", read(&observed));
+}

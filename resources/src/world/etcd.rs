@@ -10,8 +10,8 @@
 //! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
 //! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
 //!
-//! **Schedules.** Every agent that volunteers campaigns (etcd's election API, on its
-//! session's lease). The leader reads every namespace's candidates and results at one
+//! **Schedules.** Every agent that volunteers, withdraws or reads a schedule campaigns
+//! (etcd's election API, on its session's lease). The leader reads every namespace's candidates and results at one
 //! revision, chooses (`engine::world::choose`), writes what changed, and again after every
 //! change under `/_tend/schedule/`. Its writes are fenced by its election: a transaction
 //! that holds only while its leader key exists at the revision it won with, so a deposed
@@ -197,6 +197,17 @@ impl EtcdWorld {
         self.inner.stop.cancel();
         if let Some(mut s) = session {
             let _ = tokio::time::timeout(Duration::from_secs(1), s.client.lease_revoke(s.lease)).await;
+        }
+    }
+}
+
+impl EtcdWorld {
+    /// Joins the election of the agent that chooses the schedules (once): every agent that
+    /// volunteers, withdraws or reads a schedule does, so a choice always has someone to
+    /// make it while any of them lives.
+    fn campaign(&self) {
+        if !self.inner.campaigning.swap(true, Ordering::SeqCst) && tokio::runtime::Handle::try_current().is_ok() {
+            tokio::spawn(lead_schedules(self.inner.clone()));
         }
     }
 }
@@ -838,6 +849,9 @@ impl World for EtcdWorld {
         if tokio::runtime::Handle::try_current().is_ok() {
             followed.insert(topic.clone(), tx.clone());
             tokio::spawn(follow_topic(self.inner.clone(), topic.clone(), tx));
+            if matches!(topic, Topic::Schedule(_) | Topic::Candidates(_)) {
+                self.campaign();
+            }
         }
         rx
     }
@@ -872,13 +886,12 @@ impl World for EtcdWorld {
         let key = format!("{}{}", Inner::cand_prefix(ns), escape(&host));
         let value = terms.render();
         lock(&self.inner.owned).insert(key.clone(), (value.clone(), !terms.persist));
-        if !self.inner.campaigning.swap(true, Ordering::SeqCst) {
-            tokio::spawn(lead_schedules(self.inner.clone()));
-        }
+        self.campaign();
         self.inner.write(key, Some(&value), !terms.persist, (Topic::Candidates(ns.to_string()), &host)).await
     }
 
     async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError> {
+        self.campaign();
         let host = self.inner.cfg.hostname.clone();
         let key = format!("{}{}", Inner::cand_prefix(ns), escape(&host));
         let held = lock(&self.inner.owned).get(&key).map(|(v, _)| v.clone());
