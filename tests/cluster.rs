@@ -490,3 +490,12 @@ fn a_schedule_candidacy_ends_at_once_on_exit_or_withdraw_and_persists_when_asked
     let _h1 = Agent::start(dir.path(), "h1", &etcd.url(), 3, &with("schedule \"ns\" { withdraw => true, }"));
     assert!(wait_until(T, || read(&observed) == set_of(&[])), "{:?}", read(&observed));
 }
+
+#[test]
+fn the_bundled_cluster_examples_build_a_graph() {
+    // On one host (the local world): they compile, evaluate and validate.
+    for example in ["examples/cluster-kv", "examples/cluster-schedule"] {
+        let out = Command::new(TEND).args(["--hostname", "h1", "graph", example]).output().unwrap();
+        assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
