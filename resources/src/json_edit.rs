@@ -2,8 +2,8 @@
 //! `.["key with spaces"].c = VALUE`, `del(.a.b)`) on one JSON document whose root is an
 //! object. The store is the resource name unless `store` is set: an absolute path or a
 //! `file://` URI names a local file (which must exist), an `etcd:///KEY` URI names a plain
-//! key of the local world store (the `kv` store under the state dir, read by
-//! `world.getval`; a missing key is `{}`).
+//! key of the world (the local store, or etcd with `--seeds`; the key `kv` writes and
+//! `world.getval` reads; a missing key is `{}`).
 //!
 //! The document is kept as written: object keys stay in their order, numbers keep their
 //! exact text (no float rounding of big integers), and only the edited entries change. It
@@ -13,15 +13,18 @@
 //! document that does not parse is re-read a few times first (it may be mid-rewrite).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use engine::world::{Follow, Topic, World, Written};
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;
+use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::{atomic_write, unified_diff};
@@ -82,15 +85,47 @@ pub fn parse_store(handle: &str) -> Result<Store, String> {
 pub struct JsonEdit {
     raw: Raw,
     params: JsonEditParams,
-    /// The file holding the document, known after init (the world store needs the state dir).
+    world: Arc<dyn World>,
+    /// The file holding the document, known after init; for a world store, the key
+    /// followed from init on.
     path: Option<PathBuf>,
+    view: Option<Follow>,
 }
 
 impl JsonEdit {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<JsonEdit, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<JsonEdit, BuildError> {
         let raw = Raw::new("json:edit", name, values);
         let params = raw.decode(JsonEditParams::decode)?;
-        Ok(JsonEdit { raw, params, path: None })
+        Ok(JsonEdit { raw, params, world: host.world.clone(), path: None, view: None })
+    }
+
+    /// The document's text now: the file's (read again a few times while it does not
+    /// parse: another program may be rewriting it in place), or the world key's (`{}`
+    /// when unset; `None` before the world was read).
+    async fn current(&self, key: &str) -> Result<Option<(String, Json)>, ResError> {
+        if let Some(view) = &self.view {
+            let view = view.borrow().clone();
+            if !view.read {
+                return Ok(None);
+            }
+            let text = view.entries.values().next().cloned().unwrap_or_else(|| "{}".to_string());
+            let doc = parse_document(&text).map_err(|m| ResError::new(format!("{key}: {}: {m}", self.handle())))?;
+            return Ok(Some((text, doc)));
+        }
+        let path = self.path.clone().ok_or_else(|| ResError::new(format!("{key}: check-apply before init")))?;
+        let mut attempt = 0;
+        loop {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| ResError::new(format!("{key}: cannot read {}: {e}", path.display())))?;
+            match parse_document(&text) {
+                Ok(doc) => return Ok(Some((text, doc))),
+                Err(_) if attempt < REREADS => {
+                    attempt += 1;
+                    tokio::time::sleep(REREAD_DELAY).await;
+                }
+                Err(m) => return Err(ResError::new(format!("{key}: {}: {m}", path.display()))),
+            }
+        }
     }
 
     fn handle(&self) -> &str {
@@ -118,11 +153,6 @@ impl JsonEdit {
     }
 }
 
-/// The file of a plain key in the local world store (the `kv` layout).
-fn world_key_path(state_dir: &Path, key: &str) -> PathBuf {
-    crate::world::local::key_path(state_dir, key)
-}
-
 #[async_trait]
 impl Resource for JsonEdit {
     fn validate(&self) -> Result<(), ResError> {
@@ -131,40 +161,39 @@ impl Resource for JsonEdit {
         Ok(())
     }
 
-    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
-        self.path = Some(match self.store()? {
-            Store::File(path) => path,
-            Store::World(key) => world_key_path(&ctx.state_dir, &key),
-        });
+    async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
+        match self.store()? {
+            Store::File(path) => self.path = Some(path),
+            Store::World(key) => self.view = Some(self.world.follow(&Topic::Val(key))),
+        }
         Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        watch_loop(self.path.clone().into_iter().collect(), false, ctx)
+        let Some(mut view) = self.view.clone() else {
+            return watch_loop(self.path.clone().into_iter().collect(), false, ctx);
+        };
+        Box::pin(async move {
+            ctx.event();
+            loop {
+                tokio::select! {
+                    changed = view.changed() => {
+                        if changed.is_err() {
+                            return Err(ResError::transient("json:edit: the world stopped following the key"));
+                        }
+                        ctx.event();
+                    }
+                    _ = ctx.cancelled() => return Ok(()),
+                }
+            }
+        })
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let key = format!("json:edit[{}]", self.raw.name);
-        let path = self.path.clone().ok_or_else(|| ResError::new(format!("{key}: check-apply before init")))?;
-        let world = matches!(self.store()?, Store::World(_));
-        // A watch event can arrive while another program rewrites the file in place (say,
-        // between truncating and writing): an unparsable document is read again a few
-        // times before it counts as an error.
-        let mut attempt = 0;
-        let (text, before) = loop {
-            let text = match std::fs::read_to_string(&path) {
-                Ok(text) => text,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound && world => "{}".to_string(),
-                Err(e) => return Err(ResError::new(format!("{key}: cannot read {}: {e}", path.display()))),
-            };
-            match parse_document(&text) {
-                Ok(doc) => break (text, doc),
-                Err(_) if attempt < REREADS => {
-                    attempt += 1;
-                    tokio::time::sleep(REREAD_DELAY).await;
-                }
-                Err(m) => return Err(ResError::new(format!("{key}: {}: {m}", path.display()))),
-            }
+        let Some((text, before)) = self.current(&key).await? else {
+            tracing::info!(resource = %key, "waiting for the world to be read");
+            return Ok(false);
         };
         let mut after = before.clone();
         for (i, edit) in self.edits()?.iter().enumerate() {
@@ -177,17 +206,27 @@ impl Resource for JsonEdit {
         after.write_pretty(&mut out, 0);
         out.push('\n');
         if !apply {
-            ctx.report(unified_diff(&path.display().to_string(), &text, &out));
+            let label = self.path.as_ref().map_or_else(|| self.handle().to_string(), |p| p.display().to_string());
+            ctx.report(unified_diff(&label, &text, &out));
             return Ok(false);
         }
-        if world {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir).at(dir)?;
+        match self.store()? {
+            Store::World(world_key) => {
+                let written = self.world.set(&world_key, Some(&out)).await;
+                match written.map_err(|e| ResError::transient(format!("{key}: {e}")))? {
+                    Written::Done => {}
+                    Written::Queued => {
+                        tracing::info!(resource = %key, "the world is unreachable: written once it is back")
+                    }
+                }
             }
-        } else if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
-            return Err(ResError::new(format!("{key}: {} is not a regular file", path.display())));
+            Store::File(path) => {
+                if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {
+                    return Err(ResError::new(format!("{key}: {} is not a regular file", path.display())));
+                }
+                atomic_write(&path, out.as_bytes(), None).at(&path)?;
+            }
         }
-        atomic_write(&path, out.as_bytes(), None).at(&path)?;
         Ok(false)
     }
 
@@ -623,7 +662,7 @@ pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
     sends: &[],
     can_recv: false,
     autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
-    build: |_host, name, params| Ok(Box::new(JsonEdit::build(name, params)?)),
+    build: |host, name, params| Ok(Box::new(JsonEdit::build(host, name, params)?)),
 };
 
 #[cfg(test)]

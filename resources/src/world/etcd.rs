@@ -587,16 +587,7 @@ async fn follow_topic(inner: Arc<Inner>, topic: Topic, tx: watch::Sender<Arc<Vie
     let mut sessions = inner.session.subscribe();
     let mut backoff = MIN_BACKOFF;
     loop {
-        let session = loop {
-            if let Some(s) = sessions.borrow_and_update().clone() {
-                break s;
-            }
-            tokio::select! {
-                changed = sessions.changed() => if changed.is_err() { return },
-                _ = tx.closed() => if unfollowed(&inner, &topic, &tx) { return },
-                _ = inner.stop.cancelled() => return,
-            }
-        };
+        let Some(session) = wait_session(&inner, &mut sessions, Some((&topic, &tx))).await else { return };
         match follow_pass(&inner, &topic, &tx, session, &mut sessions).await {
             Pass::Unfollowed => return,
             Pass::Again => backoff = MIN_BACKOFF,
@@ -615,6 +606,31 @@ async fn follow_topic(inner: Arc<Inner>, topic: Topic, tx: watch::Sender<Arc<Vie
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
+        }
+    }
+}
+
+/// Waits for a live session; `None` once the agent stops or, for a `follower` (a topic and
+/// its views), once nobody follows it any more.
+async fn wait_session(
+    inner: &Inner,
+    sessions: &mut watch::Receiver<Option<Session>>,
+    follower: Option<(&Topic, &watch::Sender<Arc<View>>)>,
+) -> Option<Session> {
+    loop {
+        if let Some(s) = sessions.borrow_and_update().clone() {
+            return Some(s);
+        }
+        let closed = async {
+            match follower {
+                Some((_, tx)) => tx.closed().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            changed = sessions.changed() => if changed.is_err() { return None },
+            _ = closed => if let Some((topic, tx)) = follower && unfollowed(inner, topic, tx) { return None },
+            _ = inner.stop.cancelled() => return None,
         }
     }
 }
@@ -725,15 +741,7 @@ fn election() -> String {
 async fn lead_schedules(inner: Arc<Inner>) {
     let mut sessions = inner.session.subscribe();
     loop {
-        let session = loop {
-            if let Some(s) = sessions.borrow_and_update().clone() {
-                break s;
-            }
-            tokio::select! {
-                changed = sessions.changed() => if changed.is_err() { return },
-                _ = inner.stop.cancelled() => return,
-            }
-        };
+        let Some(session) = wait_session(&inner, &mut sessions, None).await else { return };
         let mut client = session.client.clone();
         let won = tokio::select! {
             won = client.campaign(election(), inner.cfg.hostname.as_str(), session.lease) => won,

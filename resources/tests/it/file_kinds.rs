@@ -88,6 +88,35 @@ async fn json_edit_changes_only_the_edited_values() {
     assert_eq!(fs::read_to_string(&path).unwrap(), compact);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn json_edit_keeps_a_world_key_starting_from_an_empty_object() {
+    let dir = tempfile::tempdir().unwrap();
+    let world = std::sync::Arc::new(resources::world::LocalWorld::new(dir.path(), "h1"));
+    let host = resources::host::Host { world, ..resources::host::Host::sandbox(dir.path()) };
+    let edits = strs(&[".a.b = 1"]);
+    let mut res = resources::build_with(
+        &host,
+        "json:edit",
+        "k",
+        &params(&[("store", s("etcd:///magic/hosts")), ("edits", edits)]),
+    )
+    .unwrap();
+    res.init(&init_ctx(dir.path(), "json:edit", "k")).await.unwrap();
+    converge(res.as_mut()).await;
+    let key = dir.path().join("kv/magic%2fhosts/value");
+    assert_eq!(fs::read_to_string(&key).unwrap(), "{\n\t\"a\": {\n\t\t\"b\": 1\n\t}\n}\n");
+    // Someone else's change to the key is edited again.
+    fs::write(&key, r#"{"a": {"b": 2}, "c": 3}"#).unwrap();
+    // Seen through the store's watch, well before its 5 s re-read.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while check(res.as_mut(), false).await.unwrap().0 {
+        assert!(std::time::Instant::now() < deadline, "the change was not seen in time");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    converge(res.as_mut()).await;
+    assert_eq!(fs::read_to_string(&key).unwrap(), "{\n\t\"a\": {\n\t\t\"b\": 1\n\t},\n\t\"c\": 3\n}\n");
+}
+
 #[tokio::test]
 async fn json_edit_refuses_bad_params_documents_and_paths() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,21 +140,6 @@ async fn json_edit_refuses_bad_params_documents_and_paths() {
     fs::write(&path, r#"{"a": 3}"#).unwrap();
     assert!(check(res.as_mut(), true).await.unwrap_err().contains("`a` is not a JSON object"));
     assert_eq!(fs::read_to_string(&path).unwrap(), r#"{"a": 3}"#, "nothing written on error");
-}
-
-#[tokio::test]
-async fn json_edit_on_the_world_store_starts_from_an_empty_object() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut res = build(
-        "json:edit",
-        "hosts",
-        &params(&[("store", s("etcd:///magic/hosts")), ("edits", strs(&[".server01.state = \"ready\""]))]),
-    )
-    .unwrap();
-    res.init(&init_ctx(dir.path(), "json:edit", "hosts")).await.unwrap();
-    converge(res.as_mut()).await;
-    let stored = fs::read_to_string(dir.path().join("kv/magic%2fhosts/value")).unwrap();
-    assert_eq!(stored, "{\n\t\"server01\": {\n\t\t\"state\": \"ready\"\n\t}\n}\n");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
