@@ -105,8 +105,11 @@ async fn json_edit_keeps_a_world_key_starting_from_an_empty_object() {
     converge(res.as_mut()).await;
     let key = dir.path().join("kv/magic%2fhosts/value");
     assert_eq!(fs::read_to_string(&key).unwrap(), "{\n\t\"a\": {\n\t\t\"b\": 1\n\t}\n}\n");
-    // Someone else's change to the key is edited again.
-    fs::write(&key, r#"{"a": {"b": 2}, "c": 3}"#).unwrap();
+    // Someone else's change to the key (written whole, as the store's writers do) is
+    // edited again.
+    let tmp = dir.path().join("doc.tmp");
+    fs::write(&tmp, r#"{"a": {"b": 2}, "c": 3}"#).unwrap();
+    fs::rename(&tmp, &key).unwrap();
     // Seen through the store's watch, well before its 5 s re-read.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     while check(res.as_mut(), false).await.unwrap().0 {
