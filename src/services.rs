@@ -47,7 +47,7 @@ pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -
 pub fn world_hostname(given: Option<&str>) -> String {
     match given {
         Some(h) => h.to_string(),
-        None => resources::world::machine_hostname(),
+        None => funcs::core::sys::machine_hostname(),
     }
 }
 

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::world::{Follow, Topic, World, Written};
+use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -170,23 +170,10 @@ impl Resource for JsonEdit {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let Some(mut view) = self.view.clone() else {
-            return watch_loop(self.path.clone().into_iter().collect(), false, ctx);
-        };
-        Box::pin(async move {
-            ctx.event();
-            loop {
-                tokio::select! {
-                    changed = view.changed() => {
-                        if changed.is_err() {
-                            return Err(ResError::transient("json:edit: the world stopped following the key"));
-                        }
-                        ctx.event();
-                    }
-                    _ = ctx.cancelled() => return Ok(()),
-                }
-            }
-        })
+        match &self.view {
+            Some(view) => crate::world::watch_view(Some(view.clone()), ctx, format!("json:edit[{}]", self.raw.name)),
+            None => watch_loop(self.path.clone().into_iter().collect(), false, ctx),
+        }
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
@@ -213,12 +200,7 @@ impl Resource for JsonEdit {
         match self.store()? {
             Store::World(world_key) => {
                 let written = self.world.set(&world_key, Some(&out)).await;
-                match written.map_err(|e| ResError::transient(format!("{key}: {e}")))? {
-                    Written::Done => {}
-                    Written::Queued => {
-                        tracing::info!(resource = %key, "the world is unreachable: written once it is back")
-                    }
-                }
+                crate::world::note_queued(written.map_err(|e| ResError::transient(format!("{key}: {e}")))?, &key);
             }
             Store::File(path) => {
                 if !std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file()) {

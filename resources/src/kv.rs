@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::world::{Follow, Topic, World, Written};
+use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -63,14 +63,9 @@ impl Kv {
         let key = &self.params.key;
         let written =
             if self.params.mapped { self.world.set_mine(key, value).await } else { self.world.set(key, value).await };
-        match written {
-            Ok(Written::Done) => Ok(()),
-            Ok(Written::Queued) => {
-                tracing::info!(resource = %format!("kv[{}]", self.raw.name), "the world is unreachable: written once it is back");
-                Ok(())
-            }
-            Err(e) => Err(ResError::transient(format!("kv[{}]: {e}", self.raw.name))),
-        }
+        let written = written.map_err(|e| ResError::transient(format!("kv[{}]: {e}", self.raw.name)))?;
+        crate::world::note_queued(written, &format!("kv[{}]", self.raw.name));
+        Ok(())
     }
 }
 
@@ -104,22 +99,7 @@ impl Resource for Kv {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let view = self.view.clone();
-        Box::pin(async move {
-            let mut view = view.ok_or_else(|| ResError::new("kv: watch before init"))?;
-            ctx.event();
-            loop {
-                tokio::select! {
-                    changed = view.changed() => {
-                        if changed.is_err() {
-                            return Err(ResError::transient("kv: the world stopped following this key"));
-                        }
-                        ctx.event();
-                    }
-                    _ = ctx.cancelled() => return Ok(()),
-                }
-            }
-        })
+        crate::world::watch_view(self.view.clone(), ctx, format!("kv[{}]", self.raw.name))
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {

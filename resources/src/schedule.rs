@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::world::{Candidacy, Follow, Topic, World, Written};
+use engine::world::{Candidacy, Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use lang::value::Value;
@@ -202,9 +202,7 @@ impl Resource for Schedule {
             ctx.report(format!("{key}: would volunteer this host for `{ns}`"));
             return Ok(false);
         }
-        if self.world.volunteer(&ns, &want).await.map_err(|e| self.refused(e))? == Written::Queued {
-            tracing::info!(resource = %key, "the world is unreachable: volunteering once it is back");
-        }
+        crate::world::note_queued(self.world.volunteer(&ns, &want).await.map_err(|e| self.refused(e))?, &key);
         Ok(false)
     }
 

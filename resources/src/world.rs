@@ -7,7 +7,34 @@ pub mod local;
 
 pub use local::LocalWorld;
 
-/// The machine's host name (the world's default name for this host).
-pub fn machine_hostname() -> String {
-    nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
+/// The watch of a resource that follows what it writes in the world (`view`, followed
+/// since init): an event now and after every new view. `resource` names it in errors.
+pub(crate) fn watch_view(
+    view: Option<engine::world::Follow>,
+    ctx: engine::WatchCtx,
+    resource: String,
+) -> futures::future::BoxFuture<'static, Result<(), engine::ResError>> {
+    Box::pin(async move {
+        let mut view = view.ok_or_else(|| engine::ResError::new(format!("{resource}: watch before init")))?;
+        ctx.event();
+        loop {
+            tokio::select! {
+                changed = view.changed() => {
+                    if changed.is_err() {
+                        return Err(engine::ResError::transient(format!("{resource}: the world stopped following it")));
+                    }
+                    ctx.event();
+                }
+                _ = ctx.cancelled() => return Ok(()),
+            }
+        }
+    })
+}
+
+/// Says so when the world queued a write because its store is away (it is made once the
+/// store is back).
+pub(crate) fn note_queued(written: engine::world::Written, resource: &str) {
+    if written == engine::world::Written::Queued {
+        tracing::info!(resource, "the world is unreachable: written once it is back");
+    }
 }
