@@ -80,12 +80,26 @@ pub fn interpreted(
     output: &lang::output::Output,
     catalog: &Catalog,
 ) -> Result<lang::resgraph::ResGraph, Vec<Diagnostic>> {
-    let (mut graph, diags) = lang::interpret::interpret(output, catalog);
+    let (graph, left_out) = interpreted_with(output, catalog, &lang::interpret::Remote::default())?;
+    if !left_out.is_empty() {
+        return Err(left_out);
+    }
+    Ok(graph)
+}
+
+/// [`interpreted`], collecting from other hosts' exports (`remote`); also returns the
+/// resources it left out (collect conflicts), which do not reject the graph.
+pub fn interpreted_with(
+    output: &lang::output::Output,
+    catalog: &Catalog,
+    remote: &lang::interpret::Remote,
+) -> Result<(lang::resgraph::ResGraph, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let (mut graph, diags, left_out) = lang::interpret::interpret_with(output, catalog, remote);
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }
     resources::graph::add_autoedges(&mut graph);
-    Ok(graph)
+    Ok((graph, left_out))
 }
 
 /// Runs a typed function graph on a private runtime until its first settled output

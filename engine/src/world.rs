@@ -30,6 +30,9 @@ pub enum Topic {
     Candidates(String),
     /// The hosts a schedule namespace chose (`world.schedule`): host name -> "".
     Schedule(String),
+    /// Every resource exported to this host or to every host, by any host (this one
+    /// included): [`export_entry`]`(kind, from, name)` -> its record.
+    Exports,
 }
 
 impl std::fmt::Display for Topic {
@@ -39,6 +42,7 @@ impl std::fmt::Display for Topic {
             Topic::Map(ns) => write!(f, "namespace `{ns}`"),
             Topic::Candidates(ns) => write!(f, "the candidates of schedule `{ns}`"),
             Topic::Schedule(ns) => write!(f, "schedule `{ns}`"),
+            Topic::Exports => write!(f, "the exported resources"),
         }
     }
 }
@@ -141,6 +145,33 @@ pub fn choose(candidates: &BTreeMap<String, Candidacy>, before: &[String]) -> Ve
     chosen
 }
 
+/// One resource this host exports (`Meta:export`, `@@kind`): to the hosts `to` (`*`: every
+/// host), as the record the language encoded (opaque here).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Export {
+    pub kind: String,
+    pub name: String,
+    pub to: Vec<String>,
+    pub record: String,
+}
+
+/// The name of an export in a [`Topic::Exports`] view: `kind/from/name`, each escaped.
+pub fn export_entry(kind: &str, from: &str, name: &str) -> String {
+    format!("{}/{}/{}", escape(kind), escape(from), escape(name))
+}
+
+/// The inverse of [`export_entry`]: (kind, from, name).
+pub fn parse_export_entry(entry: &str) -> Option<(String, String, String)> {
+    let mut parts = entry.splitn(3, '/');
+    let (kind, from, name) = (parts.next()?, parts.next()?, parts.next()?);
+    Some((unescape(kind), unescape(from), unescape(name)))
+}
+
+/// Whether an export to `to` reaches host `me`.
+pub fn reaches(to: &[String], me: &str) -> bool {
+    to.iter().any(|t| t == "*" || t == me)
+}
+
 /// How a write went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Written {
@@ -203,6 +234,10 @@ pub trait World: Send + Sync {
     /// Ends this host's candidacy for `ns` (only if `owner` made it, when given): at once,
     /// or with `linger` seconds, after that long.
     async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError>;
+
+    /// Replaces everything this host exports by `exports`: what it exported before and
+    /// no longer does is removed. Owned by this host: it goes when the host's session ends.
+    async fn export(&self, exports: &[Export]) -> Result<Written, WorldError>;
 
     /// The link to the store.
     fn health(&self) -> Health;
@@ -284,6 +319,13 @@ impl World for Detached {
         Ok(Written::Done)
     }
 
+    async fn export(&self, exports: &[Export]) -> Result<Written, WorldError> {
+        match exports.first() {
+            None => Ok(Written::Done),
+            Some(e) => Err(WorldError(format!("no world store to export {}[{}] to", e.kind, e.name))),
+        }
+    }
+
     fn health(&self) -> Health {
         Health { backend: "none", connected: false, owned: 0, latency_ms: None, events: 0, stale_since: None }
     }
@@ -325,5 +367,16 @@ mod tests {
             assert_eq!(unescape(&escape(s)), s);
         }
         assert_eq!(escape("a/b"), "a%2fb");
+    }
+
+    #[test]
+    fn export_entries_round_trip_with_slashes_in_names() {
+        let entry = export_entry("file", "h1", "/etc/motd");
+        assert_eq!(entry, "file/h1/%2fetc%2fmotd");
+        assert_eq!(parse_export_entry(&entry), Some(("file".into(), "h1".into(), "/etc/motd".into())));
+        assert_eq!(parse_export_entry("file/h1"), None);
+        assert!(reaches(&hosts(&["*"]), "h2"));
+        assert!(reaches(&hosts(&["h1", "h2"]), "h2"));
+        assert!(!reaches(&hosts(&["h1"]), "h2"));
     }
 }

@@ -118,6 +118,9 @@ pub enum Code {
     PrivateName,
     /// A value of a declared type that its checks or invariants reject.
     CheckFailed,
+    /// A collected resource that hosts export differently: it is left out, the rest of the
+    /// graph applies.
+    CollectConflict,
     /// A bug in tend.
     Internal,
 }
@@ -160,6 +163,7 @@ impl Code {
         Code::CallArgs,
         Code::PrivateName,
         Code::CheckFailed,
+        Code::CollectConflict,
         Code::Internal,
     ];
 
@@ -201,6 +205,7 @@ impl Code {
             Code::CallArgs => "call-args",
             Code::PrivateName => "private-name",
             Code::CheckFailed => "check-failed",
+            Code::CollectConflict => "collect-conflict",
             Code::Internal => "internal",
         }
     }

@@ -16,7 +16,7 @@ mod edges;
 mod merge;
 mod overrides;
 
-pub use collect::{collects, unrealized};
+pub use collect::{Remote, collects, unrealized};
 pub use merge::{MergeOutcome, merge_duplicate};
 
 use crate::catalog::Catalog;
@@ -24,16 +24,33 @@ use crate::diag::Diagnostics;
 use crate::output::{Output, Virtuality};
 use crate::resgraph::ResGraph;
 
-/// Builds the resource graph of one evaluation.
+/// Builds the resource graph of one evaluation on a host that collects nothing from
+/// others.
 pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
+    let (graph, mut diags, left_out) = interpret_with(out, catalog, &Remote::default());
+    for d in left_out {
+        diags.push(d);
+    }
+    (graph, diags)
+}
+
+/// Builds the resource graph of one evaluation, collecting from what other hosts export
+/// (`remote`). Besides the errors that reject the graph, returns the resources it left
+/// out (collect conflicts): those are reported while the rest of the graph applies.
+pub fn interpret_with(
+    out: &Output,
+    catalog: &Catalog,
+    remote: &Remote,
+) -> (ResGraph, Diagnostics, Vec<crate::diag::Diagnostic>) {
     let mut diags = Diagnostics::new();
+    let mut left_out = Vec::new();
     let mut graph = ResGraph::default();
     let collected;
     let plain = |r: &crate::output::ResDecl| r.virtuality == Virtuality::Real && !r.collect;
     let out = if out.collectors.is_empty() && out.realized.is_empty() && out.resources.iter().all(plain) {
         out
     } else {
-        collected = collect::apply(out, &mut diags);
+        collected = collect::apply(out, remote, &mut diags, &mut left_out);
         &collected
     };
     let overridden;
@@ -48,5 +65,11 @@ pub fn interpret(out: &Output, catalog: &Catalog) -> (ResGraph, Diagnostics) {
     edges::add_all(out, &placed, &mut graph, &mut diags);
     edges::check_send_recv(&graph, &mut diags);
     edges::check_acyclic(&graph, &mut diags);
-    (graph, diags)
+    (graph, diags, left_out)
+}
+
+/// Whether `out` reads what other hosts export (a collector or a `collect` statement):
+/// only then does a host follow the world's exports.
+pub fn collects_remote(out: &Output) -> bool {
+    out.collectors.iter().any(|c| c.exported) || out.resources.iter().any(|r| r.collect)
 }

@@ -24,6 +24,9 @@ pub struct ResDecl {
     /// Edge properties of the body whose condition held.
     pub edges: Vec<BodyEdge>,
     pub collect: bool,
+    /// The host it is collected from: for a `collect` resource, the host its name's
+    /// struct names (`None`: any host); for a resource another host exported, that host.
+    pub from: Option<String>,
     /// `@kind` or `@@kind`: left out unless a collector or `realize` names it.
     pub virtuality: Virtuality,
     /// The classes whose bodies declared it (with its kind, its implicit tags).

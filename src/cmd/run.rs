@@ -2,6 +2,7 @@
 //! as a resource graph (applied by diff); optionally exit once converged, check only
 //! (`--noop`), and reload the program when its source files change.
 
+mod exports;
 mod watch_code;
 
 use crate::cli::RunArgs;
@@ -119,6 +120,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
         metrics_addr,
         graph_dump: opts.graph_dump.clone(),
         swaps: 0,
+        left_out: Vec::new(),
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -203,6 +205,9 @@ struct Runner {
     graph_dump: Option<PathBuf>,
     /// Graphs accepted so far (numbers the `--graph-dump` files).
     swaps: u64,
+    /// The collected resources the last graph left out (collect conflicts), reported once
+    /// while they last.
+    left_out: Vec<Diagnostic>,
 }
 
 impl Runner {
@@ -237,6 +242,10 @@ impl Runner {
         // streams drops it once its output is computed).
         let mut dataflow = Some(self.start(&compiled.graph));
         drop(compiled.graph);
+        let mut exports = exports::Exports::new(self.host.world.clone());
+        // The last output, kept while the program collects other hosts' exports: a change
+        // of those interprets it again.
+        let mut last_output: Option<Arc<lang::output::Output>> = None;
         let mut exit_rx = self.engine.exit_requested();
         // A failed resource keeps its dependants waiting, so the graph never converges;
         // once a failure was seen, `--converged-timeout` also ends a run that has stalled.
@@ -268,7 +277,14 @@ impl Runner {
                         if let Some(df) = &dataflow {
                             self.metrics.dataflow_evaluations(df.evaluations());
                         }
-                        if !self.apply(output, &sources).await && !self.applied {
+                        let collects = lang::interpret::collects_remote(&output);
+                        exports.want(collects);
+                        last_output = collects.then(|| output.clone());
+                        if !exports.known() {
+                            // Applied once the world's exports are read (below).
+                            continue;
+                        }
+                        if !self.apply(output, &sources, &mut exports).await && !self.applied {
                             break Stop::FirstFailed;
                         }
                     }
@@ -289,6 +305,14 @@ impl Runner {
                     }
                     None => dataflow = None,
                 },
+                _ = exports.changed() => {
+                    if let Some(output) = last_output.clone().filter(|_| exports.known()) {
+                        tracing::debug!(stale = exports.stale(), "other hosts' exports changed; interpreting again");
+                        if !self.apply(output, &sources, &mut exports).await && !self.applied {
+                            break Stop::FirstFailed;
+                        }
+                    }
+                }
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
                     self.reload(&mut watcher, &mut dataflow, &mut sources).await;
@@ -452,13 +476,23 @@ impl Runner {
     /// Each intermediate form is dropped as soon as the next exists (the output is shared with
     /// the dataflow, not copied), so a large graph is not held in memory three times over
     /// during a swap.
-    async fn apply(&mut self, output: Arc<lang::output::Output>, sources: &SourceMap) -> bool {
+    /// What it exports is published once the graph is accepted (never under `--noop`).
+    async fn apply(
+        &mut self,
+        output: Arc<lang::output::Output>,
+        sources: &SourceMap,
+        exports: &mut exports::Exports,
+    ) -> bool {
         tracing::debug!("output settled; interpreting");
-        let interpreted = compile::interpreted(&output, &self.catalog);
+        let interpreted = compile::interpreted_with(&output, &self.catalog, &exports.remote());
+        let records = (!self.noop).then(|| lang::exported::exports(&output));
         drop(output);
         tracing::debug!("interpreted; building resources");
         let graph = match interpreted {
-            Ok(g) => g,
+            Ok((g, left_out)) => {
+                self.report_left_out(left_out, sources);
+                g
+            }
             Err(diags) => {
                 self.metrics.swap_rejected();
                 print_diags(&diags, sources);
@@ -485,6 +519,11 @@ impl Runner {
             Ok(_) => {
                 self.applied = true;
                 self.swaps += 1;
+                match records {
+                    Some(Ok(records)) => exports.publish(records),
+                    Some(Err(e)) => tracing::error!(error = %e, "this host's exports are not published"),
+                    None => {}
+                }
                 if let (Some(dir), Some(dot)) = (&self.graph_dump, dot) {
                     dump_graph(dir, self.swaps, &dot);
                 }
@@ -497,6 +536,23 @@ impl Runner {
                 false
             }
         }
+    }
+}
+
+impl Runner {
+    /// Reports the collected resources a graph left out, when they differ from the last
+    /// ones reported.
+    fn report_left_out(&mut self, left_out: Vec<Diagnostic>, sources: &SourceMap) {
+        if left_out == self.left_out {
+            return;
+        }
+        if !left_out.is_empty() {
+            print_diags(&left_out, sources);
+            tracing::error!(resources = left_out.len(), "collected resources left out; the rest of the graph applies");
+        } else {
+            tracing::info!("the collect conflicts are resolved");
+        }
+        self.left_out = left_out;
     }
 }
 

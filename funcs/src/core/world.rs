@@ -1,6 +1,7 @@
 //! The `world` package: what the hosts of a fleet share, read through the host's
 //! `engine::world::World` (the local store under the state directory, or etcd with
-//! `--seeds`). `world.getval`, `world.kvlookup` and `world.schedule` each follow a topic
+//! `--seeds`). `world.getval`, `world.kvlookup`, `world.schedule` and
+//! `world/collect.res` each follow a topic
 //! of the world and emit a value per change; a topic never read yet (etcd not reached)
 //! emits nothing, a stale one keeps its last value.
 
@@ -16,6 +17,7 @@ pub fn register(r: &mut Registry) {
     typed(r, "world.getval", getval::DEF);
     typed(r, "world.kvlookup", kvlookup::DEF);
     typed(r, "world.schedule", schedule::DEF);
+    typed(r, "world/collect.res", res::DEF);
 }
 
 streaming! {
@@ -44,6 +46,28 @@ streaming! {
     fn schedule(em, namespace: String) -> "[]str" {
         follow_world(em, Topic::Schedule(namespace), |entries| {
             Value::list(entries.keys().map(|h| Value::str(h.clone())).collect())
+        })
+        .await
+    }
+}
+
+streaming! {
+    /// the exported resources of a kind that this host can collect, by name and host
+    fn res(em, kind: String) -> "[]struct{name str; host str}" {
+        follow_world(em, Topic::Exports, move |entries| {
+            let mut found: Vec<(String, String)> = entries
+                .keys()
+                .filter_map(|entry| engine::world::parse_export_entry(entry))
+                .filter(|(k, ..)| *k == kind)
+                .map(|(_, host, name)| (name, host))
+                .collect();
+            found.sort();
+            Value::list(
+                found
+                    .into_iter()
+                    .map(|(name, host)| strukt([("name", Value::str(name)), ("host", Value::str(host))]))
+                    .collect(),
+            )
         })
         .await
     }

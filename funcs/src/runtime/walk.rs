@@ -116,7 +116,8 @@ impl Walker<'_> {
     }
 
     fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
-        let names = self.names(r.name, env, r.span)?;
+        let named = self.names_and_hosts(r.name, env, r.span)?;
+        let names = named.as_ref().map(|n| n.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>());
         let body = match self.body(r, env) {
             Ok(body) => body,
             Err(d) if d.code == Some(lang::diag::Code::CheckFailed) => {
@@ -137,7 +138,7 @@ impl Walker<'_> {
             Err(d) => return Err(d),
         };
         let Body { params, defaulted, metas, edges } = body;
-        for name in names.unwrap_or_default() {
+        for (name, host) in named.unwrap_or_default() {
             self.out.resources.push(ResDecl {
                 kind: r.kind.clone(),
                 name,
@@ -146,6 +147,8 @@ impl Walker<'_> {
                 metas: metas.clone(),
                 edges: edges.clone(),
                 collect: r.collect,
+                // Only `collect` names a host (`[]struct{name str; host str}`).
+                from: host.filter(|_| r.collect),
                 virtuality: r.virtuality,
                 classes: r.classes.clone(),
                 span: r.span,
@@ -293,18 +296,25 @@ impl Walker<'_> {
     /// A resource or edge name: `str`, `[]str`, or (for `collect`) a list of
     /// `struct{name str; host str}`.
     fn names(&mut self, node: NodeId, env: &Env, span: Span) -> Step<Vec<String>> {
+        Ok(self.names_and_hosts(node, env, span)?.map(|named| named.into_iter().map(|(name, _)| name).collect()))
+    }
+
+    /// A resource statement's names, each with the host a `collect` struct names.
+    fn names_and_hosts(&mut self, node: NodeId, env: &Env, span: Span) -> Step<Vec<(String, Option<String>)>> {
         let Some(v) = self.value(node, env)? else { return Ok(None) };
         let bad = |v: &Value| {
             Diagnostic::new(Stage::Stream, format!("a resource name must be a str or a []str, got {v}"), span)
         };
         match &v {
-            Value::Str(s) => Ok(Some(vec![s.to_string()])),
+            Value::Str(s) => Ok(Some(vec![(s.to_string(), None)])),
             Value::List(items) => items
                 .iter()
                 .map(|item| match item {
-                    Value::Str(s) => Ok(s.to_string()),
+                    Value::Str(s) => Ok((s.to_string(), None)),
                     Value::Struct(_) => {
-                        item.field("name").and_then(Value::as_str).map(str::to_string).ok_or_else(|| bad(item))
+                        let name = item.field("name").and_then(Value::as_str).ok_or_else(|| bad(item))?;
+                        let host = item.field("host").and_then(Value::as_str).filter(|h| !h.is_empty());
+                        Ok((name.to_string(), host.map(str::to_string)))
                     }
                     other => Err(bad(other)),
                 })

@@ -395,6 +395,9 @@ impl World for MemWorld {
     async fn withdraw(&self, _ns: &str, _owner: Option<&str>, _linger: u64) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
+    async fn export(&self, _exports: &[engine::world::Export]) -> Result<Written, WorldError> {
+        Ok(Written::Done)
+    }
     fn health(&self) -> Health {
         engine::world::Detached::new("h1").health()
     }
@@ -427,6 +430,16 @@ async fn world_functions_follow_the_world() {
     world.show(&chosen, &[("h2", ""), ("h1", "")], false);
     assert_eq!(sc.value().await, strs(&["h1", "h2"]));
     sc.stop().await;
+    let mut c = start_on(host.clone(), "world/collect.res", Some(vec![s("file")]));
+    let (a, b2, other) = (
+        engine::world::export_entry("file", "h2", "/b"),
+        engine::world::export_entry("file", "h1", "/a"),
+        engine::world::export_entry("exec", "h1", "x"),
+    );
+    world.show(&Topic::Exports, &[(a.as_str(), "{}"), (b2.as_str(), "{}"), (other.as_str(), "{}")], false);
+    let entry = |name: &str, host: &str| st(vec![("name", s(name)), ("host", s(host))]);
+    assert_eq!(c.value().await, Value::list(vec![entry("/a", "h1"), entry("/b", "h2")]));
+    c.stop().await;
 }
 
 #[tokio::test]

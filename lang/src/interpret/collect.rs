@@ -7,10 +7,21 @@
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::output::{CollectorDecl, EdgeDecl, EdgeEnd, Output, OverrideParam, Query, ResDecl, Virtuality};
+use crate::span::Span;
 use crate::value::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
+/// What other hosts export to this one, for the collectors of an output.
+#[derive(Clone, Debug, Default)]
+pub struct Remote {
+    /// This host's name: a `collect` that names it takes this host's own exports.
+    pub me: String,
+    /// Their declarations (see [`crate::exported::decode`]; `from` is the exporting host),
+    /// never this host's own: those are in the output itself.
+    pub exports: Vec<ResDecl>,
+}
+
+pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left_out: &mut Vec<Diagnostic>) -> Output {
     let mut resources = out.resources.clone();
     for r in resources.iter_mut().filter(|r| r.virtuality == Virtuality::Exported) {
         // `@@kind` is `Meta:export => ["*"]` on a virtual resource.
@@ -19,31 +30,94 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         }
     }
     // mgmt's `collect kind $names { … }` makes a copy of each exported resource it names:
-    // the exported resource's params, with the collect body's on top.
-    for copy in resources.iter_mut().filter(|r| r.collect) {
-        let exported =
-            out.resources.iter().find(|e| !e.collect && e.kind == copy.kind && e.name == copy.name && e.exported());
-        if let Some(exported) = exported {
-            let body = std::mem::replace(&mut copy.params, exported.params.clone());
-            for (name, value, span) in body {
-                match copy.params.iter_mut().find(|(n, ..)| *n == name) {
-                    Some(slot) => *slot = (name, value, span),
-                    None => copy.params.push((name, value, span)),
-                }
-            }
+    // the exported resource's params and meta params, with the collect body's on top. A
+    // name nothing exports gives no resource; one exported differently by two hosts is
+    // left out (and reported) while the rest of the graph goes on.
+    let local_exports: Vec<&ResDecl> = out.resources.iter().filter(|e| !e.collect && e.exported()).collect();
+    let mut dropped = vec![false; resources.len()];
+    for (i, copy) in resources.iter_mut().enumerate().filter(|(_, r)| r.collect) {
+        let here = copy.from.as_ref().is_none_or(|h| *h == remote.me);
+        let sources: Vec<&ResDecl> = local_exports
+            .iter()
+            .copied()
+            .filter(|e| here && e.kind == copy.kind && e.name == copy.name)
+            .chain(remote.exports.iter().filter(|e| {
+                e.kind == copy.kind
+                    && e.name == copy.name
+                    && copy.from.as_ref().is_none_or(|h| e.from.as_ref() == Some(h))
+            }))
+            .collect();
+        let Some(base) = sources.first() else {
+            dropped[i] = true;
+            continue;
+        };
+        if let Some(other) = sources.iter().find(|s| !crate::exported::same_record(base, s)) {
+            left_out.push(conflict(copy, base, other, remote));
+            dropped[i] = true;
+            continue;
         }
+        let body = std::mem::replace(&mut copy.params, base.params.clone());
+        overlay(&mut copy.params, body);
+        let metas = base.metas.iter().filter(|(n, ..)| n != "export").cloned().collect();
+        let body = std::mem::replace(&mut copy.metas, metas);
+        overlay(&mut copy.metas, body);
     }
+    // Other hosts' exports, for `<<| |>>`: virtual, so in the graph only when collected.
+    let first_remote = resources.len();
+    resources.extend(remote.exports.iter().cloned());
+    dropped.resize(resources.len(), false);
     let mut realized: Vec<bool> = resources.iter().map(|r| r.virtuality == Virtuality::Real).collect();
     let mut matches: Vec<Vec<usize>> = Vec::with_capacity(out.collectors.len());
     for c in &out.collectors {
-        let found: Vec<usize> = (0..resources.len()).filter(|&i| collects(c, &resources[i])).collect();
-        for &i in &found {
+        // Only `<<| |>>` reads other hosts' exports (`<| |>` is this host's virtual ones).
+        let found: Vec<usize> = (0..resources.len())
+            .filter(|&i| !dropped[i] && (i < first_remote || c.exported) && collects(c, &resources[i]))
+            .collect();
+        matches.push(found);
+    }
+    // A remote export a collector matched that another host (or this one) exports
+    // differently is left out; identical ones are one resource.
+    // A remote export is placed at the collector that matched it first.
+    for (c, found) in out.collectors.iter().zip(&matches) {
+        for &i in found.iter().filter(|&&i| i >= first_remote) {
+            if resources[i].span == Span::default() {
+                resources[i].span = c.span;
+            }
+        }
+    }
+    let mut groups: BTreeMap<(&str, &str), Vec<usize>> = BTreeMap::new();
+    for i in (0..resources.len()).filter(|&i| !dropped[i]) {
+        let r = &resources[i];
+        let wanted = if i < first_remote { !r.collect && r.exported() } else { matches.iter().any(|m| m.contains(&i)) };
+        if wanted {
+            groups.entry((r.kind.as_str(), r.name.as_str())).or_default().push(i);
+        }
+    }
+    let mut drop_now = Vec::new();
+    for group in groups.values().filter(|g| g.iter().any(|&i| i >= first_remote)) {
+        let base = &resources[group[0]];
+        let remotes = group.iter().copied().filter(|&i| i >= first_remote);
+        match group.iter().find(|&&i| !crate::exported::same_record(base, &resources[i])) {
+            Some(&other) => {
+                let at = group.iter().find(|&&i| i >= first_remote).map_or(other, |&i| i);
+                left_out.push(conflict(&resources[at], base, &resources[other], remote));
+                drop_now.extend(remotes);
+            }
+            // The same everywhere: the first declaration stands for all.
+            None => drop_now.extend(remotes.filter(|&i| i != group[0])),
+        }
+    }
+    for i in drop_now {
+        dropped[i] = true;
+    }
+    for (c, found) in out.collectors.iter().zip(matches.iter_mut()) {
+        found.retain(|&i| !dropped[i]);
+        for &i in found.iter() {
             realized[i] = true;
             for p in &c.params {
                 apply_param(&mut resources[i], p);
             }
         }
-        matches.push(found);
     }
     let mut by_key: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
     for (i, r) in out.resources.iter().enumerate() {
@@ -59,8 +133,8 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         }
     }
     let named = |i: usize, like: &EdgeEnd| EdgeEnd {
-        kind: out.resources[i].kind.clone(),
-        name: out.resources[i].name.clone(),
+        kind: resources[i].kind.clone(),
+        name: resources[i].name.clone(),
         field: None,
         span: like.span,
         collector: None,
@@ -79,7 +153,8 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
             }
         }
     }
-    let resources = resources.into_iter().zip(realized).filter(|(_, keep)| *keep).map(|(r, _)| r).collect();
+    let keep: Vec<bool> = realized.iter().zip(&dropped).map(|(r, d)| *r && !*d).collect();
+    let resources = resources.into_iter().zip(keep).filter(|(_, keep)| *keep).map(|(r, _)| r).collect();
     Output {
         resources,
         edges,
@@ -88,6 +163,32 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         realized: out.realized.clone(),
         rejected: out.rejected.clone(),
     }
+}
+
+/// Sets each of `body`'s entries in `base`, replacing one of the same name.
+fn overlay(base: &mut Vec<(String, Value, Span)>, body: Vec<(String, Value, Span)>) {
+    for (name, value, span) in body {
+        match base.iter_mut().find(|(n, ..)| *n == name) {
+            Some(slot) => *slot = (name, value, span),
+            None => base.push((name, value, span)),
+        }
+    }
+}
+
+/// A collected resource two exports disagree on (`at` is where it is collected).
+fn conflict(at: &ResDecl, a: &ResDecl, b: &ResDecl, remote: &Remote) -> Diagnostic {
+    let host = |r: &ResDecl| r.from.clone().unwrap_or_else(|| remote.me.clone());
+    let msg = format!(
+        "collect conflict: {}[{}] is exported differently by {} and {} ({}); it is left out of the graph",
+        at.kind,
+        at.name,
+        host(a),
+        host(b),
+        crate::exported::difference(a, b)
+    );
+    Diagnostic::new(Stage::Interpret, msg, at.span)
+        .with_code(Code::CollectConflict)
+        .with_note("the rest of the graph is applied; the resource comes back once its exports agree")
 }
 
 /// The virtual resources of `out` that no collector matches and no `realize` names: they

@@ -37,6 +37,7 @@ impl O {
             metas,
             edges: vec![],
             collect: false,
+            from: None,
             virtuality: Default::default(),
             classes: vec![],
             span,

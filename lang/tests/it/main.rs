@@ -5,6 +5,7 @@ mod syntax_support;
 mod unify_support;
 
 mod front_conformance;
+mod interpret_collect;
 mod interpret_graph;
 mod scope_conformance;
 mod scope_resolve;

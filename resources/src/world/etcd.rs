@@ -9,6 +9,7 @@
 //! | `/_tend/schedule/cand/<ns>/<host>` | a host's candidacy (`schedule`) | yes, unless `persist` |
 //! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
 //! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
+//! | `/_tend/exported/<to>/<kind>/<from>/<name>` | a resource `<from>` exports to `<to>` (a host or `*`), as the language's record | yes |
 //!
 //! **Schedules.** Every agent that volunteers, withdraws or reads a schedule campaigns
 //! (etcd's election API, on its session's lease). The leader reads every namespace's candidates and results at one
@@ -17,7 +18,14 @@
 //! that holds only while its leader key exists at the revision it won with, so a deposed
 //! leader cannot overwrite its successor's choice.
 //!
-//! (`<host>` and `<ns>` escaped by `engine::world::escape`, so they hold no `/`.)
+//! (`<host>`, `<ns>`, `<to>`, `<kind>`, `<from>` and `<name>` escaped by
+//! `engine::world::escape`, so they hold no `/`.)
+//!
+//! **Exports.** An agent replaces its whole set of exports after each graph it applies:
+//! it puts what is new or changed and deletes what it no longer exports, all bound to its
+//! session, so a dead host's exports vanish with its lease and a restarted agent's
+//! leftovers go with its previous session. Readers follow all of `/_tend/exported/` and
+//! keep what is addressed to them or to `*`.
 //!
 //! **Session.** One task keeps the agent's session: it connects (with backoff), grants a
 //! lease of `ttl` seconds, claims the host name with a create-only write bound to that
@@ -45,7 +53,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
-use engine::world::{Candidacy, Follow, Health, Topic, View, World, WorldError, Written, choose, escape, unescape};
+use engine::world::{
+    Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, choose, escape, unescape,
+};
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
     WatchOptions,
@@ -88,6 +98,8 @@ struct Inner {
     /// Keys this host owns (full etcd keys): their values and whether they are bound to
     /// the session; re-asserted on every new session.
     owned: Mutex<BTreeMap<String, (String, bool)>>,
+    /// Keys this host stopped owning while the store was away: deleted on the next session.
+    disowned: Mutex<std::collections::BTreeSet<String>>,
     /// Whether this agent campaigns for choosing the schedules (from its first candidacy).
     campaigning: std::sync::atomic::AtomicBool,
     /// One view per followed topic, shared by its followers.
@@ -154,6 +166,7 @@ impl EtcdWorld {
             cfg,
             session: watch::Sender::new(None),
             owned: Mutex::default(),
+            disowned: Mutex::default(),
             campaigning: std::sync::atomic::AtomicBool::new(false),
             followed: Mutex::default(),
             events: AtomicU64::new(0),
@@ -295,6 +308,11 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
     let owned: Vec<(String, (String, bool))> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     for (key, (value, leased)) in owned {
         tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, Some(&value), leased.then_some(id))).await??;
+    }
+    let disowned: Vec<String> = lock(&inner.disowned).iter().cloned().collect();
+    for key in disowned {
+        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, None, None)).await??;
+        lock(&inner.disowned).remove(&key);
     }
     Ok((client, id))
 }
@@ -487,6 +505,22 @@ impl Inner {
         format!("{PREFIX}schedule/result/{}", escape(ns))
     }
 
+    fn exported_prefix() -> String {
+        format!("{PREFIX}exported/")
+    }
+
+    /// The key of an export from this host to `to`.
+    fn export_key(&self, to: &str, kind: &str, name: &str) -> String {
+        format!(
+            "{}{}/{}/{}/{}",
+            Inner::exported_prefix(),
+            escape(to),
+            escape(kind),
+            escape(&self.cfg.hostname),
+            escape(name)
+        )
+    }
+
     /// The range a topic reads: the key or prefix, and whether it is a prefix.
     fn range(topic: &Topic) -> (String, bool) {
         match topic {
@@ -494,13 +528,23 @@ impl Inner {
             Topic::Map(ns) => (Inner::map_prefix(ns), true),
             Topic::Candidates(ns) => (Inner::cand_prefix(ns), true),
             Topic::Schedule(ns) => (Inner::result_key(ns), false),
+            Topic::Exports => (Inner::exported_prefix(), true),
         }
     }
 
     /// `topic`'s view entries from the etcd keys and values of its range.
-    fn entries(topic: &Topic, raw: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    fn entries(&self, topic: &Topic, raw: &BTreeMap<String, String>) -> BTreeMap<String, String> {
         let (key, _) = Inner::range(topic);
         match topic {
+            Topic::Exports => {
+                let (me, all) = (escape(&self.cfg.hostname), escape("*"));
+                raw.iter()
+                    .filter_map(|(k, v)| {
+                        let (to, rest) = k.strip_prefix(&key)?.split_once('/')?;
+                        (to == me || to == all).then(|| (rest.to_string(), v.clone()))
+                    })
+                    .collect()
+            }
             Topic::Val(k) => raw.get(&key).map(|v| (k.clone(), v.clone())).into_iter().collect(),
             Topic::Schedule(_) => raw
                 .get(&key)
@@ -548,19 +592,29 @@ impl Inner {
     }
 
     /// Writes `key` (bound to the session when `lease`) and, once written, shows it to
-    /// the followers of `shown` (a topic and an entry name).
+    /// the followers of `shown` (a topic and an entry name). A delete that cannot be made
+    /// now is remembered and made on the next session.
     async fn write(
         &self,
         key: String,
         value: Option<&str>,
         lease: bool,
-        shown: (Topic, &str),
+        shown: Option<(Topic, &str)>,
     ) -> Result<Written, WorldError> {
+        match value {
+            Some(_) => lock(&self.disowned).remove(&key),
+            None => lock(&self.disowned).insert(key.clone()),
+        };
         let Some(mut s) = self.current() else { return Ok(Written::Queued) };
         let lease = lease.then_some(s.lease);
         match tokio::time::timeout(REQUEST, put_if_changed(&mut s.client, &key, value, lease)).await {
             Ok(Ok(revision)) => {
-                self.saw_write(&shown.0, shown.1, value, revision);
+                if value.is_none() {
+                    lock(&self.disowned).remove(&key);
+                }
+                if let Some((topic, name)) = shown {
+                    self.saw_write(&topic, name, value, revision);
+                }
                 Ok(Written::Done)
             }
             Ok(Err(e)) if !is_outage(&e) => Err(WorldError(format!("etcd refused the write of `{key}`: {e}"))),
@@ -667,7 +721,7 @@ async fn follow_pass(
             raw.insert(k.to_string(), v.to_string());
         }
     }
-    tx.send_replace(Arc::new(View::fresh(Inner::entries(topic, &raw), revision)));
+    tx.send_replace(Arc::new(View::fresh(inner.entries(topic, &raw), revision)));
     let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
     if prefix {
         options = options.with_prefix();
@@ -703,7 +757,7 @@ async fn follow_pass(
                 if let Some(h) = resp.header() {
                     revision = revision.max(h.revision());
                 }
-                let entries = Inner::entries(topic, &raw);
+                let entries = inner.entries(topic, &raw);
                 tx.send_if_modified(|view| {
                     // Also a view this host changed by its own write must come back to
                     // what the store holds.
@@ -876,7 +930,7 @@ impl World for EtcdWorld {
     }
 
     async fn set(&self, key: &str, value: Option<&str>) -> Result<Written, WorldError> {
-        self.inner.write(Inner::val_key(key), value, false, (Topic::Val(key.to_string()), key)).await
+        self.inner.write(Inner::val_key(key), value, false, Some((Topic::Val(key.to_string()), key))).await
     }
 
     async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
@@ -886,7 +940,7 @@ impl World for EtcdWorld {
             Some(v) => lock(&self.inner.owned).insert(key.clone(), (v.to_string(), true)),
             None => lock(&self.inner.owned).remove(&key),
         };
-        self.inner.write(key, value, true, (Topic::Map(ns.to_string()), &host)).await
+        self.inner.write(key, value, true, Some((Topic::Map(ns.to_string()), &host))).await
     }
 
     async fn volunteer(&self, ns: &str, terms: &Candidacy) -> Result<Written, WorldError> {
@@ -895,7 +949,7 @@ impl World for EtcdWorld {
         let value = terms.render();
         lock(&self.inner.owned).insert(key.clone(), (value.clone(), !terms.persist));
         self.campaign();
-        self.inner.write(key, Some(&value), !terms.persist, (Topic::Candidates(ns.to_string()), &host)).await
+        self.inner.write(key, Some(&value), !terms.persist, Some((Topic::Candidates(ns.to_string()), &host))).await
     }
 
     async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError> {
@@ -910,8 +964,41 @@ impl World for EtcdWorld {
         lock(&self.inner.owned).remove(&key);
         match terms {
             Some(terms) if linger > 0 => self.inner.linger(&key, &terms.render(), linger).await,
-            _ => self.inner.write(key, None, false, (Topic::Candidates(ns.to_string()), &host)).await,
+            _ => self.inner.write(key, None, false, Some((Topic::Candidates(ns.to_string()), &host))).await,
         }
+    }
+
+    async fn export(&self, exports: &[Export]) -> Result<Written, WorldError> {
+        let inner = &self.inner;
+        let wanted: BTreeMap<String, String> = exports
+            .iter()
+            .flat_map(|e| e.to.iter().map(move |to| (inner.export_key(to, &e.kind, &e.name), e.record.clone())))
+            .collect();
+        let prefix = Inner::exported_prefix();
+        // What to write: the keys that are new or changed, and the ones no longer exported.
+        let mut writes: Vec<(String, Option<String>)> = Vec::new();
+        {
+            let mut owned = lock(&inner.owned);
+            let gone: Vec<String> =
+                owned.keys().filter(|k| k.starts_with(&prefix) && !wanted.contains_key(*k)).cloned().collect();
+            for key in gone {
+                owned.remove(&key);
+                writes.push((key, None));
+            }
+            for (key, record) in &wanted {
+                if owned.get(key).map(|(v, _)| v) != Some(record) {
+                    owned.insert(key.clone(), (record.clone(), true));
+                    writes.push((key.clone(), Some(record.clone())));
+                }
+            }
+        }
+        let mut written = Written::Done;
+        for (key, value) in writes {
+            if inner.write(key, value.as_deref(), true, None).await? == Written::Queued {
+                written = Written::Queued;
+            }
+        }
+        Ok(written)
     }
 
     fn health(&self) -> Health {

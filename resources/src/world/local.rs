@@ -5,7 +5,8 @@
 //! `<state>/schedule/<ns>/<host>`: the candidacy's `key=value` lines plus, unless it
 //! persists, `expires=<unix seconds>`, which its resource renews while it runs; readers
 //! ignore expired records, and a namespace chooses among the live ones by its strategy
-//! (this host being the only writer here, that is this host or no one). Followers watch the
+//! (this host being the only writer here, that is this host or no one). Exports live in
+//! memory, for this agent's own `collect.res` (no other host can collect them). Followers watch the
 //! directory through the process's inotify hub, with a slow re-read for what a watch
 //! cannot see, or a fast poll when the hub is unavailable.
 
@@ -15,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::world::{Candidacy, Follow, Health, Topic, View, World, WorldError, Written, escape, unescape};
+use engine::world::{
+    Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, escape, export_entry, reaches, unescape,
+};
 use tokio::sync::watch;
 
 use crate::util::fs::atomic_write;
@@ -33,13 +36,20 @@ pub struct LocalWorld {
     /// One view per followed topic, shared by its followers; a write through this world
     /// updates it at once (a writer reads its own writes).
     followed: Arc<Mutex<Followed>>,
+    /// What this host exports to itself (or to every host), as a [`Topic::Exports`] view.
+    exports: watch::Sender<Arc<View>>,
 }
 
 type Followed = HashMap<Topic, watch::Sender<Arc<View>>>;
 
 impl LocalWorld {
     pub fn new(root: impl Into<PathBuf>, hostname: impl Into<String>) -> LocalWorld {
-        LocalWorld { root: root.into(), hostname: hostname.into(), followed: Arc::default() }
+        LocalWorld {
+            root: root.into(),
+            hostname: hostname.into(),
+            followed: Arc::default(),
+            exports: watch::Sender::new(Arc::new(View::fresh(BTreeMap::new(), 0))),
+        }
     }
 
     fn dir(&self, name: &str) -> PathBuf {
@@ -138,6 +148,8 @@ pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
             entries.extend(candidates(root, ns).into_iter().map(|(h, c)| (h, c.render())));
         }
         Topic::Schedule(ns) => entries.extend(read_schedule(root, ns).into_iter().map(|h| (h, String::new()))),
+        // In memory (`LocalWorld::exports`), never read from the files.
+        Topic::Exports => {}
         Topic::Val(key) => {
             if let Ok(v) = std::fs::read_to_string(key_path(root, key)) {
                 entries.insert(key.clone(), v);
@@ -182,6 +194,9 @@ impl World for LocalWorld {
     }
 
     fn follow(&self, topic: &Topic) -> Follow {
+        if *topic == Topic::Exports {
+            return self.exports.subscribe();
+        }
         let mut followed = self.followed.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(tx) = followed.get(topic) {
             return tx.subscribe();
@@ -193,6 +208,8 @@ impl World for LocalWorld {
         let dir = match &topic {
             Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
             Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&root, ns),
+            // Followed in memory (above).
+            Topic::Exports => return rx,
         };
         rt.spawn(async move {
             let mut watch = FileWatch::entries(vec![dir]).ok();
@@ -265,6 +282,16 @@ impl World for LocalWorld {
         };
         self.refresh_schedule(ns);
         Ok(written)
+    }
+
+    async fn export(&self, exports: &[Export]) -> Result<Written, WorldError> {
+        let entries: BTreeMap<String, String> = exports
+            .iter()
+            .filter(|e| reaches(&e.to, &self.hostname))
+            .map(|e| (export_entry(&e.kind, &self.hostname, &e.name), e.record.clone()))
+            .collect();
+        publish(&self.exports, entries);
+        Ok(Written::Done)
     }
 
     fn health(&self) -> Health {
