@@ -6,7 +6,9 @@
 //! after its lease, a restarted agent's leftovers removed); an etcd outage, an etcd
 //! restarted empty, and a lost quorum, none of which stops an agent converging its own
 //! machine; a schedule that every host agrees on, fails over after `kill -9` of a member
-//! and of the leader, and is not rewritten while nothing changes. Skipped, with a
+//! and of the leader, and is not rewritten while nothing changes; exported resources
+//! collected by the hosts they are for, their edits and removal, a collect conflict that
+//! leaves only that resource out, orphaned and dead hosts' exports removed. Skipped, with a
 //! message, where no `etcd` is installed (CI requires it).
 
 use std::io::{Read, Write};
@@ -245,6 +247,141 @@ fn identity_a_second_agent_is_refused_and_dead_hosts_vanish() {
     assert!(!keys.iter().any(|(k, _)| k.ends_with("/h3")), "{keys:?}");
 }
 
+/// h1's exports: a Puppet-style `@@file` to every host (its content `shared`), an
+/// mgmt-style hidden file exported to h2 only, and (`extra`) more statements.
+fn exporter(out: &Path, shared: &str, extra: &str) -> String {
+    let out = out.display();
+    format!(
+        r#"kv "greeting" {{ key => "greeting", value => "{shared}", }}
+@@file "shared" {{ path => "{out}/h1-shared", content => "{shared}\n", state => "exists", }}
+file "directed" {{
+	path => "{out}/h1-directed",
+	content => "for h2\n",
+	state => "exists",
+	Meta:hidden => true,
+	Meta:export => ["h2"],
+}}
+{extra}
+"#
+    )
+}
+
+/// h2 collects both of h1's exports by name (`collect`); h3 collects with Puppet's
+/// `<<| |>>` (and names the directed one, which is not for it). Each writes them under its
+/// own name, and a local file shows the greeting.
+fn collector(out: &Path, host: &str, extra: &str) -> String {
+    let out = out.display();
+    let shared = if host == "h2" {
+        format!("collect file \"shared\" {{ path => \"{out}/h2-shared\", }}")
+    } else {
+        format!("File <<| title == \"shared\" |>> {{ path => \"{out}/{host}-shared\", }}")
+    };
+    format!(
+        r#"import "world"
+{shared}
+collect file "directed" {{ path => "{out}/{host}-directed", Meta:hidden => false, }}
+file "{out}/{host}-local" {{ content => world.getval("greeting")->value, state => "exists", }}
+{extra}
+"#
+    )
+}
+
+/// The keys of exports in etcd.
+fn exported_keys(etcd: &Etcd) -> Vec<String> {
+    etcd_keys(etcd).into_iter().map(|(k, _)| k).filter(|k| k.starts_with("/_tend/exported/")).collect()
+}
+
+#[test]
+fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut h1 = Agent::start(dir.path(), "h1", &etcd.url(), 6, &exporter(&out, "v1", ""));
+    let h2 = Agent::start(dir.path(), "h2", &etcd.url(), 6, &collector(&out, "h2", ""));
+    let h3 = Agent::start(dir.path(), "h3", &etcd.url(), 6, &collector(&out, "h3", ""));
+    let at = |name: &str| out.join(name);
+    let logs = |agents: &[&Agent]| agents.iter().map(|a| format!("{}:\n{}", a.name, a.log())).collect::<String>();
+
+    // To every host: on h2 and h3, not on h1; directed to h2: only there.
+    for name in ["h2-shared", "h3-shared"] {
+        assert!(
+            wait_until(T, || read(&at(name)) == "v1\n"),
+            "{name}: {:?}\n{}",
+            read(&at(name)),
+            logs(&[&h1, &h2, &h3])
+        );
+    }
+    assert!(wait_until(T, || read(&at("h2-directed")) == "for h2\n"), "{}", logs(&[&h2]));
+    std::thread::sleep(Duration::from_millis(500));
+    for name in ["h3-directed", "h1-shared", "h1-directed"] {
+        assert!(!at(name).exists(), "{name} exists");
+    }
+    let mut keys = exported_keys(&etcd);
+    keys.sort();
+    assert_eq!(keys, ["/_tend/exported/%2a/file/h1/shared", "/_tend/exported/h2/file/h1/directed"]);
+
+    // An edit propagates.
+    h1.edit(&exporter(&out, "v2", ""));
+    for name in ["h2-shared", "h3-shared"] {
+        assert!(wait_until(T, || read(&at(name)) == "v2\n"), "{name}: {:?}", read(&at(name)));
+    }
+
+    // h3 exports `shared` differently: h2 reports the conflict on that resource only, and
+    // the rest of its graph still updates.
+    h3.edit(&collector(&out, "h3", "@@file \"shared\" { path => \"/nonexistent\", content => \"h3's\\n\", }"));
+    assert!(
+        wait_until(T, || h2.log().contains("collect conflict: file[shared] is exported differently by h1 and h3")),
+        "{}",
+        logs(&[&h2, &h3])
+    );
+    h1.edit(&exporter(&out, "v3", ""));
+    assert!(wait_until(T, || read(&at("h2-local")) == "v3"), "{:?}\n{}", read(&at("h2-local")), logs(&[&h2]));
+    assert_eq!(read(&at("h2-shared")), "v2\n", "the conflicting resource is left alone");
+    // Once the exports agree again, it is managed again.
+    h3.edit(&collector(&out, "h3", ""));
+    assert!(wait_until(T, || read(&at("h2-shared")) == "v3\n"), "{:?}\n{}", read(&at("h2-shared")), logs(&[&h2]));
+
+    // Removing an export deletes its key, and collectors stop managing it.
+    h1.edit(&format!(
+        "kv \"greeting\" {{ key => \"greeting\", value => \"v4\", }}\n{}",
+        "file \"directed\" { path => \"/x\", content => \"for h2\\n\", Meta:hidden => true, Meta:export => [\"h2\"], }\n"
+    ));
+    assert!(
+        wait_until(T, || exported_keys(&etcd) == ["/_tend/exported/h2/file/h1/directed"]),
+        "{:?}\n{}",
+        exported_keys(&etcd),
+        h1.log()
+    );
+    assert!(wait_until(T, || read(&at("h2-local")) == "v4"));
+
+    // An agent killed and restarted without an export removes it at once (orphans), and a
+    // dead host's exports vanish after its lease.
+    h1.kill9();
+    let restarted = Instant::now();
+    h1 = Agent::start(
+        dir.path(),
+        "h1",
+        &etcd.url(),
+        6,
+        "kv \"greeting\" { key => \"greeting\", value => \"v5\", }\n@@file \"late\" { path => \"/x\", content => \"x\", }\n",
+    );
+    assert!(
+        wait_until(Duration::from_secs(5), || exported_keys(&etcd) == ["/_tend/exported/%2a/file/h1/late"]),
+        "{:?}\n{}",
+        exported_keys(&etcd),
+        h1.log()
+    );
+    assert!(restarted.elapsed() < Duration::from_secs(6), "took {:?}", restarted.elapsed());
+    h1.kill9();
+    let killed = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(exported_keys(&etcd).len(), 1, "kept through the lease");
+    assert!(wait_until(Duration::from_secs(12), || exported_keys(&etcd).is_empty()), "{:?}", exported_keys(&etcd));
+    assert!(killed.elapsed() >= Duration::from_secs(4), "gone after {:?}, before the 6 s lease", killed.elapsed());
+    assert!(h2.log().lines().all(|l| !l.contains("panicked")), "{}", h2.log());
+}
+
 /// The world's link as an agent's metrics show it.
 fn connected(a: &Agent) -> Option<bool> {
     let page = a.metrics();
@@ -300,10 +437,16 @@ fn an_etcd_restarted_empty_gets_every_agents_keys_back() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let _h1 = Agent::start(dir.path(), "h1", &etcd.url(), 5, &program(&out, "h1", "hello", true));
+    // h1 also exports a resource: its export comes back too.
+    let exporter = format!(
+        "{}@@file \"note\" {{ path => \"/nonexistent/note\", content => \"x\", }}\n",
+        program(&out, "h1", "hello", true)
+    );
+    let _h1 = Agent::start(dir.path(), "h1", &etcd.url(), 5, &exporter);
     let h2 = Agent::start(dir.path(), "h2", &etcd.url(), 5, &program(&out, "h2", "hello", true));
     let file = out.join("h2.txt");
     assert!(wait_until(T, || read(&file) == line("hello", &["h1", "h2"])), "{:?}", read(&file));
+    assert!(wait_until(T, || etcd_keys(&etcd).iter().any(|(k, _)| k.contains("/exported/"))), "{:?}", etcd_keys(&etcd));
     let keys = etcd_keys(&etcd);
     etcd.wipe();
     assert!(!etcd.data_dir().exists());
@@ -494,7 +637,7 @@ fn a_schedule_candidacy_ends_at_once_on_exit_or_withdraw_and_persists_when_asked
 #[test]
 fn the_bundled_cluster_examples_build_a_graph() {
     // On one host (the local world): they compile, evaluate and validate.
-    for example in ["examples/cluster-kv", "examples/cluster-schedule"] {
+    for example in ["examples/cluster-kv", "examples/cluster-schedule", "examples/cluster-export"] {
         let out = Command::new(TEND).args(["--hostname", "h1", "graph", example]).output().unwrap();
         assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
     }
