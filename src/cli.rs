@@ -43,6 +43,14 @@ pub enum Command {
         /// Give up when the dataflow has not settled after this many seconds.
         #[arg(long, default_value_t = 10.0)]
         timeout: f64,
+        /// Read the world (and other hosts' exports) from this etcd cluster, as an
+        /// observer: nothing is claimed or written.
+        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+        seeds: Vec<String>,
+        /// The state directory whose world to read (a `tend run --prefix`'s): the local
+        /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
     },
     /// Explain how a resource's params were produced: source lines, values, provenance.
     Why {
@@ -54,6 +62,14 @@ pub enum Command {
         /// Give up when the dataflow has not settled after this many seconds.
         #[arg(long, default_value_t = 10.0)]
         timeout: f64,
+        /// Read the world from this etcd cluster, as an observer (nothing is claimed or
+        /// written); the report says each world value's revision, age and staleness.
+        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+        seeds: Vec<String>,
+        /// The state directory whose world to read (a `tend run --prefix`'s): the local
+        /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
+        #[arg(long, value_name = "DIR")]
+        prefix: Option<PathBuf>,
     },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),

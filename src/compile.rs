@@ -65,8 +65,12 @@ pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pip
 pub fn resource_graph(
     output: &lang::output::Output,
     catalog: &Catalog,
+    remote: &lang::interpret::Remote,
 ) -> Result<lang::resgraph::ResGraph, Vec<Diagnostic>> {
-    let graph = interpreted(output, catalog)?;
+    let (graph, left_out) = interpreted_with(output, catalog, remote)?;
+    if !left_out.is_empty() {
+        return Err(left_out);
+    }
     let diags = resources::graph::check(&graph);
     if !diags.is_empty() {
         return Err(diags.into_vec());
@@ -102,6 +106,23 @@ pub fn interpreted_with(
     Ok((graph, left_out))
 }
 
+/// Where a command that only evaluates reads the world, and what the program read of it.
+#[derive(Clone, Debug, Default)]
+pub struct WorldUse {
+    /// `--seeds`: observe this etcd cluster (else the local store).
+    pub seeds: Vec<String>,
+    /// `--prefix`: the state directory (default: the usual one).
+    pub prefix: Option<std::path::PathBuf>,
+}
+
+/// What the program read of the world while it first settled (`tend why` reports it),
+/// and, for a program that collects, what other hosts export to this one.
+#[derive(Clone, Debug, Default)]
+pub struct WorldRead {
+    pub seen: Vec<crate::world::Seen>,
+    pub remote: lang::interpret::Remote,
+}
+
 /// Runs a typed function graph on a private runtime until its first settled output
 /// (`tend graph`, `tend why`). `Err` is either an errStream diagnostic or, for a runtime
 /// that cannot start, a plain message.
@@ -112,7 +133,20 @@ pub fn first_output(
     hostname: Option<String>,
     timeout_secs: f64,
 ) -> Result<Result<lang::output::Output, Diagnostic>, String> {
-    let host = crate::services::functions_only(root, &crate::services::default_state_dir(), hostname);
+    first_output_in(graph, registry, root, hostname, timeout_secs, &WorldUse::default()).map(|(o, _)| o)
+}
+
+/// [`first_output`] reading the world `world` says, with what the program read of it.
+pub fn first_output_in(
+    graph: lang::ir::FuncGraph,
+    registry: Registry,
+    root: &Path,
+    hostname: Option<String>,
+    timeout_secs: f64,
+    world: &WorldUse,
+) -> Result<(Result<lang::output::Output, Diagnostic>, WorldRead), String> {
+    let state = world.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
+    let mut host = crate::services::functions_only(root, &state, hostname.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -120,25 +154,51 @@ pub fn first_output(
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let timeout = std::time::Duration::from_secs_f64(timeout_secs.max(0.0));
     let graph = std::sync::Arc::new(graph);
-    let output = rt.block_on(funcs::runtime::first_output(graph, std::sync::Arc::new(registry), host, timeout));
+    let me = crate::services::world_hostname(hostname.as_deref());
+    let result = rt.block_on(async {
+        let inner = crate::world::observe(&world.seeds, &state, &me).await?;
+        let recorded = std::sync::Arc::new(crate::world::Recorded::new(inner));
+        host.world = recorded.clone();
+        let output = funcs::runtime::first_output(graph, std::sync::Arc::new(registry), host.clone(), timeout).await;
+        let mut read = WorldRead {
+            remote: lang::interpret::Remote { me: me.clone(), exports: Vec::new() },
+            ..WorldRead::default()
+        };
+        if let Ok(out) = &output
+            && lang::interpret::collects_remote(out)
+        {
+            let mut follow = engine::world::World::follow(recorded.as_ref(), &engine::world::Topic::Exports);
+            let _ = tokio::time::timeout(timeout, follow.wait_for(|v| v.read)).await;
+            let view = follow.borrow().clone();
+            let (remote, unreadable) = crate::world::remote_of(&view, &me);
+            for (what, e) in unreadable {
+                tracing::warn!(export = %what, error = %e, "cannot read an export; it is ignored");
+            }
+            read.remote = remote;
+        }
+        read.seen = recorded.seen();
+        Ok::<_, String>((output, read))
+    });
     rt.shutdown_timeout(std::time::Duration::from_millis(200));
-    Ok(output)
+    result
 }
 
-/// [`first_output`] with its failures reported: exit status 2 when the dataflow could not
-/// run at all, 1 (after the diagnostic) when the program failed.
+/// [`first_output_in`] with its failures reported: exit status 2 when the dataflow could
+/// not run at all, 1 (after the diagnostic) when the program failed.
+#[allow(clippy::too_many_arguments)]
 pub fn first_output_or_report(
     graph: lang::ir::FuncGraph,
     registry: Registry,
     root: &Path,
     hostname: Option<String>,
     timeout_secs: f64,
+    world: &WorldUse,
     sources: &SourceMap,
     how: Report,
-) -> Result<lang::output::Output, std::process::ExitCode> {
-    match first_output(graph, registry, root, hostname, timeout_secs) {
-        Ok(Ok(output)) => Ok(output),
-        Ok(Err(d)) => {
+) -> Result<(lang::output::Output, WorldRead), std::process::ExitCode> {
+    match first_output_in(graph, registry, root, hostname, timeout_secs, world) {
+        Ok((Ok(output), read)) => Ok((output, read)),
+        Ok((Err(d), _)) => {
             report(&[d], sources, how);
             Err(std::process::ExitCode::from(1))
         }

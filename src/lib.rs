@@ -10,3 +10,4 @@ pub mod observe;
 pub mod services;
 pub mod stderr;
 pub mod stdout;
+pub mod world;

@@ -4,6 +4,7 @@
 use clap::Parser;
 use std::process::ExitCode;
 use tend::cli::{Cli, Command, LogFormat};
+use tend::compile::WorldUse;
 use tend::{cmd, stderr};
 
 /// mimalloc instead of glibc's malloc: a large graph is hundreds of thousands of small
@@ -37,9 +38,11 @@ fn main() -> ExitCode {
     init_logging(cli.verbose, cli.log_format);
     match cli.command {
         Command::Check { path, format } => cmd::check::run(&path, format, cli.verbose, cli.hostname),
-        Command::Graph { path, format, timeout } => cmd::graph::run(&path, format, timeout, cli.hostname),
-        Command::Why { path, resource, format, timeout } => {
-            cmd::why::run(&path, &resource, format, timeout, cli.hostname)
+        Command::Graph { path, format, timeout, seeds, prefix } => {
+            cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
+        }
+        Command::Why { path, resource, format, timeout, seeds, prefix } => {
+            cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }
         Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, ..args }),
     }

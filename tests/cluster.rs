@@ -320,6 +320,15 @@ fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
     let mut keys = exported_keys(&etcd);
     keys.sort();
     assert_eq!(keys, ["/_tend/exported/%2a/file/h1/shared", "/_tend/exported/h2/file/h1/directed"]);
+    // `tend graph --seeds` collects them too, as an observer.
+    let graph = Command::new(TEND)
+        .args(["--hostname", "h2", "graph"])
+        .arg(h2.dir.join("main.mcl"))
+        .args(["--seeds", &etcd.url()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&graph.stdout);
+    assert!(text.contains("Vertex: file[shared]") && text.contains("Vertex: file[directed]"), "{text}");
 
     // An edit propagates.
     h1.edit(&exporter(&out, "v2", ""));
@@ -423,6 +432,25 @@ fn an_etcd_outage_never_stops_local_convergence_and_everything_resyncs() {
     assert!(stale_seconds(&h2) > 50.0, "{}", h2.metrics());
     assert_eq!(read(&file), before, "stale values are kept");
     assert_eq!(h2.log().matches("lost etcd").count(), 1, "told once per transition:\n{}", h2.log());
+    // `tend why` shows the values h2 last saw, and that they are stale.
+    let why = Command::new(TEND)
+        .args(["--hostname", "h2", "why"])
+        .arg(h2.dir.join("main.mcl"))
+        .arg(format!("file[{}]", file.display()))
+        .args(["--seeds", &etcd.url(), "--prefix"])
+        .arg(h2.dir.join("state"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&why.stdout);
+    assert!(why.status.success(), "{text}{}", String::from_utf8_lossy(&why.stderr));
+    assert!(text.contains("key `greeting`: STALE (revision "), "{text}");
+    assert!(text.contains("namespace `remote`: STALE ("), "{text}");
+    // An agent that starts while etcd is away runs on the last values it saw.
+    h2.kill9();
+    std::fs::remove_file(&file).unwrap();
+    let mut h2 = Agent::start(dir.path(), "h2", &etcd.url(), 5, &program(&out, "h2", "hello", true));
+    assert!(wait_until(T, || read(&file) == before), "{:?}; log:\n{}", read(&file), h2.log());
+    assert!(h2.alive());
 
     etcd.resume();
     let want = line("during", &["h1", "h2"]);

@@ -1,25 +1,27 @@
-//! `tend graph PATH`: compile, run the dataflow until it first settles, interpret, print.
+//! `tend graph PATH`: compile, run the dataflow until it first settles, interpret (with
+//! `--seeds`, collecting other hosts' exports), print.
 
 use crate::cli::GraphFormat;
-use crate::compile::{self, Report};
+use crate::compile::{self, Report, WorldUse};
 use lang::resgraph::ResGraph;
 use lang::value::Value;
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(path: &Path, format: GraphFormat, timeout: f64, hostname: Option<String>) -> ExitCode {
+pub fn run(path: &Path, format: GraphFormat, timeout: f64, hostname: Option<String>, world: &WorldUse) -> ExitCode {
     let (registry, catalog) = compile::catalog(hostname.as_deref());
     let how = if format == GraphFormat::Json { Report::Json } else { Report::Human };
     let (program, sources, graph) = match compile::compile_or_report(path, &catalog, how) {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let output = match compile::first_output_or_report(graph, registry, &program.root, hostname, timeout, &sources, how)
-    {
+    let first =
+        compile::first_output_or_report(graph, registry, &program.root, hostname, timeout, world, &sources, how);
+    let (output, read) = match first {
         Ok(o) => o,
         Err(code) => return code,
     };
-    let graph = match compile::resource_graph(&output, &catalog) {
+    let graph = match compile::resource_graph(&output, &catalog, &read.remote) {
         Ok(g) => g,
         Err(diags) => {
             compile::report(&diags, &sources, how);

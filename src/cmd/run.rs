@@ -89,6 +89,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
             hostname: hostname.clone(),
             ttl: opts.world_ttl,
             state_dir: state_dir.clone(),
+            observer: false,
         };
         match rt.block_on(resources::world::etcd::EtcdWorld::connect(cfg)) {
             Ok(w) => Some(Arc::new(w)),

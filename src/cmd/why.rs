@@ -2,10 +2,11 @@
 //! finds the resource statements of that kind, runs the dataflow once with *probe*
 //! statements added next to each of them (synthetic resources that carry the values of
 //! every node of the provenance trees, evaluated in the same `if`/`for` context and under
-//! the same conditions), and prints the trees with their values.
+//! the same conditions), and prints the trees with their values, then each world value the
+//! program read with its revision and staleness (`--seeds`: from the etcd cluster).
 
 use crate::cli::WhyFormat;
-use crate::compile::{self, Report};
+use crate::compile::{self, Report, WorldUse};
 use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op, Origin};
 use lang::provenance::{BindHow, Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
 use lang::span::{SourceMap, Span};
@@ -22,7 +23,14 @@ const PROBE: &str = "\u{0}why:";
 /// The value a probe carries when its node failed with an error caught by `<|>`.
 const FAILED: &str = "\u{0}why:failed";
 
-pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname: Option<String>) -> ExitCode {
+pub fn run(
+    path: &Path,
+    target: &str,
+    format: WhyFormat,
+    timeout: f64,
+    hostname: Option<String>,
+    world: &WorldUse,
+) -> ExitCode {
     let Some((kind, name)) = parse_target(target) else {
         crate::stderr::line(format_args!(
             "error: `{target}` is not a resource: expected KIND[NAME], e.g. file[/tmp/x]"
@@ -44,11 +52,25 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname:
     };
     let probed = with_probes(&graph, &located, &plans);
 
-    let output =
-        match compile::first_output_or_report(probed, registry, &program.root, hostname, timeout, &sources, how) {
-            Ok(o) => o,
-            Err(code) => return code,
-        };
+    let first =
+        compile::first_output_or_report(probed, registry, &program.root, hostname, timeout, world, &sources, how);
+    let (output, read) = match first {
+        Ok(o) => o,
+        Err(code) => return code,
+    };
+    let world_values: Vec<serde_json::Value> = read
+        .seen
+        .iter()
+        .map(|s| {
+            json!({
+                "topic": s.topic.to_string(),
+                "read": s.view.read,
+                "stale": s.view.stale,
+                "revision": s.view.revision,
+                "state": crate::world::describe(&s.view),
+            })
+        })
+        .collect();
 
     // Which statements produced it, with the probed values of each production.
     let mut found: Vec<(usize, Vec<BTreeMap<String, Value>>)> = Vec::new();
@@ -118,9 +140,23 @@ pub fn run(path: &Path, target: &str, format: WhyFormat, timeout: f64, hostname:
     match format {
         WhyFormat::Json => crate::stdout::line(format_args!(
             "{:#}",
-            json!({"ok": true, "resource": format!("{kind}[{name}]"), "statements": reports})
+            json!({"ok": true, "resource": format!("{kind}[{name}]"), "statements": reports, "world": world_values})
         )),
-        WhyFormat::Text => crate::stdout::print(format_args!("{}", text(&format!("{kind}[{name}]"), &reports))),
+        WhyFormat::Text => {
+            let mut out = text(&format!("{kind}[{name}]"), &reports);
+            if !world_values.is_empty() {
+                let from = if world.seeds.is_empty() { "the local store".to_string() } else { world.seeds.join(",") };
+                out.push_str(&format!("\nworld values the program read (from {from}):\n"));
+                for v in &world_values {
+                    out.push_str(&format!(
+                        "  {}: {}\n",
+                        v["topic"].as_str().unwrap_or(""),
+                        v["state"].as_str().unwrap_or("")
+                    ));
+                }
+            }
+            crate::stdout::print(format_args!("{out}"))
+        }
     }
     ExitCode::SUCCESS
 }

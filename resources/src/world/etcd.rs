@@ -84,6 +84,9 @@ pub struct EtcdConfig {
     pub ttl: i64,
     /// Where the agent remembers its session's lease (to clean up after a crash).
     pub state_dir: PathBuf,
+    /// Only reads (`tend why --seeds`, `tend graph --seeds`): no lease, no claim of the
+    /// host name, nothing owned; the session is a connection checked every third of `ttl`.
+    pub observer: bool,
 }
 
 /// An agent's link to the cluster (see the module's documentation).
@@ -185,7 +188,7 @@ impl EtcdWorld {
             _ => {
                 tracing::warn!(
                     seeds = %inner.cfg.seeds.join(","),
-                    "etcd does not answer yet: running on with the world's values unknown, and retrying"
+                    "etcd does not answer yet: running on with the last world values this host saw (stale, if any), and retrying"
                 );
                 Ok(EtcdWorld { inner })
             }
@@ -206,7 +209,7 @@ impl EtcdWorld {
         for (key, value, ttl) in lingering {
             let _ = self.inner.linger(&key, &value, ttl).await;
         }
-        let session = self.inner.session.borrow().clone();
+        let session = self.inner.session.borrow().clone().filter(|_| !self.inner.cfg.observer);
         self.inner.stop.cancel();
         if let Some(mut s) = session {
             let _ = tokio::time::timeout(Duration::from_secs(1), s.client.lease_revoke(s.lease)).await;
@@ -219,6 +222,9 @@ impl EtcdWorld {
     /// volunteers, withdraws or reads a schedule does, so a choice always has someone to
     /// make it while any of them lives.
     fn campaign(&self) {
+        if self.inner.cfg.observer {
+            return;
+        }
         if !self.inner.campaigning.swap(true, Ordering::SeqCst) && tokio::runtime::Handle::try_current().is_ok() {
             tokio::spawn(lead_schedules(self.inner.clone()));
         }
@@ -250,7 +256,11 @@ async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Result<(), World
                 }
                 inner.went(true, "");
                 inner.session.send_replace(Some(Session { client: client.clone(), lease: id, epoch }));
-                let end = keep_alive(&inner, client, id).await;
+                let end = if inner.cfg.observer {
+                    keep_checking(&inner, client).await
+                } else {
+                    keep_alive(&inner, client, id).await
+                };
                 inner.session.send_replace(None);
                 match end {
                     Lapse::Stopped => return,
@@ -293,6 +303,12 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
         .with_keep_alive_while_idle(true)
         .with_require_leader(true);
     let mut client = tokio::time::timeout(REQUEST, Client::connect(&inner.cfg.seeds, Some(options))).await??;
+    if inner.cfg.observer {
+        // A linearizable read proves the cluster has a quorum.
+        tokio::time::timeout(REQUEST, client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1))))
+            .await??;
+        return Ok((client, 0));
+    }
     let alive = match lease {
         Some(id) => {
             let ttl = tokio::time::timeout(REQUEST, client.lease_time_to_live(id, None)).await??.ttl();
@@ -410,6 +426,24 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
             Ok(Ok(None)) => return Lapse::Lost("the keep-alive stream ended".into()),
             Ok(Err(e)) => return Lapse::Lost(e.to_string()),
             Err(_) => return Lapse::Lost("keep-alive timed out".into()),
+        }
+    }
+}
+
+/// An observer's session: a linearizable read every third of the TTL, until one fails.
+async fn keep_checking(inner: &Inner, mut client: Client) -> Lapse {
+    let period = Duration::from_millis((inner.cfg.ttl.max(1) as u64) * 1000 / 3);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        }
+        let sent = Instant::now();
+        let read = client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1)));
+        match tokio::time::timeout(REQUEST, read).await {
+            Ok(Ok(_)) => inner.latency_us.store(sent.elapsed().as_micros().max(1) as u64, Ordering::Relaxed),
+            Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+            Err(_) => return Lapse::Lost("read timed out".into()),
         }
     }
 }
@@ -556,6 +590,49 @@ impl Inner {
         }
     }
 
+    /// Where the last fresh view of `topic` is kept (under the state directory).
+    fn cache_path(&self, topic: &Topic) -> PathBuf {
+        let name = match topic {
+            Topic::Val(k) => format!("val-{}", escape(k)),
+            Topic::Map(ns) => format!("map-{}", escape(ns)),
+            Topic::Candidates(ns) => format!("cand-{}", escape(ns)),
+            Topic::Schedule(ns) => format!("sched-{}", escape(ns)),
+            Topic::Exports => "exports".to_string(),
+        };
+        self.cfg.state_dir.join("world").join("views").join(escape(&self.cfg.hostname)).join(name)
+    }
+
+    /// Keeps a fresh view of `topic`, for a later run that starts while etcd is away
+    /// (and for `tend why --seeds` then). Observers keep nothing.
+    fn remember_view(&self, topic: &Topic, view: &View) {
+        if self.cfg.observer {
+            return;
+        }
+        let confirmed = view.confirmed.duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+        let record = serde_json::json!({"revision": view.revision, "confirmed": confirmed, "entries": view.entries});
+        let path = self.cache_path(topic);
+        let saved = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| crate::util::fs::atomic_write(&path, record.to_string().as_bytes(), None));
+        if let Err(e) = saved {
+            tracing::debug!(path = %path.display(), error = %e, "cannot keep the world's view");
+        }
+    }
+
+    /// The view of `topic` a previous run kept, stale.
+    fn cached_view(&self, topic: &Topic) -> Option<View> {
+        let text = std::fs::read_to_string(self.cache_path(topic)).ok()?;
+        let record: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let entries = record["entries"]
+            .as_object()?
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+            .collect();
+        let confirmed = SystemTime::UNIX_EPOCH + Duration::from_secs_f64(record["confirmed"].as_f64()?.max(0.0));
+        Some(View { entries, revision: record["revision"].as_i64()?, stale: true, read: true, confirmed })
+    }
+
     /// A write this host made at `revision`, shown to its followers at once unless their
     /// view is already newer (a later write by another host must not be hidden).
     fn saw_write(&self, topic: &Topic, name: &str, value: Option<&str>, revision: i64) {
@@ -578,6 +655,9 @@ impl Inner {
     /// Rebinds `key` (holding `value`) to a lease of its own that nobody renews: it goes
     /// `secs` seconds from now, whatever becomes of this agent.
     async fn linger(&self, key: &str, value: &str, secs: u64) -> Result<Written, WorldError> {
+        if self.cfg.observer {
+            return Ok(Written::Done);
+        }
         let Some(mut s) = self.current() else { return Ok(Written::Queued) };
         let ttl = i64::try_from(secs).unwrap_or(i64::MAX);
         let put = async {
@@ -601,6 +681,9 @@ impl Inner {
         lease: bool,
         shown: Option<(Topic, &str)>,
     ) -> Result<Written, WorldError> {
+        if self.cfg.observer {
+            return Err(WorldError(format!("`{key}` is not written: this agent only observes the cluster")));
+        }
         match value {
             Some(_) => lock(&self.disowned).remove(&key),
             None => lock(&self.disowned).insert(key.clone()),
@@ -721,7 +804,9 @@ async fn follow_pass(
             raw.insert(k.to_string(), v.to_string());
         }
     }
-    tx.send_replace(Arc::new(View::fresh(inner.entries(topic, &raw), revision)));
+    let view = View::fresh(inner.entries(topic, &raw), revision);
+    inner.remember_view(topic, &view);
+    tx.send_replace(Arc::new(view));
     let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
     if prefix {
         options = options.with_prefix();
@@ -758,15 +843,21 @@ async fn follow_pass(
                     revision = revision.max(h.revision());
                 }
                 let entries = inner.entries(topic, &raw);
+                let mut remembered = None;
                 tx.send_if_modified(|view| {
                     // Also a view this host changed by its own write must come back to
                     // what the store holds.
                     let differs = view.stale || view.entries != entries;
                     if differs {
-                        *view = Arc::new(View::fresh(entries, revision));
+                        let fresh = Arc::new(View::fresh(entries, revision));
+                        remembered = Some(fresh.clone());
+                        *view = fresh;
                     }
                     differs
                 });
+                if let Some(view) = remembered {
+                    inner.remember_view(topic, &view);
+                }
             }
             changed = sessions.changed() => {
                 if changed.is_err() {
@@ -907,7 +998,13 @@ impl World for EtcdWorld {
         if let Some(tx) = followed.get(topic) {
             return tx.subscribe();
         }
-        let (tx, rx) = watch::channel(Arc::new(View::unknown()));
+        // Without a session (etcd unreachable since the start), the last view this host's
+        // state directory remembers, stale: the program runs on the last known values.
+        let first = match self.inner.current() {
+            Some(_) => None,
+            None => self.inner.cached_view(topic),
+        };
+        let (tx, rx) = watch::channel(Arc::new(first.unwrap_or_else(View::unknown)));
         if tokio::runtime::Handle::try_current().is_ok() {
             followed.insert(topic.clone(), tx.clone());
             tokio::spawn(follow_topic(self.inner.clone(), topic.clone(), tx));

@@ -2,10 +2,9 @@
 //! world (off the main loop, the latest set winning), and what other hosts export is
 //! followed, for a program that collects, and decoded for interpretation.
 
-use engine::world::{Export, Follow, Topic, World, parse_export_entry};
+use engine::world::{Export, Follow, Topic, World};
 use lang::exported::ExportRecord;
 use lang::interpret::Remote;
-use lang::span::Span;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -75,22 +74,13 @@ impl Exports {
         let me = self.world.hostname().to_string();
         let Some(follow) = self.follow.as_mut() else { return Remote { me, exports: Vec::new() } };
         let view = follow.borrow_and_update().clone();
-        let mut exports = Vec::with_capacity(view.entries.len());
-        for (entry, record) in &view.entries {
-            let Some((kind, from, name)) = parse_export_entry(entry) else { continue };
-            if from == me {
-                continue;
-            }
-            match lang::exported::decode(&kind, &name, &from, record, Span::default()) {
-                Ok(decl) => exports.push(decl),
-                Err(e) => {
-                    if self.unreadable.insert(entry.clone()) {
-                        tracing::warn!(resource = %format!("{kind}[{name}]"), host = %from, error = %e, "cannot read an export; it is ignored");
-                    }
-                }
+        let (remote, unreadable) = crate::world::remote_of(&view, &me);
+        for (what, e) in unreadable {
+            if self.unreadable.insert(what.clone()) {
+                tracing::warn!(export = %what, error = %e, "cannot read an export; it is ignored");
             }
         }
-        Remote { me, exports }
+        remote
     }
 
     /// Resolves when what other hosts export changed; never when not followed.
