@@ -11,17 +11,17 @@
 //!
 //! An input's `type` is `text://` (default) or `range://?min=&max=&step=`. With `value`
 //! the initial value is that param; with `store` it lives in a store and follows it:
-//! `world://` is the kv store the `kv` kind and `world.getval` use (`<state>/kv/<key>`),
+//! `world://` is the world's plain key the `kv` kind and `world.getval` use (the local
+//! store, or the cluster's with `--seeds`),
 //! `local://` is the process value store of the `value` kind; the key is the resource name
 //! unless the store URL has `?key=`. A value saved on the web is pushed to the store; a
 //! change in the store (by anyone else) replaces the displayed value.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
+use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
@@ -33,9 +33,7 @@ use super::{Hub, Request, Response, Route, escape_html};
 use crate::common::{Raw, res_error, sends};
 use crate::params::{BuildError, Params};
 use crate::typed::Fingerprint as _;
-use crate::util::fs::atomic_write;
 use crate::util::registry::Registry;
-use crate::util::watch::FileWatch;
 
 const INPUT_KIND: &str = "http:server:ui:input";
 
@@ -379,7 +377,7 @@ enum Store {
     None,
     /// The process value store, under this key.
     Local(String),
-    /// The kv store, under this key (the file is known after init).
+    /// The world, under this plain key (followed from init on).
     World(String),
 }
 
@@ -391,8 +389,9 @@ pub struct HttpUiInput {
     values: Arc<crate::value::ValueStore>,
     input: Arc<Input>,
     store: Result<Store, String>,
-    /// The kv file for `world://` (after init).
-    world_file: Option<PathBuf>,
+    world: Arc<dyn engine::world::World>,
+    /// The key of a `world://` store as last seen (after init).
+    view: Option<engine::world::Follow>,
     /// The value the last apply sent.
     last: Option<String>,
     sent: Option<String>,
@@ -409,6 +408,7 @@ impl HttpUiInput {
     pub fn build(
         hub: Arc<Hub>,
         store_values: Arc<crate::value::ValueStore>,
+        world: Arc<dyn engine::world::World>,
         name: &str,
         values: &BTreeMap<String, Value>,
     ) -> Result<HttpUiInput, BuildError> {
@@ -458,7 +458,8 @@ impl HttpUiInput {
             values: store_values,
             input,
             store,
-            world_file: None,
+            world,
+            view: None,
             last: None,
             sent: None,
         })
@@ -486,30 +487,33 @@ impl HttpUiInput {
                 Some(Value::Str(s)) => Ok(Some(s.to_string())),
                 Some(other) => Err(self.err("store", format!("the local value `{key}` is not a str: {other}"))),
             },
-            Store::World(_) => {
-                let file = self.world_file.as_ref().ok_or_else(|| ResError::new("check-apply before init"))?;
-                match std::fs::read_to_string(file) {
-                    Ok(v) => Ok(Some(v)),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-                    Err(e) => Err(ResError::new(format!("cannot read `{}`: {e}", file.display()))),
-                }
+            Store::World(key) => {
+                let view = self.view.as_ref().ok_or_else(|| ResError::new("check-apply before init"))?;
+                Ok(view.borrow().entries.get(key).cloned())
             }
         }
     }
 
-    fn store_set(&self, value: &str) -> Result<(), ResError> {
+    /// Whether the store's value is known (a world key never read yet is not).
+    fn store_known(&self) -> bool {
+        match self.store.as_ref().unwrap_or(&Store::None) {
+            Store::World(_) => self.view.as_ref().is_some_and(|v| v.borrow().read),
+            _ => true,
+        }
+    }
+
+    async fn store_set(&self, value: &str) -> Result<(), ResError> {
         match self.store.as_ref().unwrap_or(&Store::None) {
             Store::None => Ok(()),
             Store::Local(key) => {
                 self.values.set(key, Value::str(value));
                 Ok(())
             }
-            Store::World(_) => {
-                let file = self.world_file.as_ref().ok_or_else(|| ResError::new("check-apply before init"))?;
-                if let Some(dir) = file.parent() {
-                    std::fs::create_dir_all(dir).at(dir)?;
-                }
-                atomic_write(file, value.as_bytes(), None).at(file)?;
+            Store::World(key) => {
+                let what = format!("{INPUT_KIND}[{}]", self.raw.name);
+                let written =
+                    self.world.set(key, Some(value)).await.map_err(|e| ResError::transient(format!("{what}: {e}")))?;
+                crate::world::note_queued(written, &what);
                 Ok(())
             }
         }
@@ -538,9 +542,9 @@ impl Resource for HttpUiInput {
         Ok(())
     }
 
-    async fn init(&mut self, ctx: &InitCtx) -> Result<(), ResError> {
+    async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
         if let Ok(Store::World(key)) = &self.store {
-            self.world_file = Some(crate::world::local::key_path(&ctx.state_dir, key));
+            self.view = Some(self.world.follow(&engine::world::Topic::Val(key.clone())));
         }
         Ok(())
     }
@@ -550,14 +554,14 @@ impl Resource for HttpUiInput {
         let input = self.input.clone();
         let ui = self.params.path.clone();
         let store = self.store.clone().unwrap_or(Store::None);
-        let world_file = self.world_file.clone();
+        let mut view = self.view.clone();
         let values = self.values.clone();
         Box::pin(async move {
             let _listed = hub.inputs.register(&ui, input.clone());
-            let mut files = match (&store, world_file) {
-                (Store::World(_), Some(file)) => Some(FileWatch::new(vec![file], false)?),
-                _ => None,
-            };
+            if !matches!(store, Store::World(_)) {
+                view = None;
+            }
+            let mut last_world = view.as_mut().map(|v| v.borrow_and_update().entries.clone());
             let mut locals = matches!(store, Store::Local(_)).then(|| values.changes());
             let local_key = match &store {
                 Store::Local(key) => Some(key.clone()),
@@ -568,10 +572,17 @@ impl Resource for HttpUiInput {
             loop {
                 tokio::select! {
                     _ = input.saved.notified() => ctx.event(),
-                    changed = async { files.as_mut().expect("guarded").changed().await }, if files.is_some() => {
-                        changed?;
-                        input.lock().store_event = true;
-                        ctx.event();
+                    changed = async { view.as_mut().expect("guarded").changed().await }, if view.is_some() => {
+                        if changed.is_err() {
+                            view = None;
+                            continue;
+                        }
+                        let now = view.as_mut().map(|v| v.borrow_and_update().entries.clone());
+                        if now != last_world {
+                            last_world = now;
+                            input.lock().store_event = true;
+                            ctx.event();
+                        }
                     }
                     changed = async { locals.as_mut().expect("guarded").changed().await }, if locals.is_some() => {
                         if changed.is_err() {
@@ -607,6 +618,11 @@ impl Resource for HttpUiInput {
             return Ok(false);
         }
 
+        if !self.store_known() {
+            // The watch wakes this resource once the world key was read.
+            tracing::info!(resource = %key, "waiting for the world to be read");
+            return Ok(false);
+        }
         // Reconcile the store and the web: whichever changed last wins.
         let stored = self.store_get()?;
         let (web, store_event) = {
@@ -630,7 +646,7 @@ impl Resource for HttpUiInput {
                 stored
             }
             _ => {
-                self.store_set(&web)?;
+                self.store_set(&web).await?;
                 web
             }
         };
@@ -665,7 +681,9 @@ pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind = crate::kind::Kind {
     sends: &[("value", "str")],
     can_recv: false,
     autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), name, params)?)),
+    build: |host, name, params| {
+        Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), host.world.clone(), name, params)?))
+    },
 };
 
 #[cfg(test)]
@@ -681,8 +699,17 @@ mod tests {
     }
 
     fn input(hub: &Arc<Hub>, name: &str, pairs: &[(&str, &str)]) -> HttpUiInput {
+        input_in(hub, name, pairs, Arc::new(engine::world::Detached::new("h1")))
+    }
+
+    fn input_in(
+        hub: &Arc<Hub>,
+        name: &str,
+        pairs: &[(&str, &str)],
+        world: Arc<dyn engine::world::World>,
+    ) -> HttpUiInput {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), Value::str(*v))).collect();
-        HttpUiInput::build(hub.clone(), Arc::default(), name, &values).unwrap()
+        HttpUiInput::build(hub.clone(), Arc::default(), world, name, &values).unwrap()
     }
 
     fn ui(hub: &Arc<Hub>) -> HttpUi {
@@ -768,7 +795,8 @@ mod tests {
     async fn a_world_store_input_follows_the_kv_store_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let h = hub();
-        let mut i = input(&h, "text1", &[("store", "world://")]);
+        let world = Arc::new(crate::world::LocalWorld::new(dir.path(), "h1"));
+        let mut i = input_in(&h, "text1", &[("store", "world://")], world.clone());
         let init = InitCtx {
             key: engine::ResKey::new(INPUT_KIND, "text1"),
             var_dir: Some(dir.path().join("var")),
@@ -789,8 +817,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "from web");
         assert_eq!(sent(&i), "from web");
 
-        std::fs::write(&file, "from world").unwrap();
-        i.input.lock().store_event = true; // what the watch does on the file change
+        engine::world::World::set(world.as_ref(), "text1", Some("from world")).await.unwrap();
+        i.input.lock().store_event = true; // what the watch does on the change
         assert!(!i.check_apply(&mut ctx, true).await.unwrap());
         assert_eq!((i.value(), sent(&i)), ("from world".into(), "from world".into()));
     }

@@ -196,8 +196,10 @@ async fn the_ui_form_sends_saved_values() {
 
     let (status, headers, _) = request(addr, "POST", "/ui/save/", &[], "id=kv1&value=v1&redirect=index.html").await;
     assert_eq!((status, headers[header::LOCATION].to_str().unwrap()), (303, "/ui/index.html"));
-    let kv = dir.path().join("state/kv/kv1/value");
-    assert!(eventually(|| std::fs::read_to_string(&kv).ok().as_deref() == Some("v1")).await, "pushed to the kv store");
+    // Pushed to the world's key (the sandbox's local store).
+    let kv = dir.path().join("var/lib/tend/kv/kv1/value");
+    assert!(eventually(|| std::fs::read_to_string(&kv).ok().as_deref() == Some("v1")).await, "pushed to the world");
+    assert_eq!(host.world.get("kv1").await.as_deref(), Some("v1"));
     engine.shutdown(WAIT).await;
 }
 
