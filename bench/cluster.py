@@ -9,6 +9,11 @@ transaction, B's etcd watch, B's dataflow and B's file write. Between trials it 
 20 ms. It then samples the idle resident memory (VmRSS) of B, and of the same program run
 without --seeds (the local world), to show what joining a cluster costs.
 
+Then the same for an exported resource: host C exports `@@file "bench"` whose content is
+IN2, host D collects it (`File <<| |>> { path => OUT2 }`); each trial times from the write
+of IN2 until D's OUT2 holds it (C's dataflow and graph swap, the export's etcd transaction,
+D's watch, D's interpretation of its last output with the new export, D's file write).
+
 Then schedule failover: three agents volunteer for one namespace (`schedule`, rr, max 2,
 `--world-ttl 3`); each trial kills (SIGKILL) a chosen host that is not the leader and times
 until both survivors' files show the new choice, then restarts the victim. A dead host is
@@ -126,8 +131,9 @@ def main():
         local = agent("hl", prog_l, seeds=False)
         time.sleep(2)
         rss_local = rss_kib(local.pid)
-        print("trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
+        print("kv, trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
               % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
+        exported_trials(agent, work, trials)
         print("idle VmRSS: cluster agent %d KiB, local agent %d KiB, difference %d KiB"
               % (rss_cluster, rss_local, rss_cluster - rss_local))
         failover(tend, work, url, int(sys.argv[3]) if len(sys.argv) > 3 else 5, procs)
@@ -142,6 +148,31 @@ def main():
         etcd.kill()
         etcd.wait()
         shutil.rmtree(work, ignore_errors=True)
+
+
+def exported_trials(agent, work, trials):
+    inp, out = os.path.join(work, "in2"), os.path.join(work, "out2")
+    write_atomic(inp, "e0")
+    prog_c, prog_d = os.path.join(work, "c.mcl"), os.path.join(work, "d.mcl")
+    with open(prog_c, "w") as f:
+        f.write('import "os"\n@@file "bench" { path => "/nonexistent/bench", state => "exists", '
+                'content => os.readfile("%s"), }\n' % inp)
+    with open(prog_d, "w") as f:
+        f.write('File <<| title == "bench" |>> { path => "%s", }\n' % out)
+    agent("hc", prog_c)
+    agent("hd", prog_d)
+    wait(lambda: read(out) == "e0", 30, "the first export on D")
+    times = []
+    for i in range(1, trials + 1):
+        value = "e%d" % i
+        start = time.perf_counter()
+        write_atomic(inp, value)
+        wait(lambda: read(out) == value, 10, "export trial %d" % i)
+        times.append((time.perf_counter() - start) * 1000)
+        time.sleep(0.02)
+    times.sort()
+    print("export, trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
+          % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
 
 
 def leader(url):

@@ -295,12 +295,23 @@ fn edges_are_deduplicated_with_notify_ored() {
 #[test]
 fn collected_resources_are_not_exported_again() {
     let mut o = O::new();
-    o.res("test", "a", &[], &[("export", Value::list(vec![s("*")]))]);
+    let export = ("export", Value::list(vec![s("*")]));
+    o.res("test", "a", &[], &[("hidden", Value::Bool(true)), export.clone()]);
+    // The collect body says `Meta:export` too: a collected copy is never exported.
+    o.res("test", "a", &[], &[("hidden", Value::Bool(false)), export]);
+    o.out.resources[1].collect = true;
+    let (g, d) = o.run();
+    assert!(d.is_empty(), "{d:?}");
+    let copy = g.vertices.iter().find(|v| v.collected).expect("the collected copy");
+    assert!(copy.export().is_empty());
+    assert!(!copy.hidden());
+
+    // A collect that names what nothing exports gives no resource.
+    let mut o = O::new();
+    o.res("test", "b", &[], &[]);
     o.out.resources[0].collect = true;
     let (g, d) = o.run();
-    assert!(d.is_empty());
-    assert!(g.vertices[0].export().is_empty());
-    assert!(g.vertices[0].collected);
+    assert!(d.is_empty() && g.vertices.is_empty(), "{d:?}");
 }
 
 #[test]
