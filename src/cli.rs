@@ -71,6 +71,22 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         prefix: Option<PathBuf>,
     },
+    /// Type-check a program and store it in the cluster as the next deploy: every agent
+    /// following deploys (`tend run --seeds URL` without a PATH) runs it.
+    Deploy {
+        /// A .mcl file, or a directory holding main.mcl (or metadata.yaml): the whole
+        /// directory is deployed.
+        path: PathBuf,
+        /// The etcd cluster's client URLs.
+        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', required = true)]
+        seeds: Vec<String>,
+        /// Only deploy right after deploy N (refused if another landed since).
+        #[arg(long, value_name = "N")]
+        parent: Option<u64>,
+        /// Deploy after whatever is latest, even when --parent is stale.
+        #[arg(long)]
+        force: bool,
+    },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),
 }
@@ -78,8 +94,10 @@ pub enum Command {
 /// `tend run`'s options, as parsed and as `cmd::run` reads them (one definition).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// A .mcl file, or a directory holding main.mcl (or metadata.yaml).
-    pub path: PathBuf,
+    /// A .mcl file, or a directory holding main.mcl (or metadata.yaml). Without it (and
+    /// with --seeds), the agent runs the cluster's deploys and follows each new one.
+    #[arg(required_unless_present = "seeds")]
+    pub path: Option<PathBuf>,
     /// Exit once the whole graph has stayed converged this many seconds (0: as soon
     /// as it converges). Exit status 1 when a resource failed.
     #[arg(long, value_name = "SECS")]

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod deploy;
 pub mod graph;
 pub mod run;
 pub mod why;

@@ -3,7 +3,10 @@
 //! revision, age and staleness), and other hosts' exports decoded for interpretation.
 
 use async_trait::async_trait;
-use engine::world::{Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, parse_export_entry};
+use engine::world::{
+    Bundle, Candidacy, Deploy, Export, Follow, Health, Parent, Topic, View, World, WorldError, Written,
+    parse_export_entry,
+};
 use lang::interpret::Remote;
 use lang::span::Span;
 use std::path::Path;
@@ -93,6 +96,14 @@ impl World for Recorded {
 
     async fn export(&self, exports: &[Export]) -> Result<Written, WorldError> {
         self.inner.export(exports).await
+    }
+
+    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
+        self.inner.deploy(bundle, parent).await
+    }
+
+    async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {
+        self.inner.fetch_deploy(id).await
     }
 
     fn health(&self) -> Health {

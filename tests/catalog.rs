@@ -360,10 +360,11 @@ fn why_names_the_default_the_collector_and_the_override_behind_a_param() {
 fn an_exported_resource_collected_in_the_same_program_runs_with_its_params() {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path().display();
-    // mgmt's form: the exporting host keeps its copy hidden; `collect` makes the one that runs.
+    // mgmt's form: the exporting host keeps its copy hidden; `collect` makes the one that
+    // runs (the exported meta params are its base: the body un-hides it).
     let program = format!(
         "file \"{r}/x\" {{\n\tstate => \"exists\",\n\tcontent => \"exported\",\n\tMeta:export => [\"*\"],\n\tMeta:hidden => true,\n}}\n\
-         collect file [struct{{name => \"{r}/x\", host => \"h1\"}}] {{\n\tmode => \"0600\",\n}}\n\
+         collect file [struct{{name => \"{r}/x\", host => \"h1\"}}] {{\n\tmode => \"0600\",\n\tMeta:hidden => false,\n}}\n\
          file \"{r}/y\" {{\n\tstate => \"exists\",\n\tcontent => \"normal\",\n}}\n\
          file \"{r}/y\" {{\n\tstate => \"exists\",\n\tcontent => \"hidden twin\",\n\tMeta:hidden => true,\n}}\n"
     );

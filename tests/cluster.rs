@@ -51,6 +51,24 @@ impl Agent {
         Agent { name: name.to_string(), child, dir: home, metrics }
     }
 
+    /// Starts agent `name` with no program: it runs the cluster's deploys.
+    fn follow(dir: &Path, name: &str, seeds: &str) -> Agent {
+        let home = dir.join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        let metrics = free_port();
+        let child = Command::new(TEND)
+            .args(["--hostname", name, "-v", "run", "--prefix"])
+            .arg(home.join("state"))
+            .args(["--seeds", seeds, "--world-ttl", "5"])
+            .args(["--metrics", &format!("127.0.0.1:{metrics}")])
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(home.join("log")).unwrap())
+            .spawn()
+            .expect("tend starts");
+        Agent { name: name.to_string(), child, dir: home, metrics }
+    }
+
     /// Replaces the agent's program (a live edit: the agent reloads it).
     fn edit(&self, program: &str) {
         let tmp = self.dir.join("main.mcl.new");
@@ -669,4 +687,92 @@ fn the_bundled_cluster_examples_build_a_graph() {
         let out = Command::new(TEND).args(["--hostname", "h1", "graph", example]).output().unwrap();
         assert!(out.status.success(), "{example}: {}", String::from_utf8_lossy(&out.stderr));
     }
+}
+
+/// `tend deploy` of `program` (written to `<dir>/deploy-<tag>/main.mcl`, with a data file
+/// `files/data.txt` holding `tag`), with extra arguments.
+fn deploy(dir: &Path, etcd: &Etcd, tag: &str, program: &str, extra: &[&str]) -> std::process::Output {
+    let src = dir.join(format!("deploy-{tag}"));
+    std::fs::create_dir_all(src.join("files")).unwrap();
+    std::fs::write(src.join("main.mcl"), program).unwrap();
+    std::fs::write(src.join("files/data.txt"), tag).unwrap();
+    Command::new(TEND).arg("deploy").arg(&src).args(["--seeds", &etcd.url()]).args(extra).output().unwrap()
+}
+
+/// The id `tend deploy` printed.
+fn deployed_id(out: &std::process::Output) -> u64 {
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    text.split_whitespace().nth(1).and_then(|w| w.trim_end_matches(':').parse().ok()).expect("deployed N:")
+}
+
+/// A program that writes `<out>/<host>` with the deploy's data file and the host name.
+fn deployed_program(out: &Path, extra: &str) -> String {
+    format!(
+        "import \"deploy\"\n{extra}\nfile \"{}/${{hostname}}\" {{\n\tstate => \"exists\",\n\tcontent => deploy.readfile(\"/files/data.txt\") + \" on ${{hostname}}\",\n}}\n",
+        out.display()
+    )
+}
+
+#[test]
+fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let agents: Vec<Agent> = ["h1", "h2", "h3"].iter().map(|h| Agent::follow(dir.path(), h, &etcd.url())).collect();
+    let shows =
+        |tag: &str, hosts: &[&Agent]| hosts.iter().all(|a| read(&out.join(&a.name)) == format!("{tag} on {}", a.name));
+    let all: Vec<&Agent> = agents.iter().collect();
+    let logs = || all.iter().map(|a| format!("{}:\n{}", a.name, a.log())).collect::<String>();
+
+    // Each host runs the deploy with its own host name.
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "one", &deployed_program(&out, ""), &[])), 1);
+    assert!(wait_until(T, || shows("one", &all)), "{}", logs());
+    // Deploy 2 replaces deploy 1 everywhere.
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "two", &deployed_program(&out, ""), &["--parent", "1"])), 2);
+    assert!(wait_until(T, || shows("two", &all)), "{}", logs());
+    // A deploy made from a stale view is refused, unless forced.
+    let stale = deploy(dir.path(), &etcd, "stale", &deployed_program(&out, ""), &["--parent", "1"]);
+    assert_eq!(stale.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&stale.stderr).contains("the latest is 2"), "{stale:?}");
+    // A program that does not compile is not deployed.
+    let bad = deploy(dir.path(), &etcd, "bad", "file \"/x\" { nosuchfield => 1, }\n", &[]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("does not exist in `file` resource"), "{bad:?}");
+
+    // Two concurrent deploys both land, one after the other.
+    let spawn = |tag: &str| {
+        let src = dir.path().join(format!("deploy-{tag}"));
+        std::fs::create_dir_all(src.join("files")).unwrap();
+        std::fs::write(src.join("main.mcl"), deployed_program(&out, "")).unwrap();
+        std::fs::write(src.join("files/data.txt"), tag).unwrap();
+        Command::new(TEND)
+            .arg("deploy")
+            .arg(&src)
+            .args(["--seeds", &etcd.url()])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("three"), spawn("four"));
+    let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    let mut ids = [deployed_id(&a), deployed_id(&b)];
+    let last = if ids[0] > ids[1] { "three" } else { "four" };
+    ids.sort();
+    assert_eq!(ids, [3, 4]);
+    assert!(wait_until(T, || shows(last, &all)), "{}", logs());
+
+    // A deploy that fails on h2 only (its dataflow panics there) leaves h2 on deploy 4,
+    // still reactive, and says so; the others run it.
+    let broken = deployed_program(&out, "panic($hostname == \"h2\")");
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "five", &broken, &[])), 5);
+    assert!(wait_until(T, || shows("five", &[&agents[0], &agents[2]])), "{}", logs());
+    assert!(wait_until(T, || agents[1].log().contains("deploy 5 fails on this host")), "{}", agents[1].log());
+    assert_eq!(read(&out.join("h2")), format!("{last} on h2"));
+    std::fs::remove_file(out.join("h2")).unwrap();
+    assert!(wait_until(T, || read(&out.join("h2")) == format!("{last} on h2")), "drift still repaired");
+    // And the next good deploy reaches it.
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "six", &deployed_program(&out, ""), &[])), 6);
+    assert!(wait_until(T, || shows("six", &all)), "{}", logs());
 }

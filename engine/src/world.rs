@@ -33,6 +33,8 @@ pub enum Topic {
     /// Every resource exported to this host or to every host, by any host (this one
     /// included): [`export_entry`]`(kind, from, name)` -> its record.
     Exports,
+    /// The latest deploy: `"latest"` -> its id (nothing before the first deploy).
+    Deploys,
 }
 
 impl std::fmt::Display for Topic {
@@ -43,6 +45,7 @@ impl std::fmt::Display for Topic {
             Topic::Candidates(ns) => write!(f, "the candidates of schedule `{ns}`"),
             Topic::Schedule(ns) => write!(f, "schedule `{ns}`"),
             Topic::Exports => write!(f, "the exported resources"),
+            Topic::Deploys => write!(f, "the latest deploy"),
         }
     }
 }
@@ -172,6 +175,32 @@ pub fn reaches(to: &[String], me: &str) -> bool {
     to.iter().any(|t| t == "*" || t == me)
 }
 
+/// A program to deploy: its files by deploy path (`/main.mcl`) and its entry file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bundle {
+    pub entry: String,
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// How a deploy is placed after the ones before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parent {
+    /// After whatever is latest when it lands (concurrent deploys both land, in turn).
+    Latest,
+    /// Only right after deploy `n` (0: the first): refused when another landed meanwhile.
+    Exactly(u64),
+}
+
+/// A deploy as stored: its id, the id it followed, who made it, and its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deploy {
+    pub id: u64,
+    pub parent: u64,
+    /// The host name of the agent or command that deployed it.
+    pub by: String,
+    pub bundle: Bundle,
+}
+
 /// How a write went.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Written {
@@ -238,6 +267,19 @@ pub trait World: Send + Sync {
     /// Replaces everything this host exports by `exports`: what it exported before and
     /// no longer does is removed. Owned by this host: it goes when the host's session ends.
     async fn export(&self, exports: &[Export]) -> Result<Written, WorldError>;
+
+    /// Stores `bundle` as the next deploy after `parent` and returns its id. Only a
+    /// cluster keeps deploys.
+    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
+        let _ = (bundle, parent);
+        Err(WorldError("deploys are kept by a cluster: give --seeds".into()))
+    }
+
+    /// Deploy `id`, `None` when there is no such deploy.
+    async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {
+        let _ = id;
+        Err(WorldError("deploys are kept by a cluster: give --seeds".into()))
+    }
 
     /// The link to the store.
     fn health(&self) -> Health;

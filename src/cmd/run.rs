@@ -2,6 +2,7 @@
 //! as a resource graph (applied by diff); optionally exit once converged, check only
 //! (`--noop`), and reload the program when its source files change.
 
+mod deploys;
 mod exports;
 mod watch_code;
 
@@ -43,19 +44,24 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let (registry, catalog) = compile::catalog(opts.hostname.as_deref());
-    let program = match crate::loader::locate(&opts.path) {
-        Ok(p) => p,
-        Err(e) => {
-            crate::stderr::line(format_args!("error: {e}"));
-            return ExitCode::from(2);
+    let given = match &opts.path {
+        Some(path) => {
+            let program = match crate::loader::locate(path) {
+                Ok(p) => p,
+                Err(e) => {
+                    crate::stderr::line(format_args!("error: {e}"));
+                    return ExitCode::from(2);
+                }
+            };
+            match load(&program, &catalog) {
+                Ok(c) => Some((program, c)),
+                Err((diags, sources)) => {
+                    compile::report(&diags, &sources, Report::Human);
+                    return ExitCode::from(1);
+                }
+            }
         }
-    };
-    let compiled = match load(&program, &catalog) {
-        Ok(c) => c,
-        Err((diags, sources)) => {
-            compile::report(&diags, &sources, Report::Human);
-            return ExitCode::from(1);
-        }
+        None => None,
     };
     let rt = match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt,
@@ -103,9 +109,18 @@ pub fn run(opts: RunArgs) -> ExitCode {
         Some(w) => w.clone(),
         None => Arc::new(resources::world::LocalWorld::new(&state_dir, hostname)),
     };
+    // Following deploys, the program's root is where they are placed.
+    let (program, start) = match given {
+        Some((program, compiled)) => (program, Start::Program(compiled)),
+        None => (ProgramPath { root: state_dir.join("deploys"), entry: "/main.mcl".into() }, Start::Deploys),
+    };
+    let watch = !opts.no_watch && !opts.noop && matches!(start, Start::Program(_));
     let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
-    let config =
-        EngineConfig { state_dir, stop_timeout: SHUTDOWN_DEADLINE, apply_pool: Some(apply_rt.handle().clone()) };
+    let config = EngineConfig {
+        state_dir: state_dir.clone(),
+        stop_timeout: SHUTDOWN_DEADLINE,
+        apply_pool: Some(apply_rt.handle().clone()),
+    };
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.watch_world(world);
     let mut runner = Runner {
@@ -122,11 +137,12 @@ pub fn run(opts: RunArgs) -> ExitCode {
         graph_dump: opts.graph_dump.clone(),
         swaps: 0,
         left_out: Vec::new(),
+        state_dir,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let code = rt.block_on(async {
-        let code = runner.main(compiled, hold, !opts.no_watch && !opts.noop).await;
+        let code = runner.main(start, hold, watch).await;
         // Leave the cluster: this host's claim and entries go at once.
         if let Some(w) = &cluster {
             w.close().await;
@@ -141,6 +157,22 @@ pub fn run(opts: RunArgs) -> ExitCode {
     // Dropping it piece by piece costs tens of milliseconds at 10,000 resources.
     std::mem::forget(runner);
     code
+}
+
+/// A deploy started beside the running program, until its first output.
+struct Candidate {
+    id: u64,
+    program: ProgramPath,
+    sources: SourceMap,
+    dataflow: Dataflow,
+}
+
+/// What a run starts from.
+enum Start {
+    /// The program given on the command line.
+    Program(Compiled),
+    /// The cluster's deploys: the latest one, then each new one.
+    Deploys,
 }
 
 /// A compiled program: its function graph and the files it was read from.
@@ -209,10 +241,11 @@ struct Runner {
     /// The collected resources the last graph left out (collect conflicts), reported once
     /// while they last.
     left_out: Vec<Diagnostic>,
+    state_dir: PathBuf,
 }
 
 impl Runner {
-    async fn main(&mut self, compiled: Compiled, hold: Option<Duration>, watch: bool) -> ExitCode {
+    async fn main(&mut self, start: Start, hold: Option<Duration>, watch: bool) -> ExitCode {
         // Per-resource events are only needed for --noop's reports; a failure is seen
         // through a counter, so a large graph does not wake this loop once per resource.
         let mut events = self.noop.then(|| self.engine.subscribe());
@@ -236,12 +269,37 @@ impl Runner {
                 return ExitCode::from(2);
             }
         };
+        let mut deploys =
+            matches!(start, Start::Deploys).then(|| deploys::Deploys::new(self.host.world.clone(), &self.state_dir));
+        let compiled = match start {
+            Start::Program(compiled) => compiled,
+            Start::Deploys => {
+                tracing::info!("following the cluster's deploys; waiting for one");
+                let Some(d) = deploys.as_mut() else { return ExitCode::from(2) };
+                loop {
+                    let id = tokio::select! {
+                        _ = signals.recv() => return ExitCode::SUCCESS,
+                        id = d.next() => id,
+                    };
+                    if let Some((program, compiled)) = self.take_up(d, id).await {
+                        self.funcs_host.root = program.root.clone();
+                        self.program = program;
+                        break compiled;
+                    }
+                }
+            }
+        };
         let mut watcher =
             if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
         let mut sources = compiled.sources;
         // The dataflow holds the function graph as long as it needs it (a program without
         // streams drops it once its output is computed).
         let mut dataflow = Some(self.start(&compiled.graph));
+        // A deploy's program runs beside the current one until its first output: only then
+        // does it replace it (a deploy that fails here leaves the running program alone).
+        let mut candidate: Option<Candidate> = None;
+        // An output to handle before the dataflow's next one (a promoted candidate's first).
+        let mut replay: Option<Arc<lang::output::Output>> = None;
         drop(compiled.graph);
         let mut exports = exports::Exports::new(self.host.world.clone());
         // The last output, kept while the program collects other hosts' exports: a change
@@ -265,7 +323,28 @@ impl Runner {
             tokio::select! {
                 biased;
                 _ = signals.recv() => break Stop::Signal,
-                out = next_output(&mut dataflow) => match out {
+                first = candidate_output(&mut candidate) => {
+                    let Some(c) = candidate.take() else { continue };
+                    match first {
+                        Some(Ok(output)) => {
+                            if let Some(df) = dataflow.replace(c.dataflow) {
+                                df.shutdown().await;
+                            }
+                            tracing::info!(deploy = c.id, "deploy {} is running", c.id);
+                            self.funcs_host.root = c.program.root.clone();
+                            self.program = c.program;
+                            sources = c.sources;
+                            replay = Some(output);
+                        }
+                        Some(Err(d)) => {
+                            print_diags(&[d], &c.sources);
+                            tracing::error!(deploy = c.id, "deploy {} fails on this host; it keeps running what it ran", c.id);
+                            c.dataflow.shutdown().await;
+                        }
+                        None => c.dataflow.shutdown().await,
+                    }
+                }
+                out = next_output_or(&mut replay, &mut dataflow) => match out {
                     Some(Ok(output)) => {
                         self.metrics.dataflow_snapshot(true);
                         if output.rejected != rejected {
@@ -312,6 +391,19 @@ impl Runner {
                         if !self.apply(output, &sources, &mut exports).await && !self.applied {
                             break Stop::FirstFailed;
                         }
+                    }
+                }
+                id = next_deploy(&mut deploys) => {
+                    if let Some(d) = deploys.as_mut()
+                        && let Some((program, c)) = self.take_up(d, id).await
+                    {
+                        if let Some(old) = candidate.take() {
+                            old.dataflow.shutdown().await;
+                        }
+                        let mut host = self.funcs_host.clone();
+                        host.root = program.root.clone();
+                        let dataflow = Dataflow::start(c.graph.clone(), self.registry.clone(), host);
+                        candidate = Some(Candidate { id, program, sources: c.sources, dataflow });
                     }
                 }
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
@@ -469,6 +561,36 @@ impl Runner {
         }
     }
 
+    /// Fetches and compiles deploy `id`; `None` (after reporting why) when it cannot run
+    /// here, and the program running goes on.
+    async fn take_up(&mut self, deploys: &mut deploys::Deploys, id: u64) -> Option<(ProgramPath, Compiled)> {
+        let program = match deploys.fetch(id).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(deploy = id, error = %e, "cannot fetch the deploy; trying again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                return None;
+            }
+        };
+        match load(&program, &self.catalog) {
+            Ok(compiled) => {
+                tracing::info!(deploy = id, "deploy {id} compiles here; starting it");
+                Some((program, compiled))
+            }
+            Err((diags, sources)) => {
+                deploys.skip(id);
+                self.metrics.compile_error();
+                print_diags(&diags, &sources);
+                tracing::error!(
+                    deploy = id,
+                    errors = diags.len(),
+                    "deploy {id} does not compile on this host; it keeps running what it ran"
+                );
+                None
+            }
+        }
+    }
+
     fn start(&self, graph: &Arc<lang::ir::FuncGraph>) -> Dataflow {
         Dataflow::start(graph.clone(), self.registry.clone(), self.funcs_host.clone())
     }
@@ -574,6 +696,33 @@ async fn next_event(
         Some(rx) => Some(rx.recv().await),
         None => std::future::pending().await,
     }
+}
+
+/// The next deploy to take up, or never when the run does not follow deploys.
+async fn next_deploy(deploys: &mut Option<deploys::Deploys>) -> u64 {
+    match deploys {
+        Some(d) => d.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The first output of a candidate deploy, or never without one.
+async fn candidate_output(candidate: &mut Option<Candidate>) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
+    match candidate {
+        Some(c) => c.dataflow.next_shared().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `replay`'s output first, then the dataflow's next.
+async fn next_output_or(
+    replay: &mut Option<Arc<lang::output::Output>>,
+    df: &mut Option<Dataflow>,
+) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
+    if let Some(out) = replay.take() {
+        return Some(Ok(out));
+    }
+    next_output(df).await
 }
 
 async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {

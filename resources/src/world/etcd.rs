@@ -9,6 +9,9 @@
 //! | `/_tend/schedule/cand/<ns>/<host>` | a host's candidacy (`schedule`) | yes, unless `persist` |
 //! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
 //! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
+//! | `/_tend/deploy/latest` | the id of the latest deploy | no |
+//! | `/_tend/deploy/id/<id>` | a deploy: its parent, who made it, its entry and its files' hashes (JSON; `<id>` zero-padded to 20 digits) | no |
+//! | `/_tend/deploy/blob/<sha256>` | a file of a deploy, by its content's hash | no |
 //! | `/_tend/exported/<to>/<kind>/<from>/<name>` | a resource `<from>` exports to `<to>` (a host or `*`), as the language's record | yes |
 //!
 //! **Schedules.** Every agent that volunteers, withdraws or reads a schedule campaigns
@@ -20,6 +23,11 @@
 //!
 //! (`<host>`, `<ns>`, `<to>`, `<kind>`, `<from>` and `<name>` escaped by
 //! `engine::world::escape`, so they hold no `/`.)
+//!
+//! **Deploys.** A deploy writes its files' blobs (each once: they are content-addressed),
+//! then in one transaction its record and `latest`, on the condition that `latest` is
+//! still the id it read; a deploy that must follow one id exactly is refused when another
+//! landed meanwhile, any other one reads again and lands next. Agents follow `latest`.
 //!
 //! **Exports.** An agent replaces its whole set of exports after each graph it applies:
 //! it puts what is new or changed and deletes what it no longer exports, all bound to its
@@ -54,7 +62,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use engine::world::{
-    Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, choose, escape, unescape,
+    Bundle, Candidacy, Deploy, Export, Follow, Health, Parent, Topic, View, World, WorldError, Written, choose, escape,
+    unescape,
 };
 use etcd_client::{
     Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse,
@@ -563,6 +572,7 @@ impl Inner {
             Topic::Candidates(ns) => (Inner::cand_prefix(ns), true),
             Topic::Schedule(ns) => (Inner::result_key(ns), false),
             Topic::Exports => (Inner::exported_prefix(), true),
+            Topic::Deploys => (format!("{PREFIX}deploy/latest"), false),
         }
     }
 
@@ -580,6 +590,7 @@ impl Inner {
                     .collect()
             }
             Topic::Val(k) => raw.get(&key).map(|v| (k.clone(), v.clone())).into_iter().collect(),
+            Topic::Deploys => raw.get(&key).map(|v| ("latest".to_string(), v.clone())).into_iter().collect(),
             Topic::Schedule(_) => raw
                 .get(&key)
                 .map(|v| v.split(',').filter(|h| !h.is_empty()).map(|h| (h.to_string(), String::new())).collect())
@@ -598,6 +609,7 @@ impl Inner {
             Topic::Candidates(ns) => format!("cand-{}", escape(ns)),
             Topic::Schedule(ns) => format!("sched-{}", escape(ns)),
             Topic::Exports => "exports".to_string(),
+            Topic::Deploys => "deploys".to_string(),
         };
         self.cfg.state_dir.join("world").join("views").join(escape(&self.cfg.hostname)).join(name)
     }
@@ -876,6 +888,27 @@ async fn follow_pass(
     }
 }
 
+/// The key of deploy `id` (zero-padded, so keys sort by id).
+fn deploy_key(id: u64) -> String {
+    format!("{PREFIX}deploy/id/{id:020}")
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn timed_out() -> WorldError {
+    WorldError("etcd did not answer in time".into())
+}
+
+fn stale_parent(want: u64, latest: u64) -> WorldError {
+    WorldError(format!(
+        "deploy refused: it must follow deploy {want}, but the latest is {latest} (someone deployed meanwhile); \
+         look at what changed, then deploy again, or give --force"
+    ))
+}
+
 /// Where the agents that choose the schedules campaign.
 fn election() -> String {
     format!("{PREFIX}schedule/leader")
@@ -1096,6 +1129,101 @@ impl World for EtcdWorld {
             }
         }
         Ok(written)
+    }
+
+    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
+        let Some(session) = self.inner.current() else {
+            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
+        };
+        let mut client = session.client;
+        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        let mut files = serde_json::Map::new();
+        for (path, bytes) in &bundle.files {
+            let hash = sha256_hex(bytes);
+            let key = format!("{PREFIX}deploy/blob/{hash}");
+            let put = Txn::new().when([Compare::version(key.as_str(), CompareOp::Greater, 0)]).or_else([TxnOp::put(
+                key.as_str(),
+                bytes.clone(),
+                None,
+            )]);
+            tokio::time::timeout(REQUEST, client.txn(put)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            files.insert(path.clone(), serde_json::Value::String(hash));
+        }
+        let latest_key = format!("{PREFIX}deploy/latest");
+        for _ in 0..20 {
+            let resp = tokio::time::timeout(REQUEST, client.get(latest_key.as_str(), None))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(fail)?;
+            let latest: u64 =
+                resp.kvs().first().and_then(|kv| kv.value_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0);
+            if let Parent::Exactly(want) = parent
+                && want != latest
+            {
+                return Err(stale_parent(want, latest));
+            }
+            let id = latest + 1;
+            let record = serde_json::json!({
+                "id": id,
+                "parent": latest,
+                "by": self.inner.cfg.hostname,
+                "entry": bundle.entry,
+                "files": files,
+            });
+            let unchanged = if latest == 0 {
+                Compare::version(latest_key.as_str(), CompareOp::Equal, 0)
+            } else {
+                Compare::value(latest_key.as_str(), CompareOp::Equal, latest.to_string())
+            };
+            let txn = Txn::new().when([unchanged]).and_then([
+                TxnOp::put(deploy_key(id), record.to_string(), None),
+                TxnOp::put(latest_key.as_str(), id.to_string(), None),
+            ]);
+            let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            if resp.succeeded() {
+                return Ok(id);
+            }
+            // Another deploy landed between the read and the write.
+        }
+        Err(WorldError("other deploys kept landing first; try again".into()))
+    }
+
+    async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {
+        let Some(session) = self.inner.current() else {
+            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
+        };
+        let mut client = session.client;
+        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        let resp = tokio::time::timeout(REQUEST, client.get(deploy_key(id), None))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(fail)?;
+        let Some(kv) = resp.kvs().first() else { return Ok(None) };
+        let bad = |why: &str| WorldError(format!("deploy {id} is damaged: {why}"));
+        let record: serde_json::Value = serde_json::from_slice(kv.value()).map_err(|e| bad(&e.to_string()))?;
+        let text =
+            |field: &str| record[field].as_str().map(str::to_string).ok_or_else(|| bad(&format!("no `{field}`")));
+        let mut files = BTreeMap::new();
+        for (path, hash) in record["files"].as_object().ok_or_else(|| bad("no `files`"))? {
+            let hash = hash.as_str().ok_or_else(|| bad("a file's hash is not a string"))?;
+            let key = format!("{PREFIX}deploy/blob/{hash}");
+            let resp = tokio::time::timeout(REQUEST, client.get(key.as_str(), None))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(fail)?;
+            let bytes =
+                resp.kvs().first().map(|kv| kv.value().to_vec()).ok_or_else(|| bad(&format!("`{path}` is missing")))?;
+            if sha256_hex(&bytes) != hash {
+                return Err(bad(&format!("`{path}` does not match its hash")));
+            }
+            files.insert(path.clone(), bytes);
+        }
+        Ok(Some(Deploy {
+            id,
+            parent: record["parent"].as_u64().unwrap_or(0),
+            by: text("by")?,
+            bundle: Bundle { entry: text("entry")?, files },
+        }))
     }
 
     fn health(&self) -> Health {

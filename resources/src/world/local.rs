@@ -148,8 +148,8 @@ pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
             entries.extend(candidates(root, ns).into_iter().map(|(h, c)| (h, c.render())));
         }
         Topic::Schedule(ns) => entries.extend(read_schedule(root, ns).into_iter().map(|h| (h, String::new()))),
-        // In memory (`LocalWorld::exports`), never read from the files.
-        Topic::Exports => {}
+        // In memory (`LocalWorld::exports`), never read from the files; no deploys here.
+        Topic::Exports | Topic::Deploys => {}
         Topic::Val(key) => {
             if let Ok(v) = std::fs::read_to_string(key_path(root, key)) {
                 entries.insert(key.clone(), v);
@@ -208,8 +208,8 @@ impl World for LocalWorld {
         let dir = match &topic {
             Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
             Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&root, ns),
-            // Followed in memory (above).
-            Topic::Exports => return rx,
+            // Followed in memory (above), or never anything (deploys need a cluster).
+            Topic::Exports | Topic::Deploys => return rx,
         };
         rt.spawn(async move {
             let mut watch = FileWatch::entries(vec![dir]).ok();

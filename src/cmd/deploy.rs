@@ -1,0 +1,64 @@
+//! `tend deploy --seeds URL PATH`: type-checks the program, bundles its files and stores
+//! it in the cluster as the next deploy; every agent that follows deploys (`tend run
+//! --seeds URL` without a PATH) then runs it with its own host name, facts and world.
+
+use crate::compile::{self, Report};
+use engine::world::Parent;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// `parent`: the deploy this one must follow (refused if another landed since), unless
+/// `force`; without it, the deploy lands after whatever is latest.
+pub fn run(path: &Path, seeds: &[String], parent: Option<u64>, force: bool, hostname: Option<String>) -> ExitCode {
+    if seeds.is_empty() {
+        crate::stderr::line(format_args!("error: `tend deploy` needs --seeds: deploys are kept by an etcd cluster"));
+        return ExitCode::from(2);
+    }
+    let (_, catalog) = compile::catalog(hostname.as_deref());
+    let (program, sources, _) = match compile::compile_or_report(path, &catalog, Report::Human) {
+        Ok(x) => x,
+        Err(code) => {
+            crate::stderr::line(format_args!("error: not deployed: the program does not compile"));
+            return code;
+        }
+    };
+    let bundle = match crate::bundle::of_program(path, &program, &sources) {
+        Ok(b) => b,
+        Err(e) => {
+            crate::stderr::line(format_args!("error: not deployed: {e}"));
+            return ExitCode::from(1);
+        }
+    };
+    let parent = match parent {
+        Some(n) if !force => Parent::Exactly(n),
+        _ => Parent::Latest,
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            crate::stderr::line(format_args!("error: cannot start the async runtime: {e}"));
+            return ExitCode::from(2);
+        }
+    };
+    let me = crate::services::world_hostname(hostname.as_deref());
+    let state = crate::services::default_state_dir();
+    let deployed = rt.block_on(async {
+        let world = crate::world::observe(seeds, &state, &me).await?;
+        world.deploy(&bundle, parent).await.map_err(|e| e.to_string())
+    });
+    match deployed {
+        Ok(id) => {
+            let bytes: usize = bundle.files.values().map(Vec::len).sum();
+            crate::stdout::line(format_args!(
+                "deployed {id}: {} file(s), {bytes} bytes, entry {}",
+                bundle.files.len(),
+                bundle.entry
+            ));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            crate::stderr::line(format_args!("error: {e}"));
+            ExitCode::from(1)
+        }
+    }
+}

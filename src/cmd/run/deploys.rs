@@ -1,0 +1,69 @@
+//! Following the cluster's deploys in `tend run --seeds URL` without a PATH: each new
+//! deploy is fetched, written under `<state>/deploys/<id>/` and compiled with this host's
+//! catalog; the run swaps to it as to a live edit, or keeps the program it runs when the
+//! deploy does not compile here.
+
+use crate::loader::ProgramPath;
+use engine::world::{Follow, Topic, World};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Deploys kept on disk besides the one running (for a look at what ran before).
+const KEEP: usize = 3;
+
+pub struct Deploys {
+    world: Arc<dyn World>,
+    dir: PathBuf,
+    follow: Follow,
+    /// The newest deploy this agent took up (ran, or found broken here).
+    seen: u64,
+}
+
+impl Deploys {
+    /// Must be called inside the runtime.
+    pub fn new(world: Arc<dyn World>, state_dir: &std::path::Path) -> Deploys {
+        let follow = world.follow(&Topic::Deploys);
+        Deploys { world, dir: state_dir.join("deploys"), follow, seen: 0 }
+    }
+
+    /// The next deploy newer than the last one taken up (waits for it).
+    pub async fn next(&mut self) -> u64 {
+        loop {
+            let latest = {
+                let view = self.follow.borrow_and_update();
+                view.entries.get("latest").and_then(|v| v.parse::<u64>().ok())
+            };
+            if let Some(id) = latest.filter(|&id| id > self.seen) {
+                return id;
+            }
+            if self.follow.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    /// Fetches deploy `id` and places it on disk; once placed, it is not offered again.
+    pub async fn fetch(&mut self, id: u64) -> Result<ProgramPath, String> {
+        let deploy = self
+            .world
+            .fetch_deploy(id)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("deploy {id} is not in the cluster"))?;
+        let dir = self.dir.clone();
+        let placed = tokio::task::spawn_blocking(move || {
+            let placed = crate::bundle::materialize(&dir, id, &deploy.bundle);
+            crate::bundle::prune(&dir, KEEP + 1);
+            placed
+        })
+        .await
+        .map_err(|e| e.to_string())??;
+        self.seen = self.seen.max(id);
+        Ok(placed)
+    }
+
+    /// Marks deploy `id` taken up although it could not run here.
+    pub fn skip(&mut self, id: u64) {
+        self.seen = self.seen.max(id);
+    }
+}
