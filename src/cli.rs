@@ -86,6 +86,10 @@ pub enum Command {
         /// Deploy after whatever is latest, even when --parent is stale.
         #[arg(long)]
         force: bool,
+        /// Keep this many deploys (the latest ones) in the cluster; older ones and the
+        /// files only they named are removed.
+        #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+        keep: u64,
     },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),

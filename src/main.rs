@@ -44,7 +44,9 @@ fn main() -> ExitCode {
         Command::Why { path, resource, format, timeout, seeds, prefix } => {
             cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }
-        Command::Deploy { path, seeds, parent, force } => cmd::deploy::run(&path, &seeds, parent, force, cli.hostname),
+        Command::Deploy { path, seeds, parent, force, keep } => {
+            cmd::deploy::run(&path, &seeds, parent, force, keep, cli.hostname)
+        }
         Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, ..args }),
     }
 }

@@ -106,6 +106,10 @@ impl World for Recorded {
         self.inner.fetch_deploy(id).await
     }
 
+    async fn collect_deploys(&self, keep: u64) -> Result<(usize, usize), WorldError> {
+        self.inner.collect_deploys(keep).await
+    }
+
     fn health(&self) -> Health {
         self.inner.health()
     }

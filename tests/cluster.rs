@@ -776,3 +776,30 @@ fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
     assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "six", &deployed_program(&out, ""), &[])), 6);
     assert!(wait_until(T, || shows("six", &all)), "{}", logs());
 }
+
+#[test]
+fn old_deploys_are_collected_so_etcd_stays_bounded() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let h1 = Agent::follow(dir.path(), "h1", &etcd.url());
+    let deploy_keys = || etcd_keys(&etcd).into_iter().filter(|(k, _)| k.starts_with("/_tend/deploy/")).count();
+    let mut most = 0;
+    for n in 1..=200u64 {
+        // Each deploy has a file of its own (the data) and one it shares (the program).
+        let tag = format!("d{n}");
+        let done = deploy(dir.path(), &etcd, &tag, &deployed_program(&out, ""), &["--keep", "5"]);
+        assert_eq!(deployed_id(&done), n);
+        std::fs::remove_dir_all(dir.path().join(format!("deploy-{tag}"))).unwrap();
+        if n % 20 == 0 {
+            most = most.max(deploy_keys());
+        }
+    }
+    // `latest`, 5 records, their 5 data files and the one shared program file.
+    assert_eq!(deploy_keys(), 12, "{:?}", etcd_keys(&etcd));
+    assert!(most <= 12, "at most {most} keys");
+    assert!(wait_until(T, || read(&out.join("h1")) == "d200 on h1"), "{}", h1.log());
+    let kept = std::fs::read_dir(h1.dir.join("state/deploys")).unwrap().count();
+    assert!(kept <= 5, "{kept} deploys kept on the host");
+}

@@ -9,7 +9,15 @@ use std::process::ExitCode;
 
 /// `parent`: the deploy this one must follow (refused if another landed since), unless
 /// `force`; without it, the deploy lands after whatever is latest.
-pub fn run(path: &Path, seeds: &[String], parent: Option<u64>, force: bool, hostname: Option<String>) -> ExitCode {
+/// After it lands, only the `keep` latest deploys (and their files) are kept.
+pub fn run(
+    path: &Path,
+    seeds: &[String],
+    parent: Option<u64>,
+    force: bool,
+    keep: u64,
+    hostname: Option<String>,
+) -> ExitCode {
     if seeds.is_empty() {
         crate::stderr::line(format_args!("error: `tend deploy` needs --seeds: deploys are kept by an etcd cluster"));
         return ExitCode::from(2);
@@ -44,7 +52,13 @@ pub fn run(path: &Path, seeds: &[String], parent: Option<u64>, force: bool, host
     let state = crate::services::default_state_dir();
     let deployed = rt.block_on(async {
         let world = crate::world::observe(seeds, &state, &me).await?;
-        world.deploy(&bundle, parent).await.map_err(|e| e.to_string())
+        let id = world.deploy(&bundle, parent).await.map_err(|e| e.to_string())?;
+        match world.collect_deploys(keep).await {
+            Ok((0, 0)) => {}
+            Ok((deploys, files)) => tracing::info!(deploys, files, "old deploys collected"),
+            Err(e) => tracing::warn!(error = %e, "old deploys were not collected"),
+        }
+        Ok::<_, String>(id)
     });
     match deployed {
         Ok(id) => {

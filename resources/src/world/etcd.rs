@@ -888,6 +888,9 @@ async fn follow_pass(
     }
 }
 
+/// Bundles of at most this many files have their files' presence checked as they land.
+const BLOB_CHECKS: usize = 100;
+
 /// The key of deploy `id` (zero-padded, so keys sort by id).
 fn deploy_key(id: u64) -> String {
     format!("{PREFIX}deploy/id/{id:020}")
@@ -1175,7 +1178,19 @@ impl World for EtcdWorld {
             } else {
                 Compare::value(latest_key.as_str(), CompareOp::Equal, latest.to_string())
             };
-            let txn = Txn::new().when([unchanged]).and_then([
+            // The files must still be there (a collection running beside this deploy may
+            // have taken a file no deploy named yet): checked for bundles that fit in one
+            // transaction's compares, and put back when missing.
+            let mut conditions = vec![unchanged];
+            if files.len() <= BLOB_CHECKS {
+                conditions.extend(
+                    files
+                        .values()
+                        .filter_map(|h| h.as_str())
+                        .map(|h| Compare::version(format!("{PREFIX}deploy/blob/{h}"), CompareOp::Greater, 0)),
+                );
+            }
+            let txn = Txn::new().when(conditions).and_then([
                 TxnOp::put(deploy_key(id), record.to_string(), None),
                 TxnOp::put(latest_key.as_str(), id.to_string(), None),
             ]);
@@ -1183,9 +1198,75 @@ impl World for EtcdWorld {
             if resp.succeeded() {
                 return Ok(id);
             }
-            // Another deploy landed between the read and the write.
+            // Another deploy landed between the read and the write, or a file went.
+            for (path, bytes) in &bundle.files {
+                let Some(hash) = files.get(path).and_then(|h| h.as_str()) else { continue };
+                let key = format!("{PREFIX}deploy/blob/{hash}");
+                let put = Txn::new()
+                    .when([Compare::version(key.as_str(), CompareOp::Greater, 0)])
+                    .or_else([TxnOp::put(key.as_str(), bytes.clone(), None)]);
+                tokio::time::timeout(REQUEST, client.txn(put)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            }
         }
         Err(WorldError("other deploys kept landing first; try again".into()))
+    }
+
+    async fn collect_deploys(&self, keep: u64) -> Result<(usize, usize), WorldError> {
+        let Some(session) = self.inner.current() else {
+            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
+        };
+        let mut client = session.client;
+        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        let ids_prefix = format!("{PREFIX}deploy/id/");
+        let resp =
+            tokio::time::timeout(REQUEST, client.get(ids_prefix.as_str(), Some(GetOptions::new().with_prefix())))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(fail)?;
+        let mut records: Vec<(u64, Vec<String>)> = Vec::new();
+        for kv in resp.kvs() {
+            let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(&ids_prefix)).and_then(|n| n.parse().ok())
+            else {
+                continue;
+            };
+            let record: serde_json::Value = serde_json::from_slice(kv.value()).unwrap_or_default();
+            let hashes = record["files"]
+                .as_object()
+                .map(|f| f.values().filter_map(|h| h.as_str().map(str::to_string)).collect())
+                .unwrap_or_default();
+            records.push((id, hashes));
+        }
+        records.sort_by_key(|(id, _)| std::cmp::Reverse(*id));
+        let kept = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
+        let mut deploys_gone = 0;
+        for (id, _) in records.iter().skip(kept) {
+            tokio::time::timeout(REQUEST, client.delete(deploy_key(*id), None))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(fail)?;
+            deploys_gone += 1;
+        }
+        let named: std::collections::BTreeSet<&String> = records.iter().take(kept).flat_map(|(_, h)| h).collect();
+        let blobs_prefix = format!("{PREFIX}deploy/blob/");
+        let resp = tokio::time::timeout(
+            REQUEST,
+            client.get(blobs_prefix.as_str(), Some(GetOptions::new().with_prefix().with_keys_only())),
+        )
+        .await
+        .map_err(|_| timed_out())?
+        .map_err(fail)?;
+        let mut blobs_gone = 0;
+        for kv in resp.kvs() {
+            let Ok(key) = kv.key_str() else { continue };
+            if key.strip_prefix(&blobs_prefix).is_some_and(|h| !named.contains(&h.to_string())) {
+                tokio::time::timeout(REQUEST, client.delete(key, None))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(fail)?;
+                blobs_gone += 1;
+            }
+        }
+        Ok((deploys_gone, blobs_gone))
     }
 
     async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {
