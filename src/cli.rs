@@ -91,6 +91,14 @@ pub enum Command {
         #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
         keep: u64,
     },
+    /// Show the fleet: which deploy each agent runs, whether it converged, what failed.
+    Status {
+        /// The etcd cluster's client URLs.
+        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', required = true)]
+        seeds: Vec<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: StatusFormat,
+    },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),
 }
@@ -149,6 +157,12 @@ pub enum GraphFormat {
     Text,
     Json,
     Dot,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum StatusFormat {
+    Text,
+    Json,
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
         Command::Deploy { path, seeds, parent, force, keep } => {
             cmd::deploy::run(&path, &seeds, parent, force, keep, cli.hostname)
         }
+        Command::Status { seeds, format } => cmd::status::run(&seeds, format, cli.hostname),
         Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, ..args }),
     }
 }

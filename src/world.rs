@@ -110,6 +110,10 @@ impl World for Recorded {
         self.inner.collect_deploys(keep).await
     }
 
+    async fn publish_status(&self, record: Option<&str>) -> Result<Written, WorldError> {
+        self.inner.publish_status(record).await
+    }
+
     fn health(&self) -> Health {
         self.inner.health()
     }

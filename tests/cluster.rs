@@ -803,3 +803,85 @@ fn old_deploys_are_collected_so_etcd_stays_bounded() {
     let kept = std::fs::read_dir(h1.dir.join("state/deploys")).unwrap().count();
     assert!(kept <= 5, "{kept} deploys kept on the host");
 }
+
+/// `tend status --seeds URL --format json`.
+fn status(etcd: &Etcd) -> serde_json::Value {
+    let out = Command::new(TEND).args(["status", "--seeds", &etcd.url(), "--format", "json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn agent_status<'a>(status: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
+    status["agents"].as_array().unwrap().iter().find(|a| a["host"] == host).unwrap_or(&serde_json::Value::Null)
+}
+
+#[test]
+fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let h1 = Agent::follow(dir.path(), "h1", &etcd.url());
+    let h2 = Agent::follow(dir.path(), "h2", &etcd.url());
+    // h3 exits once the whole fleet runs the latest deploy, converged.
+    let mut h3 = Command::new(TEND)
+        .args(["--hostname", "h3", "run", "--prefix"])
+        .arg(dir.path().join("h3"))
+        .args(["--seeds", &etcd.url(), "--converged-timeout", "1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+
+    // Deploy 1 fails a resource on h2: the fleet has not converged.
+    let failing =
+        deployed_program(&out, "if $hostname == \"h2\" {\n\texec \"fail\" {\n\t\tcmd => \"/bin/false\",\n\t}\n}");
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "one", &failing, &[])), 1);
+    assert!(
+        wait_until(T, || agent_status(&status(&etcd), "h2")["failed"].get("exec[fail]").is_some()),
+        "{:#}\n{}",
+        status(&etcd),
+        h2.log()
+    );
+    let s = status(&etcd);
+    assert_eq!(s["latest_deploy"], 1);
+    assert_eq!(s["fleet_converged"], false);
+    assert!(wait_until(T, || agent_status(&status(&etcd), "h1")["converged"] == true), "{:#}", status(&etcd));
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(h3.try_wait().unwrap().is_none(), "h3 exited while h2 failed");
+
+    // Deploy 2 fails on h2 only (its dataflow panics there): h2 stays on deploy 1 and says why.
+    let broken = deployed_program(&out, "panic($hostname == \"h2\")");
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "two", &broken, &[])), 2);
+    assert!(
+        wait_until(T, || agent_status(&status(&etcd), "h2")["broken"]["deploy"] == 2),
+        "{:#}\n{}",
+        status(&etcd),
+        h2.log()
+    );
+    let h2s = agent_status(&status(&etcd), "h2").clone();
+    assert_eq!(h2s["deploy"], 1);
+    assert!(h2s["broken"]["error"].as_str().unwrap().contains("bool panic occurred"), "{h2s:#}");
+    let text = Command::new(TEND).args(["status", "--seeds", &etcd.url()]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("latest deploy: 2") && text.contains("deploy 2 failed here"), "{text}");
+    assert!(h3.try_wait().unwrap().is_none(), "h3 exited while h2 ran an old deploy");
+
+    // Deploy 3 works everywhere: h3 exits, successfully.
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "three", &deployed_program(&out, ""), &[])), 3);
+    let deadline = Instant::now() + T;
+    let code = loop {
+        if let Some(code) = h3.try_wait().unwrap() {
+            break Some(code);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let _ = h3.kill();
+    assert_eq!(code.and_then(|c| c.code()), Some(0), "{:#}\n{}\n{}", status(&etcd), h1.log(), h2.log());
+    let s = status(&etcd);
+    assert_eq!(agent_status(&s, "h1")["deploy"], 3);
+    assert_eq!(agent_status(&s, "h2")["broken"], serde_json::Value::Null);
+}

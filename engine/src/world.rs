@@ -35,6 +35,8 @@ pub enum Topic {
     Exports,
     /// The latest deploy: `"latest"` -> its id (nothing before the first deploy).
     Deploys,
+    /// What each live agent says of itself: host name -> its status record.
+    Statuses,
 }
 
 impl std::fmt::Display for Topic {
@@ -46,6 +48,7 @@ impl std::fmt::Display for Topic {
             Topic::Schedule(ns) => write!(f, "schedule `{ns}`"),
             Topic::Exports => write!(f, "the exported resources"),
             Topic::Deploys => write!(f, "the latest deploy"),
+            Topic::Statuses => write!(f, "the agents' statuses"),
         }
     }
 }
@@ -273,6 +276,13 @@ pub trait World: Send + Sync {
     async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
         let _ = (bundle, parent);
         Err(WorldError("deploys are kept by a cluster: give --seeds".into()))
+    }
+
+    /// Publishes this host's status record (`None`: none), owned by this host like its map
+    /// entries. Only a cluster shows it to others.
+    async fn publish_status(&self, record: Option<&str>) -> Result<Written, WorldError> {
+        let _ = record;
+        Ok(Written::Done)
     }
 
     /// Removes every deploy but the `keep` latest, and the files no kept deploy names;

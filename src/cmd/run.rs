@@ -4,6 +4,9 @@
 
 mod deploys;
 mod exports;
+mod status;
+
+pub use status::{fleet_converged, now as status_now};
 mod watch_code;
 
 use crate::cli::RunArgs;
@@ -138,6 +141,8 @@ pub fn run(opts: RunArgs) -> ExitCode {
         swaps: 0,
         left_out: Vec::new(),
         state_dir,
+        cluster: cluster.is_some(),
+        facts: None,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -242,6 +247,10 @@ struct Runner {
     /// while they last.
     left_out: Vec<Diagnostic>,
     state_dir: PathBuf,
+    /// Joined to an etcd cluster (`--seeds`): the agent publishes its status.
+    cluster: bool,
+    /// What the status reporter learns from the run loop (in a cluster).
+    facts: Option<tokio::sync::watch::Sender<status::Facts>>,
 }
 
 impl Runner {
@@ -271,6 +280,13 @@ impl Runner {
         };
         let mut deploys =
             matches!(start, Start::Deploys).then(|| deploys::Deploys::new(self.host.world.clone(), &self.state_dir));
+        if self.cluster {
+            let (tx, rx) = tokio::sync::watch::channel(status::Facts::default());
+            status::report(self.host.world.clone(), self.engine.subscribe(), rx);
+            self.facts = Some(tx);
+        }
+        // Following deploys, `--converged-timeout` waits for the whole fleet.
+        let mut fleet = (deploys.is_some() && hold.is_some()).then(|| status::Fleet::follow(self.host.world.as_ref()));
         let compiled = match start {
             Start::Program(compiled) => compiled,
             Start::Deploys => {
@@ -284,6 +300,7 @@ impl Runner {
                     if let Some((program, compiled)) = self.take_up(d, id).await {
                         self.funcs_host.root = program.root.clone();
                         self.program = program;
+                        self.note(|f| f.deploy = Some(id));
                         break compiled;
                     }
                 }
@@ -316,7 +333,18 @@ impl Runner {
         let stop = loop {
             let converged = async {
                 match hold {
-                    Some(hold) if self.applied => self.engine.wait_converged_for(hold, Duration::MAX / 4).await,
+                    Some(hold) if self.applied => {
+                        let here = self.engine.wait_converged_for(hold, Duration::MAX / 4).await;
+                        match fleet.as_mut() {
+                            Some(f) if here => {
+                                tracing::info!(
+                                    "converged here; waiting for every agent to converge on the latest deploy"
+                                );
+                                f.converged().await
+                            }
+                            _ => here,
+                        }
+                    }
                     _ => std::future::pending().await,
                 }
             };
@@ -331,12 +359,18 @@ impl Runner {
                                 df.shutdown().await;
                             }
                             tracing::info!(deploy = c.id, "deploy {} is running", c.id);
+                            self.note(|f| {
+                                f.deploy = Some(c.id);
+                                f.broken = f.broken.take().filter(|(b, _)| *b > c.id);
+                            });
                             self.funcs_host.root = c.program.root.clone();
                             self.program = c.program;
                             sources = c.sources;
                             replay = Some(output);
                         }
                         Some(Err(d)) => {
+                            let why = d.one_line(&c.sources);
+                            self.note(|f| f.broken = Some((c.id, why)));
                             print_diags(&[d], &c.sources);
                             tracing::error!(deploy = c.id, "deploy {} fails on this host; it keeps running what it ran", c.id);
                             c.dataflow.shutdown().await;
@@ -561,6 +595,13 @@ impl Runner {
         }
     }
 
+    /// Tells the status reporter (in a cluster).
+    fn note(&self, change: impl FnOnce(&mut status::Facts)) {
+        if let Some(tx) = &self.facts {
+            tx.send_modify(change);
+        }
+    }
+
     /// Fetches and compiles deploy `id`; `None` (after reporting why) when it cannot run
     /// here, and the program running goes on.
     async fn take_up(&mut self, deploys: &mut deploys::Deploys, id: u64) -> Option<(ProgramPath, Compiled)> {
@@ -579,6 +620,8 @@ impl Runner {
             }
             Err((diags, sources)) => {
                 deploys.skip(id);
+                let why = diags.first().map(|d| d.one_line(&sources)).unwrap_or_default();
+                self.note(|f| f.broken = Some((id, why)));
                 self.metrics.compile_error();
                 print_diags(&diags, &sources);
                 tracing::error!(

@@ -9,6 +9,7 @@
 //! | `/_tend/schedule/cand/<ns>/<host>` | a host's candidacy (`schedule`) | yes, unless `persist` |
 //! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
 //! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
+//! | `/_tend/status/<host>` | what the agent says of itself (`tend status`): deploy, convergence, failures (JSON) | yes |
 //! | `/_tend/deploy/latest` | the id of the latest deploy | no |
 //! | `/_tend/deploy/id/<id>` | a deploy: its parent, who made it, its entry and its files' hashes (JSON; `<id>` zero-padded to 20 digits) | no |
 //! | `/_tend/deploy/blob/<sha256>` | a file of a deploy, by its content's hash | no |
@@ -573,6 +574,7 @@ impl Inner {
             Topic::Schedule(ns) => (Inner::result_key(ns), false),
             Topic::Exports => (Inner::exported_prefix(), true),
             Topic::Deploys => (format!("{PREFIX}deploy/latest"), false),
+            Topic::Statuses => (format!("{PREFIX}status/"), true),
         }
     }
 
@@ -595,7 +597,7 @@ impl Inner {
                 .get(&key)
                 .map(|v| v.split(',').filter(|h| !h.is_empty()).map(|h| (h.to_string(), String::new())).collect())
                 .unwrap_or_default(),
-            Topic::Map(_) | Topic::Candidates(_) => {
+            Topic::Map(_) | Topic::Candidates(_) | Topic::Statuses => {
                 raw.iter().filter_map(|(k, v)| Some((unescape(k.strip_prefix(&key)?), v.clone()))).collect()
             }
         }
@@ -610,6 +612,7 @@ impl Inner {
             Topic::Schedule(ns) => format!("sched-{}", escape(ns)),
             Topic::Exports => "exports".to_string(),
             Topic::Deploys => "deploys".to_string(),
+            Topic::Statuses => "statuses".to_string(),
         };
         self.cfg.state_dir.join("world").join("views").join(escape(&self.cfg.hostname)).join(name)
     }
@@ -1209,6 +1212,16 @@ impl World for EtcdWorld {
             }
         }
         Err(WorldError("other deploys kept landing first; try again".into()))
+    }
+
+    async fn publish_status(&self, record: Option<&str>) -> Result<Written, WorldError> {
+        let host = self.inner.cfg.hostname.clone();
+        let key = format!("{PREFIX}status/{}", escape(&host));
+        match record {
+            Some(v) => lock(&self.inner.owned).insert(key.clone(), (v.to_string(), true)),
+            None => lock(&self.inner.owned).remove(&key),
+        };
+        self.inner.write(key, record, true, Some((Topic::Statuses, &host))).await
     }
 
     async fn collect_deploys(&self, keep: u64) -> Result<(usize, usize), WorldError> {

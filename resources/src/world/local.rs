@@ -149,7 +149,7 @@ pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
         }
         Topic::Schedule(ns) => entries.extend(read_schedule(root, ns).into_iter().map(|h| (h, String::new()))),
         // In memory (`LocalWorld::exports`), never read from the files; no deploys here.
-        Topic::Exports | Topic::Deploys => {}
+        Topic::Exports | Topic::Deploys | Topic::Statuses => {}
         Topic::Val(key) => {
             if let Ok(v) = std::fs::read_to_string(key_path(root, key)) {
                 entries.insert(key.clone(), v);
@@ -209,7 +209,7 @@ impl World for LocalWorld {
             Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
             Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&root, ns),
             // Followed in memory (above), or never anything (deploys need a cluster).
-            Topic::Exports | Topic::Deploys => return rx,
+            Topic::Exports | Topic::Deploys | Topic::Statuses => return rx,
         };
         rt.spawn(async move {
             let mut watch = FileWatch::entries(vec![dir]).ok();
