@@ -112,30 +112,6 @@ pub fn fleet_converged(statuses: &BTreeMap<String, String>, latest: u64) -> bool
         })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_fleet_converges_when_every_agent_runs_the_latest_deploy_converged() {
-        let record = |deploy: u64, converged: bool| Status { deploy: Some(deploy), converged, ..Status::default() };
-        let fleet = |recs: &[Status]| -> BTreeMap<String, String> {
-            recs.iter().enumerate().map(|(i, s)| (format!("h{i}"), s.record(&format!("h{i}")))).collect()
-        };
-        assert!(fleet_converged(&fleet(&[record(2, true), record(2, true)]), 2));
-        assert!(!fleet_converged(&fleet(&[record(2, true), record(1, true)]), 2));
-        assert!(!fleet_converged(&fleet(&[record(2, true), record(2, false)]), 2));
-        assert!(!fleet_converged(&BTreeMap::new(), 2));
-        let mut failing = record(2, true);
-        failing.failed.insert("exec[x]".into(), "exit status 1".into());
-        assert!(!fleet_converged(&fleet(&[record(2, true), failing]), 2));
-        let broken = Status { broken: Some((3, "nope".into())), ..record(2, true) };
-        let r: serde_json::Value = serde_json::from_str(&broken.record("h1")).unwrap();
-        assert_eq!(r["broken"]["deploy"], 3);
-        assert_eq!(r["host"], "h1");
-    }
-}
-
 /// The fleet as this agent follows it, for a converged exit that waits for every agent.
 pub struct Fleet {
     statuses: engine::world::Follow,
@@ -165,5 +141,29 @@ impl Fleet {
                 r = self.deploys.changed() => if r.is_err() { return false },
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fleet_converges_when_every_agent_runs_the_latest_deploy_converged() {
+        let record = |deploy: u64, converged: bool| Status { deploy: Some(deploy), converged, ..Status::default() };
+        let fleet = |recs: &[Status]| -> BTreeMap<String, String> {
+            recs.iter().enumerate().map(|(i, s)| (format!("h{i}"), s.record(&format!("h{i}")))).collect()
+        };
+        assert!(fleet_converged(&fleet(&[record(2, true), record(2, true)]), 2));
+        assert!(!fleet_converged(&fleet(&[record(2, true), record(1, true)]), 2));
+        assert!(!fleet_converged(&fleet(&[record(2, true), record(2, false)]), 2));
+        assert!(!fleet_converged(&BTreeMap::new(), 2));
+        let mut failing = record(2, true);
+        failing.failed.insert("exec[x]".into(), "exit status 1".into());
+        assert!(!fleet_converged(&fleet(&[record(2, true), failing]), 2));
+        let broken = Status { broken: Some((3, "nope".into())), ..record(2, true) };
+        let r: serde_json::Value = serde_json::from_str(&broken.record("h1")).unwrap();
+        assert_eq!(r["broken"]["deploy"], 3);
+        assert_eq!(r["host"], "h1");
     }
 }
