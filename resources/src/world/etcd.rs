@@ -891,6 +891,9 @@ async fn follow_pass(
     }
 }
 
+/// Export writes per transaction (etcd allows 128 operations in one by default).
+const EXPORT_BATCH: usize = 100;
+
 /// Bundles of at most this many files have their files' presence checked as they land.
 const BLOB_CHECKS: usize = 100;
 
@@ -1128,13 +1131,38 @@ impl World for EtcdWorld {
                 }
             }
         }
-        let mut written = Written::Done;
-        for (key, value) in writes {
-            if inner.write(key, value.as_deref(), true, None).await? == Written::Queued {
-                written = Written::Queued;
+        if inner.cfg.observer {
+            return Err(WorldError("exports are not written: this agent only observes the cluster".into()));
+        }
+        for (key, value) in &writes {
+            match value {
+                Some(_) => lock(&inner.disowned).remove(key),
+                None => lock(&inner.disowned).insert(key.clone()),
+            };
+        }
+        // One transaction per batch: a graph's exports are one revision, one watch event.
+        let Some(mut s) = inner.current() else { return Ok(Written::Queued) };
+        for batch in writes.chunks(EXPORT_BATCH) {
+            let ops: Vec<TxnOp> = batch
+                .iter()
+                .map(|(key, value)| match value {
+                    Some(v) => TxnOp::put(key.as_str(), v.as_str(), Some(PutOptions::new().with_lease(s.lease))),
+                    None => TxnOp::delete(key.as_str(), None),
+                })
+                .collect();
+            match tokio::time::timeout(REQUEST, s.client.txn(Txn::new().and_then(ops))).await {
+                Ok(Ok(_)) => {
+                    let mut disowned = lock(&inner.disowned);
+                    for (key, _) in batch {
+                        disowned.remove(key);
+                    }
+                }
+                Ok(Err(e)) if !is_outage(&e) => return Err(WorldError(format!("etcd refused the exports: {e}"))),
+                // Re-asserted (and the deletes made) on the next session.
+                _ => return Ok(Written::Queued),
             }
         }
-        Ok(written)
+        Ok(Written::Done)
     }
 
     async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {

@@ -1,0 +1,183 @@
+//! Scale by simulation: N hosts in one process against one real etcd, each a real
+//! `EtcdWorld` (its own client connection, session lease and host-name claim) that holds a
+//! map entry and 10 exports and follows one mapped namespace (a `world.kvlookup` watch);
+//! ten of them also follow the exports (collectors). No engine, no dataflow: only the world.
+//!
+//! It prints, per N: the time to connect everyone and for every watcher to see every entry;
+//! the time for one host's map entry change to reach every watcher (p50/p99 over trials,
+//! and per delivery); the time for one host's export change to reach the ten collectors;
+//! etcd's CPU time and resident memory; and this process's memory per simulated host.
+//!
+//! Usage: `cargo bench --bench cluster_scale -- [N …]` (default: 100 1000). Needs `etcd`.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use engine::world::{Export, Follow, Topic, World};
+use resources::world::etcd::{EtcdConfig, EtcdWorld};
+use testkit::etcd::Etcd;
+
+const TRIALS: usize = 30;
+const EXPORTS: usize = 10;
+const COLLECTORS: usize = 10;
+
+fn main() {
+    let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
+    let sizes = if sizes.is_empty() { vec![100, 1000] } else { sizes };
+    for n in sizes {
+        let Some(etcd) = Etcd::start() else {
+            eprintln!("cluster_scale: no etcd installed; skipped");
+            return;
+        };
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(simulate(&etcd, n));
+        rt.shutdown_timeout(Duration::from_secs(2));
+    }
+}
+
+/// Resident memory of process `pid` (KiB).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")?.split_whitespace().next()?.parse().ok()).unwrap_or(0)
+}
+
+/// CPU time of process `pid` (user + system, seconds).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(") ").map(|(_, rest)| rest).unwrap_or("");
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = fields.get(11..13).map(|f| f.iter().filter_map(|v| v.parse::<f64>().ok()).sum()).unwrap_or(0.0);
+    ticks / 100.0
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((p / 100.0) * (sorted.len() - 1) as f64).round() as usize]
+}
+
+fn exports(host: usize, version: usize) -> Vec<Export> {
+    (0..EXPORTS)
+        .map(|i| Export {
+            kind: "file".into(),
+            name: format!("/srv/sim/{host}/{i}"),
+            to: vec!["*".into()],
+            record: format!(
+                "{{\"params\":[[\"content\",\"host {host} file {i} version {version}\"],[\"state\",\"exists\"]],\"metas\":[],\"classes\":[]}}"
+            ),
+        })
+        .collect()
+}
+
+/// Waits until every follow's view satisfies `done`; returns when each one got there.
+async fn all_see(follows: &mut [Follow], done: impl Fn(&engine::world::View) -> bool + Copy) -> Vec<Duration> {
+    let start = Instant::now();
+    let waits = follows.iter_mut().map(|f| async move {
+        let _ = tokio::time::timeout(Duration::from_secs(60), f.wait_for(|v| done(v))).await;
+        start.elapsed()
+    });
+    futures::future::join_all(waits).await
+}
+
+async fn simulate(etcd: &Etcd, n: usize) {
+    let pid = std::process::id();
+    let etcd_pid = etcd.pid().unwrap_or(0);
+    let state = tempfile::tempdir().unwrap();
+    let rss_before = rss_kib(pid);
+    let etcd_cpu_before = cpu_secs(etcd_pid);
+    let started = Instant::now();
+    let mut worlds: Vec<Arc<EtcdWorld>> = Vec::with_capacity(n);
+    for batch in (0..n).collect::<Vec<_>>().chunks(50) {
+        let joins = batch.iter().map(|&i| {
+            let cfg = EtcdConfig {
+                seeds: vec![etcd.url()],
+                hostname: format!("sim{i:04}"),
+                ttl: 60,
+                state_dir: state.path().join(format!("sim{i}")),
+                observer: false,
+            };
+            EtcdWorld::connect(cfg)
+        });
+        for w in futures::future::join_all(joins).await {
+            worlds.push(Arc::new(w.expect("a simulated host joins")));
+        }
+    }
+    for (i, w) in worlds.iter().enumerate() {
+        w.set_mine("scale", Some("0")).await.unwrap();
+        w.export(&exports(i, 0)).await.unwrap();
+    }
+    let mut maps: Vec<Follow> = worlds.iter().map(|w| w.follow(&Topic::Map("scale".into()))).collect();
+    let mut collectors: Vec<Follow> = worlds.iter().take(COLLECTORS).map(|w| w.follow(&Topic::Exports)).collect();
+    all_see(&mut maps, |v| v.entries.len() == n).await;
+    all_see(&mut collectors, |v| v.entries.len() == n * EXPORTS).await;
+    let joined = started.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_joined = rss_kib(pid);
+    let etcd_cpu_joined = cpu_secs(etcd_pid);
+
+    let mut reach_all = Vec::new();
+    let mut deliveries = Vec::new();
+    for t in 1..=TRIALS {
+        let host = (t * 7919) % n;
+        let name = format!("sim{host:04}");
+        let value = format!("v{t}");
+        let writer = worlds[host].clone();
+        let write = value.clone();
+        tokio::spawn(async move { writer.set_mine("scale", Some(&write)).await });
+        let seen = all_see(&mut maps, |v| v.entries.get(&name) == Some(&value)).await;
+        let ms: Vec<f64> = seen.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+        reach_all.push(ms.iter().cloned().fold(0.0, f64::max));
+        deliveries.extend(ms);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut export_reach = Vec::new();
+    for t in 1..=TRIALS {
+        let host = (t * 104729) % n;
+        let writer = worlds[host].clone();
+        tokio::spawn(async move { writer.export(&exports(host, t)).await });
+        let entry = engine::world::export_entry("file", &format!("sim{host:04}"), &format!("/srv/sim/{host}/0"));
+        let want = format!("version {t}\"");
+        let seen = all_see(&mut collectors, |v| v.entries.get(&entry).is_some_and(|r| r.contains(&want))).await;
+        export_reach.push(seen.iter().map(|d| d.as_secs_f64() * 1000.0).fold(0.0, f64::max));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let etcd_cpu_trials = cpu_secs(etcd_pid) - etcd_cpu_joined;
+    reach_all.sort_by(f64::total_cmp);
+    deliveries.sort_by(f64::total_cmp);
+    export_reach.sort_by(f64::total_cmp);
+    println!("== {n} simulated hosts ({EXPORTS} exports each, {COLLECTORS} collectors)");
+    println!(
+        "joined and every watcher saw every entry in {:.2} s; etcd used {:.2} s CPU for it",
+        joined.as_secs_f64(),
+        etcd_cpu_joined - etcd_cpu_before
+    );
+    println!(
+        "map entry change to every watcher ({TRIALS} trials): p50 {:.1} ms, p99 {:.1} ms; per delivery p50 {:.1} ms, p99 {:.1} ms",
+        pct(&reach_all, 50.0),
+        pct(&reach_all, 99.0),
+        pct(&deliveries, 50.0),
+        pct(&deliveries, 99.0)
+    );
+    println!(
+        "export change to every collector ({TRIALS} trials): p50 {:.1} ms, p99 {:.1} ms",
+        pct(&export_reach, 50.0),
+        pct(&export_reach, 99.0)
+    );
+    println!(
+        "etcd: {:.0} MiB resident, {:.2} s CPU over the {} trials",
+        rss_kib(etcd_pid) as f64 / 1024.0,
+        etcd_cpu_trials,
+        2 * TRIALS
+    );
+    println!(
+        "this process: {:.0} MiB for {n} hosts, {:.0} KiB per host",
+        rss_joined as f64 / 1024.0,
+        (rss_joined.saturating_sub(rss_before)) as f64 / n as f64
+    );
+    for w in &worlds {
+        w.close().await;
+    }
+}
