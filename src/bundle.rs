@@ -105,6 +105,7 @@ pub fn prune(dir: &Path, keep: usize) {
     ids.sort_unstable();
     for id in ids.iter().rev().skip(keep) {
         let _ = std::fs::remove_dir_all(dir.join(id.to_string()));
+        let _ = std::fs::remove_file(dir.join(format!("{id}.entry")));
     }
 }
 

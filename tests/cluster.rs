@@ -775,6 +775,15 @@ fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
     // And the next good deploy reaches it.
     assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "six", &deployed_program(&out, ""), &[])), 6);
     assert!(wait_until(T, || shows("six", &all)), "{}", logs());
+
+    // An agent restarted while etcd is away runs the last deploy it saw, from its disk.
+    let mut agents = agents;
+    let mut etcd = etcd;
+    agents[0].kill9();
+    etcd.kill();
+    std::fs::remove_file(out.join("h1")).unwrap();
+    agents[0] = Agent::follow(dir.path(), "h1", &etcd.url());
+    assert!(wait_until(T, || read(&out.join("h1")) == "six on h1"), "{}", agents[0].log());
 }
 
 #[test]

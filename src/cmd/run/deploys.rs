@@ -42,8 +42,16 @@ impl Deploys {
         }
     }
 
-    /// Fetches deploy `id` and places it on disk; once placed, it is not offered again.
+    /// Fetches deploy `id` and places it on disk; once placed, it is not offered again. A
+    /// deploy already on disk (an agent restarted while etcd is away) is taken from there.
     pub async fn fetch(&mut self, id: u64) -> Result<ProgramPath, String> {
+        let root = self.dir.join(id.to_string());
+        if let Ok(entry) = std::fs::read_to_string(self.dir.join(format!("{id}.entry")))
+            && root.is_dir()
+        {
+            self.seen = self.seen.max(id);
+            return Ok(ProgramPath { root, entry });
+        }
         let deploy = self
             .world
             .fetch_deploy(id)
@@ -52,9 +60,11 @@ impl Deploys {
             .ok_or_else(|| format!("deploy {id} is not in the cluster"))?;
         let dir = self.dir.clone();
         let placed = tokio::task::spawn_blocking(move || {
-            let placed = crate::bundle::materialize(&dir, id, &deploy.bundle);
+            let placed = crate::bundle::materialize(&dir, id, &deploy.bundle)?;
+            std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
+                .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
             crate::bundle::prune(&dir, KEEP + 1);
-            placed
+            Ok::<_, String>(placed)
         })
         .await
         .map_err(|e| e.to_string())??;
