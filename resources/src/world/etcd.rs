@@ -821,6 +821,9 @@ async fn follow_pass(
     }
     let view = View::fresh(inner.entries(topic, &raw), revision);
     inner.remember_view(topic, &view);
+    // What the kept view holds: kept again whenever the store's entries differ from it (a
+    // view this host's own write already showed still has to be kept).
+    let mut kept = view.entries.clone();
     tx.send_replace(Arc::new(view));
     let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
     if prefix {
@@ -858,21 +861,19 @@ async fn follow_pass(
                     revision = revision.max(h.revision());
                 }
                 let entries = inner.entries(topic, &raw);
-                let mut remembered = None;
+                if entries != kept {
+                    inner.remember_view(topic, &View::fresh(entries.clone(), revision));
+                    kept = entries.clone();
+                }
                 tx.send_if_modified(|view| {
                     // Also a view this host changed by its own write must come back to
                     // what the store holds.
                     let differs = view.stale || view.entries != entries;
                     if differs {
-                        let fresh = Arc::new(View::fresh(entries, revision));
-                        remembered = Some(fresh.clone());
-                        *view = fresh;
+                        *view = Arc::new(View::fresh(entries, revision));
                     }
                     differs
                 });
-                if let Some(view) = remembered {
-                    inner.remember_view(topic, &view);
-                }
             }
             changed = sessions.changed() => {
                 if changed.is_err() {
