@@ -34,6 +34,9 @@ const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
 /// watches, servers and the program's dataflow).
 const APPLY_THREADS: usize = 2;
 
+/// Fetches of one deploy that fail, with etcd answering, before it is skipped.
+const FETCH_TRIES: u32 = 5;
+
 /// How often a run with a failed resource checks whether everything else has stopped.
 const STALL_POLL: Duration = Duration::from_millis(50);
 
@@ -608,8 +611,16 @@ impl Runner {
         let program = match deploys.fetch(id).await {
             Ok(p) => p,
             Err(e) => {
-                tracing::error!(deploy = id, error = %e, "cannot fetch the deploy; trying again");
-                tokio::time::sleep(Duration::from_secs(1)).await;
+                // An outage is waited out; a deploy that still cannot be fetched after a few
+                // tries while etcd answers (a damaged one) is given up.
+                if deploys.fetch_failed(id) >= FETCH_TRIES && self.host.world.health().connected {
+                    deploys.skip(id);
+                    tracing::error!(deploy = id, error = %e, "deploy {id} cannot be fetched; it is skipped");
+                    self.note(|f| f.broken = Some((id, e)));
+                } else {
+                    tracing::error!(deploy = id, error = %e, "cannot fetch the deploy; trying again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
                 return None;
             }
         };

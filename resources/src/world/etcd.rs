@@ -1259,6 +1259,15 @@ impl World for EtcdWorld {
         };
         let mut client = session.client;
         let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        // Every delete holds only while no deploy landed since this read: a deploy landing
+        // meanwhile may name a file that no record named when it was read.
+        let latest_key = format!("{PREFIX}deploy/latest");
+        let resp = tokio::time::timeout(REQUEST, client.get(latest_key.as_str(), None))
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(fail)?;
+        let Some(latest) = resp.kvs().first().map(|kv| kv.value().to_vec()) else { return Ok((0, 0)) };
+        let unchanged = || Compare::value(latest_key.as_str(), CompareOp::Equal, latest.clone());
         let ids_prefix = format!("{PREFIX}deploy/id/");
         let resp =
             tokio::time::timeout(REQUEST, client.get(ids_prefix.as_str(), Some(GetOptions::new().with_prefix())))
@@ -1280,14 +1289,8 @@ impl World for EtcdWorld {
         }
         records.sort_by_key(|(id, _)| std::cmp::Reverse(*id));
         let kept = usize::try_from(keep.max(1)).unwrap_or(usize::MAX);
-        let mut deploys_gone = 0;
-        for (id, _) in records.iter().skip(kept) {
-            tokio::time::timeout(REQUEST, client.delete(deploy_key(*id), None))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(fail)?;
-            deploys_gone += 1;
-        }
+        let mut doomed: Vec<String> = records.iter().skip(kept).map(|(id, _)| deploy_key(*id)).collect();
+        let deploys_gone = doomed.len();
         let named: std::collections::BTreeSet<&String> = records.iter().take(kept).flat_map(|(_, h)| h).collect();
         let blobs_prefix = format!("{PREFIX}deploy/blob/");
         let resp = tokio::time::timeout(
@@ -1301,11 +1304,17 @@ impl World for EtcdWorld {
         for kv in resp.kvs() {
             let Ok(key) = kv.key_str() else { continue };
             if key.strip_prefix(&blobs_prefix).is_some_and(|h| !named.contains(&h.to_string())) {
-                tokio::time::timeout(REQUEST, client.delete(key, None))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(fail)?;
+                doomed.push(key.to_string());
                 blobs_gone += 1;
+            }
+        }
+        for batch in doomed.chunks(EXPORT_BATCH) {
+            let ops: Vec<TxnOp> = batch.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
+            let txn = Txn::new().when([unchanged()]).and_then(ops);
+            let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            if !resp.succeeded() {
+                // A deploy landed: it collects after itself.
+                return Ok((0, 0));
             }
         }
         Ok((deploys_gone, blobs_gone))

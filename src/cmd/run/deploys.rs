@@ -17,13 +17,15 @@ pub struct Deploys {
     follow: Follow,
     /// The newest deploy this agent took up (ran, or found broken here).
     seen: u64,
+    /// The deploy whose fetch keeps failing, and how many times it did.
+    failing: (u64, u32),
 }
 
 impl Deploys {
     /// Must be called inside the runtime.
     pub fn new(world: Arc<dyn World>, state_dir: &std::path::Path) -> Deploys {
         let follow = world.follow(&Topic::Deploys);
-        Deploys { world, dir: state_dir.join("deploys"), follow, seen: 0 }
+        Deploys { world, dir: state_dir.join("deploys"), follow, seen: 0, failing: (0, 0) }
     }
 
     /// The next deploy newer than the last one taken up (waits for it).
@@ -70,6 +72,12 @@ impl Deploys {
         .map_err(|e| e.to_string())??;
         self.seen = self.seen.max(id);
         Ok(placed)
+    }
+
+    /// Counts a failed fetch of deploy `id`; returns how many in a row.
+    pub fn fetch_failed(&mut self, id: u64) -> u32 {
+        self.failing = if self.failing.0 == id { (id, self.failing.1 + 1) } else { (id, 1) };
+        self.failing.1
     }
 
     /// Marks deploy `id` taken up although it could not run here.
