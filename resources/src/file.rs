@@ -590,7 +590,11 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
     run.ok = false;
     if !run.apply {
         let diff = unified_diff(&p.path, &String::from_utf8_lossy(&current), &String::from_utf8_lossy(desired));
-        run.ctx.report(format!("file[{}]: would change content:\n{diff}", p.path));
+        if exists {
+            run.ctx.report(format!("file[{}]: would change content:\n{diff}", p.path));
+        } else {
+            run.ctx.report(format!("file[{}]: would be created ({} bytes):\n{diff}", p.path, desired.len()));
+        }
         return Ok(());
     }
     let mode = if exists { None } else { new_mode(p)? };

@@ -39,6 +39,19 @@ async fn noop_reports_a_unified_diff_and_changes_nothing() {
 }
 
 #[tokio::test]
+async fn noop_says_a_missing_file_would_be_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new");
+    let mut f = file(path.to_str().unwrap(), &[("content", s("a\n")), ("state", s("exists"))]);
+    let (ok, reports) = check(&mut f, false).await.unwrap();
+    assert!(!ok);
+    assert!(!path.exists());
+    let text = reports.join("\n");
+    assert!(text.contains("would be created (2 bytes)") && !text.contains("would change content"), "{text}");
+    assert!(text.contains("+a"), "{text}");
+}
+
+#[tokio::test]
 async fn a_missing_file_is_not_created_without_state_exists() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nope");
