@@ -72,10 +72,8 @@ def pct(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(round(p / 100.0 * (len(sorted_values) - 1))))]
 
 
-def main():
-    tend = sys.argv[1]
-    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    work = tempfile.mkdtemp(prefix="tend-cluster-bench-")
+def start_etcd(work):
+    """A one-member etcd on free loopback ports, data under WORK, once healthy: (process, url)."""
     client, peer = free_port(), free_port()
     url = "http://127.0.0.1:%d" % client
     etcd = subprocess.Popen(
@@ -85,14 +83,27 @@ def main():
          "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
          "--initial-cluster", "b1=http://127.0.0.1:%d" % peer],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def healthy():
+        try:
+            return b'"true"' in urllib.request.urlopen(url + "/health", timeout=1).read()
+        except OSError:
+            return False
+    try:
+        wait(healthy, 20, "etcd")
+    except SystemExit:
+        etcd.kill()
+        raise
+    return etcd, url
+
+
+def main():
+    tend = sys.argv[1]
+    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+    work = tempfile.mkdtemp(prefix="tend-cluster-bench-")
+    etcd, url = start_etcd(work)
     procs = []
     try:
-        def healthy():
-            try:
-                return b'"true"' in urllib.request.urlopen(url + "/health", timeout=1).read()
-            except OSError:
-                return False
-        wait(healthy, 20, "etcd")
         inp, out = os.path.join(work, "in"), os.path.join(work, "out")
         write_atomic(inp, "v0")
         prog_a = os.path.join(work, "a.mcl")

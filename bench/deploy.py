@@ -15,10 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import free_port, pct, read, wait  # noqa: E402
+from cluster import pct, read, start_etcd, wait  # noqa: E402
 
 PROGRAM = '''import "deploy"
 file "%s/${hostname}" {
@@ -32,23 +31,9 @@ def main():
     tend = sys.argv[1]
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else 50
     work = tempfile.mkdtemp(prefix="tend-deploy-bench-")
-    client, peer = free_port(), free_port()
-    url = "http://127.0.0.1:%d" % client
-    etcd = subprocess.Popen(
-        ["etcd", "--name", "d1", "--data-dir", os.path.join(work, "etcd"),
-         "--listen-client-urls", url, "--advertise-client-urls", url,
-         "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
-         "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
-         "--initial-cluster", "d1=http://127.0.0.1:%d" % peer],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    etcd, url = start_etcd(work)
     procs = []
     try:
-        def healthy():
-            try:
-                return b'"true"' in urllib.request.urlopen(url + "/health", timeout=1).read()
-            except OSError:
-                return False
-        wait(healthy, 20, "etcd")
         out = os.path.join(work, "out")
         os.makedirs(out)
         hosts = ["h1", "h2", "h3"]

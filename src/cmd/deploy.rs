@@ -41,12 +41,9 @@ pub fn run(
         Some(n) if !force => Parent::Exactly(n),
         _ => Parent::Latest,
     };
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match super::one_shot_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            crate::stderr::line(format_args!("error: cannot start the async runtime: {e}"));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();

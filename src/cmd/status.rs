@@ -9,12 +9,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 pub fn run(seeds: &[String], format: StatusFormat, hostname: Option<String>) -> ExitCode {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let rt = match super::one_shot_runtime() {
         Ok(rt) => rt,
-        Err(e) => {
-            crate::stderr::line(format_args!("error: cannot start the async runtime: {e}"));
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();

@@ -418,7 +418,7 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
         Ok(Err(e)) => return Lapse::Lost(e.to_string()),
         Err(_) => return Lapse::Lost("keep-alive timed out".into()),
     };
-    let period = Duration::from_millis((inner.cfg.ttl.max(1) as u64) * 1000 / 3);
+    let period = inner.check_period();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -442,7 +442,7 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
 
 /// An observer's session: a linearizable read every third of the TTL, until one fails.
 async fn keep_checking(inner: &Inner, mut client: Client) -> Lapse {
-    let period = Duration::from_millis((inner.cfg.ttl.max(1) as u64) * 1000 / 3);
+    let period = inner.check_period();
     loop {
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -530,6 +530,18 @@ impl Inner {
 
     fn current(&self) -> Option<Session> {
         self.session.borrow().clone()
+    }
+
+    /// How often the session is renewed (or, for an observer, checked): three times a TTL.
+    fn check_period(&self) -> Duration {
+        Duration::from_millis((self.cfg.ttl.max(1) as u64) * 1000 / 3)
+    }
+
+    /// The live session's client, for a request that cannot wait for one.
+    fn client_now(&self) -> Result<Client, WorldError> {
+        self.current()
+            .map(|s| s.client)
+            .ok_or_else(|| WorldError(format!("etcd cannot be reached at {}", self.cfg.seeds.join(","))))
     }
 
     /// The etcd key of a plain key and of this host's entry of a namespace.
@@ -903,6 +915,31 @@ fn deploy_key(id: u64) -> String {
     format!("{PREFIX}deploy/id/{id:020}")
 }
 
+/// The key of the deployed file whose content hashes to `hash`.
+fn blob_key(hash: &str) -> String {
+    format!("{PREFIX}deploy/blob/{hash}")
+}
+
+/// Stores a deployed file unless it is there already.
+async fn put_blob(client: &mut Client, hash: &str, bytes: &[u8]) -> Result<(), WorldError> {
+    let key = blob_key(hash);
+    let put = Txn::new().when([Compare::version(key.as_str(), CompareOp::Greater, 0)]).or_else([TxnOp::put(
+        key.as_str(),
+        bytes,
+        None,
+    )]);
+    ask(client.txn(put)).await.map(|_| ())
+}
+
+/// One request that cannot wait for an outage to end: bounded by [`REQUEST`], its failure
+/// told as a [`WorldError`].
+async fn ask<T>(request: impl std::future::Future<Output = Result<T, etcd_client::Error>>) -> Result<T, WorldError> {
+    match tokio::time::timeout(REQUEST, request).await {
+        Ok(r) => r.map_err(|e| WorldError(format!("etcd: {e}"))),
+        Err(_) => Err(timed_out()),
+    }
+}
+
 fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
@@ -1167,29 +1204,16 @@ impl World for EtcdWorld {
     }
 
     async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
-        let Some(session) = self.inner.current() else {
-            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
-        };
-        let mut client = session.client;
-        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        let mut client = self.inner.client_now()?;
         let mut files = serde_json::Map::new();
         for (path, bytes) in &bundle.files {
             let hash = sha256_hex(bytes);
-            let key = format!("{PREFIX}deploy/blob/{hash}");
-            let put = Txn::new().when([Compare::version(key.as_str(), CompareOp::Greater, 0)]).or_else([TxnOp::put(
-                key.as_str(),
-                bytes.clone(),
-                None,
-            )]);
-            tokio::time::timeout(REQUEST, client.txn(put)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            put_blob(&mut client, &hash, bytes).await?;
             files.insert(path.clone(), serde_json::Value::String(hash));
         }
         let latest_key = format!("{PREFIX}deploy/latest");
         for _ in 0..20 {
-            let resp = tokio::time::timeout(REQUEST, client.get(latest_key.as_str(), None))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(fail)?;
+            let resp = ask(client.get(latest_key.as_str(), None)).await?;
             let latest: u64 =
                 resp.kvs().first().and_then(|kv| kv.value_str().ok()).and_then(|v| v.parse().ok()).unwrap_or(0);
             if let Parent::Exactly(want) = parent
@@ -1219,25 +1243,21 @@ impl World for EtcdWorld {
                     files
                         .values()
                         .filter_map(|h| h.as_str())
-                        .map(|h| Compare::version(format!("{PREFIX}deploy/blob/{h}"), CompareOp::Greater, 0)),
+                        .map(|h| Compare::version(blob_key(h), CompareOp::Greater, 0)),
                 );
             }
             let txn = Txn::new().when(conditions).and_then([
                 TxnOp::put(deploy_key(id), record.to_string(), None),
                 TxnOp::put(latest_key.as_str(), id.to_string(), None),
             ]);
-            let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            let resp = ask(client.txn(txn)).await?;
             if resp.succeeded() {
                 return Ok(id);
             }
             // Another deploy landed between the read and the write, or a file went.
             for (path, bytes) in &bundle.files {
                 let Some(hash) = files.get(path).and_then(|h| h.as_str()) else { continue };
-                let key = format!("{PREFIX}deploy/blob/{hash}");
-                let put = Txn::new()
-                    .when([Compare::version(key.as_str(), CompareOp::Greater, 0)])
-                    .or_else([TxnOp::put(key.as_str(), bytes.clone(), None)]);
-                tokio::time::timeout(REQUEST, client.txn(put)).await.map_err(|_| timed_out())?.map_err(fail)?;
+                put_blob(&mut client, hash, bytes).await?;
             }
         }
         Err(WorldError("other deploys kept landing first; try again".into()))
@@ -1254,26 +1274,15 @@ impl World for EtcdWorld {
     }
 
     async fn collect_deploys(&self, keep: u64) -> Result<(usize, usize), WorldError> {
-        let Some(session) = self.inner.current() else {
-            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
-        };
-        let mut client = session.client;
-        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
+        let mut client = self.inner.client_now()?;
         // Every delete holds only while no deploy landed since this read: a deploy landing
         // meanwhile may name a file that no record named when it was read.
         let latest_key = format!("{PREFIX}deploy/latest");
-        let resp = tokio::time::timeout(REQUEST, client.get(latest_key.as_str(), None))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(fail)?;
+        let resp = ask(client.get(latest_key.as_str(), None)).await?;
         let Some(latest) = resp.kvs().first().map(|kv| kv.value().to_vec()) else { return Ok((0, 0)) };
         let unchanged = || Compare::value(latest_key.as_str(), CompareOp::Equal, latest.clone());
         let ids_prefix = format!("{PREFIX}deploy/id/");
-        let resp =
-            tokio::time::timeout(REQUEST, client.get(ids_prefix.as_str(), Some(GetOptions::new().with_prefix())))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(fail)?;
+        let resp = ask(client.get(ids_prefix.as_str(), Some(GetOptions::new().with_prefix()))).await?;
         let mut records: Vec<(u64, Vec<String>)> = Vec::new();
         for kv in resp.kvs() {
             let Some(id) = kv.key_str().ok().and_then(|k| k.strip_prefix(&ids_prefix)).and_then(|n| n.parse().ok())
@@ -1293,13 +1302,8 @@ impl World for EtcdWorld {
         let deploys_gone = doomed.len();
         let named: std::collections::BTreeSet<&String> = records.iter().take(kept).flat_map(|(_, h)| h).collect();
         let blobs_prefix = format!("{PREFIX}deploy/blob/");
-        let resp = tokio::time::timeout(
-            REQUEST,
-            client.get(blobs_prefix.as_str(), Some(GetOptions::new().with_prefix().with_keys_only())),
-        )
-        .await
-        .map_err(|_| timed_out())?
-        .map_err(fail)?;
+        let resp =
+            ask(client.get(blobs_prefix.as_str(), Some(GetOptions::new().with_prefix().with_keys_only()))).await?;
         let mut blobs_gone = 0;
         for kv in resp.kvs() {
             let Ok(key) = kv.key_str() else { continue };
@@ -1311,7 +1315,7 @@ impl World for EtcdWorld {
         for batch in doomed.chunks(EXPORT_BATCH) {
             let ops: Vec<TxnOp> = batch.iter().map(|k| TxnOp::delete(k.as_str(), None)).collect();
             let txn = Txn::new().when([unchanged()]).and_then(ops);
-            let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await.map_err(|_| timed_out())?.map_err(fail)?;
+            let resp = ask(client.txn(txn)).await?;
             if !resp.succeeded() {
                 // A deploy landed: it collects after itself.
                 return Ok((0, 0));
@@ -1321,15 +1325,8 @@ impl World for EtcdWorld {
     }
 
     async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {
-        let Some(session) = self.inner.current() else {
-            return Err(WorldError(format!("etcd cannot be reached at {}", self.inner.cfg.seeds.join(","))));
-        };
-        let mut client = session.client;
-        let fail = |e: etcd_client::Error| WorldError(format!("etcd: {e}"));
-        let resp = tokio::time::timeout(REQUEST, client.get(deploy_key(id), None))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(fail)?;
+        let mut client = self.inner.client_now()?;
+        let resp = ask(client.get(deploy_key(id), None)).await?;
         let Some(kv) = resp.kvs().first() else { return Ok(None) };
         let bad = |why: &str| WorldError(format!("deploy {id} is damaged: {why}"));
         let record: serde_json::Value = serde_json::from_slice(kv.value()).map_err(|e| bad(&e.to_string()))?;
@@ -1338,11 +1335,7 @@ impl World for EtcdWorld {
         let mut files = BTreeMap::new();
         for (path, hash) in record["files"].as_object().ok_or_else(|| bad("no `files`"))? {
             let hash = hash.as_str().ok_or_else(|| bad("a file's hash is not a string"))?;
-            let key = format!("{PREFIX}deploy/blob/{hash}");
-            let resp = tokio::time::timeout(REQUEST, client.get(key.as_str(), None))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(fail)?;
+            let resp = ask(client.get(blob_key(hash), None)).await?;
             let bytes =
                 resp.kvs().first().map(|kv| kv.value().to_vec()).ok_or_else(|| bad(&format!("`{path}` is missing")))?;
             if sha256_hex(&bytes) != hash {
