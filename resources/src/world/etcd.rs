@@ -679,6 +679,24 @@ impl Inner {
         });
     }
 
+    /// This host's own entry `name` of `topic`, written while the store is away, in the
+    /// topic's stale view (its revision and staleness stay as they are).
+    fn saw_own_while_away(&self, topic: &Topic, name: &str, value: Option<&str>) {
+        let Some(tx) = lock(&self.followed).get(topic).cloned() else { return };
+        tx.send_if_modified(|view| {
+            if !view.read || !view.stale || view.entries.get(name).map(String::as_str) == value {
+                return false;
+            }
+            let mut next = (**view).clone();
+            match value {
+                Some(v) => next.entries.insert(name.to_string(), v.to_string()),
+                None => next.entries.remove(name),
+            };
+            *view = Arc::new(next);
+            true
+        });
+    }
+
     /// Rebinds `key` (holding `value`) to a lease of its own that nobody renews: it goes
     /// `secs` seconds from now, whatever becomes of this agent.
     async fn linger(&self, key: &str, value: &str, secs: u64) -> Result<Written, WorldError> {
@@ -715,7 +733,14 @@ impl Inner {
             Some(_) => lock(&self.disowned).remove(&key),
             None => lock(&self.disowned).insert(key.clone()),
         };
-        let Some(mut s) = self.current() else { return Ok(Written::Queued) };
+        let Some(mut s) = self.current() else {
+            // This host's own entry is known here even while the store is away: its stale
+            // view shows it (an agent started during an outage sees itself).
+            if lease && let Some((topic, name)) = &shown {
+                self.saw_own_while_away(topic, name, value);
+            }
+            return Ok(Written::Queued);
+        };
         let lease = lease.then_some(s.lease);
         match tokio::time::timeout(REQUEST, put_if_changed(&mut s.client, &key, value, lease)).await {
             Ok(Ok(revision)) => {
