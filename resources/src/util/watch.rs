@@ -452,8 +452,10 @@ impl Hub {
             let State { subs, dirs, .. } = &mut *state;
             let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
             let (wanted, complete) = sub_points(dirs, sub);
-            let wake = (!complete).then(|| sub.wake.clone());
-            let same = wanted == sub.points && state.alive(&wanted);
+            let wake = sub.wake.clone();
+            let unmoved = wanted == sub.points;
+            let watched_before = state.alive(&wanted);
+            let same = unmoved && watched_before;
             let Some(sub) = state.subs.by_id.get_mut(&id) else { return Ok(()) };
             sub.settled = complete;
             if same {
@@ -462,9 +464,12 @@ impl Hub {
             let old = std::mem::replace(&mut sub.points, wanted.clone());
             state.acquire(inotify, &wanted);
             state.release(inotify, &old);
-            // Every target's parent existed and was watched already: nothing can have
-            // appeared unseen.
-            let Some(wake) = wake else { return Ok(()) };
+            // Every target's parent existed and was watched before the lookup: nothing can
+            // have appeared unseen. A watch made just now may have missed what appeared
+            // since the lookup (a directory target made under its new parent watch).
+            if complete && watched_before {
+                return Ok(());
+            }
             let State { subs, dirs, .. } = &mut *state;
             let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
             if sub_points(dirs, sub).0 == wanted {

@@ -60,7 +60,7 @@ impl LocalWorld {
     fn refresh(&self, topic: &Topic) {
         let tx = self.followed.lock().unwrap_or_else(|e| e.into_inner()).get(topic).cloned();
         if let Some(tx) = tx {
-            publish(&tx, read(&self.root, topic));
+            reread(&tx, &self.root, topic);
         }
     }
 }
@@ -75,6 +75,20 @@ impl LocalWorld {
 /// Replaces the view when its entries differ.
 fn publish(tx: &watch::Sender<Arc<View>>, entries: BTreeMap<String, String>) {
     tx.send_if_modified(|view| {
+        let changed = view.entries != entries;
+        if changed {
+            *view = Arc::new(View::fresh(entries, 0));
+        }
+        changed
+    });
+}
+
+/// Re-reads `topic` from the files into its view. The read happens while the view is
+/// held, so two re-reads never cross: one that read before a write cannot publish after
+/// the writer's own re-read and hide the write.
+fn reread(tx: &watch::Sender<Arc<View>>, root: &Path, topic: &Topic) {
+    tx.send_if_modified(|view| {
+        let entries = read(root, topic);
         let changed = view.entries != entries;
         if changed {
             *view = Arc::new(View::fresh(entries, 0));
@@ -201,18 +215,23 @@ impl World for LocalWorld {
         if let Some(tx) = followed.get(topic) {
             return tx.subscribe();
         }
+        let dir = match topic {
+            Topic::Val(k) | Topic::Map(k) => key_dir(&self.root, k),
+            Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&self.root, ns),
+            // Followed in memory (above), or never anything (deploys need a cluster).
+            Topic::Exports | Topic::Deploys | Topic::Statuses => {
+                return watch::channel(Arc::new(View::fresh(BTreeMap::new(), 0))).1;
+            }
+        };
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0))).1;
+        };
+        // Watched before the first read, so no change falls between the two.
+        let mut watch = FileWatch::entries(vec![dir]).ok();
         let (tx, rx) = watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0)));
-        let Ok(rt) = tokio::runtime::Handle::try_current() else { return rx };
         followed.insert(topic.clone(), tx.clone());
         let (root, topic, all) = (self.root.clone(), topic.clone(), self.followed.clone());
-        let dir = match &topic {
-            Topic::Val(k) | Topic::Map(k) => key_dir(&root, k),
-            Topic::Candidates(ns) | Topic::Schedule(ns) => schedule_dir(&root, ns),
-            // Followed in memory (above), or never anything (deploys need a cluster).
-            Topic::Exports | Topic::Deploys | Topic::Statuses => return rx,
-        };
         rt.spawn(async move {
-            let mut watch = FileWatch::entries(vec![dir]).ok();
             loop {
                 let wait = if watch.is_some() { SAFETY } else { POLL };
                 tokio::select! {
@@ -232,9 +251,10 @@ impl World for LocalWorld {
                     }
                     _ = tokio::time::sleep(wait) => {}
                 }
-                let (root, topic) = (root.clone(), topic.clone());
-                let Ok(entries) = tokio::task::spawn_blocking(move || read(&root, &topic)).await else { return };
-                publish(&tx, entries);
+                let (root, topic, tx) = (root.clone(), topic.clone(), tx.clone());
+                if tokio::task::spawn_blocking(move || reread(&tx, &root, &topic)).await.is_err() {
+                    return;
+                }
             }
         });
         rx

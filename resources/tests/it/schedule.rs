@@ -87,8 +87,14 @@ fn read_schedule(state: &Path, ns: &str) -> Value {
     Value::list(resources::world::local::read_schedule(state, ns).into_iter().map(Value::str).collect())
 }
 
-async fn schedule(state: &Path, ns: &str, pairs: &[(&str, Value)]) -> Box<dyn Resource> {
-    let host = Host { world: world(state), ..Host::system() };
+/// A `schedule` resource built and initialised on `world` (one agent's resources share one).
+async fn schedule(
+    world: &std::sync::Arc<dyn engine::world::World>,
+    state: &Path,
+    ns: &str,
+    pairs: &[(&str, Value)],
+) -> Box<dyn Resource> {
+    let host = Host { world: world.clone(), ..Host::system() };
     let mut res = build_with(&host, "schedule", ns, &params(pairs)).unwrap();
     res.validate().unwrap();
     res.init(&init_ctx(state, ns)).await.unwrap();
@@ -102,9 +108,12 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
 
     // Volunteering makes this host the chosen one; withdrawing takes it out again.
     let mut chosen = Chosen::start(state, "xsched");
+    // The resources share this agent's world, as in `tend run`: each sees the others'
+    // writes at once (another world over the same files sees them through its watch).
+    let agent = world(state);
     assert_eq!(chosen.next().await, Vec::<String>::new());
     let opts = [("strategy", s("rr")), ("max", Value::Int(2)), ("persist", Value::Bool(false)), ("ttl", Value::Int(0))];
-    let mut res = schedule(state, "xsched", &opts).await;
+    let mut res = schedule(&agent, state, "xsched", &opts).await;
     let (ok, reports) = check(res.as_mut(), false).await.unwrap();
     assert!(!ok && reports[0].contains("would volunteer"), "{reports:?}");
     converge(res.as_mut()).await;
@@ -123,13 +132,13 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     assert_eq!(chosen.next().await, vec![me()]);
     fs::remove_file(&other).unwrap();
 
-    let mut withdraw = schedule(state, "xsched", &[("withdraw", Value::Bool(true))]).await;
+    let mut withdraw = schedule(&agent, state, "xsched", &[("withdraw", Value::Bool(true))]).await;
     converge(withdraw.as_mut()).await;
     assert_eq!(chosen.next().await, Vec::<String>::new());
     // The replaced instance's cleanup must not touch the record it no longer owns.
     converge(res.as_mut()).await;
     assert_eq!(chosen.next().await, vec![me()]);
-    let mut again = schedule(state, "xsched", &opts).await;
+    let mut again = schedule(&agent, state, "xsched", &opts).await;
     assert!(!check(again.as_mut(), true).await.unwrap().0, "the new instance takes the record over");
     res.cleanup().await.unwrap();
     assert!(record_path(state, "xsched", &me()).exists(), "cleanup of a superseded instance leaves the record");
@@ -138,7 +147,7 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     assert_eq!(chosen.next().await, Vec::<String>::new());
 
     // With a ttl the candidacy outlives the resource by that long; persist keeps it.
-    let mut ttl = schedule(state, "ns1", &[("ttl", Value::Int(30))]).await;
+    let mut ttl = schedule(&agent, state, "ns1", &[("ttl", Value::Int(30))]).await;
     converge(ttl.as_mut()).await;
     ttl.cleanup().await.unwrap();
     let text = fs::read_to_string(record_path(state, "ns1", &me())).unwrap();
@@ -146,7 +155,7 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     let now = resources::world::local::now();
     assert!((now + 25..=now + 31).contains(&expires), "{text}");
     assert_eq!(read_schedule(state, "ns1"), Value::list(vec![Value::str(me())]));
-    let mut persist = schedule(state, "ns2", &[("persist", Value::Bool(true))]).await;
+    let mut persist = schedule(&agent, state, "ns2", &[("persist", Value::Bool(true))]).await;
     converge(persist.as_mut()).await;
     persist.cleanup().await.unwrap();
     let text = fs::read_to_string(record_path(state, "ns2", &me())).unwrap();
