@@ -9,6 +9,9 @@ pub struct Cli {
     /// More logging (-v info, -vv debug, -vvv trace). Logs go to stderr.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Only errors: no line per change, no `print` messages, no summary.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
     /// Log format.
     #[arg(long, global = true, value_enum, default_value = "text")]
     pub log_format: LogFormat,
@@ -141,9 +144,27 @@ pub struct RunArgs {
     /// vanish after this long.
     #[arg(long, value_name = "SECS", default_value_t = 15, requires = "seeds", value_parser = clap::value_parser!(i64).range(2..=3600))]
     pub world_ttl: i64,
+    /// Exit status 0 when nothing changed, 2 when something changed (or under --noop
+    /// would), 4 when a resource failed, 6 when both (as Puppet's).
+    #[arg(long)]
+    pub detailed_exitcodes: bool,
+    /// The report at exit on stdout: `text` (under --noop, what would change), or `json`
+    /// (what changed or would change, what failed, counts).
+    #[arg(long, value_enum, default_value = "text")]
+    pub format: RunFormat,
     /// `--hostname` (a global option, copied here by `main`).
     #[arg(skip)]
     pub hostname: Option<String>,
+    /// `--quiet` (a global option, copied here by `main`).
+    #[arg(skip)]
+    pub quiet: bool,
+}
+
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq, Default)]
+pub enum RunFormat {
+    #[default]
+    Text,
+    Json,
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]

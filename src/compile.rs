@@ -33,7 +33,7 @@ pub enum Report {
 pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
     match how {
         Report::Human => {
-            let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+            let color = crate::stderr::color();
             let mut err = std::io::stderr().lock();
             for d in diags {
                 let _ = writeln!(err, "{}", lang::render::render(d, sources, color));

@@ -35,7 +35,7 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
-    init_logging(cli.verbose, cli.log_format);
+    init_logging(cli.verbose, cli.quiet, cli.log_format);
     match cli.command {
         Command::Check { path, format } => cmd::check::run(&path, format, cli.verbose, cli.hostname),
         Command::Graph { path, format, timeout, seeds, prefix } => {
@@ -48,19 +48,21 @@ fn main() -> ExitCode {
             cmd::deploy::run(&path, &seeds, parent, force, keep, cli.hostname)
         }
         Command::Status { seeds, format } => cmd::status::run(&seeds, format, cli.hostname),
-        Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, ..args }),
+        Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, quiet: cli.quiet, ..args }),
     }
 }
 
-fn init_logging(verbose: u8, format: LogFormat) {
+fn init_logging(verbose: u8, quiet: bool, format: LogFormat) {
     let level = match verbose {
+        0 if quiet => "error",
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TEND_LOG").unwrap_or_else(|_| level.into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(|| stderr::LogWriter);
+    let builder =
+        tracing_subscriber::fmt().with_env_filter(filter).with_ansi(stderr::color()).with_writer(|| stderr::LogWriter);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),

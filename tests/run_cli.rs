@@ -52,7 +52,9 @@ fn a_failing_exec_exits_one() {
     std::fs::write(dir.path().join("main.mcl"), program).unwrap();
     let out = run(dir.path(), &["--converged-timeout", "0"]);
     assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("exec[bad] failed"), "stderr: {}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("error: exec[bad]: `/bin/false` failed with exit status 1"), "stderr: {stderr}");
+    assert!(stderr.contains("not applied: it depends on exec[bad], which failed"), "stderr: {stderr}");
     assert!(!marker.exists(), "a dependant of a failed resource must not run");
 }
 

@@ -215,6 +215,37 @@ impl Engine {
         running.vertices.iter().filter_map(|(k, v)| v.node.failure().map(|e| (k.clone(), e))).collect()
     }
 
+    /// The resources a failure holds up: each one that has not run since it was started or
+    /// poked (waiting behind a parent), with the failed resource found above it.
+    pub async fn held_up(&self) -> BTreeMap<ResKey, ResKey> {
+        let running = self.running.lock().await;
+        let failed = |k: &ResKey| running.vertices.get(k).is_some_and(|v| v.node.failure().is_some());
+        let mut parents: BTreeMap<&ResKey, Vec<&ResKey>> = BTreeMap::new();
+        for (from, to) in running.edges.keys() {
+            parents.entry(to).or_default().push(from);
+        }
+        let mut blame = BTreeMap::new();
+        for (key, v) in &running.vertices {
+            if !matches!(v.node.state(), WorkerState::Waiting | WorkerState::Starting) {
+                continue;
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            let mut todo = vec![key];
+            while let Some(k) = todo.pop() {
+                if !seen.insert(k) {
+                    continue;
+                }
+                let above = parents.get(k).map(Vec::as_slice).unwrap_or_default();
+                if let Some(f) = above.iter().find(|p| failed(p)) {
+                    blame.insert(key.clone(), (*f).clone());
+                    break;
+                }
+                todo.extend(above.iter().copied());
+            }
+        }
+        blame
+    }
+
     /// What every worker is doing, by key.
     pub async fn status(&self) -> BTreeMap<ResKey, WorkerState> {
         let running = self.running.lock().await;

@@ -165,7 +165,8 @@ pub struct ApplyCtx {
     pub recv_changed: BTreeSet<String>,
     /// Cancelled on shutdown or removal; long operations should honour it.
     pub cancel: CancellationToken,
-    /// Human-readable notes about what changed or would change (noop diffs).
+    /// Human-readable notes: in noop mode whole lines saying what would change (diffs); in
+    /// apply mode short phrases saying what was done (`created (12 bytes)`).
     pub(crate) reports: Vec<String>,
     /// Where [`ApplyCtx::request_exit`] goes; `None` outside the engine.
     pub(crate) exit: Option<Arc<tokio::sync::watch::Sender<Option<i32>>>>,
@@ -195,8 +196,10 @@ impl ApplyCtx {
         }
     }
 
-    /// Records a note (e.g. the unified diff a noop file would apply); the engine emits it
-    /// with the [`crate::EngineEvent::Applied`] event.
+    /// Records a note; the engine emits it with the [`crate::EngineEvent::Applied`] event.
+    /// In noop mode a whole line (`file[/x]: would change content:` and the diff); in
+    /// apply mode a short phrase about what was done, without the resource's name
+    /// (`created (12 bytes)`, `mode 0644 -> 0600`), which `tend run` prints after the name.
     pub fn report(&mut self, note: impl Into<String>) {
         self.reports.push(note.into());
     }

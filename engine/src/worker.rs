@@ -241,9 +241,11 @@ impl Worker {
             let check_ok = self.check_apply(&mut ctx, !noop).await?;
             ran = true;
             let changed = !check_ok;
+            // The notes reach the person running tend through the event; the log has them
+            // at -vv.
             tracing::info!(resource = %self.node.key, changed, noop, "applied");
             for note in &ctx.reports {
-                tracing::info!(resource = %self.node.key, "{note}");
+                tracing::debug!(resource = %self.node.key, "{note}");
             }
             let reports = ctx.reports;
             self.shared.emit(|| EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports });
@@ -431,13 +433,14 @@ impl Worker {
     }
 
     fn report_retry(&self, error: &ResError) {
-        tracing::warn!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed, will retry");
+        // Shown to the person running tend through the Failed event; logged at -v.
+        tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed, will retry");
         self.shared.emit(|| EngineEvent::Failed { key: self.node.key.clone(), error: error.clone(), retrying: true });
     }
 
     /// Stops for good: records the error and leaves the converger (engine.md 2.5).
     fn fail(&self, error: ResError) {
-        tracing::error!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
+        tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
         *lock(&self.node.failed) = Some(error.to_string());
         self.node.set_state(WorkerState::Failed { error: error.clone() });
         self.shared.converger.unregister(&self.node.converged);

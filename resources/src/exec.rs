@@ -323,10 +323,15 @@ impl Resource for Exec {
         self.last = Some(out.clone());
         if !out.success() {
             let status = out.code.map(|c| format!("exit status {c}")).unwrap_or_else(|| "a signal".into());
-            let stderr = out.stderr.trim();
-            let detail = if stderr.is_empty() { String::new() } else { format!(": {stderr}") };
+            let mut detail = String::new();
+            for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+                if let Some(tail) = tail(text, TAIL_LINES) {
+                    detail.push_str(&format!("\n  {name}:\n{tail}"));
+                }
+            }
             return Err(ResError::new(format!("exec[{}]: `{}` failed with {status}{detail}", self.raw.name, p.cmd)));
         }
+        ctx.report(format!("ran `{}` (exit {})", p.cmd, out.code.unwrap_or(0)));
         if !p.donecmd.is_empty() {
             let done = command::run(&self.spec(&p.donecmd, &p.donecwd, &p.doneshell, &[])?, &ctx.cancel).await?;
             if !done.success() {
@@ -362,6 +367,26 @@ impl Resource for Exec {
             ("exitcode", Value::Int(i64::from(code))),
         ]))
     }
+}
+
+/// How many of the last lines of a failed command's stdout and stderr its error quotes.
+const TAIL_LINES: usize = 10;
+
+/// The last `n` non-empty lines of `text`, indented, with a note of how many came before;
+/// `None` when there are none.
+fn tail(text: &str, n: usize) -> Option<String> {
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    if lines.iter().all(|l| l.trim().is_empty()) {
+        return None;
+    }
+    let skipped = lines.len().saturating_sub(n);
+    let mut out = String::new();
+    if skipped > 0 {
+        out.push_str(&format!("    ({skipped} earlier lines)\n"));
+    }
+    let shown: Vec<String> = lines[skipped..].iter().map(|l| format!("    {l}")).collect();
+    out.push_str(&shown.join("\n"));
+    Some(out)
 }
 
 /// An `exec` comes after the `file` of each program it runs (or of its shell) and after
@@ -409,6 +434,15 @@ pub const EXEC: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failure_quotes_the_tail_of_its_output() {
+        assert_eq!(tail("", 3), None);
+        assert_eq!(tail("\n  \n", 3), None);
+        assert_eq!(tail("one\ntwo\n", 3).as_deref(), Some("    one\n    two"));
+        let many: String = (1..=12).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(tail(&many, 2).as_deref(), Some("    (10 earlier lines)\n    line 11\n    line 12"));
+    }
 
     #[test]
     fn a_saved_run_reads_back_exactly() {

@@ -239,10 +239,14 @@ struct Run<'a> {
 }
 
 impl Run<'_> {
-    fn wrong(&mut self, what: String) {
+    /// Something is wrong: in noop mode reports what `would` be done, in apply mode what
+    /// `did` (the caller then does it).
+    fn wrong(&mut self, would: String, did: String) {
         self.ok = false;
-        if !self.apply {
-            self.ctx.report(format!("file[{}]: would {what}", self.path));
+        if self.apply {
+            self.ctx.report(did);
+        } else {
+            self.ctx.report(format!("file[{}]: would {would}", self.path));
         }
     }
 }
@@ -303,7 +307,10 @@ impl Resource for File {
             let desired = p.content.as_deref().unwrap_or_default().as_bytes();
             let (right, stamp) = match quick::check(Path::new(&p.path), desired, &p.mode) {
                 Quick::Right(stamp) => (true, stamp),
-                Quick::Created(stamp) => (false, stamp),
+                Quick::Created(stamp) => {
+                    ctx.report(format!("created ({} bytes)", desired.len()));
+                    (false, stamp)
+                }
                 Quick::Other => return self.full_check(ctx, apply, cacheable),
             };
             *lock(&self.verified) = Some(stamp);
@@ -463,7 +470,10 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
                 format!("is a {now:?} but should be a {want:?} (set force => true to replace it)").to_lowercase(),
             ));
         }
-        run.wrong(format!("replace the {now:?} with a {want:?}").to_lowercase());
+        run.wrong(
+            format!("replace the {now:?} with a {want:?}").to_lowercase(),
+            format!("replaced the {now:?} with a {want:?}").to_lowercase(),
+        );
         if run.apply {
             remove_any(path, now).map_err(|e| failed("cannot remove", &e))?;
         }
@@ -473,14 +483,14 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
     if now == Found::Missing {
         match want {
             Found::Dir => {
-                run.wrong("create the directory".into());
+                run.wrong("create the directory".into(), "created (directory)".into());
                 if run.apply {
                     let made = if p.recurse { fs::create_dir_all(path) } else { fs::create_dir(path) };
                     made.map_err(|e| failed("cannot create the directory", &e))?;
                 }
             }
             Found::File if desired_content(p)?.is_none() => {
-                run.wrong("create an empty file".into());
+                run.wrong("create an empty file".into(), "created (empty)".into());
                 if run.apply {
                     atomic_write(path, b"", new_mode(p)?).map_err(|e| failed("cannot create", &e))?;
                 }
@@ -510,7 +520,7 @@ fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<
     if now == Found::Missing {
         return Ok(());
     }
-    run.wrong("remove it".into());
+    run.wrong("remove it".into(), "removed".into());
     if !run.apply {
         return Ok(());
     }
@@ -598,7 +608,10 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
         return Ok(());
     }
     let mode = if exists { None } else { new_mode(p)? };
-    atomic_write(path, desired, mode).map_err(|e| failed("cannot write", &e))
+    atomic_write(path, desired, mode).map_err(|e| failed("cannot write", &e))?;
+    let size = desired.len();
+    run.ctx.report(if exists { format!("content changed ({size} bytes)") } else { format!("created ({size} bytes)") });
+    Ok(())
 }
 
 fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> {
@@ -606,7 +619,7 @@ fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResErro
     if target.as_deref() == Some(Path::new(&p.source)) {
         return Ok(());
     }
-    run.wrong(format!("point the symlink at `{}`", p.source));
+    run.wrong(format!("point the symlink at `{}`", p.source), format!("symlink -> {}", p.source));
     if run.apply {
         if target.is_some() {
             fs::remove_file(path).map_err(|e| failed("cannot replace the symlink", &e))?;
@@ -624,7 +637,7 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
         return Err(ResError::new(format!("source `{}` is not a directory", source.display())));
     }
     if found(dest).at(dest)? == Found::Missing {
-        run.wrong(format!("create the directory {}", dest.display()));
+        run.wrong(format!("create the directory {}", dest.display()), format!("created {}", dest.display()));
         if !run.apply {
             return Ok(());
         }
@@ -642,7 +655,7 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
             let data = fs::read(&from).at(&from)?;
             let same = fs::read(&to).is_ok_and(|cur| sha256(&cur) == sha256(&data));
             if !same {
-                run.wrong(format!("copy {} to {}", from.display(), to.display()));
+                run.wrong(format!("copy {} to {}", from.display(), to.display()), format!("copied {}", to.display()));
                 if run.apply {
                     let mode = fs::metadata(&from).map(|m| m.mode() & 0o7777).ok();
                     atomic_write(&to, &data, mode).at(&to)?;
@@ -659,7 +672,7 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
             let spared =
                 in_flight || run.spared.iter().any(|p| p.as_path() == entry.path() || p.starts_with(entry.path()));
             if !names.contains(&entry.file_name()) && !spared {
-                run.wrong(format!("purge {}", entry.path().display()));
+                run.wrong(format!("purge {}", entry.path().display()), format!("purged {}", entry.path().display()));
                 if run.apply {
                     let kind = found(&entry.path()).at(entry.path())?;
                     remove_any(&entry.path(), kind).at(entry.path())?;
@@ -682,7 +695,7 @@ fn ownership(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResEr
     if wrong_uid.is_none() && wrong_gid.is_none() {
         return Ok(());
     }
-    run.wrong(format!("change ownership to {}:{}", p.owner, p.group));
+    run.wrong(format!("change ownership to {}:{}", p.owner, p.group), format!("owner {}:{}", p.owner, p.group));
     if run.apply {
         lchown(path, wrong_uid, wrong_gid).map_err(|e| failed("cannot change ownership", &e))?;
     }
@@ -699,7 +712,10 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> 
     if current == desired {
         return Ok(());
     }
-    run.wrong(format!("change mode from {current:04o} to {desired:04o}"));
+    run.wrong(
+        format!("change mode from {current:04o} to {desired:04o}"),
+        format!("mode {current:04o} -> {desired:04o}"),
+    );
     if run.apply {
         fs::set_permissions(path, fs::Permissions::from_mode(desired)).map_err(|e| failed("cannot set mode", &e))?;
     }

@@ -50,7 +50,9 @@ impl Resource for Print {
             ctx.report(format!("{key}: would print: {}", self.params.msg));
             return Ok(false);
         }
-        tracing::info!(target: "print", resource = %key, msg = %self.params.msg, "{key}: msg: {}", self.params.msg);
+        // `tend run` shows the message as written; the log has it for -vv.
+        tracing::debug!(target: "print", resource = %key, "printed");
+        ctx.report(self.params.msg.clone());
         self.printed = Some(self.params.msg.clone());
         Ok(false)
     }

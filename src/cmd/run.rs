@@ -4,16 +4,17 @@
 
 mod deploys;
 mod exports;
+mod report;
 mod status;
 
 pub use status::{fleet_converged, now as status_now};
 mod watch_code;
 
-use crate::cli::RunArgs;
+use crate::cli::{RunArgs, RunFormat};
 use crate::compile::{self, Report};
 use crate::loader::ProgramPath;
 use crate::observe::{metrics, notify, ready, timing};
-use engine::{Engine, EngineConfig, EngineEvent, ResKey};
+use engine::{Engine, EngineConfig, ResKey};
 use funcs::registry::Registry;
 use funcs::runtime::Dataflow;
 use lang::catalog::Catalog;
@@ -25,7 +26,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 
 /// How long an orderly shutdown waits for workers before aborting them.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(10);
@@ -146,6 +146,13 @@ pub fn run(opts: RunArgs) -> ExitCode {
         state_dir,
         cluster: cluster.is_some(),
         facts: None,
+        style: report::Style {
+            show: !opts.quiet,
+            color: crate::stderr::color(),
+            progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        },
+        format: opts.format,
+        detailed_exitcodes: opts.detailed_exitcodes,
     };
     // --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -254,13 +261,20 @@ struct Runner {
     cluster: bool,
     /// What the status reporter learns from the run loop (in a cluster).
     facts: Option<tokio::sync::watch::Sender<status::Facts>>,
+    /// How changes and failures are shown as they happen.
+    style: report::Style,
+    /// The report at exit.
+    format: RunFormat,
+    /// `--detailed-exitcodes`.
+    detailed_exitcodes: bool,
 }
 
 impl Runner {
     async fn main(&mut self, start: Start, hold: Option<Duration>, watch: bool) -> ExitCode {
-        // Per-resource events are only needed for --noop's reports; a failure is seen
-        // through a counter, so a large graph does not wake this loop once per resource.
-        let mut events = self.noop.then(|| self.engine.subscribe());
+        let began = std::time::Instant::now();
+        // Changes are followed by their own task, so a large graph does not wake this loop
+        // once per resource; a failure is seen here through a counter.
+        let reporter = report::Reporter::start(self.engine.subscribe(), self.style);
         let mut failures_seen = self.engine.failures_seen();
         // Without an endpoint nobody reads the metrics: do not follow every engine event
         // (at 10,000 resources the extra subscriber is a measurable share of a run).
@@ -271,7 +285,6 @@ impl Runner {
         };
         let announcer = notify::enabled().then(|| ready::announce(&self.engine));
         let mut resync = tokio::time::interval(Duration::from_secs(5));
-        let mut noop_reports: BTreeMap<ResKey, Vec<String>> = BTreeMap::new();
         let signals = Signals::new()
             .and_then(|s| Ok((s, tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?)));
         let (mut signals, mut hup) = match signals {
@@ -457,13 +470,6 @@ impl Runner {
                     break Stop::Exit(code);
                 }
                 Ok(()) = failures_seen.changed() => saw_failure = true,
-                // Only --noop follows events, for its reports; failures arrive through
-                // `failures_seen` above.
-                Some(ev) = next_event(&mut events) => {
-                    if let Ok(EngineEvent::Applied { key, changed: true, noop: true, reports }) = ev {
-                        noop_reports.insert(key, reports);
-                    }
-                }
                 _ = resync.tick(), if feed.is_some() => self.metrics.sync_states(&self.engine.status().await),
                 _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
                     if self.stalled().await {
@@ -477,12 +483,8 @@ impl Runner {
                 }
             }
         };
-        // Drain the noop reports that are already queued.
-        while let Some(Ok(ev)) = events.as_mut().map(|e| e.try_recv()) {
-            if let EngineEvent::Applied { key, changed: true, noop: true, reports } = ev {
-                noop_reports.insert(key, reports);
-            }
-        }
+        let tally = reporter.finish().await;
+        let held_up = self.engine.held_up().await;
         tracing::debug!("stopping");
         if let Some(a) = announcer {
             a.abort();
@@ -515,13 +517,44 @@ impl Runner {
         if let Some(f) = feed {
             f.abort();
         }
-        if self.noop {
-            print_noop(&noop_reports);
-        }
-        for (key, err) in &failures {
-            crate::stderr::line(format_args!("error: {key} failed: {err}"));
+        self.report_end(&tally, &failures, &held_up, began.elapsed());
+        if self.detailed_exitcodes && !matches!(stop, Stop::FirstFailed | Stop::Exit(_)) {
+            let changed = if tally.changed.is_empty() { 0 } else { 2 };
+            let failed = if failures.is_empty() { 0 } else { 4 };
+            return ExitCode::from(changed | failed);
         }
         stop.exit_code(failures.is_empty())
+    }
+
+    /// What is said when the run ends: the report on stdout (under --noop, or as JSON),
+    /// and on stderr what the failures held up and the summary (only failures with -q).
+    fn report_end(
+        &self,
+        tally: &report::Tally,
+        failures: &BTreeMap<ResKey, String>,
+        held_up: &BTreeMap<ResKey, ResKey>,
+        took: Duration,
+    ) {
+        match self.format {
+            RunFormat::Json => {
+                let report = report::json(tally, failures, held_up, self.noop, self.applied);
+                crate::stdout::line(report);
+            }
+            RunFormat::Text if self.noop && self.applied => print_noop(&tally.changed, failures),
+            RunFormat::Text => {}
+        }
+        // Failures were shown as they happened (with -q too), unless the run ended first.
+        crate::stderr::print(report::unshown_failures(tally, failures, self.style.color));
+        for (key, cause) in held_up {
+            crate::stderr::line(format_args!("{key} not applied: it depends on {cause}, which failed"));
+        }
+        if self.applied && self.style.show {
+            crate::stderr::line(report::summary(
+                &report::Tally { failed: failures.clone(), ..tally.clone() },
+                self.noop,
+                took,
+            ));
+        }
     }
 
     /// Some resource failed for good and every other one is idle, failed, or waiting (so
@@ -742,16 +775,6 @@ fn dump_graph(dir: &std::path::Path, n: u64, dot: &str) {
     }
 }
 
-/// The next engine event, or never when the run does not follow them.
-async fn next_event(
-    events: &mut Option<tokio::sync::broadcast::Receiver<EngineEvent>>,
-) -> Option<Result<EngineEvent, RecvError>> {
-    match events {
-        Some(rx) => Some(rx.recv().await),
-        None => std::future::pending().await,
-    }
-}
-
 /// The next deploy to take up, or never when the run does not follow deploys.
 async fn next_deploy(deploys: &mut Option<deploys::Deploys>) -> u64 {
     match deploys {
@@ -787,16 +810,17 @@ async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<Arc<lang::outpu
 }
 
 fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
-    let color = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let color = crate::stderr::color();
     for d in diags {
         crate::stderr::line(format_args!("{}", lang::render::render(d, sources, color)));
         tracing::error!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
     }
 }
 
-/// `--noop`: what would change, per resource in key order.
-fn print_noop(reports: &BTreeMap<ResKey, Vec<String>>) {
-    if reports.is_empty() {
+/// `--noop`: what would change, per resource in key order. "Nothing would change" only
+/// when every resource could be checked.
+fn print_noop(reports: &BTreeMap<ResKey, Vec<String>>, failures: &BTreeMap<ResKey, String>) {
+    if reports.is_empty() && failures.is_empty() {
         crate::stdout::line(format_args!("noop: nothing would change"));
         return;
     }
@@ -808,7 +832,16 @@ fn print_noop(reports: &BTreeMap<ResKey, Vec<String>>) {
             crate::stdout::line(format_args!("{note}"));
         }
     }
-    crate::stdout::line(format_args!("noop: {} resource(s) would change", reports.len()));
+    for (key, err) in failures {
+        crate::stdout::line(format_args!("{key}: could not be checked: {err}"));
+    }
+    match failures.len() {
+        0 => crate::stdout::line(format_args!("noop: {} resource(s) would change", reports.len())),
+        n => crate::stdout::line(format_args!(
+            "noop: {} resource(s) would change; {n} could not be checked, so more may",
+            reports.len()
+        )),
+    }
 }
 
 /// SIGINT/SIGTERM: stop.
