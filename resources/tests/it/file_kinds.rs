@@ -109,18 +109,11 @@ async fn json_edit_keeps_a_world_key_starting_from_an_empty_object() {
     // edited again.
     let tmp = dir.path().join("doc.tmp");
     fs::write(&tmp, r#"{"a": {"b": 2}, "c": 3}"#).unwrap();
-    eprintln!("TWD RENAME NOW {}", key.display());
     fs::rename(&tmp, &key).unwrap();
     // Seen through the store's watch, well before its 5 s re-read.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
     while check(res.as_mut(), false).await.unwrap().0 {
-        if std::time::Instant::now() >= deadline {
-            let t0 = std::time::Instant::now();
-            while check(res.as_mut(), false).await.unwrap().0 && t0.elapsed().as_secs() < 8 {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            panic!("DEBUG not seen in time; seen after {:?} more; file {:?}", t0.elapsed(), fs::read_to_string(&key));
-        }
+        assert!(std::time::Instant::now() < deadline, "the change was not seen in time");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     converge(res.as_mut()).await;
