@@ -286,3 +286,53 @@ fn a_killed_run_leaves_no_temporary_files_once_the_next_run_is_done() {
         assert!(text.starts_with(&format!("v99 {n} ")) && text.len() == 262144, "{n}");
     }
 }
+
+#[test]
+fn a_fact_file_that_vanishes_and_comes_back_does_not_freeze_the_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let (fact, out, other) = (dir.path().join("fact"), dir.path().join("out"), dir.path().join("other"));
+    std::fs::write(&fact, "v1\n").unwrap();
+    let program = format!(
+        "import \"os\"\n\nfile \"{}\" {{\n\tstate => \"exists\",\n\tcontent => os.readfile(\"{}\"),\n}}\nfile \"{}\" {{\n\tstate => \"exists\",\n\tcontent => \"static\\n\",\n}}\n",
+        out.display(),
+        fact.display(),
+        other.display()
+    );
+    let main = dir.path().join("main.mcl");
+    std::fs::write(&main, program).unwrap();
+    let mut child = KillOnDrop(
+        Command::new(TEND)
+            .arg("run")
+            .arg(&main)
+            .args(["--prefix", &dir.path().join("state").display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    assert!(eventually(Duration::from_secs(20), || read(&out) == "v1\n"), "first converge");
+
+    // The fact's file goes (an `rm` then `echo >` update): reported once, and the rest of
+    // the graph keeps repairing meanwhile.
+    std::fs::remove_file(&fact).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(&other).unwrap();
+    assert!(eventually(Duration::from_secs(10), || read(&other) == "static\n"), "still repairing");
+    assert_eq!(read(&out), "v1\n", "the file it feeds keeps its last good content");
+
+    // The file is back: the program goes on.
+    std::fs::write(&fact, "v2\n").unwrap();
+    assert!(eventually(Duration::from_secs(10), || read(&out) == "v2\n"), "the program resumed");
+    std::fs::remove_file(&fact).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(&fact, "v3\n").unwrap();
+    assert!(eventually(Duration::from_secs(10), || read(&out) == "v3\n"), "and again");
+
+    nix_kill_term(child.0.id());
+    let status = child.0.wait().unwrap();
+    let stderr = std::fs::read_to_string(dir.path().join("stderr")).unwrap();
+    assert!(status.success(), "{status:?}\n{stderr}");
+    assert_eq!(stderr.matches("errStream: can't read file").count(), 2, "once per outage: {stderr}");
+    assert!(stderr.contains("keep their last good state"), "{stderr}");
+}

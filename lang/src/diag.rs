@@ -118,6 +118,10 @@ pub enum Code {
     PrivateName,
     /// A value of a declared type that its checks or invariants reject.
     CheckFailed,
+    /// A streaming function failed (a fact's file vanished, its command failed): the
+    /// program goes on with the last good values and resumes when the function produces
+    /// again.
+    StreamFailed,
     /// A collected resource that hosts export differently: it is left out, the rest of the
     /// graph applies.
     CollectConflict,
@@ -126,6 +130,12 @@ pub enum Code {
 }
 
 impl Code {
+    /// A failure of one value at run time, after which the dataflow goes on: the resources
+    /// it feeds keep their last good declarations until a good value comes.
+    pub fn is_recoverable(self) -> bool {
+        matches!(self, Code::CheckFailed | Code::StreamFailed)
+    }
+
     /// Every code, for documentation and tests.
     pub const ALL: &'static [Code] = &[
         Code::Lex,
@@ -163,6 +173,7 @@ impl Code {
         Code::CallArgs,
         Code::PrivateName,
         Code::CheckFailed,
+        Code::StreamFailed,
         Code::CollectConflict,
         Code::Internal,
     ];
@@ -205,6 +216,7 @@ impl Code {
             Code::CallArgs => "call-args",
             Code::PrivateName => "private-name",
             Code::CheckFailed => "check-failed",
+            Code::StreamFailed => "stream-failed",
             Code::CollectConflict => "collect-conflict",
             Code::Internal => "internal",
         }

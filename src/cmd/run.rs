@@ -400,7 +400,9 @@ impl Runner {
                         if output.rejected != rejected {
                             if !output.rejected.is_empty() {
                                 print_diags(&output.rejected, &sources);
-                                tracing::error!("a value was rejected; the resources it feeds keep their last good state");
+                                tell("the resources that value feeds keep their last good state until it is good again");
+                            } else if !rejected.is_empty() {
+                                tell("every value is good again");
                             }
                             rejected = output.rejected.clone();
                         }
@@ -420,17 +422,18 @@ impl Runner {
                     }
                     Some(Err(d)) => {
                         self.metrics.dataflow_snapshot(false);
-                        let recoverable = d.code == Some(lang::diag::Code::CheckFailed);
+                        let recoverable = d.code.is_some_and(lang::diag::Code::is_recoverable);
                         print_diags(&[d], &sources);
                         if !self.applied {
                             break Stop::FirstFailed;
                         }
                         if recoverable {
-                            // The dataflow goes on: the next value that passes applies.
-                            tracing::error!("a value was rejected; the last graph keeps running");
+                            // The dataflow goes on: the next good value applies.
+                            tell("the last graph keeps running and repairing; the program goes on when the value is good again");
+                            rejected.clear();
                             continue;
                         }
-                        tracing::error!("the dataflow stopped; the last graph keeps running");
+                        tell("the program stopped; the last graph keeps running and repairing until the code changes");
                         dataflow = None;
                     }
                     None => dataflow = None,
@@ -622,11 +625,7 @@ impl Runner {
                 if let Some(w) = watcher.as_mut() {
                     w.extend(&self.program.root, &srcs);
                 }
-                tracing::error!(
-                    errors = diags.len(),
-                    first = diags.first().map(|d| d.one_line(&srcs)).unwrap_or_default(),
-                    "the new code does not compile; the old program keeps running"
-                );
+                tell("the new code does not compile; the running program stays");
             }
         }
     }
@@ -706,7 +705,9 @@ impl Runner {
             Err(diags) => {
                 self.metrics.swap_rejected();
                 print_diags(&diags, sources);
-                tracing::error!(errors = diags.len(), "the new resource graph is invalid; the running graph stays");
+                if self.applied {
+                    tell("the new resource graph is invalid; the running graph stays");
+                }
                 return false;
             }
         };
@@ -715,7 +716,9 @@ impl Runner {
             Err(diags) => {
                 self.metrics.swap_rejected();
                 print_diags(&diags.into_vec(), sources);
-                tracing::error!("the new resource graph cannot be built; the running graph stays");
+                if self.applied {
+                    tell("the new resource graph cannot be built; the running graph stays");
+                }
                 return false;
             }
         };
@@ -742,7 +745,9 @@ impl Runner {
             Err(e) => {
                 self.metrics.swap_rejected();
                 crate::stderr::line(format_args!("error: the new resource graph was rejected: {e}"));
-                tracing::error!(error = %e, "graph rejected; the running graph stays");
+                if self.applied {
+                    tell("the running graph stays");
+                }
                 false
             }
         }
@@ -758,7 +763,7 @@ impl Runner {
         }
         if !left_out.is_empty() {
             print_diags(&left_out, sources);
-            tracing::error!(resources = left_out.len(), "collected resources left out; the rest of the graph applies");
+            tell("the rest of the graph applies");
         } else {
             tracing::info!("the collect conflicts are resolved");
         }
@@ -813,8 +818,14 @@ fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
     let color = crate::stderr::color();
     for d in diags {
         crate::stderr::line(format_args!("{}", lang::render::render(d, sources, color)));
-        tracing::error!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
+        tracing::debug!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
     }
+}
+
+/// A line for the person running tend about what the run does next.
+fn tell(text: &str) {
+    tracing::info!("{text}");
+    crate::stderr::line(format_args!("note: {text}"));
 }
 
 /// `--noop`: what would change, per resource in key order. "Nothing would change" only

@@ -96,7 +96,7 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
         engine.end_wave();
         evaluations.store(engine.evaluations(), Ordering::Relaxed);
         if let Walked::Failed(d) = walked {
-            if d.code == Some(lang::diag::Code::CheckFailed) && !engine.is_fixed() {
+            if d.code.is_some_and(lang::diag::Code::is_recoverable) && !engine.is_fixed() {
                 if rejected.as_ref() != Some(&d) {
                     out.send_replace(Some(Err(d.clone())));
                     rejected = Some(d);

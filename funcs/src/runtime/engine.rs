@@ -47,16 +47,18 @@ pub(crate) struct Failure {
     pub err: FuncError,
     pub origin: NodeId,
     pub inner: Option<NodeId>,
+    /// A streaming function produced the error: it may produce a good value later.
+    pub streamed: bool,
 }
 
 impl Failure {
     pub fn new(err: FuncError, origin: NodeId) -> Failure {
-        Failure { err, origin, inner: None }
+        Failure { err, origin, inner: None, streamed: false }
     }
 
     /// The same error, now reported at the call `at` that ran the lambda it came from.
     pub fn through_call(self, at: NodeId) -> Failure {
-        Failure { inner: self.inner.or(Some(self.origin)), origin: at, err: self.err }
+        Failure { inner: self.inner.or(Some(self.origin)), origin: at, ..self }
     }
 }
 
@@ -473,7 +475,7 @@ impl Engine {
     pub fn builtin_failure(&self, err: FuncError, call: NodeId) -> Failure {
         let st = self.st.borrow();
         let inner = st.frames.last().and_then(|f| f.origins.iter().rev().find(|(e, _)| *e == err).map(|(_, o)| *o));
-        Failure { err, origin: call, inner }
+        Failure { err, origin: call, inner, streamed: false }
     }
 
     /// The errStream diagnostic for an error that reached a statement.
@@ -494,6 +496,9 @@ impl Engine {
         if matches!(node.kind, NodeKind::Construct { .. }) {
             // The next value may pass: the runtime keeps going (see `driver::drive`).
             d = d.with_code(lang::diag::Code::CheckFailed);
+        } else if f.streamed {
+            // So may the stream's next value (its file comes back, its command succeeds).
+            d = d.with_code(lang::diag::Code::StreamFailed);
         }
         match f.inner {
             Some(_) => d.with_label(node.span, "raised here, inside the function value"),

@@ -88,7 +88,9 @@ impl Engine {
                         }
                         match g {
                             Gathered::Failed(e) => Some(Err(e)),
-                            _ => emitted.map(|r| from_result(r, node)),
+                            _ => {
+                                emitted.map(|r| r.map_err(|err| Failure { streamed: true, ..Failure::new(err, node) }))
+                            }
                         }
                     }
                 }

@@ -120,9 +120,10 @@ impl Walker<'_> {
         let names = named.as_ref().map(|n| n.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>());
         let body = match self.body(r, env) {
             Ok(body) => body,
-            Err(d) if d.code == Some(lang::diag::Code::CheckFailed) => {
-                // A value its type rejects: the resources it feeds keep their last good
-                // declarations, when they have one (else the walk fails).
+            Err(d) if d.code.is_some_and(lang::diag::Code::is_recoverable) => {
+                // A value its type rejects, or a stream's failure: the resources it feeds
+                // keep their last good declarations, when they have one (else the walk
+                // fails).
                 let Some(previous) = self.previous else { return Err(d) };
                 let mut kept = Vec::new();
                 for name in names.iter().flatten() {
