@@ -3,7 +3,8 @@
 //! expected stdout of `tend check` (for `check/`) or `tend graph` (for `graph/`): the
 //! `# err: errSTAGE: message: /file @ l:c-l:c` line of a failure, or the sorted graph.
 //! An optional `STDERR` section holds lines that must each appear in stderr (the rendered
-//! diagnostics: labels, notes, further errors); it is never blessed.
+//! diagnostics: labels, notes, further errors); it is never blessed. An optional
+//! `NOT-STDERR` section holds lines that must not appear there (a note that would mislead).
 //! `TEND_BLESS=1 cargo test --test corpus` rewrites the OUTPUT sections in place.
 
 use std::path::{Path, PathBuf};
@@ -15,6 +16,7 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let mut expected = None;
     let mut stderr_lines: Vec<&str> = Vec::new();
+    let mut absent_lines: Vec<&str> = Vec::new();
     for (name, body) in &sections {
         if name == "OUTPUT" {
             expected = Some(body.clone());
@@ -22,6 +24,10 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
         }
         if name == "STDERR" {
             stderr_lines.extend(body.lines().map(str::trim).filter(|l| !l.is_empty()));
+            continue;
+        }
+        if name == "NOT-STDERR" {
+            absent_lines.extend(body.lines().map(str::trim).filter(|l| !l.is_empty()));
             continue;
         }
         let dest = dir.path().join(name);
@@ -43,6 +49,10 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     let missing: Vec<&str> = stderr_lines.iter().copied().filter(|l| !stderr.contains(l)).collect();
     if !missing.is_empty() {
         return Err(format!("stderr lacks:\n{}\nstderr:\n{stderr}", missing.join("\n")));
+    }
+    let present: Vec<&str> = absent_lines.iter().copied().filter(|l| stderr.contains(l)).collect();
+    if !present.is_empty() {
+        return Err(format!("stderr must not have:\n{}\nstderr:\n{stderr}", present.join("\n")));
     }
     if stdout.trim() == expected.trim() {
         return Ok(());

@@ -213,3 +213,30 @@ fn colour_only_on_a_terminal_and_never_with_no_color() {
     assert!(plain.contains("error: exec[migrate]"), "{plain:?}");
     assert!(!plain.contains('\x1b'), "NO_COLOR: {plain:?}");
 }
+
+#[test]
+fn a_large_graph_shows_its_progress_on_a_terminal_only() {
+    let dir = tempfile::tempdir().unwrap();
+    // A chain of 600 commands: long enough (about half a second) for a progress line.
+    let mut program = String::from("exec \"s0\" {\n\tcmd => \"/bin/true\",\n}\n");
+    for i in 1..600 {
+        program
+            .push_str(&format!("exec \"s{i}\" {{\n\tcmd => \"/bin/true\",\n\tDepend => Exec[\"s{}\"],\n}}\n", i - 1));
+    }
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let Some(shown) = under_terminal(dir.path(), true) else {
+        eprintln!("skipped: util-linux `script` is not installed");
+        return;
+    };
+    assert!(shown.contains("converging: ") && shown.contains("/600 resources"), "{shown:?}");
+    // What the terminal shows last: the line after the last carriage return, which the
+    // progress line's clearing (`\r` + erase) leaves to the summary.
+    let last = shown.trim_end().rsplit(['\n', '\r']).next().unwrap();
+    assert_eq!(
+        last.trim_start_matches("\x1b[K").split(" (").next(),
+        Some("tend: 600 resources, 600 changed, 0 failed")
+    );
+    // Into a pipe: no progress line.
+    let piped = tend(dir.path(), &["--converged-timeout", "0"]);
+    assert!(!text(&piped.stderr).contains("converging"), "{}", text(&piped.stderr));
+}

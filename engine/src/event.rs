@@ -19,3 +19,14 @@ pub enum EngineEvent {
     /// Every worker succeeded and is idle (or failed for good); or stopped being so.
     Converged(bool),
 }
+
+impl EngineEvent {
+    /// Whether the event says something changed (what [`crate::Engine::subscribe_changes`]
+    /// carries): a swap, an apply that changed (or would change) something, a failure.
+    pub fn is_change(&self) -> bool {
+        matches!(
+            self,
+            EngineEvent::Swapped { .. } | EngineEvent::Applied { changed: true, .. } | EngineEvent::Failed { .. }
+        )
+    }
+}

@@ -125,10 +125,13 @@ pub struct ShutdownReport {
 impl Engine {
     pub fn new(config: EngineConfig) -> Engine {
         let (events, _) = broadcast::channel(4096);
+        let (changes, _) = broadcast::channel(4096);
         let shared = Arc::new(Shared {
             clock: AtomicU64::new(0),
             converger: Arc::new(Converger::new(events.clone())),
             events,
+            changes,
+            checks: Arc::default(),
             semas: std::sync::Mutex::new(Default::default()),
             retries: std::sync::Mutex::new(Default::default()),
             gate: tokio::sync::RwLock::new(()),
@@ -202,6 +205,19 @@ impl Engine {
     /// cost of following every per-resource [`EngineEvent`].
     pub fn failures_seen(&self) -> watch::Receiver<u64> {
         self.shared.failed_for_good.subscribe()
+    }
+
+    /// The events from now on that say something changed: swaps, applies that changed (or
+    /// under noop would change) something, failures. Cheaper to follow than
+    /// [`Engine::subscribe`] at scale: an idempotent run of 10,000 resources sends none of
+    /// its 20,000 per-resource events here.
+    pub fn subscribe_changes(&self) -> broadcast::Receiver<EngineEvent> {
+        self.shared.changes.subscribe()
+    }
+
+    /// The count of check-applies finished so far (for progress reports).
+    pub fn checks_done(&self) -> Arc<AtomicU64> {
+        self.shared.checks.clone()
     }
 
     /// Events from now on (swaps, starts, applies, failures, converged transitions).

@@ -31,6 +31,11 @@ pub(crate) struct Shared {
     pub(crate) clock: std::sync::atomic::AtomicU64,
     pub(crate) converger: Arc<Converger>,
     pub(crate) events: broadcast::Sender<EngineEvent>,
+    /// The events that say something changed ([`EngineEvent::is_change`]), for
+    /// subscribers that would otherwise be woken once per resource for nothing.
+    pub(crate) changes: broadcast::Sender<EngineEvent>,
+    /// Check-applies that finished (with or without error), for progress reports.
+    pub(crate) checks: Arc<std::sync::atomic::AtomicU64>,
     /// Semaphores by id (`name` and `name:N` are different ones), created on first use.
     pub(crate) semas: Mutex<HashMap<String, Arc<Semaphore>>>,
     /// Check-apply retry budgets by kind+name; they survive swaps (engine.md 2.5).
@@ -58,8 +63,24 @@ impl Shared {
     /// Sends the event made by `event` to the subscribers; with none (the common case of
     /// a large one-shot run) the event is not even built.
     pub(crate) fn emit(&self, event: impl FnOnce() -> EngineEvent) {
-        if self.events.receiver_count() > 0 {
-            let _no_subscribers = self.events.send(event());
+        let all = self.events.receiver_count() > 0;
+        let changes = self.changes.receiver_count() > 0;
+        if !all && !changes {
+            return;
+        }
+        let event = event();
+        match (all, changes && event.is_change()) {
+            (true, true) => {
+                let _no_subscribers = self.changes.send(event.clone());
+                let _no_subscribers = self.events.send(event);
+            }
+            (false, true) => {
+                let _no_subscribers = self.changes.send(event);
+            }
+            (true, false) => {
+                let _no_subscribers = self.events.send(event);
+            }
+            (false, false) => {}
         }
     }
 
@@ -238,7 +259,9 @@ impl Worker {
                 exit: Some(self.shared.exit.clone()),
             };
             self.node.set_state(WorkerState::Applying);
-            let check_ok = self.check_apply(&mut ctx, !noop).await?;
+            let check = self.check_apply(&mut ctx, !noop).await;
+            self.shared.checks.fetch_add(1, Ordering::Relaxed);
+            let check_ok = check?;
             ran = true;
             let changed = !check_ok;
             // The notes reach the person running tend through the event; the log has them

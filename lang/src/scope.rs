@@ -350,9 +350,12 @@ impl<'a> Ctx<'a> {
                 close.iter().map(|c| if ns == Ns::Var { format!("`${c}`") } else { format!("`{c}`") }).collect();
             d = d.with_note(format!("did you mean {}?", list.join(" or ")));
         }
+        // The import note only when the package's functions are not in scope already (a
+        // misspelt function of an imported package gets the did-you-mean alone).
         if let Some((head, _)) = name.rsplit_once('.')
             && ns == Ns::Func
             && self.catalog.has_package(head)
+            && !self.visible(start, ns).iter().any(|v| v.strip_prefix(head).is_some_and(|r| r.starts_with('.')))
         {
             d = d.with_note(format!("`{head}` is a system package: add `import \"{head}\"` to this file"));
         }

@@ -150,6 +150,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
             show: !opts.quiet,
             color: crate::stderr::color(),
             progress: std::io::IsTerminal::is_terminal(&std::io::stderr()),
+            keep_notes: opts.noop || opts.format == RunFormat::Json,
         },
         format: opts.format,
         detailed_exitcodes: opts.detailed_exitcodes,
@@ -274,7 +275,7 @@ impl Runner {
         let began = std::time::Instant::now();
         // Changes are followed by their own task, so a large graph does not wake this loop
         // once per resource; a failure is seen here through a counter.
-        let reporter = report::Reporter::start(self.engine.subscribe(), self.style);
+        let reporter = report::Reporter::start(&self.engine, self.style);
         let mut failures_seen = self.engine.failures_seen();
         // Without an endpoint nobody reads the metrics: do not follow every engine event
         // (at 10,000 resources the extra subscriber is a measurable share of a run).
@@ -522,7 +523,7 @@ impl Runner {
         }
         self.report_end(&tally, &failures, &held_up, began.elapsed());
         if self.detailed_exitcodes && !matches!(stop, Stop::FirstFailed | Stop::Exit(_)) {
-            let changed = if tally.changed.is_empty() { 0 } else { 2 };
+            let changed = if tally.changes == 0 { 0 } else { 2 };
             let failed = if failures.is_empty() { 0 } else { 4 };
             return ExitCode::from(changed | failed);
         }

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use engine::{EngineEvent, ResKey};
 use tokio::sync::broadcast;
@@ -22,6 +24,9 @@ pub struct Style {
     pub color: bool,
     /// A progress line while a large graph first converges (stderr is a terminal).
     pub progress: bool,
+    /// Keep every change's notes for the report at exit (`--noop`, `--format json`);
+    /// otherwise they were shown and only the keys are kept.
+    pub keep_notes: bool,
 }
 
 /// What happened during a run, for the summary and the exit status.
@@ -29,7 +34,10 @@ pub struct Style {
 pub struct Tally {
     /// Resources in the last graph the engine accepted.
     pub resources: usize,
-    /// Resources changed (or, under `--noop`, that would change), with their notes.
+    /// Changes made (or, under `--noop`, resources that would change).
+    pub changes: usize,
+    /// The resources changed, with their notes, when [`Style::keep_notes`] (a large
+    /// run's keys are not held only to be counted).
     pub changed: BTreeMap<ResKey, Vec<String>>,
     /// Resources whose last run failed for good, with the error.
     pub failed: BTreeMap<ResKey, String>,
@@ -38,26 +46,27 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn note(&mut self, event: &EngineEvent, style: &Style, out: &mut String, progress: &mut Progress) {
+    fn note(&mut self, event: &EngineEvent, style: &Style, out: &mut String) {
         match event {
-            EngineEvent::Swapped { started, unchanged, .. } => {
-                self.resources = started + unchanged;
-                progress.total = self.resources;
-            }
+            EngineEvent::Swapped { started, unchanged, .. } => self.resources = started + unchanged,
             EngineEvent::Applied { key, changed, noop, reports } => {
-                progress.done += 1;
                 self.failed.remove(key);
                 if !changed {
                     return;
                 }
-                self.changed.insert(key.clone(), reports.clone());
+                if style.keep_notes {
+                    if self.changed.insert(key.clone(), reports.clone()).is_none() {
+                        self.changes += 1;
+                    }
+                } else {
+                    self.changes += 1;
+                }
                 if style.show && !noop {
                     change_line(out, key, reports, style.color);
                 }
             }
             EngineEvent::Failed { key, error, retrying } => {
                 if !retrying {
-                    progress.done += 1;
                     self.failed.insert(key.clone(), error.message.clone());
                 }
                 failure_line(out, key, &error.message, *retrying, style.color);
@@ -106,17 +115,23 @@ fn paint(text: &str, code: &str, color: bool) -> String {
     if color { format!("\x1b[{code}m{text}\x1b[0m") } else { text.to_string() }
 }
 
-/// The progress line's state.
-#[derive(Default)]
+/// The progress line while a large graph first converges: drawn on a timer from the
+/// engine's count of finished check-applies, cleared for every other line and at the end.
 struct Progress {
+    /// Resources in the graph being converged.
     total: usize,
-    done: usize,
-    /// The line is on screen (to be cleared before anything else is written).
+    /// Check-applies finished, counted by the engine.
+    checks: Arc<AtomicU64>,
+    /// The count when the graph was swapped in.
+    from: u64,
+    /// The line is on screen.
     shown: bool,
-    /// The first convergence is over: no more progress lines.
+    /// No (more) progress lines: the first convergence is over, or none are wanted.
     over: bool,
-    last: Option<Instant>,
 }
+
+/// How long the reporter lets events gather after the first of a burst.
+const GATHER: Duration = Duration::from_millis(5);
 
 /// Graphs smaller than this converge too fast for a progress line to help.
 const PROGRESS_FROM: usize = 500;
@@ -124,14 +139,32 @@ const PROGRESS_FROM: usize = 500;
 const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 
 impl Progress {
-    /// The line to draw now, if one is due.
-    fn line(&mut self) -> Option<String> {
-        if self.over || self.total < PROGRESS_FROM || self.last.is_some_and(|t| t.elapsed() < PROGRESS_EVERY) {
-            return None;
+    fn text(&self) -> String {
+        let done = self.checks.load(Ordering::Relaxed).saturating_sub(self.from);
+        let done = usize::try_from(done).unwrap_or(usize::MAX).min(self.total);
+        format!("\r\x1b[Kconverging: {done}/{} resources", self.total)
+    }
+
+    fn wanted(&self) -> bool {
+        !self.over && self.total >= PROGRESS_FROM
+    }
+
+    /// Writes `text` to stderr, the progress line cleared before it and drawn again after
+    /// (when still wanted).
+    fn write(&mut self, text: &str) {
+        let mut buf = String::new();
+        if self.shown {
+            buf.push_str("\r\x1b[K");
+            self.shown = false;
         }
-        self.last = Some(Instant::now());
-        self.shown = true;
-        Some(format!("\r\x1b[Kconverging: {}/{} resources", self.done.min(self.total), self.total))
+        buf.push_str(text);
+        if self.wanted() {
+            buf.push_str(&self.text());
+            self.shown = true;
+        }
+        if !buf.is_empty() {
+            let _lost = std::io::stderr().lock().write_all(buf.as_bytes());
+        }
     }
 }
 
@@ -142,30 +175,56 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn start(mut events: broadcast::Receiver<EngineEvent>, style: Style) -> Reporter {
+    pub fn start(engine: &engine::Engine, style: Style) -> Reporter {
+        let mut events = engine.subscribe_changes();
+        let mut converged = engine.converged();
         let (stop, mut stopped) = tokio::sync::oneshot::channel();
+        let mut progress = Progress {
+            total: 0,
+            checks: engine.checks_done(),
+            from: 0,
+            shown: false,
+            over: !(style.progress && style.show),
+        };
         let task = tokio::spawn(async move {
             let mut tally = Tally::default();
-            let mut progress = Progress { over: !style.progress || !style.show, ..Progress::default() };
+            let mut tick = tokio::time::interval(PROGRESS_EVERY);
             loop {
                 let first = tokio::select! {
                     ev = events.recv() => ev,
                     _ = &mut stopped => break,
+                    Ok(()) = converged.changed(), if !progress.over => {
+                        if *converged.borrow_and_update() && progress.total > 0 {
+                            progress.over = true;
+                            progress.write("");
+                        }
+                        continue;
+                    }
+                    _ = tick.tick(), if progress.wanted() => {
+                        progress.write("");
+                        continue;
+                    }
                 };
-                // Everything already queued goes out in one write.
+                // A moment for the burst this event may start (a large graph's first
+                // converge), so what it brings goes out in one write instead of one each.
+                tokio::time::sleep(GATHER).await;
                 let mut out = String::new();
                 let mut next = Some(first);
                 while let Some(ev) = next.take() {
                     match ev {
                         Ok(ev) => {
-                            if let EngineEvent::Converged(true) = ev {
-                                progress.over = true;
+                            if let EngineEvent::Swapped { started, unchanged, .. } = ev
+                                && progress.total == 0
+                            {
+                                progress.total = started + unchanged;
+                                progress.from = progress.checks.load(Ordering::Relaxed);
                             }
-                            tally.note(&ev, &style, &mut out, &mut progress);
+                            tally.note(&ev, &style, &mut out);
                         }
                         Err(broadcast::error::RecvError::Lagged(n)) => tally.missed += n,
                         Err(broadcast::error::RecvError::Closed) => {
-                            write_out(&mut progress, &out, None);
+                            progress.over = true;
+                            progress.write(&out);
                             return tally;
                         }
                     }
@@ -177,20 +236,21 @@ impl Reporter {
                         Err(_) => None,
                     };
                 }
-                let line = progress.line();
-                write_out(&mut progress, &out, line);
+                if !out.is_empty() {
+                    progress.write(&out);
+                }
             }
             // The run is over: what is already queued still counts.
             let mut out = String::new();
             loop {
                 match events.try_recv() {
-                    Ok(ev) => tally.note(&ev, &style, &mut out, &mut progress),
+                    Ok(ev) => tally.note(&ev, &style, &mut out),
                     Err(broadcast::error::TryRecvError::Lagged(n)) => tally.missed += n,
                     Err(_) => break,
                 }
             }
             progress.over = true;
-            write_out(&mut progress, &out, None);
+            progress.write(&out);
             tally
         });
         Reporter { stop, task }
@@ -201,29 +261,6 @@ impl Reporter {
         let _ = self.stop.send(());
         self.task.await.unwrap_or_default()
     }
-}
-
-/// Writes `text` to stderr, clearing the progress line first and redrawing `progress`
-/// after.
-fn write_out(state: &mut Progress, text: &str, progress: Option<String>) {
-    if text.is_empty() && progress.is_none() && !(state.over && state.shown) {
-        return;
-    }
-    let mut buf = String::new();
-    if state.shown && (!text.is_empty() || state.over) {
-        buf.push_str("\r\x1b[K");
-        state.shown = progress.is_some();
-    }
-    buf.push_str(text);
-    match progress {
-        Some(p) => buf.push_str(&p),
-        None if state.shown && !state.over => {
-            let redraw = format!("\r\x1b[Kconverging: {}/{} resources", state.done.min(state.total), state.total);
-            buf.push_str(&redraw);
-        }
-        None => state.shown = false,
-    }
-    let _lost = std::io::stderr().lock().write_all(buf.as_bytes());
 }
 
 /// The summary line at exit: `tend: 12 resources, 3 changed, 1 failed (0.41 s)`.
@@ -238,7 +275,7 @@ pub fn summary(tally: &Tally, noop: bool, took: Duration) -> String {
         "tend: {} resource{}, {} {changed}, {} failed ({took})",
         tally.resources,
         if tally.resources == 1 { "" } else { "s" },
-        tally.changed.len(),
+        tally.changes,
         tally.failed.len(),
     );
     if tally.missed > 0 {
@@ -314,7 +351,7 @@ mod tests {
     #[test]
     fn the_summary_counts() {
         let mut tally = Tally { resources: 3, ..Tally::default() };
-        tally.changed.insert(key("file", "/a"), vec![]);
+        tally.changes = 1;
         tally.failed.insert(key("exec", "b"), "no".into());
         assert_eq!(
             summary(&tally, false, Duration::from_millis(410)),
