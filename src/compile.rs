@@ -5,7 +5,6 @@ use funcs::registry::Registry;
 use lang::catalog::Catalog;
 use lang::diag::Diagnostic;
 use lang::span::SourceMap;
-use std::io::Write;
 use std::path::Path;
 
 /// The built-ins and resource kinds this binary has.
@@ -34,10 +33,7 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
     match how {
         Report::Human => {
             let color = crate::stderr::color();
-            let mut err = std::io::stderr().lock();
-            for d in diags {
-                let _ = writeln!(err, "{}", lang::render::render(d, sources, color));
-            }
+            crate::stderr::print(lang::render::render_all(diags, sources, color));
             if let Some(first) = diags.iter().min_by_key(|d| d.stage) {
                 crate::stdout::line(format_args!("# err: {}", first.one_line(sources).replace('\n', " ")));
             }

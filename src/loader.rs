@@ -84,16 +84,23 @@ impl FsLoader {
 impl Loader for FsLoader {
     fn read(&self, path: &str) -> Option<String> {
         let path = self.resolve(path)?;
-        if !self.leases {
-            return std::fs::read_to_string(path).ok();
-        }
-        match read_leased(&path).ok()? {
-            Leased::Read(text) => Some(text),
-            Leased::Busy(text) => {
-                self.busy.set(true);
-                Some(text)
+        let text = if self.leases {
+            match read_leased(&path).ok()? {
+                Leased::Read(text) => text,
+                Leased::Busy(text) => {
+                    self.busy.set(true);
+                    text
+                }
             }
-        }
+        } else {
+            std::fs::read_to_string(path).ok()?
+        };
+        // A byte order mark is refused (see `why_unreadable`), not read as a character.
+        (!text.starts_with('\u{feff}')).then_some(text)
+    }
+    fn why_unreadable(&self, path: &str) -> Option<String> {
+        let bytes = std::fs::read(self.resolve(path)?).ok()?;
+        lang::loader::text_problem(&bytes)
     }
     fn is_dir(&self, path: &str) -> bool {
         self.resolve(path).is_some_and(|p| p.is_dir())

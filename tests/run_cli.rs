@@ -336,3 +336,22 @@ fn a_fact_file_that_vanishes_and_comes_back_does_not_freeze_the_program() {
     assert_eq!(stderr.matches("errStream: can't read file").count(), 2, "once per outage: {stderr}");
     assert!(stderr.contains("keep their last good state"), "{stderr}");
 }
+
+#[test]
+fn a_file_that_is_not_utf8_or_starts_with_a_bom_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let check = |bytes: &[u8]| {
+        std::fs::write(dir.path().join("main.mcl"), bytes).unwrap();
+        let out = Command::new(TEND).arg("check").arg(dir.path().join("main.mcl")).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        text(&out.stdout) + &text(&out.stderr)
+    };
+    let latin1 = check(b"$x = \"caf\xe9\"\n");
+    assert!(latin1.contains("it is not UTF-8 text: byte 0xE9 at offset 9 (line 1)"), "{latin1}");
+    let bom = check(b"\xef\xbb\xbf$x = 1\n");
+    assert!(bom.contains("starts with a UTF-8 byte order mark"), "{bom}");
+    // An imported file too.
+    std::fs::write(dir.path().join("lib.mcl"), b"$y = \"\xff\"\n").unwrap();
+    let import = check(b"import \"lib.mcl\"\n");
+    assert!(import.contains("can't read file `/lib.mcl`: it is not UTF-8 text: byte 0xFF at offset 6"), "{import}");
+}

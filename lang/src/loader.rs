@@ -10,6 +10,40 @@ pub trait Loader {
     fn read(&self, path: &str) -> Option<String>;
     /// Whether `path` is a directory.
     fn is_dir(&self, path: &str) -> bool;
+    /// Why [`Loader::read`] gave nothing for a file that exists (it is not UTF-8 text, it
+    /// starts with a byte order mark), when the loader can tell.
+    fn why_unreadable(&self, _path: &str) -> Option<String> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::text_problem;
+
+    #[test]
+    fn text_problems_name_the_byte_and_where() {
+        assert_eq!(text_problem(b"$x = 1\n"), None);
+        assert_eq!(text_problem("$é = \"ü\"".as_bytes()), None);
+        let bad = text_problem(b"$x = 1\n$y = \"\xff\"\n").unwrap();
+        assert_eq!(bad, "it is not UTF-8 text: byte 0xFF at offset 13 (line 2) is not valid UTF-8");
+        assert!(text_problem(b"\xef\xbb\xbf$x = 1\n").unwrap().contains("byte order mark"));
+    }
+}
+
+/// What is wrong with `bytes` as the text of an mcl file: not UTF-8 (the first bad byte,
+/// its offset and line), or a leading byte order mark; `None` when it is fine.
+pub fn text_problem(bytes: &[u8]) -> Option<String> {
+    if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        return Some(
+            "it starts with a UTF-8 byte order mark (bytes EF BB BF at offset 0); save it as UTF-8 without a BOM"
+                .into(),
+        );
+    }
+    let e = std::str::from_utf8(bytes).err()?;
+    let at = e.valid_up_to();
+    let line = bytes[..at].iter().filter(|b| **b == b'\n').count() + 1;
+    Some(format!("it is not UTF-8 text: byte 0x{:02X} at offset {at} (line {line}) is not valid UTF-8", bytes[at]))
 }
 
 /// An in-memory deploy tree, for tests and for `tend check -` style input.

@@ -27,8 +27,10 @@ pub struct Outcome {
 pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     let mut sources = SourceMap::new();
     let Some(text) = loader.read(entry) else {
-        let d = Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`"))
-            .with_code(Code::EntryUnreadable);
+        let why = loader.why_unreadable(entry).map(|w| format!(": {w}")).unwrap_or_default();
+        let d =
+            Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`{why}"))
+                .with_code(Code::EntryUnreadable);
         return Outcome { sources, graph: None, diagnostics: d.into() };
     };
     let file = sources.add(SourceFile::new(entry, text));

@@ -75,6 +75,19 @@ impl SourceFile {
         let col = self.text[start..end].chars().count() as u32 + 1;
         LineCol { line: line as u32 + 1, col }
     }
+
+    /// The 0-based index of the line holding byte `offset`, and that line's byte range
+    /// (without its newline).
+    pub fn line_of(&self, offset: u32) -> (usize, std::ops::Range<usize>) {
+        let offset = offset.min(self.text.len() as u32);
+        let line = match self.line_starts.binary_search(&offset) {
+            Ok(i) => i,
+            Err(i) => i - 1,
+        };
+        let start = self.line_starts[line] as usize;
+        let end = self.line_starts.get(line + 1).map_or(self.text.len(), |n| (*n as usize).saturating_sub(1));
+        (line, start..end.max(start))
+    }
 }
 
 /// Every file of one program (entry file, imports, modules).

@@ -816,9 +816,8 @@ async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<Arc<lang::outpu
 }
 
 fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
-    let color = crate::stderr::color();
+    crate::stderr::print(lang::render::render_all(diags, sources, crate::stderr::color()));
     for d in diags {
-        crate::stderr::line(format_args!("{}", lang::render::render(d, sources, color)));
         tracing::debug!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
     }
 }

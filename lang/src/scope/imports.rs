@@ -206,7 +206,8 @@ impl Load<'_> {
         root: &str,
     ) -> Result<usize, (String, Option<Diagnostic>)> {
         let Some(text) = self.loader.read(path) else {
-            return Err((format!("can't read file `{path}`"), None));
+            let why = self.loader.why_unreadable(path).map(|w| format!(": {w}")).unwrap_or_default();
+            return Err((format!("can't read file `{path}`{why}"), None));
         };
         let file_id = self.sources.add(SourceFile::new(path, text.clone()));
         if root != "/" {
