@@ -435,5 +435,6 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
     daemon.expect("out/port", "9090", "the next good value applies");
     let (status, _, stderr) = daemon.stop();
     assert!(status.success(), "{stderr}");
-    assert_eq!(stderr.matches("a value was rejected").count(), 1, "reported once:\n{stderr}");
+    assert_eq!(stderr.matches("keep their last good state").count(), 1, "reported once:\n{stderr}");
+    assert_eq!(stderr.matches("the port is a TCP port").count(), 2, "one excerpt (title and label):\n{stderr}");
 }
