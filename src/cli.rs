@@ -104,6 +104,14 @@ pub enum Command {
     },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),
+    /// Print a shell completion script, generated from these options (e.g.
+    /// `tend completions bash > /etc/bash_completion.d/tend`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), generated from these options (`tend manpage > tend.1`).
+    Manpage,
 }
 
 /// `tend run`'s options, as parsed and as `cmd::run` reads them (one definition).

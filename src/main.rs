@@ -48,6 +48,25 @@ fn main() -> ExitCode {
             cmd::deploy::run(&path, &seeds, parent, force, keep, cli.hostname)
         }
         Command::Status { seeds, format } => cmd::status::run(&seeds, format, cli.hostname),
+        Command::Completions { shell } => {
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "tend", &mut out);
+            tend::stdout::print(String::from_utf8_lossy(&out));
+            ExitCode::SUCCESS
+        }
+        Command::Manpage => {
+            let mut out = Vec::new();
+            match clap_mangen::Man::new(<Cli as clap::CommandFactory>::command()).render(&mut out) {
+                Ok(()) => {
+                    tend::stdout::print(String::from_utf8_lossy(&out));
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    stderr::line(format_args!("error: cannot render the manual page: {e}"));
+                    ExitCode::from(2)
+                }
+            }
+        }
         Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, quiet: cli.quiet, ..args }),
     }
 }
