@@ -100,16 +100,7 @@ fn live_editing_applies_changes_and_survives_broken_code() {
     let dir = tempfile::tempdir().unwrap();
     let main = dir.path().join("main.mcl");
     std::fs::write(&main, files_program(dir.path(), "v1")).unwrap();
-    let mut child = KillOnDrop(
-        Command::new(TEND)
-            .arg("run")
-            .arg(&main)
-            .args(["--prefix", &dir.path().join("state").display().to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let mut child = daemon(dir.path(), &main);
     let b = dir.path().join("out/b");
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
     assert!(eventually(Duration::from_secs(20), || read(&b) == "v1 b 1\n"), "first converge");
@@ -141,6 +132,20 @@ fn live_editing_applies_changes_and_survives_broken_code() {
 fn nix_kill_term(pid: u32) {
     let ok = Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success();
     assert!(ok);
+}
+
+/// `tend run MAIN` as a daemon with its state and stderr (the file `stderr`) in `dir`.
+fn daemon(dir: &Path, main: &Path) -> KillOnDrop {
+    KillOnDrop(
+        Command::new(TEND)
+            .arg("run")
+            .arg(main)
+            .args(["--prefix", &dir.join("state").display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("stderr")).unwrap())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 /// Kills the daemon if the test fails before stopping it.
@@ -300,16 +305,7 @@ fn a_fact_file_that_vanishes_and_comes_back_does_not_freeze_the_program() {
     );
     let main = dir.path().join("main.mcl");
     std::fs::write(&main, program).unwrap();
-    let mut child = KillOnDrop(
-        Command::new(TEND)
-            .arg("run")
-            .arg(&main)
-            .args(["--prefix", &dir.path().join("state").display().to_string()])
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-            .spawn()
-            .unwrap(),
-    );
+    let mut child = daemon(dir.path(), &main);
     let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
     assert!(eventually(Duration::from_secs(20), || read(&out) == "v1\n"), "first converge");
 

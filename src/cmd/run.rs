@@ -553,11 +553,7 @@ impl Runner {
             crate::stderr::line(format_args!("{key} not applied: it depends on {cause}, which failed"));
         }
         if self.applied && self.style.show {
-            crate::stderr::line(report::summary(
-                &report::Tally { failed: failures.clone(), ..tally.clone() },
-                self.noop,
-                took,
-            ));
+            crate::stderr::line(report::summary(tally, failures.len(), self.noop, took));
         }
     }
 

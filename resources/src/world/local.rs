@@ -74,27 +74,23 @@ impl LocalWorld {
 
 /// Replaces the view when its entries differ.
 fn publish(tx: &watch::Sender<Arc<View>>, entries: BTreeMap<String, String>) {
-    tx.send_if_modified(|view| {
-        let changed = view.entries != entries;
-        if changed {
-            *view = Arc::new(View::fresh(entries, 0));
-        }
-        changed
-    });
+    tx.send_if_modified(|view| replace(view, entries));
+}
+
+/// Puts `entries` in `view` if they differ from its own; whether they did.
+fn replace(view: &mut Arc<View>, entries: BTreeMap<String, String>) -> bool {
+    let changed = view.entries != entries;
+    if changed {
+        *view = Arc::new(View::fresh(entries, 0));
+    }
+    changed
 }
 
 /// Re-reads `topic` from the files into its view. The read happens while the view is
 /// held, so two re-reads never cross: one that read before a write cannot publish after
 /// the writer's own re-read and hide the write.
 fn reread(tx: &watch::Sender<Arc<View>>, root: &Path, topic: &Topic) {
-    tx.send_if_modified(|view| {
-        let entries = read(root, topic);
-        let changed = view.entries != entries;
-        if changed {
-            *view = Arc::new(View::fresh(entries, 0));
-        }
-        changed
-    });
+    tx.send_if_modified(|view| replace(view, read(root, topic)));
 }
 
 /// The directory of key or namespace `name` in the store under `root`.
