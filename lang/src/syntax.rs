@@ -14,8 +14,30 @@ use crate::span::FileId;
 
 /// Lexes and parses one mcl file (spec sections 1-4 and Appendix A).
 pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
-    let (tokens, mut diags) = token::lex(file, text);
+    let token::Lexed { tokens, mut diags, misquoted } = token::lex(file, text);
     let (stmts, parse_diags) = parser::parse_tokens(file, &tokens);
-    diags.extend(parse_diags);
+    // Past a string that lost its closing quote, syntax errors only echo the lexer's.
+    for d in parse_diags.into_vec() {
+        if !misquoted.is_some_and(|m| d.span.is_some_and(|s| s.start > m.start)) {
+            diags.push(d);
+        }
+    }
     (ast::File { file, stmts }, diags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn syntax_errors_past_a_misquoted_string_are_not_reported() {
+        // `"abc` lacks its quote: `print "` closes it, `p` looks like a syntax error, and
+        // the last string never ends. Only the cause is reported.
+        let (_, diags) = parse(FileId(0), "$x = \"abc\nprint \"p\" {\n\tmsg => \"hi\",\n}\n");
+        let messages: Vec<_> = diags.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages, ["unterminated string literal"]);
+        // Without a misquoted string, syntax errors are all kept.
+        let (_, diags) = parse(FileId(0), "$x = = 1\n$y = \"abc\n");
+        assert_eq!(diags.len(), 2);
+    }
 }

@@ -217,6 +217,15 @@ enum Raw {
     Str,
     #[regex(r#""([^"\\]|\\(.|\n))*"#, allow_greedy = true)]
     UnterminatedStr,
+    /// `'text'` on one line: Puppet's and the shell's quoting, read as a string after one
+    /// error so that the rest of the file parses as meant.
+    #[regex(r"'([^'\\\n]|\\.)*'")]
+    SingleQuoted,
+    /// `||` and `&&`: read as `or` and `and` after one error.
+    #[token("||")]
+    OrOr,
+    #[token("&&")]
+    AndAnd,
 
     #[token("if")]
     If,
@@ -339,10 +348,22 @@ enum Raw {
     Dollar,
 }
 
-/// Splits `text` into tokens with their spans; the last token is always [`Tok::Eof`]
-/// (with an empty span at the end of the text). Lexer errors are reported as
-/// diagnostics and leave a [`Tok::Error`] in the stream.
-pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
+/// What [`lex`] makes of one file.
+pub struct Lexed {
+    /// The tokens with their spans; the last is always [`Tok::Eof`] (with an empty span at
+    /// the end of the text).
+    pub tokens: Vec<(Tok, Span)>,
+    pub diags: Diagnostics,
+    /// When a string never ends: the earlier string that most likely lost its closing
+    /// quote (it spans lines), after which every quote is off by one. Syntax errors past
+    /// its start are consequences, not causes.
+    pub misquoted: Option<Span>,
+}
+
+/// Splits `text` into tokens with their spans. Lexer errors are reported as diagnostics
+/// and leave a [`Tok::Error`] in the stream, or the token that was evidently meant (`||`
+/// is read as `or` after its error).
+pub fn lex(file: FileId, text: &str) -> Lexed {
     // Sized once for typical code (a token per 5 bytes or more), instead of doubling and
     // copying its way up to hundreds of thousands of tokens for a large program; pages
     // never written stay unmapped.
@@ -354,6 +375,7 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
     // In a node definition's header (`node` at a statement's start, up to its `{`), a `/`
     // starts a regular expression; anywhere else `/` divides.
     let mut node_header = false;
+    let mut unterminated = None;
     while let Some(raw) = lexer.next() {
         let range = lexer.span();
         let span = Span::new(file, range.start, range.end);
@@ -404,6 +426,9 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
             }
             continue;
         }
+        if raw == Ok(Raw::UnterminatedStr) {
+            unterminated = Some((diags.len(), span));
+        }
         let tok = match raw {
             Ok(raw) => convert(raw, slice, span, &mut diags),
             Err(()) => {
@@ -425,10 +450,49 @@ pub fn lex(file: FileId, text: &str) -> (Vec<(Tok, Span)>, Diagnostics) {
             d.notes.push(note);
         }
     }
+    let mut misquoted = None;
+    if let Some((at, span)) = unterminated {
+        misquoted = misquoted_before(&tokens, text, span.start);
+        diags.insert(at, unterminated_string(text, span, misquoted));
+    }
     tokens.push((Tok::Eof, Span::new(file, text.len(), text.len())));
     let mut out = Diagnostics::new();
     diags.into_iter().for_each(|d| out.push(d));
-    (tokens, out)
+    Lexed { tokens, diags: out, misquoted }
+}
+
+/// The error of a string that runs to the end of the file, placed on its opening quote.
+fn unterminated_string(text: &str, span: Span, misquoted: Option<Span>) -> Diagnostic {
+    let line_at = |offset: u32| 1 + text.as_bytes()[..offset as usize].iter().filter(|&&b| b == b'\n').count();
+    let last = line_at(span.end.max(span.start + 1) - 1);
+    let opened = Span { end: span.start + 1, ..span };
+    let mut diag = Diagnostic::new(Stage::LexParse, "unterminated string literal", opened)
+        .with_code(Code::Lex)
+        .with_label(span, format!("the string opened here runs to line {last}, the end of the file"));
+    if let Some(earlier) = misquoted {
+        let (from, to) = (line_at(earlier.start), line_at(earlier.end));
+        diag = diag
+            .with_label(
+                Span { end: earlier.start + 1, ..earlier },
+                format!("this string runs from line {from} to line {to}: is its closing quote missing?"),
+            )
+            .with_note(format!(
+                "a string missing its closing quote on line {from} would take the next quote as its end, and every quote after as the start of a string"
+            ));
+    }
+    diag
+}
+
+/// The string before `before` most likely missing its closing quote: one that spans lines
+/// and whose "closing" quote is followed by a letter or digit, the quote that really
+/// opened the next string. A string that spans lines and ends cleanly is taken as meant.
+fn misquoted_before(tokens: &[(Tok, Span)], text: &str, before: u32) -> Option<Span> {
+    let glued = |span: &Span| text[span.end as usize..].chars().next().is_some_and(|c| c.is_alphanumeric());
+    tokens
+        .iter()
+        .filter(|(tok, span)| span.end <= before && matches!(tok, Tok::Str(s) if s.contains('\n')))
+        .map(|&(_, span)| span)
+        .find(glued)
 }
 
 /// A hint for characters that people coming from other languages often type.
@@ -474,15 +538,26 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
             }
         },
         Raw::Str => Tok::Str(slice[1..slice.len() - 1].to_string()),
-        Raw::UnterminatedStr => {
-            let start = Span { end: span.start + 1, ..span };
+        Raw::SingleQuoted => {
+            let inner = &slice[1..slice.len() - 1];
             diags.push(
-                Diagnostic::new(Stage::LexParse, "unterminated string literal", start)
+                Diagnostic::new(Stage::LexParse, "strings use double quotes", span)
                     .with_code(Code::Lex)
-                    .with_label(span, "the string runs to the end of the file"),
+                    .with_note(format!("write \"{inner}\"")),
             );
-            Tok::Error
+            Tok::Str(inner.to_string())
         }
+        Raw::OrOr | Raw::AndAnd => {
+            let (word, tok) = if raw == Raw::OrOr { ("or", Tok::Or) } else { ("and", Tok::And) };
+            diags.push(
+                Diagnostic::new(Stage::LexParse, format!("unrecognized: `{slice}`"), span)
+                    .with_code(Code::Lex)
+                    .with_note(format!("logical {word} is written `{word}`")),
+            );
+            tok
+        }
+        // Reported by `lex`, which knows the line the string runs to.
+        Raw::UnterminatedStr => Tok::Error,
         Raw::If => Tok::If,
         Raw::Else => Tok::Else,
         Raw::For => Tok::For,
@@ -550,13 +625,11 @@ mod tests {
     use super::*;
 
     fn toks(text: &str) -> Vec<Tok> {
-        let (tokens, _) = lex(FileId(0), text);
-        tokens.into_iter().map(|(t, _)| t).collect()
+        lex(FileId(0), text).tokens.into_iter().map(|(t, _)| t).collect()
     }
 
     fn errors(text: &str) -> Vec<String> {
-        let (_, diags) = lex(FileId(0), text);
-        diags.iter().map(|d| d.message.clone()).collect()
+        lex(FileId(0), text).diags.iter().map(|d| d.message.clone()).collect()
     }
 
     #[test]
@@ -604,6 +677,43 @@ mod tests {
     }
 
     #[test]
+    fn an_unterminated_string_says_where_it_opened_and_how_far_it_runs() {
+        let lexed = lex(FileId(0), "$a = 1\n$x = \"abc\n}\n");
+        let diag = lexed.diags.iter().next().unwrap();
+        assert_eq!(diag.span.map(|s| (s.start, s.end)), Some((12, 13)));
+        assert_eq!(diag.labels[0].message, "the string opened here runs to line 3, the end of the file");
+        assert_eq!(lexed.misquoted, None);
+    }
+
+    #[test]
+    fn a_string_that_swallowed_the_next_quote_is_named() {
+        // Line 1 lacks its closing quote: its string ends at line 2's opening one.
+        let text = "$x = \"abc\n$y = \"def\"\n$z = \"ok\"\n";
+        let lexed = lex(FileId(0), text);
+        let messages: Vec<_> = lexed.diags.iter().map(|d| d.message.as_str()).collect();
+        assert_eq!(messages, ["unterminated string literal"]);
+        assert_eq!(lexed.misquoted.map(|s| s.start), Some(5));
+        let label = &lexed.diags.iter().next().unwrap().labels[1];
+        assert_eq!(
+            (label.span.start, label.message.as_str()),
+            (5, "this string runs from line 1 to line 2: is its closing quote missing?")
+        );
+        // A string that spans lines and ends cleanly is not suspected.
+        assert_eq!(lex(FileId(0), "$y = \"a\nb\"\n$w = \"x\n").misquoted, None);
+    }
+
+    #[test]
+    fn other_languages_operators_and_quotes_are_one_error_each_and_read_as_meant() {
+        assert_eq!(
+            toks("$a || $b && 'c'")[2..],
+            [Tok::Or, Tok::Dollar, Tok::Ident("b".into()), Tok::And, Tok::Str("c".into()), Tok::Eof]
+        );
+        assert_eq!(errors("$a || $b"), vec!["unrecognized: `||`"]);
+        assert_eq!(errors("$a && $b"), vec!["unrecognized: `&&`"]);
+        assert_eq!(errors("'it'"), vec!["strings use double quotes"]);
+    }
+
+    #[test]
     fn comments_vanish_but_newlines_stay() {
         assert_eq!(
             toks("$x # c\n# d\n"),
@@ -637,7 +747,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            errors("! & | % ? '"),
+            errors("! & | % ? ' x"),
             vec![
                 "unrecognized: `!`",
                 "unrecognized: `&`",
