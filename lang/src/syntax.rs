@@ -18,7 +18,7 @@ pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
     let (stmts, parse_diags) = parser::parse_tokens(file, &tokens);
     // Past a string that lost its closing quote, syntax errors only echo the lexer's.
     for d in parse_diags.into_vec() {
-        if !misquoted.is_some_and(|m| d.span.is_some_and(|s| s.start > m.start)) {
+        if misquoted.is_none_or(|m| d.span.is_none_or(|s| s.start <= m.start)) {
             diags.push(d);
         }
     }
