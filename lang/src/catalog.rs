@@ -41,6 +41,22 @@ pub struct FuncDecl {
 pub struct ParamDecl {
     pub name: String,
     pub ty: Type,
+    /// The only values the kind accepts, as written in mcl (empty: any value of `ty`).
+    /// `tend check` rejects a constant outside them.
+    pub allowed: Vec<String>,
+}
+
+impl ParamDecl {
+    /// A param that takes any value of its type.
+    pub fn new(name: impl Into<String>, ty: Type) -> ParamDecl {
+        ParamDecl { name: name.into(), ty, allowed: Vec::new() }
+    }
+
+    /// A param that takes only `allowed` (strings).
+    pub fn with_allowed(mut self, allowed: impl IntoIterator<Item = impl Into<String>>) -> ParamDecl {
+        self.allowed = allowed.into_iter().map(Into::into).collect();
+        self
+    }
 }
 
 /// A resource kind as the type checker and interpreter see it.

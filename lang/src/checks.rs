@@ -1,10 +1,15 @@
 //! The checks of declared types on values known at compile time (stage errUnify, after
 //! unification): a construction whose attributes are literals (or arithmetic on them) is
 //! checked by `tend check`, so `vhost{port => 70000}` never reaches a host. What depends
-//! on a function call or a stream is checked when it runs.
+//! on a function call or a stream is checked when it runs. So are resource fields whose
+//! kind takes only some values (`state => "exist"` is caught here, on the value, with the
+//! closest allowed one).
 
+use std::collections::HashSet;
+
+use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
-use crate::ir::{FuncGraph, IrCheck, NodeId, NodeKind, Op};
+use crate::ir::{FuncGraph, IrCheck, IrStmt, NodeId, NodeKind, Op, Origin};
 use crate::syntax::ast::BinOp;
 use crate::value::Value;
 
@@ -27,6 +32,93 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
         }
     }
     diags
+}
+
+/// Every constant resource field outside the values its kind allows (`state => "exist"`),
+/// once per value written, placed on the value.
+pub fn resource_fields(graph: &FuncGraph, catalog: &Catalog) -> Diagnostics {
+    let mut fields = FieldCheck { graph, catalog, seen: HashSet::new(), diags: Diagnostics::new() };
+    fields.stmts(&graph.stmts);
+    fields.diags
+}
+
+struct FieldCheck<'a> {
+    graph: &'a FuncGraph,
+    catalog: &'a Catalog,
+    /// Value nodes already checked: a value of a defaults statement is checked once, not
+    /// once per resource it reaches.
+    seen: HashSet<NodeId>,
+    diags: Diagnostics,
+}
+
+impl FieldCheck<'_> {
+    fn stmts(&mut self, stmts: &[IrStmt]) {
+        for stmt in stmts {
+            match stmt {
+                IrStmt::Resource(res) => {
+                    let written = res.fields.iter().filter(|f| f.origin == Origin::Written);
+                    for field in written {
+                        self.field(&res.kind, &field.name, field.value);
+                    }
+                }
+                IrStmt::Defaults { kind, fields, .. } => {
+                    for field in fields {
+                        self.field(kind, &field.name, field.value);
+                    }
+                }
+                IrStmt::Override { target, fields, .. } => {
+                    for field in fields.iter().filter(|f| !f.append) {
+                        self.field(&target.kind, &field.name, field.value);
+                    }
+                }
+                IrStmt::Collect(collector) => {
+                    for field in collector.fields.iter().filter(|f| !f.append) {
+                        self.field(&collector.kind, &field.name, field.value);
+                    }
+                }
+                IrStmt::If { then, els, .. } => {
+                    self.stmts(then);
+                    self.stmts(els);
+                }
+                IrStmt::For { body, .. } => self.stmts(body),
+                IrStmt::Edge(_) | IrStmt::Realize { .. } | IrStmt::Panic { .. } => {}
+            }
+        }
+    }
+
+    fn field(&mut self, kind: &str, name: &str, value: NodeId) {
+        let Some(param) = self.catalog.resource(kind).and_then(|decl| decl.param(name)) else { return };
+        if param.allowed.is_empty() || !self.seen.insert(value) {
+            return;
+        }
+        let Some(Value::Str(text)) = eval(self.graph, value, 0) else { return };
+        if param.allowed.iter().any(|a| **a == *text) {
+            return;
+        }
+        let mut diag = Diagnostic::new(
+            Stage::Unify,
+            format!("`{text}` is not a valid `{name}` of `{kind}`"),
+            self.graph.node(value).span,
+        )
+        .with_code(Code::InvalidResource);
+        if let Some(close) = crate::suggest::allowed_value(&text, &param.allowed) {
+            diag = diag.with_note(format!("did you mean `{close}`?"));
+        }
+        let listed: Vec<String> = param.allowed.iter().filter(|a| !a.is_empty()).map(|a| format!("`{a}`")).collect();
+        let unset = if param.allowed.iter().any(String::is_empty) { ", or leave it unset" } else { "" };
+        diag = diag.with_note(format!("`{name}` takes {}{unset}", or_list(&listed)));
+        self.diags.push(diag);
+    }
+}
+
+/// "`a`", "`a` or `b`", "one of `a`, `b` or `c`".
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => "nothing".to_string(),
+        [one] => one.clone(),
+        [one, two] => format!("{one} or {two}"),
+        [rest @ .., last] => format!("one of {} or {last}", rest.join(", ")),
+    }
 }
 
 fn failure(graph: &FuncGraph, ty: &str, check: &IrCheck, at: crate::span::Span) -> Diagnostic {

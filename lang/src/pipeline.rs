@@ -56,7 +56,8 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let diags = crate::checks::constant(&graph);
+    let mut diags = crate::checks::constant(&graph);
+    diags.extend(crate::checks::resource_fields(&graph, catalog));
     if !diags.is_empty() {
         return fail(sources, diags);
     }
@@ -79,7 +80,7 @@ mod tests {
         let mut catalog = Catalog::new();
         catalog.add_resource(ResourceDecl {
             kind: "file".into(),
-            params: vec![ParamDecl { name: "content".into(), ty: Type::Str }],
+            params: vec![ParamDecl::new("content", Type::Str)],
             sends: Vec::new(),
             can_recv: false,
         });
@@ -103,6 +104,41 @@ mod tests {
         for (src, want) in cases {
             assert_eq!(first_code(src), Some(want), "{src:?}");
         }
+    }
+
+    /// The errors `tend check` gives `src`, against a `file` kind whose `state` takes
+    /// `exists` or `absent`.
+    fn field_errors(src: &str) -> Vec<(String, String)> {
+        let mut catalog = Catalog::new();
+        catalog.add_resource(ResourceDecl {
+            kind: "file".into(),
+            params: vec![
+                ParamDecl::new("content", Type::Str),
+                ParamDecl::new("state", Type::Str).with_allowed(["", "exists", "absent"]),
+            ],
+            sends: Vec::new(),
+            can_recv: false,
+        });
+        let loader = MemLoader::new().with("/main.mcl", src);
+        let out = compile("/main.mcl", &loader, &catalog);
+        out.diagnostics
+            .iter()
+            .map(|d| (d.message.clone(), d.span.map(|s| out.sources.byline(s).to_string()).unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn constant_field_values_outside_the_allowed_ones_are_errors_on_the_value() {
+        let errors = field_errors("file \"/a\" {\n\tstate => \"exist\",\n}\n");
+        assert_eq!(errors, [("`exist` is not a valid `state` of `file`".into(), "/main.mcl @ 2:11-2:18".into())]);
+        // Once for a value given by defaults, however many resources it reaches.
+        let errors = field_errors("File { state => \"gone\", }\nfile \"/a\" { }\nfile \"/b\" { }\n");
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        // In a branch too: the checker does not know which branch will run.
+        assert_eq!(field_errors("if 1 > 2 { file \"/a\" { state => \"no\", } }\n").len(), 1);
+        // Allowed values, an unset state and values known only at run time pass.
+        assert!(field_errors("file \"/a\" { state => \"absent\", }\nfile \"/b\" { state => \"\", }\n").is_empty());
+        assert!(field_errors("$s = \"exi\" + \"sts\"\nfile \"/a\" { state => $s, }\n").is_empty());
     }
 
     #[test]

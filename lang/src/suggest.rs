@@ -53,9 +53,31 @@ pub fn did_you_mean<S: AsRef<str> + Ord>(wanted: &str, candidates: impl IntoIter
     closest(wanted, candidates).into_iter().next()
 }
 
+/// Words people bring from Puppet and Ansible for a `state`, and what mcl calls them.
+const SYNONYMS: &[(&str, &str)] = &[("present", "exists"), ("file", "exists"), ("directory", "exists")];
+
+/// The allowed value someone who wrote `wanted` most likely meant: a close spelling, or
+/// the mcl word for another tool's (`present` is `exists`).
+pub fn allowed_value<'a>(wanted: &str, allowed: &'a [impl AsRef<str>]) -> Option<&'a str> {
+    let named = allowed.iter().map(AsRef::as_ref).filter(|a| !a.is_empty());
+    did_you_mean(wanted, named).or_else(|| {
+        let (_, word) = SYNONYMS.iter().find(|(other, _)| *other == wanted)?;
+        allowed.iter().map(AsRef::as_ref).find(|a| a == word)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn allowed_values_are_suggested_by_spelling_or_by_another_tools_word() {
+        let state = ["", "exists", "absent"];
+        assert_eq!(allowed_value("exist", &state), Some("exists"));
+        assert_eq!(allowed_value("present", &state), Some("exists"));
+        assert_eq!(allowed_value("gone", &state), None);
+        assert_eq!(allowed_value("present", &["running", "stopped"]), None);
+    }
 
     #[test]
     fn distance_counts_edits() {

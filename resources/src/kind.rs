@@ -24,8 +24,9 @@ pub type BuildFn = fn(&Host, &str, &BTreeMap<String, Value>) -> Result<Box<dyn R
 pub struct Kind {
     /// The kind as written in mcl: `file`, `http:server:ui`.
     pub name: &'static str,
-    /// Settable params, `(name, mcl type text)`, in the order errors list them.
-    pub params: &'static [(&'static str, &'static str)],
+    /// Settable params, `(name, mcl type text, allowed values)`, in the order errors list
+    /// them.
+    pub params: &'static [crate::typed::Field],
     /// Fields it can send over send/recv edges (empty: cannot send).
     pub sends: &'static [(&'static str, &'static str)],
     /// Whether it can receive over send/recv edges.
@@ -68,16 +69,16 @@ fn all() -> &'static [ResourceDecl] {
             .iter()
             .map(|kind| ResourceDecl {
                 kind: kind.name.to_string(),
-                params: fields(kind.params),
-                sends: fields(kind.sends),
+                params: kind
+                    .params
+                    .iter()
+                    .map(|&(name, ty, allowed)| ParamDecl::new(name, ty_of(ty)).with_allowed(allowed.iter().copied()))
+                    .collect(),
+                sends: kind.sends.iter().map(|&(name, ty)| ParamDecl::new(name, ty_of(ty))).collect(),
                 can_recv: kind.can_recv,
             })
             .collect()
     })
-}
-
-fn fields(list: &[(&str, &str)]) -> Vec<ParamDecl> {
-    list.iter().map(|(name, ty)| ParamDecl { name: (*name).to_string(), ty: ty_of(ty) }).collect()
 }
 
 /// The type texts are constants written in the kinds' modules; a parse failure is a bug
@@ -93,7 +94,8 @@ mod tests {
     #[test]
     fn every_declared_type_parses() {
         for kind in crate::KINDS {
-            for (name, ty) in kind.params.iter().chain(kind.sends) {
+            let params = kind.params.iter().map(|&(name, ty, _)| (name, ty));
+            for (name, ty) in params.chain(kind.sends.iter().copied()) {
                 assert!(parse_type(ty).is_ok(), "{}.{name}: {ty}", kind.name);
             }
         }
@@ -143,7 +145,7 @@ mod tests {
     #[test]
     fn no_kind_declares_a_field_twice() {
         for kind in crate::KINDS {
-            let mut names: Vec<_> = kind.params.iter().map(|(n, _)| n).collect();
+            let mut names: Vec<_> = kind.params.iter().map(|(n, ..)| n).collect();
             names.sort();
             let before = names.len();
             names.dedup();

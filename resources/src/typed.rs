@@ -13,12 +13,19 @@ use lang::value::Value;
 
 use crate::params::{BuildError, Fields, Params};
 
+/// One param as a kind declares it: `(name, mcl type text, allowed values)`, where no
+/// allowed values means any value of the type.
+pub type Field = (&'static str, &'static str, &'static [&'static str]);
+
 /// A Rust type a present param value converts to.
 pub trait ParamType: Sized {
     /// The mcl type text the catalog declares.
     const TYPE: &'static str;
     /// Converts `value` (already checked against [`Self::TYPE`]) of `field`.
     fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError>;
+    /// The only values allowed, as written in mcl (empty: any value of the type), which
+    /// `tend check` checks constants against.
+    const CHOICES: &'static [&'static str] = &[];
     /// What a value must be, for errors.
     fn expected() -> String {
         format!("a {}", Self::TYPE)
@@ -29,12 +36,15 @@ pub trait ParamType: Sized {
 pub trait Param: Sized {
     /// The mcl type text the catalog declares.
     const TYPE: &'static str;
+    /// As [`ParamType::CHOICES`].
+    const CHOICES: &'static [&'static str] = &[];
     fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError>;
 }
 
 /// An optional param: absent is `None`.
 impl<T: ParamType> Param for Option<T> {
     const TYPE: &'static str = T::TYPE;
+    const CHOICES: &'static [&'static str] = T::CHOICES;
     fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
         p.get(field).map(|v| T::from_value(p, field, v)).transpose()
     }
@@ -315,9 +325,13 @@ macro_rules! params {
         }
 
         impl $name {
-            /// Every param as `(name, mcl type text)`, in declaration order.
-            pub const FIELDS: &'static [(&'static str, &'static str)] = &[
-                $( ($crate::params!(@name $field $($pname)?), $crate::params!(@text $ty, [$($text)?], [$($default)?])) ),*
+            /// Every param as `(name, mcl type text, allowed values)`, in declaration order.
+            pub const FIELDS: &'static [$crate::typed::Field] = &[
+                $( (
+                    $crate::params!(@name $field $($pname)?),
+                    $crate::params!(@text $ty, [$($text)?], [$($default)?]),
+                    $crate::params!(@choices $ty, [$($text)?], [$($default)?]),
+                ) ),*
             ];
 
             /// Reads every param (their existence and declared types were checked by
@@ -341,6 +355,9 @@ macro_rules! params {
     (@text $ty:ty, [$text:literal], [$($default:tt)*]) => { $text };
     (@text $ty:ty, [], []) => { <$ty as $crate::typed::Param>::TYPE };
     (@text $ty:ty, [], [$($default:tt)+]) => { <Option<$ty> as $crate::typed::Param>::TYPE };
+    (@choices $ty:ty, [$text:literal], [$($default:tt)*]) => { &[] };
+    (@choices $ty:ty, [], []) => { <$ty as $crate::typed::Param>::CHOICES };
+    (@choices $ty:ty, [], [$($default:tt)+]) => { <Option<$ty> as $crate::typed::Param>::CHOICES };
     (@read $p:ident, $pname:expr, $ty:ty) => { <$ty as $crate::typed::Param>::read($p, $pname)? };
     (@read $p:ident, $pname:expr, $ty:ty, default $default:expr) => {
         <Option<$ty> as $crate::typed::Param>::read($p, $pname)?.unwrap_or_else(|| $default)
@@ -403,6 +420,7 @@ macro_rules! choice {
 
         impl $crate::typed::ParamType for $name {
             const TYPE: &'static str = "str";
+            const CHOICES: &'static [&'static str] = $name::ALL;
             fn from_value(
                 p: &$crate::params::Params<'_>,
                 field: &str,
@@ -410,7 +428,11 @@ macro_rules! choice {
             ) -> Result<Self, $crate::params::BuildError> {
                 let text = value.as_str().unwrap_or_default();
                 $name::parse(text).ok_or_else(|| {
-                    p.error(Some(field), format!("`{text}` is not {}", <$name as $crate::typed::ParamType>::expected()))
+                    let expected = <$name as $crate::typed::ParamType>::expected();
+                    let hint = lang::suggest::allowed_value(text, $name::ALL)
+                        .map(|close| format!(" (did you mean `{close}`?)"))
+                        .unwrap_or_default();
+                    p.error(Some(field), format!("`{text}` is not {expected}{hint}"))
                 })
             }
             fn expected() -> String {
@@ -456,15 +478,17 @@ impl Startup {
     }
 }
 
-/// "one of `a`, `b` or `c`" (an empty string shows as `""`).
+/// "one of `a`, `b` or `c`", ending "or unset" when the empty string (an unset param) is
+/// among them.
 pub fn one_of(all: &[&str]) -> String {
-    let quoted: Vec<String> =
-        all.iter().map(|s| if s.is_empty() { "\"\"".to_string() } else { format!("`{s}`") }).collect();
-    match quoted.split_last() {
+    let quoted: Vec<String> = all.iter().filter(|s| !s.is_empty()).map(|s| format!("`{s}`")).collect();
+    let unset = if all.contains(&"") { ", or unset" } else { "" };
+    let list = match quoted.split_last() {
         Some((last, [])) => last.clone(),
         Some((last, rest)) => format!("one of {} or {last}", rest.join(", ")),
         None => String::new(),
-    }
+    };
+    format!("{list}{unset}")
 }
 
 /// A choice whose absent value is its `#[default]` variant.
@@ -473,6 +497,7 @@ macro_rules! choice_default_when_absent {
     ($($t:ty),* $(,)?) => {$(
         impl $crate::typed::Param for $t {
             const TYPE: &'static str = "str";
+            const CHOICES: &'static [&'static str] = <$t>::ALL;
             fn read(p: &$crate::params::Params<'_>, field: &str) -> Result<Self, $crate::params::BuildError> {
                 Ok(<Option<$t> as $crate::typed::Param>::read(p, field)?.unwrap_or_default())
             }
@@ -525,14 +550,14 @@ mod tests {
         assert_eq!(
             Sample::FIELDS,
             &[
-                ("text", "str"),
-                ("maybe", "str"),
-                ("flag", "bool"),
-                ("small", "int"),
-                ("mood", "str"),
-                ("kind", "str"),
-                ("any", "[]int"),
-                ("named", "str"),
+                ("text", "str", &[][..]),
+                ("maybe", "str", &[]),
+                ("flag", "bool", &[]),
+                ("small", "int", &[]),
+                ("mood", "str", &["", "happy", "sad"]),
+                ("kind", "str", &[]),
+                ("any", "[]int", &[]),
+                ("named", "str", &[]),
             ]
         );
     }
@@ -574,7 +599,7 @@ mod tests {
     fn a_value_outside_a_choice_names_the_allowed_ones() {
         let err = decode(&[("mood", Value::str("grumpy"))]).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("mood"));
-        assert_eq!(err.message, "`grumpy` is not one of \"\", `happy` or `sad`");
+        assert_eq!(err.message, "`grumpy` is not one of `happy` or `sad`, or unset");
     }
 
     #[test]
@@ -603,6 +628,6 @@ mod tests {
         let v = values(&[]);
         let p = Params::unchecked("sample", "s1", &v);
         let err = required::<Mood>(&p, "mood").unwrap_err();
-        assert_eq!(err.message, "must be set: expected one of \"\", `happy` or `sad`");
+        assert_eq!(err.message, "must be set: expected one of `happy` or `sad`, or unset");
     }
 }

@@ -185,7 +185,7 @@ fn catalog() -> Catalog {
     c.add_func(FuncDecl { infer: Some(printf), ..decl("fmt.printf", vec![]) });
     for (kind, params, sends, can_recv) in KINDS {
         let p = |fields: &[(&str, &str)]| -> Vec<ParamDecl> {
-            fields.iter().map(|(n, t)| ParamDecl { name: n.to_string(), ty: sig(t) }).collect()
+            fields.iter().map(|(n, t)| ParamDecl::new(*n, sig(t))).collect()
         };
         c.add_resource(ResourceDecl {
             kind: kind.to_string(),

@@ -373,7 +373,7 @@ async fn ssh_key_content_file_and_validation() {
         (&[("state", s("exists")), ("content", s("foo"))], "field `content`"),
         (
             &[("state", s("present")), ("content", s(&format!("ssh-ed25519 {KEY}")))],
-            "field `state`: `present` is not one of \"\", `exists` or `absent`",
+            "field `state`: `present` is not one of `exists` or `absent`, or unset (did you mean `exists`?)",
         ),
         (&[("state", s("exists")), ("type", s("ssh-ed25519"))], "field `key`"),
         (&[("state", s("exists")), ("type", s("ssh-rsa")), ("key", s(KEY))], "not `ssh-rsa`"),

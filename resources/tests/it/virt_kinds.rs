@@ -187,7 +187,7 @@ async fn virt_validation_names_the_field() {
     let root = tempfile::tempdir().unwrap();
     let (host, _) = virt_host(root.path());
     let cases: &[(&[(&str, Value)], &str)] = &[
-        (&[("state", s("on"))], "field `state`: `on` is not one of \"\", `running`, `paused` or `shutoff`"),
+        (&[("state", s("on"))], "field `state`: `on` is not one of `running`, `paused` or `shutoff`, or unset"),
         (&[("cpus", int(5))], "must not be greater than maxcpus (4)"),
         (&[("memory", int(0))], "field `memory`"),
         (&[("restartondiverge", s("sometimes"))], "field `restartondiverge`"),

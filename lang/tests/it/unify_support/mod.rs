@@ -218,7 +218,7 @@ fn sig(s: &str) -> Type {
 }
 
 fn param(name: &str, ty: &str) -> ParamDecl {
-    ParamDecl { name: name.into(), ty: sig(ty) }
+    ParamDecl::new(name, sig(ty))
 }
 
 pub fn catalog() -> Catalog {
