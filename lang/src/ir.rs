@@ -42,6 +42,20 @@ pub struct FuncGraph {
     /// Filled by unification: the concrete type of every node reachable from `stmts` or
     /// `checked` (`None` for nodes nothing uses, which are never type-checked).
     pub types: Vec<Option<Type>>,
+    /// Every elaboration of a class body by an `include`, in order: an error inside a class
+    /// included three times is reported once, naming the includes.
+    pub includes: Vec<IrInclude>,
+}
+
+/// One elaboration of a class body.
+#[derive(Clone, Debug)]
+pub struct IrInclude {
+    /// The class as written at its definition.
+    pub class: String,
+    /// Its body.
+    pub body: Span,
+    /// The `include` statements that led here, outermost first; the last is this class's.
+    pub chain: Vec<Span>,
 }
 
 impl FuncGraph {

@@ -26,6 +26,7 @@ pub mod output;
 pub mod pipeline;
 pub mod provenance;
 pub mod render;
+pub mod repeats;
 pub mod resgraph;
 pub mod scope;
 pub mod span;

@@ -49,22 +49,26 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         return fail(sources, diags);
     }
     let (mut graph, diags) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
+    // From here on, a class body is elaborated once per include and a func body once per
+    // call: repeats of one error are folded.
+    let fold_in = |graph: &FuncGraph, diags| crate::repeats::fold(diags, &graph.includes);
     if !diags.is_empty() {
-        return fail(sources, diags);
+        return fail(sources, fold_in(&graph, diags));
     }
     let diags = crate::unify::unify(&mut graph, catalog);
     if !diags.is_empty() {
-        return fail(sources, diags);
+        return fail(sources, fold_in(&graph, diags));
     }
     let mut diags = crate::checks::constant(&graph);
     diags.extend(crate::checks::resource_fields(&graph, catalog));
     if !diags.is_empty() {
-        return fail(sources, diags);
+        return fail(sources, fold_in(&graph, diags));
     }
     let diags = crate::graph_check::check(&graph);
     if !diags.is_empty() {
-        return fail(sources, diags);
+        return fail(sources, fold_in(&graph, diags));
     }
+
     Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new() }
 }
 

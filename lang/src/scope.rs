@@ -82,6 +82,7 @@ pub fn resolve_with(
         instances: BTreeMap::new(),
         bind_orders: BTreeMap::new(),
         static_recursion,
+        include_chain: Vec::new(),
         default_nodes: BTreeMap::new(),
         any_defaults: false,
         declared: Vec::new(),
@@ -91,18 +92,14 @@ pub fn resolve_with(
     (ctx.graph, sorted(ctx.diags))
 }
 
-/// Diagnostics in source order (file, then position), exact repeats dropped: a func body
-/// is elaborated once per call, so an error in it would otherwise repeat per call.
+/// Diagnostics in source order (file, then position). Repeats (a func body elaborated once
+/// per call, a class body once per include) are folded by the pipeline
+/// ([`crate::repeats::fold`]).
 fn sorted(diags: Diagnostics) -> Diagnostics {
     let mut items = diags.into_vec();
     items.sort_by_key(|d| d.span.map(|s| (0, s.file, s.start, s.end)).unwrap_or((1, FileId(0), 0, 0)));
     let mut out = Diagnostics::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for d in items {
-        if seen.insert((d.message.clone(), d.span)) {
-            out.push(d);
-        }
-    }
+    items.into_iter().for_each(|d| out.push(d));
     out
 }
 
@@ -168,6 +165,8 @@ struct Ctx<'a> {
     /// The ordering analysis found a cycle: recursion met during elaboration is a
     /// consequence of it and is not reported again.
     static_recursion: bool,
+    /// The `include` statements being elaborated, outermost first.
+    include_chain: Vec<Span>,
     /// The value (and condition) node of each defaults entry, by the entry's address and
     /// the frame of its block: made once, shared by every resource the default applies to.
     default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,

@@ -7,8 +7,8 @@ use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
 use crate::ir::{
-    EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrMeta, IrOverrideField, IrQuery,
-    IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
+    EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrInclude, IrMeta, IrOverrideField,
+    IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
 };
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ImportAlias, ResEntryKind, StmtKind};
@@ -619,11 +619,16 @@ impl<'a> Ctx<'a> {
             self.recursion(stmt.span);
             return Vec::new();
         }
+        let class = self.frame(owner).classes.get(&key).map_or_else(|| key.clone(), |c| c.name.name.clone());
+        self.include_chain.push(stmt.span);
+        let chain = self.include_chain.clone();
+        self.graph.includes.push(IrInclude { class, body: body.span, chain });
         self.with_class_active(owner, &key, 1);
         self.force_binds_in_order(body_frame, &body.stmts);
         let out = self.block_stmts(body_frame, &body.stmts);
         self.finish(body_frame);
         self.with_class_active(owner, &key, -1);
+        self.include_chain.pop();
         out
     }
 
