@@ -105,6 +105,11 @@ impl Loader for FsLoader {
     fn is_dir(&self, path: &str) -> bool {
         self.resolve(path).is_some_and(|p| p.is_dir())
     }
+    fn subdirs(&self, dir: &str) -> Vec<String> {
+        let Some(entries) = self.resolve(dir).and_then(|d| std::fs::read_dir(d).ok()) else { return Vec::new() };
+        let dirs = entries.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir()));
+        dirs.filter_map(|e| e.file_name().into_string().ok()).collect()
+    }
 }
 
 /// What [`read_leased`] found.

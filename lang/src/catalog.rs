@@ -129,6 +129,11 @@ impl Catalog {
         self.funcs.range(prefix.clone()..).next().is_some_and(|(k, _)| k.starts_with(&prefix))
     }
 
+    /// Every system package (`strings`, `golang/strings`, …).
+    pub fn packages(&self) -> std::collections::BTreeSet<&str> {
+        self.funcs.keys().filter_map(|k| k.rsplit_once('.').map(|(pkg, _)| pkg)).collect()
+    }
+
     /// The functions of a system package, without the `PKG.` prefix.
     pub fn package_funcs<'a>(&'a self, pkg: &str) -> impl Iterator<Item = (&'a str, &'a FuncDecl)> + 'a {
         let prefix = format!("{pkg}.");

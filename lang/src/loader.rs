@@ -15,6 +15,11 @@ pub trait Loader {
     fn why_unreadable(&self, _path: &str) -> Option<String> {
         None
     }
+    /// The names of the directories directly inside `dir`, for did-you-mean on a
+    /// misspelt module directory (a loader that cannot list gives none).
+    fn subdirs(&self, _dir: &str) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]
@@ -69,5 +74,15 @@ impl Loader for MemLoader {
     fn is_dir(&self, path: &str) -> bool {
         let prefix = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };
         self.files.keys().any(|k| k.starts_with(&prefix))
+    }
+    fn subdirs(&self, dir: &str) -> Vec<String> {
+        let prefix = if dir.ends_with('/') { dir.to_string() } else { format!("{dir}/") };
+        let mut names: Vec<String> = self
+            .files
+            .keys()
+            .filter_map(|k| k.strip_prefix(&prefix)?.split_once('/').map(|(name, _)| name.to_string()))
+            .collect();
+        names.dedup();
+        names
     }
 }

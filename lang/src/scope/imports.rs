@@ -86,14 +86,20 @@ pub fn default_namespace(path: &str) -> String {
 struct ImportError {
     message: String,
     inner: Option<Diagnostic>,
+    /// Did-you-mean and other hints.
+    notes: Vec<String>,
 }
 
 impl ImportError {
     fn plain(message: String) -> ImportError {
-        ImportError { message, inner: None }
+        ImportError { message, inner: None, notes: Vec::new() }
+    }
+    fn wrapping(message: String, inner: Option<Diagnostic>) -> ImportError {
+        ImportError { message, inner, notes: Vec::new() }
     }
     fn at(self, span: Span) -> Diagnostic {
         let mut d = Diagnostic::new(Stage::SetScope, self.message, span).with_code(Code::ImportFailed);
+        d.notes.extend(self.notes);
         if let Some(inner) = self.inner {
             if let Some(s) = inner.span {
                 d = d.with_label(s, inner.message.clone());
@@ -148,22 +154,47 @@ impl Load<'_> {
             return self
                 .file(&full, &module_dir, root)
                 .map(ImportTarget::Module)
-                .map_err(|(m, inner)| ImportError { message: format!("local import of `{path}` failed: {m}"), inner });
+                .map_err(|(m, inner)| ImportError::wrapping(format!("local import of `{path}` failed: {m}"), inner));
         }
         if path.ends_with('/') {
             let dir = join(base, path);
             let dir = if dir.ends_with('/') { dir } else { format!("{dir}/") };
-            return self
-                .module_dir(&dir)
-                .map(ImportTarget::Module)
-                .map_err(|(m, inner)| ImportError { message: format!("local import of `{path}` failed: {m}"), inner });
+            return self.module_dir(&dir).map(ImportTarget::Module).map_err(|(m, inner)| {
+                let mut e = ImportError::wrapping(format!("local import of `{path}` failed: {m}"), inner);
+                if !self.loader.is_dir(dir.trim_end_matches('/')) {
+                    e.notes.extend(self.nearby_dir(base, path));
+                }
+                e
+            });
         }
         if self.catalog.has_package(path) {
             return Ok(ImportTarget::System(path.to_string()));
         }
-        Err(ImportError::plain(format!(
+        let mut e = ImportError::plain(format!(
             "system import of `{path}` failed: could not find any non-empty scope named: {path}"
-        )))
+        ));
+        if self.loader.is_dir(&join(base, path)) {
+            e.notes.push(format!(
+                "`{path}` is a directory here: a local module is imported with a trailing slash, `import \"{path}/\"`"
+            ));
+        } else if let Some(close) = crate::suggest::did_you_mean(path, self.catalog.packages()) {
+            e.notes.push(format!("did you mean the package `{close}`?"));
+        }
+        Err(e)
+    }
+
+    /// Did-you-mean for a local import `path` (ending `/`, written in `base`) whose
+    /// directory does not exist: a directory beside it with a close name.
+    fn nearby_dir(&self, base: &str, path: &str) -> Option<String> {
+        let trimmed = path.trim_end_matches('/');
+        let (parent, name) = match trimmed.rsplit_once('/') {
+            Some((parent, name)) => (format!("{parent}/"), name),
+            None => (String::new(), trimmed),
+        };
+        let listed = join(base, &parent);
+        let close =
+            crate::suggest::did_you_mean(name, self.loader.subdirs(if listed.is_empty() { "/" } else { &listed }))?;
+        Some(format!("did you mean `{parent}{close}/`?"))
     }
 
     fn module_dir(&mut self, dir: &str) -> Result<usize, (String, Option<Diagnostic>)> {
