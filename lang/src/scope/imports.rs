@@ -85,7 +85,7 @@ pub fn default_namespace(path: &str) -> String {
 /// An import failure before it is placed at an import statement.
 struct ImportError {
     message: String,
-    inner: Option<Diagnostic>,
+    inner: Option<Box<Diagnostic>>,
     /// Did-you-mean and other hints.
     notes: Vec<String>,
 }
@@ -95,7 +95,7 @@ impl ImportError {
         ImportError { message, inner: None, notes: Vec::new() }
     }
     fn wrapping(message: String, inner: Option<Diagnostic>) -> ImportError {
-        ImportError { message, inner, notes: Vec::new() }
+        ImportError { message, inner: inner.map(Box::new), notes: Vec::new() }
     }
     fn at(self, span: Span) -> Diagnostic {
         let mut d = Diagnostic::new(Stage::SetScope, self.message, span).with_code(Code::ImportFailed);
