@@ -52,7 +52,8 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
 pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pipeline::Outcome), String> {
     let program = crate::loader::locate(path)?;
     let loader = FsLoader::new(&program.root);
-    let outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    let mut outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    crate::loader::name_files(&mut outcome.sources, &program.root);
     Ok((program, outcome))
 }
 

@@ -15,6 +15,28 @@ pub struct ProgramPath {
     pub entry: String,
 }
 
+/// Records where each file of a program read from `root` lives ([`SourceFile::real_path`])
+/// and names it for people by that path relative to the working directory (absolute when it
+/// is not under it), which terminals and editors open at the line shown.
+///
+/// [`SourceFile::real_path`]: lang::span::SourceFile::real_path
+pub fn name_files(sources: &mut lang::span::SourceMap, root: &Path) {
+    let cwd = std::env::current_dir().ok();
+    for file in sources.files_mut() {
+        let real = root.join(file.name.trim_start_matches('/'));
+        let absolute = match &cwd {
+            Some(cwd) if real.is_relative() => cwd.join(&real),
+            _ => real.clone(),
+        };
+        let shown = match cwd.as_deref().and_then(|cwd| absolute.strip_prefix(cwd).ok()) {
+            Some(rel) => rel.to_path_buf(),
+            None => absolute.clone(),
+        };
+        file.shown = Some(shown.display().to_string());
+        file.real_path = Some(absolute);
+    }
+}
+
 /// Finds the program for `PATH` as given on the command line: a `.mcl` file, or a
 /// directory holding `metadata.yaml` (its `main` field) or `main.mcl`.
 pub fn locate(path: &Path) -> Result<ProgramPath, String> {

@@ -15,7 +15,12 @@ pub fn render(diag: &Diagnostic, sources: &SourceMap, color: bool) -> String {
         }
         return out;
     };
-    let name = |s: Span| sources.get(s.file).name.clone();
+    let name = |s: Span| sources.get(s.file).shown_name().to_string();
+    // Where the error is, as terminals and editors take it: `path:line:col`.
+    let place = |s: Span| {
+        let at = sources.get(s.file).line_col(s.start);
+        format!("{}:{}:{}", name(s), at.line, at.col)
+    };
     // Each file is shown through a window of the lines the labels touch (a long line cut
     // around the primary span), so rendering one diagnostic costs what it shows, not the
     // size of the file.
@@ -36,31 +41,33 @@ pub fn render(diag: &Diagnostic, sources: &SourceMap, color: bool) -> String {
         match window(span.file).place(span) {
             Some(range) => shown.push((span.file, range, message)),
             None => {
-                let at = sources.get(span.file).line_col(span.start);
-                notes.push(format!("{message} (at {}:{}:{}, on a line too long to show)", name(span), at.line, at.col));
+                notes.push(format!("{message} (at {}, on a line too long to show)", place(span)));
             }
         }
     }
     let Some((_, first, _)) = shown.first().cloned() else {
-        return format!("error: {title}: {}\n", sources.byline(primary));
+        return format!("error: {title}: {}\n", place(primary));
     };
-    let mut report = Report::build(ReportKind::Error, (name(primary), first))
-        .with_config(config)
-        .with_message(format!("{title}: {}", sources.byline(primary)));
+    // The header of a cut line's excerpt counts columns in the cut text: the title says
+    // where the error really is.
+    let title = if window(primary.file).cut { format!("{title} (at {})", place(primary)) } else { title };
+    let mut report = Report::build(ReportKind::Error, (name(primary), first)).with_config(config).with_message(&title);
     for (i, (file, range, message)) in shown.into_iter().enumerate() {
-        let label = Label::new((sources.get(file).name.clone(), range)).with_message(message);
+        let label = Label::new((sources.get(file).shown_name().to_string(), range)).with_message(message);
         report = report.with_label(if i == 0 { label.with_priority(1) } else { label });
     }
     for note in &notes {
         report = report.with_note(note);
     }
-    let shown_sources: std::collections::HashMap<String, ariadne::Source<String>> =
-        windows.iter().map(|(f, w)| (sources.get(*f).name.clone(), ariadne::Source::from(w.text.clone()))).collect();
+    let shown_sources: std::collections::HashMap<String, ariadne::Source<String>> = windows
+        .iter()
+        .map(|(f, w)| (sources.get(*f).shown_name().to_string(), ariadne::Source::from(w.text.clone())))
+        .collect();
     let missing = (|id: &String| Err(format!("no source `{id}`"))) as fn(&String) -> Result<String, String>;
     let cache = ariadne::FnCache::new(missing).with_sources(shown_sources);
     let mut buf = Vec::new();
     if report.finish().write(cache, &mut buf).is_err() {
-        return format!("error: {title}: {}\n", sources.byline(primary));
+        return format!("error: {title}: {}\n", place(primary));
     }
     String::from_utf8_lossy(&buf).into_owned()
 }
@@ -101,6 +108,9 @@ struct Window {
     base: usize,
     /// Bytes of `text` before the shown text (the empty lines, the `…` of a cut line).
     prefix: usize,
+    /// Whether it shows a cut line (whose columns in the excerpt's header are the cut
+    /// text's, not the file's).
+    cut: bool,
 }
 
 impl Window {
@@ -125,7 +135,7 @@ impl Window {
         let first_line = if cut { file.line_of(focus.start).0 } else { first_line };
         let pad = "\n".repeat(first_line);
         let text = format!("{pad}{before}{}{after}\n", &file.text[range.clone()]);
-        Window { text, base: range.start, prefix: pad.len() + before.len() }
+        Window { text, base: range.start, prefix: pad.len() + before.len(), cut }
     }
 
     /// `span` in the window's text, if the window shows it.
@@ -172,6 +182,7 @@ pub fn to_json(diag: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
         let b = f.line_col(s.end);
         serde_json::json!({
             "file": f.name,
+            "path": f.shown_name(),
             "line": a.line, "column": a.col,
             "end_line": b.line, "end_column": b.col,
             "byte_start": s.start, "byte_end": s.end,
@@ -200,13 +211,29 @@ mod tests {
         let d = Diagnostic::new(Stage::Unify, "type error: int != str", Span::new(id, 21, 24))
             .with_label(Span::new(id, 3, 6), "expected `int` because of this");
         let text = render(&d, &map, false);
-        assert!(text.contains("errUnify: type error: int != str: /main.mcl @ 2:11-2:14"), "{text}");
+        assert!(text.contains("errUnify: type error: int != str\n"), "{text}");
+        assert!(text.contains("╭─[ /main.mcl:2:11 ]"), "{text}");
         assert!(text.contains("expected `int` because of this"), "{text}");
         assert!(text.contains("$y = $x + \"a\""), "{text}");
         let j = to_json(&d, &map);
         assert_eq!(j["span"]["line"], 2);
         assert_eq!(j["span"]["column"], 11);
         assert_eq!(j["labels"][0]["span"]["line"], 1);
+    }
+
+    #[test]
+    fn files_are_shown_by_the_name_the_binary_gives_them() {
+        let mut map = SourceMap::new();
+        let id = map.add(SourceFile::new("/main.mcl", "$x = 1 + \"a\"\n"));
+        map.files_mut().for_each(|f| f.shown = Some("site/main.mcl".into()));
+        let d = Diagnostic::new(Stage::Unify, "type error", Span::new(id, 5, 12));
+        let text = render(&d, &map, false);
+        assert!(text.contains("╭─[ site/main.mcl:1:6 ]") && !text.contains("/main.mcl @"), "{text}");
+        let j = to_json(&d, &map);
+        assert_eq!(
+            (j["span"]["file"].as_str(), j["span"]["path"].as_str()),
+            (Some("/main.mcl"), Some("site/main.mcl"))
+        );
     }
 
     #[test]
@@ -234,7 +261,7 @@ mod tests {
         assert!(out.contains("│ …") && out.contains("$a = 1 $a = 1") && out.contains("$b = 1 + \"x\""), "{out}");
         assert!(out.len() < 2000, "cut: {} bytes\n{out}", out.len());
         assert!(out.contains("far away on the same line (at /main.mcl:1:1, on a line too long to show)"), "{out}");
-        assert!(out.contains("/main.mcl @ 1:14006-"), "positions stay the file's: {out}");
+        assert!(out.contains("type error (at /main.mcl:1:14006)"), "positions stay the file's: {out}");
     }
 
     #[test]
@@ -247,8 +274,8 @@ mod tests {
             .collect();
         let out = render_all(&diags, &map, false);
         assert_eq!(out.matches("errUnify: e").count(), SHOWN);
-        assert!(out.find("errUnify: e0:").unwrap() < out.find("errUnify: e1:").unwrap(), "source order");
-        assert!(!out.contains("errUnify: e50:"));
+        assert!(out.find("errUnify: e0\n").unwrap() < out.find("errUnify: e1\n").unwrap(), "source order");
+        assert!(!out.contains("errUnify: e50\n"));
         assert!(
             out.ends_with("error: 70 more errors not shown (`tend check --format json` lists every one)\n"),
             "{out}"

@@ -37,6 +37,9 @@ pub struct SourceFile {
     pub name: String,
     /// The real path on disk, when the file came from disk.
     pub real_path: Option<std::path::PathBuf>,
+    /// How people are shown the file: its real path relative to their working directory
+    /// (terminals and editors jump to it), set by the binary; `name` when unset.
+    pub shown: Option<String>,
     pub text: String,
     line_starts: Vec<u32>,
 }
@@ -57,7 +60,12 @@ impl SourceFile {
                 line_starts.push(i as u32 + 1);
             }
         }
-        SourceFile { name: name.into(), real_path: None, text, line_starts }
+        SourceFile { name: name.into(), real_path: None, shown: None, text, line_starts }
+    }
+
+    /// The name diagnostics show people: [`SourceFile::shown`], else the deploy name.
+    pub fn shown_name(&self) -> &str {
+        self.shown.as_deref().unwrap_or(&self.name)
     }
 
     /// Line and column of a byte offset.
@@ -112,6 +120,11 @@ impl SourceMap {
 
     pub fn files(&self) -> impl Iterator<Item = (FileId, &SourceFile)> {
         self.files.iter().enumerate().map(|(i, f)| (FileId(i as u32), f))
+    }
+
+    /// Every file, to set where it lives on disk ([`SourceFile::real_path`], `shown`).
+    pub fn files_mut(&mut self) -> impl Iterator<Item = &mut SourceFile> {
+        self.files.iter_mut()
     }
 
     /// The text a span covers.

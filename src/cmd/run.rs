@@ -208,7 +208,8 @@ fn compile_with(
     loader: &crate::loader::FsLoader,
     catalog: &Catalog,
 ) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
-    let outcome = lang::pipeline::compile(&program.entry, loader, catalog);
+    let mut outcome = lang::pipeline::compile(&program.entry, loader, catalog);
+    crate::loader::name_files(&mut outcome.sources, &program.root);
     match outcome.graph {
         Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled { graph: Arc::new(g), sources: outcome.sources }),
         _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
