@@ -161,6 +161,25 @@ fn noop_json_reports_changes_and_failures() {
 }
 
 #[test]
+fn a_noop_receiver_says_what_it_would_receive() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let program = format!(
+        "exec \"hello\" {{\n\tcmd => \"echo hi\",\n\tshell => \"/bin/sh\",\n}}\nfile \"{root}/out\" {{\n\tstate => \"exists\",\n}}\nExec[\"hello\"].stdout -> File[\"{root}/out\"].content\n"
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out = tend(dir.path(), &["--noop"]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let line = format!(
+        "file[{root}/out]: would receive `content` from exec[hello].stdout, which is known only once exec[hello] runs"
+    );
+    assert!(stdout.contains(&line), "{stdout}");
+    assert!(!stdout.contains("(0 bytes):"), "no empty diff: {stdout}");
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
 fn noop_does_not_say_nothing_would_change_when_a_check_failed_or_nothing_started() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().display().to_string();

@@ -43,6 +43,9 @@ pub(crate) struct Node {
     pub(crate) state: Mutex<WorkerState>,
     /// A run has succeeded at least once.
     pub(crate) succeeded: AtomicBool,
+    /// Its sends are not what it would send: in noop mode it would have changed (or it
+    /// received such a value) but did not run.
+    pub(crate) sends_guessed: AtomicBool,
 }
 
 /// What a worker is doing, for [`crate::Engine::status`].
@@ -92,6 +95,7 @@ impl Node {
             failed: Mutex::new(None),
             state: Mutex::new(WorkerState::Starting),
             succeeded: AtomicBool::new(false),
+            sends_guessed: AtomicBool::new(false),
         }
     }
 

@@ -240,7 +240,7 @@ impl Worker {
         }
         self.node.waiting.store(false, Ordering::SeqCst);
         let _permits = self.acquire_semas().await?;
-        self.transfer(&links)?;
+        let received = self.transfer(&links)?;
 
         let refreshable = self.res.refreshable();
         let refresh = links.parents.iter().any(|p| p.pending.as_ref().is_some_and(|f| f.load(Ordering::SeqCst)));
@@ -263,7 +263,14 @@ impl Worker {
             self.shared.checks.fetch_add(1, Ordering::Relaxed);
             let check_ok = check?;
             ran = true;
-            let changed = !check_ok;
+            // In noop mode, a value received from a resource that did not run is a guess:
+            // say where it would come from, and count the receiver as changing.
+            let guessed = noop && received.iter().any(|r| r.guessed);
+            if noop {
+                ctx.reports.extend(received.iter().map(|r| r.line(&self.node.key)));
+            }
+            self.node.sends_guessed.store(noop && (!check_ok || guessed), Ordering::SeqCst);
+            let changed = !check_ok || guessed;
             // The notes reach the person running tend through the event; the log has them
             // at -vv.
             tracing::info!(resource = %self.node.key, changed, noop, "applied");
@@ -327,11 +334,19 @@ impl Worker {
     }
 
     /// Pulls every received value from the parents' latest sends (engine.md 1.12).
-    fn transfer(&mut self, links: &Links) -> Result<(), ResError> {
+    fn transfer(&mut self, links: &Links) -> Result<Vec<Received>, ResError> {
         let mut changed = false;
+        let mut received = Vec::new();
         for parent in links.parents.iter().filter(|p| !p.sendrecv.is_empty()) {
             let sent = lock(&parent.node.sends).clone();
+            let guessed = parent.node.sends_guessed.load(Ordering::SeqCst);
             for sr in &parent.sendrecv {
+                received.push(Received {
+                    param: sr.recv.clone(),
+                    from: parent.node.key.clone(),
+                    field: sr.send.clone(),
+                    guessed,
+                });
                 let value = sent.as_ref().and_then(|s| s.get(&sr.send)).ok_or_else(|| {
                     ResError::new(format!("received nil value: {}.{} has not been sent yet", parent.node.key, sr.send))
                 })?;
@@ -347,7 +362,7 @@ impl Worker {
             *lock(&self.node.fingerprint) = crate::node::Digest::of(&self.res.fingerprint());
             self.res.validate()?;
         }
-        Ok(())
+        Ok(received)
     }
 
     /// Acquires this vertex's semaphores in sorted order (deadlock avoidance).
@@ -545,5 +560,24 @@ struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// One param a run received over send/recv, for the noop report.
+struct Received {
+    param: String,
+    from: ResKey,
+    field: String,
+    /// The sender did not run (noop): the value is not the one it would send.
+    guessed: bool,
+}
+
+impl Received {
+    /// `file[/x]: would receive `content` from exec[m].stdout` (and, for a value the
+    /// sender would only make by running, that it is not known yet).
+    fn line(&self, key: &ResKey) -> String {
+        let Received { param, from, field, .. } = self;
+        let unknown = if self.guessed { format!(", which is known only once {from} runs") } else { String::new() };
+        format!("{key}: would receive `{param}` from {from}.{field}{unknown}")
     }
 }

@@ -600,10 +600,12 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
     run.ok = false;
     if !run.apply {
         let diff = unified_diff(&p.path, &String::from_utf8_lossy(&current), &String::from_utf8_lossy(desired));
+        // An empty file created has no diff to show.
+        let diff = if diff.trim().is_empty() { String::new() } else { format!(":\n{diff}") };
         if exists {
-            run.ctx.report(format!("file[{}]: would change content:\n{diff}", p.path));
+            run.ctx.report(format!("file[{}]: would change content{diff}", p.path));
         } else {
-            run.ctx.report(format!("file[{}]: would be created ({} bytes):\n{diff}", p.path, desired.len()));
+            run.ctx.report(format!("file[{}]: would be created ({} bytes){diff}", p.path, desired.len()));
         }
         return Ok(());
     }

@@ -250,6 +250,52 @@ async fn noop_checks_without_applying_and_reports() {
     assert!(reported);
 }
 
+/// The noop notes of `receiver` when its sender is `changing` or not.
+async fn noop_receiver_notes(sender_changes: bool) -> (bool, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let mut events = engine.subscribe();
+    let log = Log::default();
+    let mut sender = Scripted::new("sender", &log);
+    if sender_changes {
+        sender = sender.changing();
+    }
+    sender.send = Some("hello".into());
+    let mut receiver = Scripted::new("receiver", &log);
+    receiver.received = Some(String::new());
+    let noop = Meta { noop: true, ..Meta::default() };
+    let mut g = graph_with_meta(vec![(sender, noop.clone()), (receiver, noop)], &[]);
+    g.add_sendrecv(key("sender"), "out", key("receiver"), "in");
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let mut notes = (false, Vec::new());
+    while let Ok(ev) = events.try_recv() {
+        if let EngineEvent::Applied { key, changed, reports, .. } = ev
+            && &*key.name == "receiver"
+        {
+            notes = (changed, reports);
+        }
+    }
+    notes
+}
+
+#[tokio::test]
+async fn a_noop_receiver_says_what_it_would_receive_and_whether_that_is_known() {
+    let (changed, notes) = noop_receiver_notes(true).await;
+    assert!(changed, "a value a sender makes only by running may change anything");
+    assert_eq!(
+        notes.last().map(String::as_str),
+        Some(
+            "scripted[receiver]: would receive `in` from scripted[sender].out, which is known only once scripted[sender] runs"
+        )
+    );
+    let (_, notes) = noop_receiver_notes(false).await;
+    assert_eq!(
+        notes.last().map(String::as_str),
+        Some("scripted[receiver]: would receive `in` from scripted[sender].out")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_swap_keeps_unchanged_resources_running() {
     let dir = tempfile::tempdir().unwrap();
