@@ -1,7 +1,8 @@
-//! Every bundled example as a user meets it: `tend check` accepts each one, and each that
-//! keeps everything under `$TEND_EXAMPLE_ROOT` is run twice on a temporary root with
-//! `--converged-timeout 0`: the first run converges without failure, the second changes
-//! nothing (`--detailed-exitcodes` exits 0).
+//! Every bundled example as a user meets it, and every program of `docs/guide.md`: `tend
+//! check` accepts each one, and each example that keeps everything under
+//! `$TEND_EXAMPLE_ROOT` is run twice on a temporary root with `--converged-timeout 0`: the
+//! first run converges without failure, the second changes nothing (`--detailed-exitcodes`
+//! exits 0).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -41,6 +42,22 @@ fn there_are_a_dozen_examples_and_tend_check_accepts_each() {
         let out = Command::new(TEND).arg("check").arg(example).output().unwrap();
         assert!(out.status.success(), "{}: {}", example.display(), text(&out));
     }
+}
+
+#[test]
+fn every_program_in_the_guide_passes_tend_check() {
+    let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for (i, block) in guide.split("```mcl\n").skip(1).enumerate() {
+        let program = block.split("```").next().unwrap();
+        let path = dir.path().join(format!("block{i}.mcl"));
+        std::fs::write(&path, program).unwrap();
+        let out = Command::new(TEND).arg("check").arg(&path).output().unwrap();
+        assert!(out.status.success(), "guide block {i}:\n{program}\n{}", text(&out));
+        checked += 1;
+    }
+    assert!(checked >= 8, "{checked} programs in the guide");
 }
 
 #[test]
