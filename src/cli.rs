@@ -38,6 +38,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value = "human")]
         format: CheckFormat,
     },
+    /// Rewrite mcl files in mgmt's canonical layout (directories recursively; `-`: stdin to
+    /// stdout); prints the files it changed.
+    Fmt {
+        /// Files or directories (default: the current directory), or `-`.
+        paths: Vec<PathBuf>,
+        /// Change nothing: list the files that are not formatted and exit 1 if there are any.
+        #[arg(long)]
+        check: bool,
+    },
     /// Compile, run the dataflow until it settles, and print the resource graph.
     Graph {
         path: PathBuf,

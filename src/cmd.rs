@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod deploy;
+pub mod fmt;
 pub mod graph;
 pub mod run;
 pub mod status;

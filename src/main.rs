@@ -38,6 +38,7 @@ fn main() -> ExitCode {
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     match cli.command {
         Command::Check { path, format } => cmd::check::run(&path, format, cli.verbose, cli.hostname),
+        Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
         Command::Graph { path, format, timeout, seeds, prefix } => {
             cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }

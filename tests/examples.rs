@@ -45,6 +45,13 @@ fn there_are_a_dozen_examples_and_tend_check_accepts_each() {
 }
 
 #[test]
+fn the_examples_are_formatted() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let out = Command::new(TEND).arg("fmt").arg("--check").arg(&examples).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
 fn every_program_in_the_guide_passes_tend_check() {
     let guide = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide.md")).unwrap();
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod checks;
 pub mod diag;
 pub mod exported;
+pub mod format;
 pub mod graph_check;
 pub mod init;
 pub mod interpolate;
