@@ -37,6 +37,9 @@ pub enum Command {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "human")]
         format: CheckFormat,
+        /// `--deny warnings`: a warning (an unused bind or import) fails the check.
+        #[arg(long, value_name = "warnings", value_parser = ["warnings"])]
+        deny: Option<String>,
     },
     /// Rewrite mcl files in mgmt's canonical layout (directories recursively; `-`: stdin to
     /// stdout); prints the files it changed.

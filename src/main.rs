@@ -37,7 +37,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     match cli.command {
-        Command::Check { path, format } => cmd::check::run(&path, format, cli.verbose, cli.hostname),
+        Command::Check { path, format, deny } => {
+            cmd::check::run(&path, format, deny.is_some(), cli.verbose, cli.hostname)
+        }
         Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
         Command::Graph { path, format, timeout, seeds, prefix } => {
             cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })

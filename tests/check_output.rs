@@ -33,3 +33,27 @@ fn errors_name_the_real_path_relative_to_the_working_directory() {
     assert_eq!(span["file"], "/main.mcl");
     assert_eq!(span["path"].as_str(), Some(program.join("main.mcl").to_str().unwrap()));
 }
+
+#[test]
+fn warnings_are_shown_and_fail_the_check_only_when_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), "import \"fmt\"\n$x = 1\n").unwrap();
+    let check = |args: &[&str]| {
+        Command::new(TEND).arg("check").args(args).arg("main.mcl").current_dir(dir.path()).output().unwrap()
+    };
+    let out = check(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("Warning: unused import `fmt`") && stderr.contains("unused variable `$x`"), "{stderr}");
+    assert!(stderr.contains("2 warning(s)"), "{stderr}");
+    assert!(out.stdout.is_empty(), "no # err line for a warning");
+
+    let out = check(&["--deny", "warnings"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = check(&["--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["warnings"][0]["severity"], "warning");
+    assert_eq!(doc["warnings"][0]["code"], "unused-import");
+    assert_eq!(doc["warnings"][1]["code"], "unused-bind");
+}

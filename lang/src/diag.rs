@@ -127,6 +127,10 @@ pub enum Code {
     CollectConflict,
     /// A bug in tend.
     Internal,
+    /// A warning: a bind nothing uses (it is not even type-checked).
+    UnusedBind,
+    /// A warning: an import nothing uses.
+    UnusedImport,
 }
 
 impl Code {
@@ -176,6 +180,8 @@ impl Code {
         Code::StreamFailed,
         Code::CollectConflict,
         Code::Internal,
+        Code::UnusedBind,
+        Code::UnusedImport,
     ];
 
     /// The stable text of the code.
@@ -219,6 +225,8 @@ impl Code {
             Code::StreamFailed => "stream-failed",
             Code::CollectConflict => "collect-conflict",
             Code::Internal => "internal",
+            Code::UnusedBind => "unused-bind",
+            Code::UnusedImport => "unused-import",
         }
     }
 }
@@ -244,6 +252,8 @@ pub struct Diagnostic {
     pub notes: Vec<String>,
     /// The kind of error, when it has a stable code.
     pub code: Option<Code>,
+    /// A warning points at likely wrong code that still compiles; it never stops a program.
+    pub warning: bool,
 }
 
 impl Diagnostic {
@@ -255,11 +265,25 @@ impl Diagnostic {
             labels: Vec::new(),
             notes: Vec::new(),
             code: None,
+            warning: false,
         }
     }
 
+    /// A warning (see [`Diagnostic::warning`]).
+    pub fn warn(stage: Stage, message: impl Into<String>, span: Span) -> Diagnostic {
+        Diagnostic { warning: true, ..Diagnostic::new(stage, message, span) }
+    }
+
     pub fn without_span(stage: Stage, message: impl Into<String>) -> Diagnostic {
-        Diagnostic { stage, message: message.into(), span: None, labels: Vec::new(), notes: Vec::new(), code: None }
+        Diagnostic {
+            stage,
+            message: message.into(),
+            span: None,
+            labels: Vec::new(),
+            notes: Vec::new(),
+            code: None,
+            warning: false,
+        }
     }
 
     pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Diagnostic {

@@ -19,6 +19,9 @@ pub struct Outcome {
     pub sources: SourceMap,
     pub graph: Option<FuncGraph>,
     pub diagnostics: Diagnostics,
+    /// Likely mistakes that still compile (unused binds and imports), found once scope
+    /// resolution succeeded, minus those a `# tend: allow(CODE)` comment silences.
+    pub warnings: Diagnostics,
 }
 
 /// Runs lex/parse, init, interpolate, scope, unify and the graph checks on the program
@@ -31,10 +34,11 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         let d =
             Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`{why}"))
                 .with_code(Code::EntryUnreadable);
-        return Outcome { sources, graph: None, diagnostics: d.into() };
+        return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new() };
     };
     let file = sources.add(SourceFile::new(entry, text));
-    let fail = |sources, diagnostics| Outcome { sources, graph: None, diagnostics };
+    let mut warnings = Diagnostics::new();
+    let fail = |sources, diagnostics| Outcome { sources, graph: None, diagnostics, warnings: Diagnostics::new() };
 
     let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
     if !diags.is_empty() {
@@ -48,7 +52,15 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let (mut graph, diags) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
+    let (mut graph, found) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
+    let mut diags = Diagnostics::new();
+    for d in found.into_vec() {
+        match d.warning {
+            true if !silenced(&sources, &d) => warnings.push(d),
+            true => {}
+            false => diags.push(d),
+        }
+    }
     // From here on, a class body is elaborated once per include and a func body once per
     // call: repeats of one error are folded.
     let fold_in = |graph: &FuncGraph, diags| crate::repeats::fold(diags, &graph.includes);
@@ -69,7 +81,18 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         return fail(sources, fold_in(&graph, diags));
     }
 
-    Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new() }
+    Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings }
+}
+
+/// Whether a `# tend: allow(CODE)` comment on the warning's line or the line above names
+/// its code.
+fn silenced(sources: &SourceMap, d: &Diagnostic) -> bool {
+    let (Some(span), Some(code)) = (d.span, d.code) else { return false };
+    let file = sources.get(span.file);
+    let allow = format!("tend: allow({})", code.as_str());
+    let (_, this) = file.line_of(span.start);
+    let above = (this.start > 0).then(|| file.line_of(this.start as u32 - 1).1);
+    [Some(this), above].into_iter().flatten().any(|range| file.text[range].contains(&allow))
 }
 
 #[cfg(test)]
@@ -143,6 +166,27 @@ mod tests {
         // Allowed values, an unset state and values known only at run time pass.
         assert!(field_errors("file \"/a\" { state => \"absent\", }\nfile \"/b\" { state => \"\", }\n").is_empty());
         assert!(field_errors("$s = \"exi\" + \"sts\"\nfile \"/a\" { state => $s, }\n").is_empty());
+    }
+
+    #[test]
+    fn warnings_name_unused_binds_and_imports_and_never_stop_a_program() {
+        let catalog = Catalog::new();
+        let loader = MemLoader::new()
+            .with("/main.mcl", "import \"m/\"\nimport \"x/\"\n$used = $m.offered\n$alone = 1\nclass c($n) {\n\t$v = $n\n}\ninclude c(1) as one\ninclude c(2)\n$w = $one.v + $used\n")
+            .with("/m/main.mcl", "$offered = 1\n")
+            .with("/x/main.mcl", "$y = 1\n");
+        let out = compile("/main.mcl", &loader, &catalog);
+        assert!(out.diagnostics.is_empty() && out.graph.is_some());
+        let warnings: Vec<_> = out.warnings.iter().map(|d| (d.message.as_str(), d.code)).collect();
+        assert_eq!(
+            warnings,
+            [
+                ("unused import `x`", Some(Code::UnusedImport)),
+                ("unused variable `$alone`", Some(Code::UnusedBind)),
+                ("unused variable `$w`", Some(Code::UnusedBind)),
+            ]
+        );
+        assert!(out.warnings.iter().all(|d| d.warning));
     }
 
     #[test]

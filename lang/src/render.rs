@@ -7,7 +7,7 @@ use ariadne::{Config, IndexType, Label, Report, ReportKind};
 /// Renders one diagnostic with source excerpts. `color` adds ANSI colors.
 pub fn render(diag: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     let config = Config::new().with_index_type(IndexType::Byte).with_color(color);
-    let title = format!("{}: {}", diag.stage, diag.message);
+    let title = if diag.warning { diag.message.clone() } else { format!("{}: {}", diag.stage, diag.message) };
     let Some(primary) = diag.span else {
         let mut out = format!("error: {title}\n");
         for note in &diag.notes {
@@ -51,7 +51,8 @@ pub fn render(diag: &Diagnostic, sources: &SourceMap, color: bool) -> String {
     // The header of a cut line's excerpt counts columns in the cut text: the title says
     // where the error really is.
     let title = if window(primary.file).cut { format!("{title} (at {})", place(primary)) } else { title };
-    let mut report = Report::build(ReportKind::Error, (name(primary), first)).with_config(config).with_message(&title);
+    let kind = if diag.warning { ReportKind::Warning } else { ReportKind::Error };
+    let mut report = Report::build(kind, (name(primary), first)).with_config(config).with_message(&title);
     for (i, (file, range, message)) in shown.into_iter().enumerate() {
         let label = Label::new((sources.get(file).shown_name().to_string(), range)).with_message(message);
         report = report.with_label(if i == 0 { label.with_priority(1) } else { label });
@@ -189,6 +190,7 @@ pub fn to_json(diag: &Diagnostic, sources: &SourceMap) -> serde_json::Value {
         })
     };
     serde_json::json!({
+        "severity": if diag.warning { "warning" } else { "error" },
         "stage": diag.stage.code(),
         "code": diag.code.map(|c| c.as_str()),
         "message": diag.message,

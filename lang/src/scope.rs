@@ -20,6 +20,7 @@ mod imports;
 mod order;
 mod stmt;
 mod types;
+mod usage;
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
@@ -83,13 +84,18 @@ pub fn resolve_with(
         bind_orders: BTreeMap::new(),
         static_recursion,
         include_chain: Vec::new(),
+        usage: usage::Usage::default(),
         default_nodes: BTreeMap::new(),
         any_defaults: false,
         declared: Vec::new(),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
-    (ctx.graph, sorted(ctx.diags))
+    let mut diags = sorted(ctx.diags);
+    if diags.is_empty() {
+        diags.extend(ctx.usage.warnings());
+    }
+    (ctx.graph, diags)
 }
 
 /// Diagnostics in source order (file, then position). Repeats (a func body elaborated once
@@ -167,6 +173,8 @@ struct Ctx<'a> {
     static_recursion: bool,
     /// The `include` statements being elaborated, outermost first.
     include_chain: Vec<Span>,
+    /// What was declared and what was used, for the unused-name warnings.
+    usage: usage::Usage,
     /// The value (and condition) node of each defaults entry, by the entry's address and
     /// the frame of its block: made once, shared by every resource the default applies to.
     default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,
@@ -218,12 +226,16 @@ impl<'a> Ctx<'a> {
         let mut cur = Some(start);
         while let Some(f) = cur {
             if self.frame(f).has(ns, name) {
+                if ns == Ns::Var {
+                    self.usage.used_var(f, name);
+                }
                 return Some(Hit::Entry(f, name.to_string()));
             }
             if let Some((head, rest)) = name.split_once('.')
                 && let Some(alias) = self.frame(f).aliases.get(head).cloned()
                 && let Some(hit) = self.find_via(f, head, alias, ns, rest)
             {
+                self.usage.used_alias(f, head);
                 return Some(hit);
             }
             let stars = self.frame(f).stars.clone();
@@ -373,6 +385,8 @@ impl<'a> Ctx<'a> {
                 self.modules.insert(module, Lazy::Active);
                 let before = self.diags.len();
                 let fid = self.new_frame(Frame::child(FrameId(0)));
+                // A module's top-level binds are what it offers its importers.
+                self.usage.exports(fid);
                 let stmts = &self.files[module].stmts;
                 self.declare(fid, stmts);
                 self.modules.insert(module, Lazy::Done(fid));

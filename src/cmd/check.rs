@@ -5,7 +5,7 @@ use crate::compile::{self, Report};
 use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(path: &Path, format: CheckFormat, verbose: u8, hostname: Option<String>) -> ExitCode {
+pub fn run(path: &Path, format: CheckFormat, deny_warnings: bool, verbose: u8, hostname: Option<String>) -> ExitCode {
     let (registry, catalog) = compile::catalog(hostname.as_deref());
     let how = if format == CheckFormat::Json { Report::Json } else { Report::Human };
     let (program, outcome) = match compile::compile(path, &catalog) {
@@ -19,6 +19,11 @@ pub fn run(path: &Path, format: CheckFormat, verbose: u8, hostname: Option<Strin
         compile::report(&outcome.diagnostics.into_vec(), &outcome.sources, how);
         return ExitCode::from(1);
     }
+    let warnings = outcome.warnings.iter().cloned().collect::<Vec<_>>();
+    if format == CheckFormat::Human && !warnings.is_empty() {
+        crate::stderr::print(lang::render::render_all(&warnings, &outcome.sources, crate::stderr::color()));
+    }
+    let denied = deny_warnings && !warnings.is_empty();
     let nodes = outcome.graph.as_ref().map_or(0, |g| g.nodes.len());
     if verbose > 0
         && format == CheckFormat::Human
@@ -28,13 +33,24 @@ pub fn run(path: &Path, format: CheckFormat, verbose: u8, hostname: Option<Strin
         list_unrealized(graph, registry, &program.root, hostname, &outcome.sources);
     }
     match format {
-        CheckFormat::Json => crate::stdout::line(format_args!("{}", serde_json::json!({"ok": true, "nodes": nodes}))),
+        CheckFormat::Json => {
+            let warnings: Vec<_> = warnings.iter().map(|d| lang::render::to_json(d, &outcome.sources)).collect();
+            let doc = serde_json::json!({"ok": !denied, "nodes": nodes, "warnings": warnings});
+            crate::stdout::line(format_args!("{doc}"))
+        }
+        CheckFormat::Human if denied => {
+            crate::stderr::line(format_args!("error: {} warning(s), denied by --deny warnings", warnings.len()))
+        }
         CheckFormat::Human => crate::stderr::line(format_args!(
-            "ok: {} file(s), {nodes} function graph node(s)",
-            outcome.sources.files().count()
+            "ok: {} file(s), {nodes} function graph node(s){}",
+            outcome.sources.files().count(),
+            match warnings.len() {
+                0 => String::new(),
+                n => format!(", {n} warning(s)"),
+            }
         )),
     }
-    ExitCode::SUCCESS
+    if denied { ExitCode::from(1) } else { ExitCode::SUCCESS }
 }
 
 /// Whether the program declares a virtual or exported resource anywhere.

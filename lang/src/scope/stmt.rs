@@ -44,6 +44,7 @@ impl<'a> Ctx<'a> {
             }
             match &stmt.kind {
                 StmtKind::Bind { name, ann, value } => {
+                    self.usage.bind(fid, name);
                     let entry = VarEntry::Bind { name, ann: ann.as_ref(), value, state: Lazy::Pending };
                     self.frame_mut(fid).vars.entry(name.name.clone()).or_insert(entry);
                 }
@@ -93,9 +94,11 @@ impl<'a> Ctx<'a> {
                     match alias {
                         Some(ImportAlias::Star(_)) => self.frame_mut(fid).stars.push(entry),
                         Some(ImportAlias::Name(n)) => {
+                            self.usage.import(fid, &n.name, stmt.span);
                             self.frame_mut(fid).aliases.entry(n.name.clone()).or_insert(entry);
                         }
                         None => {
+                            self.usage.import(fid, &default_namespace(path), stmt.span);
                             self.frame_mut(fid).aliases.entry(default_namespace(path)).or_insert(entry);
                         }
                     }

@@ -1,0 +1,86 @@
+//! The names a program declares and never uses: a bind nothing reads (mgmt does not even
+//! type-check it, so a mistake in it goes unnoticed) and an import nothing refers to.
+//! Recorded while elaborating; turned into warnings once scope resolution found no error.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
+use crate::span::Span;
+use crate::syntax::ast;
+
+use super::frame::FrameId;
+
+#[derive(Default)]
+pub(super) struct Usage {
+    /// Every bind declared outside a module's top level, by frame and name (a class body
+    /// declares its binds once per include).
+    binds: Vec<(FrameId, String, Span)>,
+    /// Every named import, by frame and alias.
+    imports: Vec<(FrameId, String, Span)>,
+    /// Top frames of imported modules: their binds are for importers.
+    exports: HashSet<FrameId>,
+    vars: HashSet<(FrameId, String)>,
+    aliases: HashSet<(FrameId, String)>,
+}
+
+impl Usage {
+    pub(super) fn bind(&mut self, frame: FrameId, name: &ast::Ident) {
+        if !self.exports.contains(&frame) {
+            self.binds.push((frame, name.name.clone(), name.span));
+        }
+    }
+
+    pub(super) fn import(&mut self, frame: FrameId, alias: &str, span: Span) {
+        self.imports.push((frame, alias.to_string(), span));
+    }
+
+    pub(super) fn exports(&mut self, frame: FrameId) {
+        self.exports.insert(frame);
+    }
+
+    pub(super) fn used_var(&mut self, frame: FrameId, name: &str) {
+        if !self.vars.contains(&(frame, name.to_string())) {
+            self.vars.insert((frame, name.to_string()));
+        }
+    }
+
+    pub(super) fn used_alias(&mut self, frame: FrameId, alias: &str) {
+        if !self.aliases.contains(&(frame, alias.to_string())) {
+            self.aliases.insert((frame, alias.to_string()));
+        }
+    }
+
+    /// One warning per declaration no elaboration of it used, in source order.
+    pub(super) fn warnings(&self) -> Diagnostics {
+        // A declaration is used when any instance of it is (a class included twice).
+        let mut binds: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
+        for (frame, name, span) in &self.binds {
+            let used = self.vars.contains(&(*frame, name.clone()));
+            binds.entry(*span).or_insert((name, false)).1 |= used;
+        }
+        let mut imports: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
+        for (frame, alias, span) in &self.imports {
+            let used = self.aliases.contains(&(*frame, alias.clone()));
+            imports.entry(*span).or_insert((alias, false)).1 |= used;
+        }
+        let mut out: Vec<Diagnostic> = Vec::new();
+        for (span, (name, _)) in binds.into_iter().filter(|(_, (_, used))| !used) {
+            out.push(
+                Diagnostic::warn(Stage::SetScope, format!("unused variable `${name}`"), span)
+                    .with_code(Code::UnusedBind)
+                    .with_note("nothing uses it, so it is not type-checked either; remove it or use it"),
+            );
+        }
+        for (span, (alias, _)) in imports.into_iter().filter(|(_, (_, used))| !used) {
+            out.push(
+                Diagnostic::warn(Stage::SetScope, format!("unused import `{alias}`"), span)
+                    .with_code(Code::UnusedImport)
+                    .with_note(format!("nothing refers to `{alias}.`; remove the import")),
+            );
+        }
+        out.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+        let mut diags = Diagnostics::new();
+        out.into_iter().for_each(|d| diags.push(d));
+        diags
+    }
+}
