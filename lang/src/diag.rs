@@ -131,6 +131,10 @@ pub enum Code {
     UnusedBind,
     /// A warning: an import nothing uses.
     UnusedImport,
+    /// A warning: a param of a func or class its body never reads.
+    UnusedParam,
+    /// A warning: a bind that hides an outer variable of the same name.
+    ShadowedBind,
 }
 
 impl Code {
@@ -182,6 +186,8 @@ impl Code {
         Code::Internal,
         Code::UnusedBind,
         Code::UnusedImport,
+        Code::UnusedParam,
+        Code::ShadowedBind,
     ];
 
     /// The stable text of the code.
@@ -227,6 +233,8 @@ impl Code {
             Code::Internal => "internal",
             Code::UnusedBind => "unused-bind",
             Code::UnusedImport => "unused-import",
+            Code::UnusedParam => "unused-param",
+            Code::ShadowedBind => "shadowed-bind",
         }
     }
 }

@@ -121,6 +121,7 @@ impl<'a> Ctx<'a> {
                 self.graph.checked.push(node);
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
+            self.usage.param(frame, &param.name);
         }
         if !missing.is_empty() {
             let noun = if missing.len() == 1 { "argument" } else { "arguments" };

@@ -45,6 +45,9 @@ impl<'a> Ctx<'a> {
             match &stmt.kind {
                 StmtKind::Bind { name, ann, value } => {
                     self.usage.bind(fid, name);
+                    if let Some(outer) = self.outer_var(fid, &name.name) {
+                        self.usage.shadow(name, outer);
+                    }
                     let entry = VarEntry::Bind { name, ann: ann.as_ref(), value, state: Lazy::Pending };
                     self.frame_mut(fid).vars.entry(name.name.clone()).or_insert(entry);
                 }
@@ -106,6 +109,20 @@ impl<'a> Ctx<'a> {
                 _ => {}
             }
         }
+    }
+
+    /// Whether a frame around `fid` binds `$name` (a bind there, with its name's span, or a
+    /// param or loop variable, without one).
+    fn outer_var(&self, fid: FrameId, name: &str) -> Option<Option<Span>> {
+        let mut cur = self.frame(fid).parent;
+        while let Some(f) = cur {
+            match self.frame(f).vars.get(name) {
+                Some(VarEntry::Bind { name, .. }) => return Some(Some(name.span)),
+                Some(VarEntry::Node(_)) => return Some(None),
+                None => cur = self.frame(f).parent,
+            }
+        }
+        None
     }
 
     /// Elaborates the binds of a block, dependencies first (see [`super::order::bind_order`]).

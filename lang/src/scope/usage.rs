@@ -1,5 +1,6 @@
 //! The names a program declares and never uses: a bind nothing reads (mgmt does not even
-//! type-check it, so a mistake in it goes unnoticed) and an import nothing refers to.
+//! type-check it, so a mistake in it goes unnoticed), an import nothing refers to, a param
+//! of a func or class its body ignores; and a bind that hides an outer one of the same name.
 //! Recorded while elaborating; turned into warnings once scope resolution found no error.
 
 use std::collections::{BTreeMap, HashSet};
@@ -17,6 +18,11 @@ pub(super) struct Usage {
     binds: Vec<(FrameId, String, Span)>,
     /// Every named import, by frame and alias.
     imports: Vec<(FrameId, String, Span)>,
+    /// Every param of a func statement or class, by the frame of one call or include.
+    params: Vec<(FrameId, String, Span)>,
+    /// Binds that hide an outer variable of the same name (with the outer bind's name, when
+    /// it is a bind and not a param or loop variable).
+    shadows: BTreeMap<Span, (String, Option<Span>)>,
     /// Top frames of imported modules: their binds are for importers.
     exports: HashSet<FrameId>,
     vars: HashSet<(FrameId, String)>,
@@ -32,6 +38,14 @@ impl Usage {
 
     pub(super) fn import(&mut self, frame: FrameId, alias: &str, span: Span) {
         self.imports.push((frame, alias.to_string(), span));
+    }
+
+    pub(super) fn param(&mut self, frame: FrameId, name: &ast::Ident) {
+        self.params.push((frame, name.name.clone(), name.span));
+    }
+
+    pub(super) fn shadow(&mut self, name: &ast::Ident, outer: Option<Span>) {
+        self.shadows.entry(name.span).or_insert((name.name.clone(), outer));
     }
 
     pub(super) fn exports(&mut self, frame: FrameId) {
@@ -58,6 +72,11 @@ impl Usage {
             let used = self.vars.contains(&(*frame, name.clone()));
             binds.entry(*span).or_insert((name, false)).1 |= used;
         }
+        let mut params: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
+        for (frame, name, span) in &self.params {
+            let used = self.vars.contains(&(*frame, name.clone()));
+            params.entry(*span).or_insert((name, false)).1 |= used;
+        }
         let mut imports: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
         for (frame, alias, span) in &self.imports {
             let used = self.aliases.contains(&(*frame, alias.clone()));
@@ -77,6 +96,22 @@ impl Usage {
                     .with_code(Code::UnusedImport)
                     .with_note(format!("nothing refers to `{alias}.`; remove the import")),
             );
+        }
+        for (span, (name, _)) in params.into_iter().filter(|(_, (_, used))| !used) {
+            out.push(
+                Diagnostic::warn(Stage::SetScope, format!("unused parameter `${name}`"), span)
+                    .with_code(Code::UnusedParam)
+                    .with_note("the body never reads it; remove it, or use it"),
+            );
+        }
+        for (span, (name, outer)) in &self.shadows {
+            let mut d = Diagnostic::warn(Stage::SetScope, format!("`${name}` hides an outer `${name}`"), *span)
+                .with_code(Code::ShadowedBind)
+                .with_note(format!("inside this block `${name}` is this bind, everywhere in it; rename one of them"));
+            if let Some(outer) = outer {
+                d = d.with_label(*outer, "the outer one");
+            }
+            out.push(d);
         }
         out.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         let mut diags = Diagnostics::new();

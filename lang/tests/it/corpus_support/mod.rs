@@ -55,7 +55,10 @@ pub fn resolve(
     let (main, diags) = front(id, &text);
     let main = main.filter(|_| diags.is_empty())?;
     let (graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
-    Some((graph, diags, sources))
+    // Warnings (unused names) are not errors of the stage.
+    let mut errors = lang::diag::Diagnostics::new();
+    diags.into_vec().into_iter().filter(|d| !d.warning).for_each(|d| errors.push(d));
+    Some((graph, errors, sources))
 }
 
 /// The stage of a corpus case's expected `# err: errSTAGE: …` line.
