@@ -135,6 +135,8 @@ pub enum Code {
     UnusedParam,
     /// A warning: a bind that hides an outer variable of the same name.
     ShadowedBind,
+    /// A warning: an `include` (without `as`) of a class that adds nothing.
+    EmptyInclude,
 }
 
 impl Code {
@@ -188,6 +190,7 @@ impl Code {
         Code::UnusedImport,
         Code::UnusedParam,
         Code::ShadowedBind,
+        Code::EmptyInclude,
     ];
 
     /// The stable text of the code.
@@ -235,6 +238,7 @@ impl Code {
             Code::UnusedImport => "unused-import",
             Code::UnusedParam => "unused-param",
             Code::ShadowedBind => "shadowed-bind",
+            Code::EmptyInclude => "empty-include",
         }
     }
 }

@@ -183,6 +183,7 @@ mod tests {
             [
                 ("unused import `x`", Some(Code::UnusedImport)),
                 ("unused variable `$alone`", Some(Code::UnusedBind)),
+                ("`include c` adds nothing", Some(Code::EmptyInclude)),
                 ("unused variable `$w`", Some(Code::UnusedBind)),
             ]
         );

@@ -642,10 +642,15 @@ impl<'a> Ctx<'a> {
         let class = self.frame(owner).classes.get(&key).map_or_else(|| key.clone(), |c| c.name.name.clone());
         self.include_chain.push(stmt.span);
         let chain = self.include_chain.clone();
-        self.graph.includes.push(IrInclude { class, body: body.span, chain });
+        self.graph.includes.push(IrInclude { class: class.clone(), body: body.span, chain });
         self.with_class_active(owner, &key, 1);
         self.force_binds_in_order(body_frame, &body.stmts);
         let out = self.block_stmts(body_frame, &body.stmts);
+        // Included for nothing: no resource, edge or check comes out, and no `as` name
+        // lets its binds be read.
+        if out.is_empty() && matches!(stmt.kind, StmtKind::Include { alias: None, .. }) {
+            self.usage.empty_include(stmt.span, &class);
+        }
         self.finish(body_frame);
         self.with_class_active(owner, &key, -1);
         self.include_chain.pop();

@@ -1,6 +1,7 @@
 //! The names a program declares and never uses: a bind nothing reads (mgmt does not even
 //! type-check it, so a mistake in it goes unnoticed), an import nothing refers to, a param
-//! of a func or class its body ignores; and a bind that hides an outer one of the same name.
+//! of a func or class its body ignores; a bind that hides an outer one of the same name; and
+//! an `include` of a class that adds nothing.
 //! Recorded while elaborating; turned into warnings once scope resolution found no error.
 
 use std::collections::{BTreeMap, HashSet};
@@ -23,6 +24,8 @@ pub(super) struct Usage {
     /// Binds that hide an outer variable of the same name (with the outer bind's name, when
     /// it is a bind and not a param or loop variable).
     shadows: BTreeMap<Span, (String, Option<Span>)>,
+    /// `include` statements (without `as`) whose class produced nothing, with the class.
+    empty_includes: BTreeMap<Span, String>,
     /// Top frames of imported modules: their binds are for importers.
     exports: HashSet<FrameId>,
     vars: HashSet<(FrameId, String)>,
@@ -46,6 +49,10 @@ impl Usage {
 
     pub(super) fn shadow(&mut self, name: &ast::Ident, outer: Option<Span>) {
         self.shadows.entry(name.span).or_insert((name.name.clone(), outer));
+    }
+
+    pub(super) fn empty_include(&mut self, span: Span, class: &str) {
+        self.empty_includes.entry(span).or_insert_with(|| class.to_string());
     }
 
     pub(super) fn exports(&mut self, frame: FrameId) {
@@ -112,6 +119,15 @@ impl Usage {
                 d = d.with_label(*outer, "the outer one");
             }
             out.push(d);
+        }
+        for (span, class) in &self.empty_includes {
+            out.push(
+                Diagnostic::warn(Stage::SetScope, format!("`include {class}` adds nothing"), *span)
+                    .with_code(Code::EmptyInclude)
+                    .with_note(format!(
+                        "class `{class}` declares no resource, edge or check here; to read its binds, name the instance: `include {class} as NAME`"
+                    )),
+            );
         }
         out.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
         let mut diags = Diagnostics::new();
