@@ -333,7 +333,8 @@ impl Worker {
         outcome.unwrap_or_else(|panic| Err(ResError::new(format!("check-apply panicked: {}", panic_message(&panic)))))
     }
 
-    /// Pulls every received value from the parents' latest sends (engine.md 1.12).
+    /// Pulls every received value from the parents' latest sends (engine.md 1.12). In noop
+    /// mode, also says what was received from where, for the report.
     fn transfer(&mut self, links: &Links) -> Result<Vec<Received>, ResError> {
         let mut changed = false;
         let mut received = Vec::new();
@@ -341,12 +342,14 @@ impl Worker {
             let sent = lock(&parent.node.sends).clone();
             let guessed = parent.node.sends_guessed.load(Ordering::SeqCst);
             for sr in &parent.sendrecv {
-                received.push(Received {
-                    param: sr.recv.clone(),
-                    from: parent.node.key.clone(),
-                    field: sr.send.clone(),
-                    guessed,
-                });
+                if self.meta.noop {
+                    received.push(Received {
+                        param: sr.recv.clone(),
+                        from: parent.node.key.clone(),
+                        field: sr.send.clone(),
+                        guessed,
+                    });
+                }
                 let value = sent.as_ref().and_then(|s| s.get(&sr.send)).ok_or_else(|| {
                     ResError::new(format!("received nil value: {}.{} has not been sent yet", parent.node.key, sr.send))
                 })?;

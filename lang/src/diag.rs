@@ -357,6 +357,12 @@ impl Diagnostics {
     }
 }
 
+impl FromIterator<Diagnostic> for Diagnostics {
+    fn from_iter<I: IntoIterator<Item = Diagnostic>>(items: I) -> Diagnostics {
+        Diagnostics { items: items.into_iter().collect() }
+    }
+}
+
 impl From<Diagnostic> for Diagnostics {
     fn from(d: Diagnostic) -> Diagnostics {
         Diagnostics { items: vec![d] }

@@ -11,12 +11,12 @@ use std::collections::HashSet;
 use crate::diag::Diagnostics;
 use crate::span::{FileId, Span};
 use crate::syntax::ast::ExprKind;
-use crate::syntax::token::{Tok, lex};
+use crate::syntax::token::Tok;
 
 /// `text` in canonical layout, or the errors that stop it from parsing (then nothing is
 /// formatted).
 pub fn format(file: FileId, text: &str) -> Result<String, Diagnostics> {
-    let (mut ast, diags) = crate::syntax::parse(file, text);
+    let (mut ast, tokens, diags) = crate::syntax::parse_with_tokens(file, text);
     if !diags.is_empty() {
         return Err(diags);
     }
@@ -28,7 +28,7 @@ pub fn format(file: FileId, text: &str) -> Result<String, Diagnostics> {
             constructs.insert(ty.span.end);
         }
     });
-    let lines = lines(text, lex(file, text).tokens);
+    let lines = lines(text, tokens);
     Ok(Printer { constructs, ..Printer::default() }.print(text, &lines))
 }
 
@@ -87,20 +87,11 @@ fn lines(text: &str, tokens: Vec<(Tok, Span)>) -> Vec<Line> {
     out
 }
 
-/// What an open bracket is, for the spacing inside it.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Bracket {
-    Paren,
-    Square,
-    /// A block of statements or a body: `{ 42 }` on one line.
-    Block,
-    /// A map or struct literal, or a `map{…}`/`struct{…}` type: `{"a" => 1}`.
-    Literal,
-}
-
 /// An open bracket and the indentation of the line that opened it.
 struct Open {
-    bracket: Bracket,
+    /// A `{` of a block of statements or a body, spaced inside on one line (`{ 42 }`); any
+    /// other bracket (a map or struct literal or type, `{"a" => 1}`, a list, a call) is not.
+    block: bool,
     indent: usize,
 }
 
@@ -154,12 +145,10 @@ impl Printer {
             }
             self.out.push_str(&text[token.span.range()]);
             match token.tok {
-                Tok::LParen => self.open.push(Open { bracket: Bracket::Paren, indent }),
-                Tok::LBrack => self.open.push(Open { bracket: Bracket::Square, indent }),
+                Tok::LParen | Tok::LBrack => self.open.push(Open { block: false, indent }),
                 Tok::LBrace => {
                     let block = prev.is_some_and(|p| opens_block(&p.tok) && !self.constructs.contains(&p.span.end));
-                    let bracket = if block { Bracket::Block } else { Bracket::Literal };
-                    self.open.push(Open { bracket, indent });
+                    self.open.push(Open { block, indent });
                 }
                 Tok::RParen | Tok::RBrack | Tok::RBrace => {
                     self.open.pop();
@@ -172,19 +161,19 @@ impl Printer {
     /// Whether a space goes between `tokens[a]` and the next one, `tokens[b]`.
     fn spaced(&self, tokens: &[Token], a: usize, b: usize) -> bool {
         let (left, right) = (&tokens[a].tok, &tokens[b].tok);
-        let inner = self.open.last().map(|o| o.bracket);
+        let in_block = self.open.last().is_some_and(|o| o.block);
         // `[]` sticks to its element type.
         if *left == Tok::RBrack && a > 0 && tokens[a - 1].tok == Tok::LBrack && starts_type(right) {
             return false;
         }
         match right {
             Tok::Comma | Tok::Semicolon | Tok::Dot | Tok::Colon | Tok::RParen | Tok::RBrack => return false,
-            Tok::RBrace => return inner == Some(Bracket::Block) && *left != Tok::LBrace,
+            Tok::RBrace => return in_block && *left != Tok::LBrace,
             _ => {}
         }
         match left {
             Tok::LParen | Tok::LBrack | Tok::Dot | Tok::Dollar | Tok::At | Tok::AtAt => return false,
-            Tok::LBrace => return inner == Some(Bracket::Block),
+            Tok::LBrace => return in_block,
             Tok::Colon => return starts_type(right),
             Tok::Comma | Tok::Semicolon => return true,
             _ => {}
@@ -204,12 +193,8 @@ impl Printer {
             Tok::LBrace => !matches!(left, Tok::Map | Tok::Struct) && !self.constructs.contains(&tokens[a].span.end),
             // `$s->field` is a field; `A -> B` an edge.
             Tok::Arrow => !matches!(tokens.get(b + 1).map(|t| &t.tok), Some(Tok::Ident(_))),
-            _ => {
-                if *left == Tok::Arrow {
-                    return !matches!(right, Tok::Ident(_));
-                }
-                true
-            }
+            _ if *left == Tok::Arrow => !matches!(right, Tok::Ident(_)),
+            _ => true,
         }
     }
 }

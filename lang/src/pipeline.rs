@@ -37,7 +37,6 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new() };
     };
     let file = sources.add(SourceFile::new(entry, text));
-    let mut warnings = Diagnostics::new();
     let fail = |sources, diagnostics| Outcome { sources, graph: None, diagnostics, warnings: Diagnostics::new() };
 
     let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
@@ -53,14 +52,9 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         return fail(sources, diags);
     }
     let (mut graph, found) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
-    let mut diags = Diagnostics::new();
-    for d in found.into_vec() {
-        match d.warning {
-            true if !silenced(&sources, &d) => warnings.push(d),
-            true => {}
-            false => diags.push(d),
-        }
-    }
+    let (warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
+    let warnings: Diagnostics = warnings.into_iter().filter(|d| !silenced(&sources, d)).collect();
+    let diags: Diagnostics = errors.into_iter().collect();
     // From here on, a class body is elaborated once per include and a func body once per
     // call: repeats of one error are folded.
     let fold_in = |graph: &FuncGraph, diags| crate::repeats::fold(diags, &graph.includes);

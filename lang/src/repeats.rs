@@ -27,11 +27,7 @@ pub fn fold(diags: Diagnostics, includes: &[IrInclude]) -> Diagnostics {
             }
         }
     }
-    let mut out = Diagnostics::new();
-    for (d, times) in kept {
-        out.push(if times > 1 { name_includes(d, times, includes) } else { d });
-    }
-    out
+    kept.into_iter().map(|(d, times)| if times > 1 { name_includes(d, times, includes) } else { d }).collect()
 }
 
 /// Adds to an error seen `times` times the includes of the innermost class whose body

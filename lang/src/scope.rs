@@ -104,9 +104,7 @@ pub fn resolve_with(
 fn sorted(diags: Diagnostics) -> Diagnostics {
     let mut items = diags.into_vec();
     items.sort_by_key(|d| d.span.map(|s| (0, s.file, s.start, s.end)).unwrap_or((1, FileId(0), 0, 0)));
-    let mut out = Diagnostics::new();
-    items.into_iter().for_each(|d| out.push(d));
-    out
+    items.into_iter().collect()
 }
 
 /// Runs the earlier phases on an imported file.

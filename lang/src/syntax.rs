@@ -10,19 +10,25 @@ pub mod token;
 pub mod visit;
 
 use crate::diag::Diagnostics;
-use crate::span::FileId;
+use crate::span::{FileId, Span};
 
 /// Lexes and parses one mcl file (spec sections 1-4 and Appendix A).
 pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
+    let (parsed, _, diags) = parse_with_tokens(file, text);
+    (parsed, diags)
+}
+
+/// [`parse`], also giving the tokens it read (the formatter lays them out).
+pub fn parse_with_tokens(file: FileId, text: &str) -> (ast::File, Vec<(token::Tok, Span)>, Diagnostics) {
     let token::Lexed { tokens, mut diags, misquoted } = token::lex(file, text);
     let (stmts, parse_diags) = parser::parse_tokens(file, &tokens);
     // Past a string that lost its closing quote, syntax errors only echo the lexer's.
-    for d in parse_diags.into_vec() {
-        if misquoted.is_none_or(|m| d.span.is_none_or(|s| s.start <= m.start)) {
-            diags.push(d);
-        }
-    }
-    (ast::File { file, stmts }, diags)
+    let causes = parse_diags
+        .into_vec()
+        .into_iter()
+        .filter(|d| misquoted.is_none_or(|m| d.span.is_none_or(|s| s.start <= m.start)));
+    diags.extend(causes.collect());
+    (ast::File { file, stmts }, tokens, diags)
 }
 
 #[cfg(test)]

@@ -60,51 +60,31 @@ impl Usage {
     }
 
     pub(super) fn used_var(&mut self, frame: FrameId, name: &str) {
-        if !self.vars.contains(&(frame, name.to_string())) {
-            self.vars.insert((frame, name.to_string()));
-        }
+        self.vars.insert((frame, name.to_string()));
     }
 
     pub(super) fn used_alias(&mut self, frame: FrameId, alias: &str) {
-        if !self.aliases.contains(&(frame, alias.to_string())) {
-            self.aliases.insert((frame, alias.to_string()));
-        }
+        self.aliases.insert((frame, alias.to_string()));
     }
 
     /// One warning per declaration no elaboration of it used, in source order.
     pub(super) fn warnings(&self) -> Diagnostics {
-        // A declaration is used when any instance of it is (a class included twice).
-        let mut binds: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
-        for (frame, name, span) in &self.binds {
-            let used = self.vars.contains(&(*frame, name.clone()));
-            binds.entry(*span).or_insert((name, false)).1 |= used;
-        }
-        let mut params: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
-        for (frame, name, span) in &self.params {
-            let used = self.vars.contains(&(*frame, name.clone()));
-            params.entry(*span).or_insert((name, false)).1 |= used;
-        }
-        let mut imports: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
-        for (frame, alias, span) in &self.imports {
-            let used = self.aliases.contains(&(*frame, alias.clone()));
-            imports.entry(*span).or_insert((alias, false)).1 |= used;
-        }
         let mut out: Vec<Diagnostic> = Vec::new();
-        for (span, (name, _)) in binds.into_iter().filter(|(_, (_, used))| !used) {
+        for (span, name) in unused(&self.binds, &self.vars) {
             out.push(
                 Diagnostic::warn(Stage::SetScope, format!("unused variable `${name}`"), span)
                     .with_code(Code::UnusedBind)
                     .with_note("nothing uses it, so it is not type-checked either; remove it or use it"),
             );
         }
-        for (span, (alias, _)) in imports.into_iter().filter(|(_, (_, used))| !used) {
+        for (span, alias) in unused(&self.imports, &self.aliases) {
             out.push(
                 Diagnostic::warn(Stage::SetScope, format!("unused import `{alias}`"), span)
                     .with_code(Code::UnusedImport)
                     .with_note(format!("nothing refers to `{alias}.`; remove the import")),
             );
         }
-        for (span, (name, _)) in params.into_iter().filter(|(_, (_, used))| !used) {
+        for (span, name) in unused(&self.params, &self.vars) {
             out.push(
                 Diagnostic::warn(Stage::SetScope, format!("unused parameter `${name}`"), span)
                     .with_code(Code::UnusedParam)
@@ -130,8 +110,17 @@ impl Usage {
             );
         }
         out.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
-        let mut diags = Diagnostics::new();
-        out.into_iter().for_each(|d| diags.push(d));
-        diags
+        out.into_iter().collect()
     }
+}
+
+/// The declarations (by frame, name and span) that no instance used: a declaration is
+/// used when any elaboration of it is (a class included twice declares its binds twice).
+fn unused<'u>(decls: &'u [(FrameId, String, Span)], used: &HashSet<(FrameId, String)>) -> Vec<(Span, &'u str)> {
+    let mut by_span: BTreeMap<Span, (&str, bool)> = BTreeMap::new();
+    for (frame, name, span) in decls {
+        let seen = used.contains(&(*frame, name.clone()));
+        by_span.entry(*span).or_insert((name, false)).1 |= seen;
+    }
+    by_span.into_iter().filter(|(_, (_, seen))| !seen).map(|(span, (name, _))| (span, name)).collect()
 }

@@ -456,9 +456,7 @@ pub fn lex(file: FileId, text: &str) -> Lexed {
         diags.insert(at, unterminated_string(text, span, misquoted));
     }
     tokens.push((Tok::Eof, Span::new(file, text.len(), text.len())));
-    let mut out = Diagnostics::new();
-    diags.into_iter().for_each(|d| out.push(d));
-    Lexed { tokens, diags: out, misquoted }
+    Lexed { tokens, diags: diags.into_iter().collect(), misquoted }
 }
 
 /// The error of a string that runs to the end of the file, placed on its opening quote.

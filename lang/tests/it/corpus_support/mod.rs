@@ -56,8 +56,7 @@ pub fn resolve(
     let main = main.filter(|_| diags.is_empty())?;
     let (graph, diags) = lang::scope::resolve(main, &entry, &loader, catalog, &mut sources);
     // Warnings (unused names) are not errors of the stage.
-    let mut errors = lang::diag::Diagnostics::new();
-    diags.into_vec().into_iter().filter(|d| !d.warning).for_each(|d| errors.push(d));
+    let errors = diags.into_vec().into_iter().filter(|d| !d.warning).collect();
     Some((graph, errors, sources))
 }
 
