@@ -355,6 +355,10 @@ impl Diagnostics {
     pub fn first(&self) -> Option<&Diagnostic> {
         self.items.iter().min_by_key(|d| d.stage)
     }
+    /// Like [`Diagnostics::first`], passing over warnings: `None` means the phase may go on.
+    pub fn first_error(&self) -> Option<&Diagnostic> {
+        self.items.iter().filter(|d| !d.warning).min_by_key(|d| d.stage)
+    }
 }
 
 impl FromIterator<Diagnostic> for Diagnostics {

@@ -18,7 +18,7 @@ use lang::loader::MemLoader;
 use lang::span::{SourceFile, SourceMap};
 
 fn first_stage(diags: &Diagnostics) -> Option<Stage> {
-    diags.first().map(|d| d.stage)
+    diags.first_error().map(|d| d.stage)
 }
 
 /// Compiles an archive up to the function graph; `Err` is the first failing stage.
@@ -37,7 +37,7 @@ fn compile(
     let mut sources = SourceMap::new();
     let id = sources.add(SourceFile::new(entry.clone(), text.clone()));
     let fail = |d: &Diagnostics, sources: &SourceMap| {
-        let first = d.first().map(|x| x.one_line(sources)).unwrap_or_default();
+        let first = d.first_error().map(|x| x.one_line(sources)).unwrap_or_default();
         (first_stage(d).unwrap_or(Stage::LexParse), first)
     };
     let (parsed, diags) = lang::syntax::parse(id, &text);
@@ -53,7 +53,7 @@ fn compile(
         return Err(fail(&diags, &sources));
     }
     let (mut graph, diags) = lang::scope::resolve(file, &entry, &loader, catalog, &mut sources);
-    if !diags.is_empty() {
+    if diags.first_error().is_some() {
         return Err(fail(&diags, &sources));
     }
     let mut diags = lang::unify::unify(&mut graph, catalog);

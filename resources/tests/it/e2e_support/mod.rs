@@ -40,7 +40,8 @@ pub fn front_end(
     program: &str,
     catalog: &lang::catalog::Catalog,
 ) -> Result<lang::ir::FuncGraph, lang::diag::Diagnostic> {
-    let stop = |diags: lang::diag::Diagnostics| diags.first().cloned();
+    // Warnings never stop a program; only errors end the chain.
+    let stop = |diags: lang::diag::Diagnostics| diags.first_error().cloned();
     let loader = MemLoader::new().with("/main.mcl", program);
     let mut sources = lang::span::SourceMap::new();
     let file = sources.add(lang::span::SourceFile::new("/main.mcl", program));
