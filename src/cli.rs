@@ -50,6 +50,9 @@ pub enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// A language server (LSP) over stdin and stdout, for editors: diagnostics as you type,
+    /// hover, go to definition, references, completion, outline, formatting, highlighting.
+    Lsp,
     /// Compile, run the dataflow until it settles, and print the resource graph.
     Graph {
         path: PathBuf,

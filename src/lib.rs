@@ -7,6 +7,7 @@ pub mod cli;
 pub mod cmd;
 pub mod compile;
 pub mod loader;
+pub mod lsp;
 pub mod observe;
 pub mod services;
 pub mod stderr;

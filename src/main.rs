@@ -41,6 +41,7 @@ fn main() -> ExitCode {
             cmd::check::run(&path, format, deny.is_some(), cli.verbose, cli.hostname)
         }
         Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
+        Command::Lsp => tend::lsp::run(),
         Command::Graph { path, format, timeout, seeds, prefix } => {
             cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }

@@ -14,10 +14,10 @@ use crate::syntax::ast::{
 use crate::types::Type;
 
 /// The edge properties a resource body may use (lower-cased).
-const EDGE_PROPERTIES: [&str; 4] = ["before", "depend", "notify", "listen"];
+pub const EDGE_PROPERTIES: [&str; 4] = ["before", "depend", "notify", "listen"];
 
 /// The single meta parameters (`Meta:name`), spec 3.5.4.
-const META_PARAMS: [&str; 18] = [
+pub const META_PARAMS: [&str; 18] = [
     "noop",
     "retry",
     "retryreset",

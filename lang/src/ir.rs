@@ -45,6 +45,23 @@ pub struct FuncGraph {
     /// Every elaboration of a class body by an `include`, in order: an error inside a class
     /// included three times is reported once, naming the includes.
     pub includes: Vec<IrInclude>,
+    /// Filled by scope resolution: each name the elaborated program uses and what it
+    /// resolved to, in source order (for editors; code nothing elaborates is not in it).
+    pub names: Vec<NameUse>,
+}
+
+/// A name as written at one use, and what scope resolution found for it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NameUse {
+    /// The name at the use (an import statement, for an import).
+    pub at: Span,
+    /// What declares it, when the program does (a bind's or param's name, a func's, class's
+    /// or type's name; an imported file's first byte).
+    pub decl: Option<Span>,
+    /// The built-in function it names, by full name (`fmt.printf`).
+    pub builtin: Option<String>,
+    /// The node holding a variable's value.
+    pub node: Option<NodeId>,
 }
 
 /// One elaboration of a class body.

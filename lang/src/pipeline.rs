@@ -22,6 +22,9 @@ pub struct Outcome {
     /// Likely mistakes that still compile (unused binds and imports), found once scope
     /// resolution succeeded, minus those a `# tend: allow(CODE)` comment silences.
     pub warnings: Diagnostics,
+    /// When scope resolution ran but a stage failed: the function graph as far as it got
+    /// (names resolved; types where unification found them), for editors.
+    pub partial: Option<FuncGraph>,
 }
 
 /// Runs lex/parse, init, interpolate, scope, unify and the graph checks on the program
@@ -34,10 +37,16 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
         let d =
             Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`{why}"))
                 .with_code(Code::EntryUnreadable);
-        return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new() };
+        return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new(), partial: None };
     };
     let file = sources.add(SourceFile::new(entry, text));
-    let fail = |sources, diagnostics| Outcome { sources, graph: None, diagnostics, warnings: Diagnostics::new() };
+    let fail = |sources, diagnostics| Outcome {
+        sources,
+        graph: None,
+        diagnostics,
+        warnings: Diagnostics::new(),
+        partial: None,
+    };
 
     let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
     if !diags.is_empty() {
@@ -55,27 +64,30 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     let (warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     let warnings: Diagnostics = warnings.into_iter().filter(|d| !silenced(&sources, d)).collect();
     let diags: Diagnostics = errors.into_iter().collect();
-    // From here on, a class body is elaborated once per include and a func body once per
-    // call: repeats of one error are folded.
-    let fold_in = |graph: &FuncGraph, diags| crate::repeats::fold(diags, &graph.includes);
-    if !diags.is_empty() {
-        return fail(sources, fold_in(&graph, diags));
+    match check_graph(&mut graph, diags, catalog) {
+        Ok(()) => Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings, partial: None },
+        // A class body is elaborated once per include and a func body once per call:
+        // repeats of one error are folded. The graph and warnings stay, for editors.
+        Err(diags) => Outcome {
+            sources,
+            diagnostics: crate::repeats::fold(diags, &graph.includes),
+            graph: None,
+            warnings,
+            partial: Some(graph),
+        },
     }
-    let diags = crate::unify::unify(&mut graph, catalog);
-    if !diags.is_empty() {
-        return fail(sources, fold_in(&graph, diags));
-    }
-    let mut diags = crate::checks::constant(&graph);
-    diags.extend(crate::checks::resource_fields(&graph, catalog));
-    if !diags.is_empty() {
-        return fail(sources, fold_in(&graph, diags));
-    }
-    let diags = crate::graph_check::check(&graph);
-    if !diags.is_empty() {
-        return fail(sources, fold_in(&graph, diags));
-    }
+}
 
-    Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings }
+/// The stages after scope resolution (whose errors are `diags`), each run only when the
+/// ones before it found nothing.
+fn check_graph(graph: &mut FuncGraph, diags: Diagnostics, catalog: &Catalog) -> Result<(), Diagnostics> {
+    let some = |diags: Diagnostics| if diags.is_empty() { Ok(()) } else { Err(diags) };
+    some(diags)?;
+    some(crate::unify::unify(graph, catalog))?;
+    let mut diags = crate::checks::constant(graph);
+    diags.extend(crate::checks::resource_fields(graph, catalog));
+    some(diags)?;
+    some(crate::graph_check::check(graph))
 }
 
 /// Whether a `# tend: allow(CODE)` comment on the warning's line or the line above names

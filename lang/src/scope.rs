@@ -17,6 +17,7 @@ mod args;
 mod expr;
 mod frame;
 mod imports;
+mod names;
 mod order;
 mod stmt;
 mod types;
@@ -88,9 +89,11 @@ pub fn resolve_with(
         default_nodes: BTreeMap::new(),
         any_defaults: false,
         declared: Vec::new(),
+        names: names::Names::default(),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
+    ctx.graph.names = std::mem::take(&mut ctx.names).finish(&ctx.frames);
     let mut diags = sorted(ctx.diags);
     if diags.is_empty() {
         diags.extend(ctx.usage.warnings());
@@ -180,6 +183,8 @@ struct Ctx<'a> {
     any_defaults: bool,
     /// Resolved type declarations ([`types`]), indexed by [`frame::TypeEntry::state`].
     declared: Vec<types::Declared<'a>>,
+    /// What each name used resolved to, for editors.
+    names: names::Names,
 }
 
 impl<'a> Ctx<'a> {
@@ -316,7 +321,11 @@ impl<'a> Ctx<'a> {
     /// [`Ctx::find`] for a use at `span`: a private name of another module is reported
     /// (and resolves silently); one of the module the use is in is an ordinary entry.
     fn find_admitted(&mut self, start: FrameId, ns: Ns, name: &str, span: Span) -> Option<Hit> {
-        match self.find(start, ns, name) {
+        let hit = self.find(start, ns, name);
+        if let Some(hit) = &hit {
+            self.names.found(&self.frames, self.sources, ns, span, name, hit);
+        }
+        match hit {
             Some(Hit::Private(decl, owner, key)) => {
                 let module = |file| self.module_roots.get(&file);
                 if module(decl.file).is_some() && module(decl.file) == module(span.file) {

@@ -92,3 +92,4 @@ mod tests {
 }
 
 pub mod etcd;
+pub mod lsp;

@@ -120,7 +120,7 @@ impl<'a> Ctx<'a> {
                 self.annotate(frame, node, ann);
                 self.graph.checked.push(node);
             }
-            self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
+            self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node, Some(param.name.span)));
             self.usage.param(frame, &param.name);
         }
         if !missing.is_empty() {

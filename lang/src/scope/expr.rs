@@ -102,9 +102,9 @@ impl<'a> Ctx<'a> {
 
     /// A variable use: the shared node of its bind, a parameter node, or a constant.
     fn var(&mut self, fid: FrameId, name: &ast::Name, span: Span) -> NodeId {
-        match self.find_admitted(fid, Ns::Var, &name.name, span) {
+        match self.find_admitted(fid, Ns::Var, &name.name, name.span) {
             Some(Hit::Entry(owner, key)) => match self.frame(owner).vars.get(&key) {
-                Some(VarEntry::Node(n)) => *n,
+                Some(VarEntry::Node(n, _)) => *n,
                 Some(VarEntry::Bind { state: Lazy::Done(n), .. }) => *n,
                 Some(VarEntry::Bind { state: Lazy::Pending, .. }) => self.force_bind(owner, &key),
                 Some(VarEntry::Bind { state: Lazy::Active, .. }) | None => {
@@ -152,7 +152,7 @@ impl<'a> Ctx<'a> {
 
     /// A named call: a built-in, or an inlined copy of a `func` statement's body.
     fn call(&mut self, fid: FrameId, name: &ast::Name, args: &'a [ast::Expr], span: Span) -> NodeId {
-        let hit = self.find_admitted(fid, Ns::Func, &name.name, span);
+        let hit = self.find_admitted(fid, Ns::Func, &name.name, name.span);
         let args = self.args(fid, args);
         match hit {
             Some(Hit::Builtin(func)) => {
@@ -301,7 +301,7 @@ impl<'a> Ctx<'a> {
                     self.graph.checked.push(value);
                 }
             }
-            self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node));
+            self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node, Some(param.name.span)));
             params.push(pid);
         }
         let body = self.expr(frame, &lambda.body);

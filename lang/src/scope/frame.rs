@@ -7,6 +7,7 @@
 //! elaborator in [`super::expr`] forces entries.
 
 use crate::ir::NodeId;
+use crate::span::Span;
 use crate::syntax::ast;
 use std::collections::BTreeMap;
 
@@ -25,8 +26,9 @@ pub(crate) enum Lazy<T> {
 
 #[derive(Clone, Debug)]
 pub(crate) enum VarEntry<'a> {
-    /// Already a node: a parameter, a loop variable, a class/func argument.
-    Node(NodeId),
+    /// Already a node: a parameter, a loop variable, a class/func argument; with the span
+    /// that declares the name, when it is written in the program.
+    Node(NodeId, Option<Span>),
     /// `$name [ann] = value`, elaborated on first use.
     Bind { name: &'a ast::Ident, ann: Option<&'a ast::TypeAnn>, value: &'a ast::Expr, state: Lazy<NodeId> },
 }

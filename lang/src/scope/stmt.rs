@@ -89,7 +89,11 @@ impl<'a> Ctx<'a> {
                     let entry = match target {
                         ImportTarget::System(pkg) => AliasEntry::System(pkg),
                         ImportTarget::Module(m) => match self.module_frame(m, stmt.span, path) {
-                            Some(f) => AliasEntry::Frame(f),
+                            Some(f) => {
+                                let file = self.files[m].file;
+                                self.names.imported(stmt.span, Span { file, start: 0, end: 0 });
+                                AliasEntry::Frame(f)
+                            }
                             None => AliasEntry::Failed,
                         },
                         ImportTarget::Failed => AliasEntry::Failed,
@@ -118,7 +122,7 @@ impl<'a> Ctx<'a> {
         while let Some(f) = cur {
             match self.frame(f).vars.get(name) {
                 Some(VarEntry::Bind { name, .. }) => return Some(Some(name.span)),
-                Some(VarEntry::Node(_)) => return Some(None),
+                Some(VarEntry::Node(..)) => return Some(None),
                 None => cur = self.frame(f).parent,
             }
         }
@@ -307,8 +311,8 @@ impl<'a> Ctx<'a> {
                 let value = self.graph.add_param(b.name.clone(), b.span);
                 let key_node = self.graph.add(NodeKind::Param(key), a.span);
                 let value_node = self.graph.add(NodeKind::Param(value), b.span);
-                self.frame_mut(loop_frame).vars.insert(a.name.clone(), VarEntry::Node(key_node));
-                self.frame_mut(loop_frame).vars.insert(b.name.clone(), VarEntry::Node(value_node));
+                self.frame_mut(loop_frame).vars.insert(a.name.clone(), VarEntry::Node(key_node, Some(a.span)));
+                self.frame_mut(loop_frame).vars.insert(b.name.clone(), VarEntry::Node(value_node, Some(b.span)));
                 let body = self.block(loop_frame, &body.stmts);
                 out.push(IrStmt::For { iter, key, value, kv, body, span: stmt.span });
             }

@@ -257,7 +257,7 @@ impl<'a> Ctx<'a> {
             }
             if let Some(check) = &attr.check {
                 let frame = self.new_frame(Frame::child(*decl_frame));
-                self.frame_mut(frame).vars.insert("it".to_string(), VarEntry::Node(*value));
+                self.frame_mut(frame).vars.insert("it".to_string(), VarEntry::Node(*value, None));
                 let node = self.expr(frame, check);
                 let what = format!("is not accepted by the check at {}", self.sources.byline(check.span));
                 out.push(IrCheck { node, attr: Some((name.clone(), *value)), what, span: check.span });
@@ -266,7 +266,7 @@ impl<'a> Ctx<'a> {
         for (inv, decl_frame) in &info.invariants {
             let frame = self.new_frame(Frame::child(*decl_frame));
             for (name, value) in fields {
-                self.frame_mut(frame).vars.insert(name.clone(), VarEntry::Node(*value));
+                self.frame_mut(frame).vars.insert(name.clone(), VarEntry::Node(*value, None));
             }
             let node = self.expr(frame, &inv.expr);
             out.push(IrCheck { node, attr: None, what: inv.message.clone(), span: inv.span });

@@ -1,0 +1,396 @@
+//! What may be typed at the cursor: resource kinds and keywords where a statement starts;
+//! in a resource body its params not yet set, edges and metaparams, and the allowed
+//! values after `=>`; functions of an imported package after `pkg.`; the variables in
+//! scope after `$`; a struct's fields after `->`. Works from the text as it is (half-typed
+//! code included), with types from the last analysis where it has them.
+
+use std::collections::BTreeSet;
+
+use crate::catalog::Catalog;
+use crate::init::{EDGE_PROPERTIES, META_PARAMS};
+use crate::scope::default_namespace;
+use crate::span::{FileId, Span};
+use crate::syntax::ast::{Stmt, StmtKind};
+use crate::syntax::token::{Tok, lex};
+use crate::types::Type;
+
+use super::{Analysis, contains};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompletionKind {
+    Kind,
+    Param,
+    Meta,
+    Value,
+    Function,
+    Variable,
+    Field,
+    Keyword,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Completion {
+    pub label: String,
+    pub kind: CompletionKind,
+    pub detail: String,
+    /// The text to insert in place of the word at the cursor.
+    pub insert: String,
+}
+
+impl Completion {
+    fn new(label: impl Into<String>, kind: CompletionKind, detail: impl Into<String>) -> Completion {
+        let label = label.into();
+        Completion { insert: label.clone(), label, kind, detail: detail.into() }
+    }
+}
+
+const STATEMENT_KEYWORDS: [&str; 8] = ["if", "for", "forkv", "func", "class", "include", "import", "panic"];
+
+/// The completions at `offset` of `text` (the current text of `file`); `analysis` is the
+/// last one of the program, for types.
+pub fn complete(
+    text: &str,
+    offset: u32,
+    file: FileId,
+    catalog: &Catalog,
+    analysis: Option<&Analysis>,
+) -> Vec<Completion> {
+    let offset = (offset as usize).min(text.len());
+    let before = &text[..offset];
+    let word_start = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_').len();
+    let head = &before[..word_start];
+    if head.ends_with('$') {
+        return variables(text, offset as u32, file, analysis);
+    }
+    if let Some(var) = head.strip_suffix("->").and_then(trailing_var) {
+        return fields(text, offset as u32, file, var, analysis);
+    }
+    if let Some(alias) = head.strip_suffix('.').and_then(trailing_word) {
+        return package_funcs(text, file, alias, catalog);
+    }
+    let line_start = head.rfind('\n').map_or(0, |n| n + 1);
+    let at_line_start = head[line_start..].trim().is_empty();
+    match enclosing_body(text, file, word_start, catalog) {
+        Some(body) if at_line_start => body_entries(&body, catalog),
+        Some(body) => match field_before_rocket(&head[line_start..]) {
+            Some(field) => allowed_values(&body.kind, field, catalog),
+            None => functions(text, file, catalog),
+        },
+        None if at_line_start => {
+            let mut out: Vec<Completion> =
+                catalog.resources().map(|r| Completion::new(&r.kind, CompletionKind::Kind, "resource")).collect();
+            out.extend(STATEMENT_KEYWORDS.iter().map(|k| Completion::new(*k, CompletionKind::Keyword, "keyword")));
+            out
+        }
+        None => functions(text, file, catalog),
+    }
+}
+
+/// `$name` (dotted) at the end of `head`, without the `$`.
+fn trailing_var(head: &str) -> Option<&str> {
+    let name = head.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let var = &head[name.len()..];
+    (name.ends_with('$') && !var.is_empty()).then_some(var)
+}
+
+/// The identifier at the end of `head` (not a variable).
+fn trailing_word(head: &str) -> Option<&str> {
+    let rest = head.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_');
+    let word = &head[rest.len()..];
+    (!word.is_empty() && !rest.ends_with('$')).then_some(word)
+}
+
+/// `field =>` with only spaces after it, at the end of a line's text.
+fn field_before_rocket(line: &str) -> Option<&str> {
+    let head = line.trim_end().strip_suffix("=>")?;
+    let field = head.trim();
+    (!field.is_empty() && field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(field)
+}
+
+/// The resource body the cursor is in: its kind and the fields it sets already.
+struct Body {
+    kind: String,
+    set: BTreeSet<String>,
+}
+
+/// Finds the innermost `{` open at `offset` and whether it opens a resource body, a
+/// defaults block (`File {`) or an override (`File["x"] {`) of a known kind.
+fn enclosing_body(text: &str, file: FileId, offset: usize, catalog: &Catalog) -> Option<Body> {
+    let tokens = lex(file, text).tokens;
+    let mut open: Vec<usize> = Vec::new();
+    for (i, (tok, span)) in tokens.iter().enumerate() {
+        if span.start as usize >= offset {
+            break;
+        }
+        match tok {
+            Tok::LBrace => open.push(i),
+            Tok::RBrace => {
+                open.pop();
+            }
+            _ => {}
+        }
+    }
+    let brace = *open.last()?;
+    // The statement's first token: after the previous newline, `{` or `}` at this depth.
+    let mut first = brace;
+    let mut depth = 0i32;
+    while first > 0 {
+        match &tokens[first - 1].0 {
+            Tok::RBrack | Tok::RParen => depth += 1,
+            Tok::LBrack | Tok::LParen => depth -= 1,
+            Tok::Newline | Tok::LBrace | Tok::RBrace if depth <= 0 => break,
+            _ => {}
+        }
+        first -= 1;
+    }
+    let kind = tokens[first..brace].iter().find_map(|(t, _)| match t {
+        Tok::At | Tok::AtAt | Tok::Collect => None,
+        Tok::Ident(k) | Tok::Cap(k) => Some(Some(k.clone())),
+        _ => Some(None),
+    })??;
+    catalog.resource(&kind)?;
+    // The fields set in the body so far (up to its closing brace).
+    let mut set = BTreeSet::new();
+    let mut depth = 0;
+    for w in tokens[brace..].windows(2) {
+        match &w[0].0 {
+            Tok::LBrace => depth += 1,
+            Tok::RBrace => depth -= 1,
+            Tok::Ident(name) if depth == 1 && w[1].0 == Tok::Rocket => {
+                set.insert(name.clone());
+            }
+            _ => {}
+        }
+        if depth == 0 {
+            break;
+        }
+    }
+    Some(Body { kind, set })
+}
+
+/// A resource body's params not yet set, its edges and metaparams.
+fn body_entries(body: &Body, catalog: &Catalog) -> Vec<Completion> {
+    let Some(decl) = catalog.resource(&body.kind) else { return Vec::new() };
+    let mut out: Vec<Completion> = decl
+        .params
+        .iter()
+        .filter(|p| !body.set.contains(&p.name))
+        .map(|p| Completion {
+            insert: format!("{} => ", p.name),
+            ..Completion::new(&p.name, CompletionKind::Param, p.ty.to_string())
+        })
+        .collect();
+    out.extend(EDGE_PROPERTIES.iter().map(|e| {
+        let label = capitalized(e);
+        Completion { insert: format!("{label} => "), ..Completion::new(label, CompletionKind::Meta, "edge") }
+    }));
+    out.extend(META_PARAMS.iter().map(|m| {
+        let label = format!("Meta:{m}");
+        Completion { insert: format!("{label} => "), ..Completion::new(label, CompletionKind::Meta, "metaparam") }
+    }));
+    out
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+}
+
+/// The values a param of `kind` allows, quoted.
+fn allowed_values(kind: &str, field: &str, catalog: &Catalog) -> Vec<Completion> {
+    let Some(param) = catalog.resource(kind).and_then(|d| d.param(field)) else { return Vec::new() };
+    if param.ty == Type::Bool {
+        return ["true", "false"].iter().map(|b| Completion::new(*b, CompletionKind::Value, "bool")).collect();
+    }
+    param
+        .allowed
+        .iter()
+        .filter(|a| !a.is_empty())
+        .map(|a| Completion::new(format!("\"{a}\""), CompletionKind::Value, format!("{kind} {field}")))
+        .collect()
+}
+
+/// The import aliases of a file and the import path each names.
+fn imports(text: &str, file: FileId) -> Vec<(String, String)> {
+    let (ast, _) = crate::syntax::parse(file, text);
+    ast.stmts
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StmtKind::Import { path, alias, .. } => {
+                let name = match alias {
+                    Some(crate::syntax::ast::ImportAlias::Name(n)) => n.name.clone(),
+                    Some(crate::syntax::ast::ImportAlias::Star(_)) => return None,
+                    None => default_namespace(path),
+                };
+                Some((name, path.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The functions of the package imported as `alias`.
+fn package_funcs(text: &str, file: FileId, alias: &str, catalog: &Catalog) -> Vec<Completion> {
+    let Some((_, path)) = imports(text, file).into_iter().find(|(a, _)| a == alias) else { return Vec::new() };
+    catalog
+        .package_funcs(&path)
+        .map(|(name, decl)| {
+            let sig = decl.sigs.first().map(ToString::to_string).unwrap_or_default();
+            Completion::new(name, CompletionKind::Function, sig)
+        })
+        .collect()
+}
+
+/// Functions callable without a prefix, the file's func statements and import aliases.
+fn functions(text: &str, file: FileId, catalog: &Catalog) -> Vec<Completion> {
+    let mut out: Vec<Completion> = catalog
+        .funcs()
+        .filter(|d| !d.name.contains('.') && !d.name.contains('/') && !d.name.starts_with('_'))
+        .map(|d| {
+            Completion::new(
+                &d.name,
+                CompletionKind::Function,
+                d.sigs.first().map(ToString::to_string).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let (ast, _) = crate::syntax::parse(file, text);
+    super::walk(&ast.stmts, &mut |s| {
+        if let StmtKind::Func { name, .. } = &s.kind {
+            out.push(Completion::new(&name.name, CompletionKind::Function, "func"));
+        }
+    });
+    out.extend(
+        imports(text, file)
+            .into_iter()
+            .map(|(alias, path)| Completion::new(alias, CompletionKind::Keyword, format!("import \"{path}\""))),
+    );
+    out.extend(["true", "false"].iter().map(|k| Completion::new(*k, CompletionKind::Keyword, "bool")));
+    out
+}
+
+/// The variables visible at `offset`: binds of the enclosing blocks, params of the
+/// enclosing funcs and classes, loop variables.
+fn visible(stmts: &[Stmt], offset: u32, out: &mut Vec<(String, Span)>) {
+    for stmt in stmts {
+        match &stmt.kind {
+            StmtKind::Bind { name, .. } => out.push((name.name.clone(), name.span)),
+            StmtKind::Func { func, .. } if contains(func.span, offset) => {
+                out.extend(func.params.iter().map(|p| (p.name.name.clone(), p.name.span)))
+            }
+            StmtKind::Class { params, body, .. } if contains(body.span, offset) => {
+                out.extend(params.iter().flatten().map(|p| (p.name.name.clone(), p.name.span)));
+                visible(&body.stmts, offset, out);
+            }
+            StmtKind::For { index: a, value: b, body, .. } | StmtKind::ForKv { key: a, value: b, body, .. }
+                if contains(body.span, offset) =>
+            {
+                out.push((a.name.clone(), a.span));
+                out.push((b.name.clone(), b.span));
+                visible(&body.stmts, offset, out);
+            }
+            StmtKind::If { then, els, .. } => {
+                for block in std::iter::once(then).chain(els) {
+                    if contains(block.span, offset) {
+                        visible(&block.stmts, offset, out);
+                    }
+                }
+            }
+            StmtKind::Node { body, .. } if contains(body.span, offset) => visible(&body.stmts, offset, out),
+            _ => {}
+        }
+    }
+}
+
+fn variables(text: &str, offset: u32, file: FileId, analysis: Option<&Analysis>) -> Vec<Completion> {
+    let (ast, _) = crate::syntax::parse(file, text);
+    let mut names = Vec::new();
+    visible(&ast.stmts, offset, &mut names);
+    let mut seen = BTreeSet::new();
+    names
+        .into_iter()
+        .rev()
+        .filter(|(name, _)| seen.insert(name.clone()))
+        .map(|(name, span)| {
+            let ty = analysis.and_then(|a| a.decl_type(span)).map(ToString::to_string).unwrap_or_default();
+            Completion::new(name, CompletionKind::Variable, ty)
+        })
+        .collect()
+}
+
+/// The fields of the struct `$var` holds.
+fn fields(text: &str, offset: u32, file: FileId, var: &str, analysis: Option<&Analysis>) -> Vec<Completion> {
+    let (ast, _) = crate::syntax::parse(file, text);
+    let mut names = Vec::new();
+    visible(&ast.stmts, offset, &mut names);
+    let Some((_, decl)) = names.into_iter().rev().find(|(n, _)| n == var) else { return Vec::new() };
+    match analysis.and_then(|a| a.decl_type(decl)) {
+        Some(Type::Struct(fields)) => {
+            fields.iter().map(|(name, ty)| Completion::new(name, CompletionKind::Field, ty.to_string())).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::analyze;
+    use super::super::testing::catalog;
+    use super::*;
+    use crate::loader::MemLoader;
+
+    /// The labels offered at the `^` of `marked`, with the types of the analysis of
+    /// `analysed` (the last text that compiled; `None`: `marked` without the mark).
+    fn labels_after(analysed: Option<&str>, marked: &str) -> Vec<String> {
+        let offset = marked.find('^').unwrap() as u32;
+        let text = marked.replacen('^', "", 1);
+        let catalog = catalog();
+        let analysed = analysed.unwrap_or(&text);
+        let analysis = analyze("/main.mcl", &MemLoader::new().with("/main.mcl", analysed), &catalog);
+        complete(&text, offset, FileId(0), &catalog, Some(&analysis)).into_iter().map(|c| c.label).collect()
+    }
+
+    fn labels(marked: &str) -> Vec<String> {
+        labels_after(None, marked)
+    }
+
+    #[test]
+    fn a_resource_body_offers_the_params_not_yet_set() {
+        let got = labels("file \"/a\" {\n\tcontent => \"x\",\n\t^\n}\n");
+        assert!(got.contains(&"state".to_string()) && got.contains(&"mode".to_string()), "{got:?}");
+        assert!(!got.contains(&"content".to_string()), "{got:?}");
+        assert!(got.contains(&"Meta:noop".to_string()) && got.contains(&"Notify".to_string()), "{got:?}");
+        // After `=>`, the values the param allows.
+        assert_eq!(labels("file \"/a\" {\n\tstate => ^\n}\n"), ["\"exists\"", "\"absent\""]);
+    }
+
+    #[test]
+    fn a_statement_start_offers_kinds_and_keywords() {
+        let got = labels("$x = 1\n^\n");
+        assert!(got.contains(&"file".to_string()) && got.contains(&"class".to_string()), "{got:?}");
+        assert!(!got.contains(&"len".to_string()), "{got:?}");
+        let got = labels("$x = ^\n");
+        assert!(got.contains(&"len".to_string()) && !got.contains(&"file".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn variables_in_scope_only() {
+        let mut got = labels("$top = 1\nclass c($p) {\n\t$inner = $^\n}\nclass d($q) { $hidden = 1 }\n$other = 2\n");
+        got.sort();
+        // The bind being typed is not offered (a bind cannot use itself).
+        assert_eq!(got, ["other", "p", "top"]);
+    }
+
+    #[test]
+    fn package_functions_after_the_alias() {
+        assert_eq!(labels("import \"strings\"\n$u = strings.^\n"), ["to_upper"]);
+        assert_eq!(labels("import \"strings\" as s\n$u = s.^\n"), ["to_upper"]);
+    }
+
+    #[test]
+    fn struct_fields_after_the_arrow_with_the_last_good_types() {
+        let good = "$s = struct{port => 80, host => \"h\"}\n$p = $s->port\nfile \"/a\" { content => \"${p}\", }\n";
+        let typing = "$s = struct{port => 80, host => \"h\"}\n$p = $s->^\nfile \"/a\" { content => \"${p}\", }\n";
+        assert_eq!(labels_after(Some(good), typing), ["port", "host"]);
+    }
+}
