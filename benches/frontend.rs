@@ -6,32 +6,6 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use lang::loader::MemLoader;
 use std::fmt::Write;
 
-/// A program of about `lines` lines mixing the common constructs.
-fn generate(lines: usize) -> String {
-    let mut s = String::from("import \"fmt\"\nimport \"iter\"\n\n");
-    s.push_str("class svc($name, $port int) {\n\t$addr = fmt.printf(\"%s:%d\", $name, $port)\n");
-    s.push_str("\tfile \"/tmp/tend-bench/${name}\" {\n\t\tcontent => $addr,\n\t}\n}\n\n");
-    let mut i = 0;
-    while s.lines().count() < lines {
-        let _ = write!(
-            s,
-            "$l{i} = [{i}, {a}, {b},]\n\
-             $m{i} = iter.map($l{i}, func($x) {{ $x + {i} }})\n\
-             $s{i} = fmt.printf(\"%d-%s\", len($m{i}), \"x{i}\")\n\
-             include svc(\"s{i}\", {i})\n\
-             file \"/tmp/tend-bench/f{i}\" {{\n\
-             \tcontent => $s{i},\n\
-             \tmode => \"0644\",\n\
-             }}\n",
-            a = i + 1,
-            b = i + 2,
-        );
-        i += 1;
-    }
-    // The multi-line list rule needs the elements on their own lines; keep it single-line.
-    s.replace(",]", "]")
-}
-
 /// `types` struct-typed funcs and `constructions` calls of them with struct literals: the
 /// baseline the declared-types benchmark is read against (same shapes, no declarations).
 fn generate_structs(types: usize, constructions: usize) -> String {
@@ -79,7 +53,7 @@ fn bench(c: &mut Criterion) {
     let mut catalog = registry.catalog();
     resources::declare(&mut catalog);
     let programs = [
-        ("check_10k_lines", generate(10_000)),
+        ("check_10k_lines", testkit::programs::mixed(10_000)),
         ("structs_1k_funcs_10k_literals", generate_structs(1_000, 10_000)),
         ("types_1k_declared_10k_constructions", generate_types(1_000, 10_000)),
     ];

@@ -17,8 +17,8 @@ use lang::catalog::Catalog;
 use lang::ide::Analysis;
 use lang::loader::Loader;
 use lsp_server::{Connection, Message, Notification, Request, Response};
-use lsp_types::notification::Notification as _;
 use lsp_types::PublishDiagnosticsParams;
+use lsp_types::notification::Notification as _;
 
 use crate::loader::FsLoader;
 

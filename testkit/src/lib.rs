@@ -93,3 +93,4 @@ mod tests {
 
 pub mod etcd;
 pub mod lsp;
+pub mod programs;
