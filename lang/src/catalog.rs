@@ -44,12 +44,21 @@ pub struct ParamDecl {
     /// The only values the kind accepts, as written in mcl (empty: any value of `ty`).
     /// `tend check` rejects a constant outside them.
     pub allowed: Vec<String>,
+    /// The value leaving the param out means, when the kind says (a resource that writes it
+    /// gets a warning).
+    pub default: Option<Value>,
 }
 
 impl ParamDecl {
     /// A param that takes any value of its type.
     pub fn new(name: impl Into<String>, ty: Type) -> ParamDecl {
-        ParamDecl { name: name.into(), ty, allowed: Vec::new() }
+        ParamDecl { name: name.into(), ty, allowed: Vec::new(), default: None }
+    }
+
+    /// A param that means the zero value of its type (`""`, `false`, `0`, `[]`) when left out.
+    pub fn zero_when_absent(mut self) -> ParamDecl {
+        self.default = Some(Value::zero(&self.ty));
+        self
     }
 
     /// A param that takes only `allowed` (strings).

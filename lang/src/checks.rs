@@ -35,11 +35,38 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
 }
 
 /// Every constant resource field outside the values its kind allows (`state => "exist"`),
-/// once per value written, placed on the value.
+/// once per value written, placed on the value; and, as warnings, every literal a resource
+/// writes that is what leaving the field out means (`recurse => false`), unless defaults,
+/// overrides or collectors of that kind could make the line matter.
 pub fn resource_fields(graph: &FuncGraph, catalog: &Catalog) -> Diagnostics {
-    let mut fields = FieldCheck { graph, catalog, seen: HashSet::new(), diags: Diagnostics::new() };
+    let mut steered = HashSet::new();
+    steering(&graph.stmts, &mut steered);
+    let mut fields = FieldCheck { graph, catalog, seen: HashSet::new(), steered, diags: Diagnostics::new() };
     fields.stmts(&graph.stmts);
     fields.diags
+}
+
+/// The kinds that defaults statements, overrides or collectors set fields of.
+fn steering(stmts: &[IrStmt], out: &mut HashSet<String>) {
+    for stmt in stmts {
+        match stmt {
+            IrStmt::Defaults { kind, .. } => {
+                out.insert(kind.clone());
+            }
+            IrStmt::Override { target, .. } => {
+                out.insert(target.kind.clone());
+            }
+            IrStmt::Collect(collector) => {
+                out.insert(collector.kind.clone());
+            }
+            IrStmt::If { then, els, .. } => {
+                steering(then, out);
+                steering(els, out);
+            }
+            IrStmt::For { body, .. } => steering(body, out),
+            _ => {}
+        }
+    }
 }
 
 struct FieldCheck<'a> {
@@ -48,6 +75,8 @@ struct FieldCheck<'a> {
     /// Value nodes already checked: a value of a defaults statement is checked once, not
     /// once per resource it reaches.
     seen: HashSet<NodeId>,
+    /// Kinds whose fields defaults, overrides or collectors set ([`steering`]).
+    steered: HashSet<String>,
     diags: Diagnostics,
 }
 
@@ -59,6 +88,7 @@ impl FieldCheck<'_> {
                     let written = res.fields.iter().filter(|f| f.origin == Origin::Written);
                     for field in written {
                         self.field(&res.kind, &field.name, field.value);
+                        self.default_value(&res.kind, field);
                     }
                 }
                 IrStmt::Defaults { kind, fields, .. } => {
@@ -108,6 +138,34 @@ impl FieldCheck<'_> {
         let unset = if param.allowed.iter().any(String::is_empty) { ", or leave it unset" } else { "" };
         diag = diag.with_note(format!("`{name}` takes {}{unset}", or_list(&listed)));
         self.diags.push(diag);
+    }
+}
+
+impl FieldCheck<'_> {
+    /// The warning for a literal written in a resource that is what leaving it out means.
+    fn default_value(&mut self, kind: &str, field: &crate::ir::IrField) {
+        let Some(param) = self.catalog.resource(kind).and_then(|decl| decl.param(&field.name)) else { return };
+        let Some(default) = &param.default else { return };
+        let node = self.graph.node(field.value);
+        let literal =
+            node.span.file == field.span.file && field.span.start <= node.span.start && node.span.end <= field.span.end;
+        if field.cond.is_some() || !literal || self.steered.contains(kind) {
+            return;
+        }
+        let NodeKind::Const(value) = &node.kind else { return };
+        if value != default {
+            return;
+        }
+        let name = &field.name;
+        self.diags.push(
+            Diagnostic::warn(
+                Stage::Unify,
+                format!("`{name} => {value}` is what leaving `{name}` out means"),
+                field.span,
+            )
+            .with_code(Code::DefaultValue)
+            .with_note(format!("`{name}` of `{kind}` is {value} when it is not set; the line can go")),
+        );
     }
 }
 

@@ -137,6 +137,8 @@ pub enum Code {
     ShadowedBind,
     /// A warning: an `include` (without `as`) of a class that adds nothing.
     EmptyInclude,
+    /// A warning: a resource field set to the value leaving it out means.
+    DefaultValue,
 }
 
 impl Code {
@@ -191,6 +193,7 @@ impl Code {
         Code::UnusedParam,
         Code::ShadowedBind,
         Code::EmptyInclude,
+        Code::DefaultValue,
     ];
 
     /// The stable text of the code.
@@ -239,6 +242,7 @@ impl Code {
             Code::UnusedParam => "unused-param",
             Code::ShadowedBind => "shadowed-bind",
             Code::EmptyInclude => "empty-include",
+            Code::DefaultValue => "default-value",
         }
     }
 }

@@ -64,7 +64,12 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     let (warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     let warnings: Diagnostics = warnings.into_iter().filter(|d| !silenced(&sources, d)).collect();
     let diags: Diagnostics = errors.into_iter().collect();
-    match check_graph(&mut graph, diags, catalog) {
+    let mut warnings = warnings;
+    let checked = check_graph(&mut graph, diags, catalog, &mut warnings, &sources);
+    let mut in_order = warnings.into_vec();
+    in_order.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+    let warnings: Diagnostics = in_order.into_iter().collect();
+    match checked {
         Ok(()) => Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings, partial: None },
         // A class body is elaborated once per include and a func body once per call:
         // repeats of one error are folded. The graph and warnings stay, for editors.
@@ -79,13 +84,22 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
 }
 
 /// The stages after scope resolution (whose errors are `diags`), each run only when the
-/// ones before it found nothing.
-fn check_graph(graph: &mut FuncGraph, diags: Diagnostics, catalog: &Catalog) -> Result<(), Diagnostics> {
+/// ones before it found nothing; the checks' warnings join `warnings`.
+fn check_graph(
+    graph: &mut FuncGraph,
+    diags: Diagnostics,
+    catalog: &Catalog,
+    warnings: &mut Diagnostics,
+    sources: &SourceMap,
+) -> Result<(), Diagnostics> {
     let some = |diags: Diagnostics| if diags.is_empty() { Ok(()) } else { Err(diags) };
     some(diags)?;
     some(crate::unify::unify(graph, catalog))?;
     let mut diags = crate::checks::constant(graph);
-    diags.extend(crate::checks::resource_fields(graph, catalog));
+    let (warned, errors): (Vec<_>, Vec<_>) =
+        crate::checks::resource_fields(graph, catalog).into_vec().into_iter().partition(|d| d.warning);
+    warnings.extend(warned.into_iter().filter(|d| !silenced(sources, d)).collect());
+    diags.extend(errors.into_iter().collect());
     some(diags)?;
     some(crate::graph_check::check(graph))
 }
@@ -194,6 +208,47 @@ mod tests {
             ]
         );
         assert!(out.warnings.iter().all(|d| d.warning));
+    }
+
+    /// The default-value warnings `src` gets, against a `file` whose `recurse` and `mode`
+    /// mean `false` and `""` when left out and whose `content` is optional.
+    fn default_warnings(src: &str) -> Vec<String> {
+        let mut catalog = Catalog::new();
+        catalog.add_resource(ResourceDecl {
+            kind: "file".into(),
+            params: vec![
+                ParamDecl::new("content", Type::Str),
+                ParamDecl::new("recurse", Type::Bool).zero_when_absent(),
+                ParamDecl::new("mode", Type::Str).zero_when_absent(),
+            ],
+            sends: Vec::new(),
+            can_recv: false,
+        });
+        let out = compile("/main.mcl", &MemLoader::new().with("/main.mcl", src), &catalog);
+        assert!(out.diagnostics.is_empty(), "{:?}", out.diagnostics.first());
+        let ours = out.warnings.iter().filter(|d| d.code == Some(Code::DefaultValue));
+        ours.map(|d| format!("{} @ {}", d.message, out.sources.byline(d.span.unwrap()))).collect()
+    }
+
+    #[test]
+    fn a_field_written_as_what_leaving_it_out_means_is_a_warning() {
+        let got = default_warnings("file \"/a\" {\n\trecurse => false,\n\tmode => \"\",\n\tcontent => \"\",\n}\n");
+        assert_eq!(
+            got,
+            [
+                "`recurse => false` is what leaving `recurse` out means @ /main.mcl @ 2:2-2:19",
+                "`mode => \"\"` is what leaving `mode` out means @ /main.mcl @ 3:2-3:13",
+            ]
+        );
+        // Other values, values from elsewhere, conditional fields: no warning.
+        assert!(default_warnings("file \"/a\" { recurse => true, mode => \"0644\", }\n").is_empty());
+        assert!(default_warnings("$r = false\nfile \"/a\" { recurse => $r, }\n").is_empty());
+        assert!(default_warnings("file \"/a\" { recurse => 1 > 2 ?: false, }\n").is_empty());
+        // Where defaults, an override or a collector may set the field, the line matters.
+        assert!(default_warnings("File { recurse => true, }\nfile \"/a\" { recurse => false, }\n").is_empty());
+        assert!(default_warnings("file \"/a\" { recurse => false, }\nFile[\"/a\"] { mode => \"1\", }\n").is_empty());
+        // Silenced by a comment.
+        assert!(default_warnings("file \"/a\" {\n\trecurse => false, # tend: allow(default-value)\n}\n").is_empty());
     }
 
     #[test]

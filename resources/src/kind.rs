@@ -72,7 +72,10 @@ fn all() -> &'static [ResourceDecl] {
                 params: kind
                     .params
                     .iter()
-                    .map(|&(name, ty, allowed)| ParamDecl::new(name, ty_of(ty)).with_allowed(allowed.iter().copied()))
+                    .map(|&(name, ty, allowed, zero)| {
+                        let decl = ParamDecl::new(name, ty_of(ty)).with_allowed(allowed.iter().copied());
+                        if zero { decl.zero_when_absent() } else { decl }
+                    })
                     .collect(),
                 sends: kind.sends.iter().map(|&(name, ty)| ParamDecl::new(name, ty_of(ty))).collect(),
                 can_recv: kind.can_recv,
@@ -94,11 +97,24 @@ mod tests {
     #[test]
     fn every_declared_type_parses() {
         for kind in crate::KINDS {
-            let params = kind.params.iter().map(|&(name, ty, _)| (name, ty));
+            let params = kind.params.iter().map(|&(name, ty, ..)| (name, ty));
             for (name, ty) in params.chain(kind.sends.iter().copied()) {
                 assert!(parse_type(ty).is_ok(), "{}.{name}: {ty}", kind.name);
             }
         }
+    }
+
+    #[test]
+    fn only_plain_fields_say_what_leaving_them_out_means() {
+        let file = decl("file").expect("file declared");
+        let default = |name: &str| file.param(name).and_then(|p| p.default.clone());
+        assert_eq!(default("recurse"), Some(lang::value::Value::Bool(false)));
+        assert_eq!(default("mode"), Some(lang::value::Value::str("")));
+        // An optional field (unset differs from empty), a field with a reader (the path
+        // comes from the name) and a choice (its unset is the kind's to decide): none.
+        assert_eq!(default("content"), None);
+        assert_eq!(default("path"), None);
+        assert_eq!(default("state"), None);
     }
 
     #[test]

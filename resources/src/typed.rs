@@ -13,9 +13,10 @@ use lang::value::Value;
 
 use crate::params::{BuildError, Fields, Params};
 
-/// One param as a kind declares it: `(name, mcl type text, allowed values)`, where no
-/// allowed values means any value of the type.
-pub type Field = (&'static str, &'static str, &'static [&'static str]);
+/// One param as a kind declares it: `(name, mcl type text, allowed values, whether leaving
+/// it out means the zero value of its type)`, where no allowed values means any value of
+/// the type.
+pub type Field = (&'static str, &'static str, &'static [&'static str], bool);
 
 /// A Rust type a present param value converts to.
 pub trait ParamType: Sized {
@@ -38,6 +39,9 @@ pub trait Param: Sized {
     const TYPE: &'static str;
     /// As [`ParamType::CHOICES`].
     const CHOICES: &'static [&'static str] = &[];
+    /// Whether an absent param reads as the zero value of its type (`""`, `false`, `0`,
+    /// `[]`, `{}`), so that writing that value changes nothing.
+    const ZERO_WHEN_ABSENT: bool = false;
     fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError>;
 }
 
@@ -67,6 +71,7 @@ macro_rules! zero_when_absent {
     ($($t:ty),* $(,)?) => {$(
         impl Param for $t {
             const TYPE: &'static str = <$t as ParamType>::TYPE;
+            const ZERO_WHEN_ABSENT: bool = true;
             fn read(p: &Params<'_>, field: &str) -> Result<Self, BuildError> {
                 Ok(<Option<$t> as Param>::read(p, field)?.unwrap_or_default())
             }
@@ -325,12 +330,14 @@ macro_rules! params {
         }
 
         impl $name {
-            /// Every param as `(name, mcl type text, allowed values)`, in declaration order.
+            /// Every param as `(name, mcl type text, allowed values, zero when absent)`, in
+            /// declaration order.
             pub const FIELDS: &'static [$crate::typed::Field] = &[
                 $( (
                     $crate::params!(@name $field $($pname)?),
                     $crate::params!(@text $ty, [$($text)?], [$($default)?]),
                     $crate::params!(@choices $ty, [$($text)?], [$($default)?]),
+                    $crate::params!(@zero $ty, [$($text)?], [$($default)?], [$($reader)?]),
                 ) ),*
             ];
 
@@ -358,6 +365,10 @@ macro_rules! params {
     (@choices $ty:ty, [$text:literal], [$($default:tt)*]) => { &[] };
     (@choices $ty:ty, [], []) => { <$ty as $crate::typed::Param>::CHOICES };
     (@choices $ty:ty, [], [$($default:tt)+]) => { <Option<$ty> as $crate::typed::Param>::CHOICES };
+    // Only a plain field reads its type's zero value when absent; a default or a reader
+    // decides otherwise.
+    (@zero $ty:ty, [], [], []) => { <$ty as $crate::typed::Param>::ZERO_WHEN_ABSENT };
+    (@zero $ty:ty, [$($text:tt)*], [$($default:tt)*], [$($reader:tt)*]) => { false };
     (@read $p:ident, $pname:expr, $ty:ty) => { <$ty as $crate::typed::Param>::read($p, $pname)? };
     (@read $p:ident, $pname:expr, $ty:ty, default $default:expr) => {
         <Option<$ty> as $crate::typed::Param>::read($p, $pname)?.unwrap_or_else(|| $default)
@@ -550,14 +561,16 @@ mod tests {
         assert_eq!(
             Sample::FIELDS,
             &[
-                ("text", "str", &[][..]),
-                ("maybe", "str", &[]),
-                ("flag", "bool", &[]),
-                ("small", "int", &[]),
-                ("mood", "str", &["", "happy", "sad"]),
-                ("kind", "str", &[]),
-                ("any", "[]int", &[]),
-                ("named", "str", &[]),
+                // Only plain fields of zero-when-absent types read their zero when left
+                // out: not an option, a field with a default or a reader, or a choice.
+                ("text", "str", &[][..], true),
+                ("maybe", "str", &[], false),
+                ("flag", "bool", &[], false),
+                ("small", "int", &[], true),
+                ("mood", "str", &["", "happy", "sad"], false),
+                ("kind", "str", &[], true),
+                ("any", "[]int", &[], false),
+                ("named", "str", &[], false),
             ]
         );
     }
