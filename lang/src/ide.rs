@@ -36,7 +36,7 @@ pub struct Analysis {
 /// Runs the front end on the program whose entry file is `entry`, keeping everything an
 /// editor can use even when a stage fails.
 pub fn analyze(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Analysis {
-    let out = crate::pipeline::compile(entry, loader, catalog);
+    let out = crate::pipeline::compile_naming(entry, loader, catalog);
     Analysis { sources: out.sources, errors: out.diagnostics, warnings: out.warnings, graph: out.graph.or(out.partial) }
 }
 

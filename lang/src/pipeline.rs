@@ -31,6 +31,16 @@ pub struct Outcome {
 /// whose entry file is `entry` (a deploy path such as `/main.mcl`). Stops after the first
 /// stage that reports errors, but reports every error of that stage.
 pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
+    compile_with(entry, loader, catalog, false)
+}
+
+/// [`compile`], also recording what each name resolved to (`FuncGraph::names`), for
+/// editors.
+pub fn compile_naming(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
+    compile_with(entry, loader, catalog, true)
+}
+
+fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: bool) -> Outcome {
     let mut sources = SourceMap::new();
     let Some(text) = loader.read(entry) else {
         let why = loader.why_unreadable(entry).map(|w| format!(": {w}")).unwrap_or_default();
@@ -60,7 +70,8 @@ pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let (mut graph, found) = crate::scope::resolve(ast, entry, loader, catalog, &mut sources);
+    let resolve = if naming { crate::scope::resolve_naming } else { crate::scope::resolve };
+    let (mut graph, found) = resolve(ast, entry, loader, catalog, &mut sources);
     let (warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     let warnings: Diagnostics = warnings.into_iter().filter(|d| !silenced(&sources, d)).collect();
     let diags: Diagnostics = errors.into_iter().collect();

@@ -49,7 +49,19 @@ pub fn resolve(
     catalog: &Catalog,
     sources: &mut SourceMap,
 ) -> (FuncGraph, Diagnostics) {
-    resolve_with(main, entry, loader, catalog, sources, &front_end)
+    resolve_with(main, entry, loader, catalog, sources, &front_end, false)
+}
+
+/// [`resolve`], also recording what each name resolved to (`FuncGraph::names`), for
+/// editors; the rest of the pipeline does without it.
+pub fn resolve_naming(
+    main: ast::File,
+    entry: &str,
+    loader: &dyn Loader,
+    catalog: &Catalog,
+    sources: &mut SourceMap,
+) -> (FuncGraph, Diagnostics) {
+    resolve_with(main, entry, loader, catalog, sources, &front_end, true)
 }
 
 /// Turns an imported file's text into a checked, interpolated AST (`None` plus the
@@ -57,7 +69,8 @@ pub fn resolve(
 pub type FrontEnd = dyn Fn(FileId, &str) -> (Option<ast::File>, Diagnostics);
 
 /// [`resolve`] with the front end for imported files given by the caller: it turns a
-/// file's text into a checked, interpolated AST, or reports why not.
+/// file's text into a checked, interpolated AST, or reports why not; `naming` records
+/// `FuncGraph::names`.
 pub fn resolve_with(
     main: ast::File,
     entry: &str,
@@ -65,6 +78,7 @@ pub fn resolve_with(
     catalog: &Catalog,
     sources: &mut SourceMap,
     front_end: &FrontEnd,
+    naming: bool,
 ) -> (FuncGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     order::check_file(&main, &mut diags);
@@ -89,7 +103,7 @@ pub fn resolve_with(
         default_nodes: BTreeMap::new(),
         any_defaults: false,
         declared: Vec::new(),
-        names: names::Names::default(),
+        names: names::Names::new(naming),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;

@@ -10,6 +10,8 @@ use super::frame::{Frame, FrameId, Lazy, Ns, VarEntry};
 
 #[derive(Default)]
 pub(super) struct Names {
+    /// Off unless an editor asked: a compile for running does without.
+    on: bool,
     uses: Vec<NameUse>,
     /// Variable uses whose node is known only once their bind is elaborated: the index in
     /// `uses`, the frame holding the entry and its key.
@@ -17,9 +19,16 @@ pub(super) struct Names {
 }
 
 impl Names {
+    pub(super) fn new(on: bool) -> Names {
+        Names { on, ..Names::default() }
+    }
+
     /// Records a use at `at` of a name found as `hit` in namespace `ns`. A variable
     /// interpolated in a string (`"${x}"`, whose use is the whole string) is placed on its name.
     pub(super) fn found(&mut self, frames: &[Frame<'_>], sources: &SourceMap, ns: Ns, at: Span, name: &str, hit: &Hit) {
+        if !self.on {
+            return;
+        }
         let at = within_string(sources, at, name).unwrap_or(at);
         let (decl, builtin) = match hit {
             Hit::Entry(owner, key) | Hit::Private(_, owner, key) => (decl(&frames[owner.0 as usize], ns, key), None),
@@ -34,6 +43,9 @@ impl Names {
 
     /// Records an import statement at `at` that loaded the file whose first byte is `file`.
     pub(super) fn imported(&mut self, at: Span, file: Span) {
+        if !self.on {
+            return;
+        }
         self.uses.push(NameUse { at, decl: Some(file), builtin: None, node: None });
     }
 
