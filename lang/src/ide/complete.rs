@@ -62,11 +62,16 @@ pub fn complete(
     if head.ends_with('$') {
         return variables(text, offset as u32, file, analysis);
     }
+    if let Some(alias) = head.strip_suffix('.').and_then(trailing_var) {
+        return module_members(text, file, alias, analysis, true);
+    }
     if let Some(var) = head.strip_suffix("->").and_then(trailing_var) {
         return fields(text, offset as u32, file, var, analysis);
     }
     if let Some(alias) = head.strip_suffix('.').and_then(trailing_word) {
-        return package_funcs(text, file, alias, catalog);
+        let mut out = package_funcs(text, file, alias, catalog);
+        out.extend(module_members(text, file, alias, analysis, false));
+        return out;
     }
     let line_start = head.rfind('\n').map_or(0, |n| n + 1);
     let at_line_start = head[line_start..].trim().is_empty();
@@ -210,8 +215,8 @@ fn allowed_values(kind: &str, field: &str, catalog: &Catalog) -> Vec<Completion>
         .collect()
 }
 
-/// The import aliases of a file and the import path each names.
-fn imports(text: &str, file: FileId) -> Vec<(String, String)> {
+/// The import aliases of a file, the import path each names and the statement's span.
+fn imports(text: &str, file: FileId) -> Vec<(String, String, Span)> {
     let (ast, _) = crate::syntax::parse(file, text);
     ast.stmts
         .iter()
@@ -222,7 +227,7 @@ fn imports(text: &str, file: FileId) -> Vec<(String, String)> {
                     Some(crate::syntax::ast::ImportAlias::Star(_)) => return None,
                     None => default_namespace(path),
                 };
-                Some((name, path.clone()))
+                Some((name, path.clone(), s.span))
             }
             _ => None,
         })
@@ -231,12 +236,34 @@ fn imports(text: &str, file: FileId) -> Vec<(String, String)> {
 
 /// The functions of the package imported as `alias`.
 fn package_funcs(text: &str, file: FileId, alias: &str, catalog: &Catalog) -> Vec<Completion> {
-    let Some((_, path)) = imports(text, file).into_iter().find(|(a, _)| a == alias) else { return Vec::new() };
+    let Some((_, path, _)) = imports(text, file).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
     catalog
         .package_funcs(&path)
         .map(|(name, decl)| {
             let sig = decl.sigs.first().map(ToString::to_string).unwrap_or_default();
             Completion::new(name, CompletionKind::Function, sig)
+        })
+        .collect()
+}
+
+/// The top-level binds (`vars`) or funcs of the module imported as `alias`, as the last
+/// analysis loaded it; private names are not offered.
+fn module_members(text: &str, file: FileId, alias: &str, analysis: Option<&Analysis>, vars: bool) -> Vec<Completion> {
+    let Some((_, _, stmt)) = imports(text, file).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
+    let Some(graph) = analysis.and_then(|a| a.graph.as_ref()) else { return Vec::new() };
+    let Some(module) = graph.names.iter().find(|u| u.at == stmt).and_then(|u| u.decl) else { return Vec::new() };
+    let Some(analysis) = analysis else { return Vec::new() };
+    let (ast, _) = crate::syntax::parse(module.file, &analysis.sources.get(module.file).text);
+    ast.stmts
+        .iter()
+        .filter(|s| s.private.is_none())
+        .filter_map(|s| match &s.kind {
+            StmtKind::Bind { name, .. } if vars => {
+                let ty = analysis.decl_type(name.span).map(ToString::to_string).unwrap_or_default();
+                Some(Completion::new(name.name.trim_start_matches('$'), CompletionKind::Variable, ty))
+            }
+            StmtKind::Func { name, .. } if !vars => Some(Completion::new(&name.name, CompletionKind::Function, "func")),
+            _ => None,
         })
         .collect()
 }
@@ -263,7 +290,7 @@ fn functions(text: &str, file: FileId, catalog: &Catalog) -> Vec<Completion> {
     out.extend(
         imports(text, file)
             .into_iter()
-            .map(|(alias, path)| Completion::new(alias, CompletionKind::Keyword, format!("import \"{path}\""))),
+            .map(|(alias, path, _)| Completion::new(alias, CompletionKind::Keyword, format!("import \"{path}\""))),
     );
     out.extend(["true", "false"].iter().map(|k| Completion::new(*k, CompletionKind::Keyword, "bool")));
     out
@@ -392,5 +419,25 @@ mod tests {
         let good = "$s = struct{port => 80, host => \"h\"}\n$p = $s->port\nfile \"/a\" { content => \"${p}\", }\n";
         let typing = "$s = struct{port => 80, host => \"h\"}\n$p = $s->^\nfile \"/a\" { content => \"${p}\", }\n";
         assert_eq!(labels_after(Some(good), typing), ["port", "host"]);
+    }
+
+    #[test]
+    fn a_local_module_offers_its_public_binds_and_funcs() {
+        let catalog = catalog();
+        let main = "import \"web/\"\n$g = $web.greeting\n$h = web.helper()\nfile \"/a\" { content => $g + $h, }\n";
+        let loader = MemLoader::new()
+            .with("/main.mcl", main)
+            .with("/web/main.mcl", "$greeting = \"hi\"\nprivate $secret = 1\nfunc helper() str { \"h\" }\n");
+        let analysis = analyze("/main.mcl", &loader, &catalog);
+        assert!(analysis.errors.is_empty(), "{:?}", analysis.errors.first());
+        let labels = |needle: &str| -> Vec<(String, String)> {
+            let offset = main.find(needle).unwrap() as u32 + needle.len() as u32;
+            complete(main, offset, FileId(0), &catalog, Some(&analysis))
+                .into_iter()
+                .map(|c| (c.label, c.detail))
+                .collect()
+        };
+        assert_eq!(labels("$web."), [("greeting".to_string(), "str".to_string())]);
+        assert_eq!(labels("= web."), [("helper".to_string(), "func".to_string())]);
     }
 }

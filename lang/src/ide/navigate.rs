@@ -60,4 +60,20 @@ mod tests {
         let (analysis, _, offset) = at("$n = le^n(\"abc\")\nfile \"/a\" { content => \"${n}\", }\n");
         assert_eq!(definition(&analysis, FileId(0), offset), None);
     }
+
+    #[test]
+    fn names_of_a_module_lead_into_its_file_and_the_import_to_the_file() {
+        let catalog = super::super::testing::catalog();
+        let main = "import \"web/\"\nfile \"/a\" { content => $web.greeting, }\n";
+        let loader =
+            crate::loader::MemLoader::new().with("/main.mcl", main).with("/web/main.mcl", "$greeting = \"hi\"\n");
+        let analysis = super::super::analyze("/main.mcl", &loader, &catalog);
+        assert!(analysis.errors.is_empty(), "{:?}", analysis.errors.first());
+        let web = analysis.file("/web/main.mcl").expect("the module is loaded");
+        let use_at = main.find("web.greeting").unwrap() as u32 + 5;
+        let decl = definition(&analysis, FileId(0), use_at).expect("the module's bind");
+        assert_eq!((decl.file, text(&analysis, decl)), (web, "$greeting"));
+        let import = definition(&analysis, FileId(0), 3).expect("the imported file");
+        assert_eq!((import.file, import.start), (web, 0));
+    }
 }
