@@ -73,6 +73,9 @@ pub fn complete(
         out.extend(module_members(text, file, alias, analysis, false));
         return out;
     }
+    if let Some(kind) = collector_query(text, file, word_start, catalog) {
+        return query_attrs(&kind, catalog);
+    }
     let line_start = head.rfind('\n').map_or(0, |n| n + 1);
     let at_line_start = head[line_start..].trim().is_empty();
     match enclosing_body(text, file, word_start, catalog) {
@@ -171,6 +174,33 @@ fn enclosing_body(text: &str, file: FileId, offset: usize, catalog: &Catalog) ->
         }
     }
     Some(Body { kind, set })
+}
+
+/// The kind of the collector whose query (`Kind <| … |>`, `Kind <<| … |>>`) the cursor at
+/// `offset` is in, when it is a known kind and the cursor is where an attribute goes (not
+/// right after a comparison).
+fn collector_query(text: &str, file: FileId, offset: usize, catalog: &Catalog) -> Option<String> {
+    let tokens = lex(file, text).tokens;
+    let before: Vec<&Tok> = tokens.iter().take_while(|(_, s)| (s.start as usize) < offset).map(|(t, _)| t).collect();
+    let open = before.iter().rposition(|t| matches!(t, Tok::CollectOpen | Tok::ExportOpen))?;
+    if before[open..].iter().any(|t| matches!(t, Tok::CollectClose | Tok::ExportClose)) {
+        return None;
+    }
+    if matches!(before.last(), Some(Tok::EqEq | Tok::NotEq)) {
+        return None;
+    }
+    let Tok::Cap(kind) = before.get(open.checked_sub(1)?)? else { return None };
+    catalog.resource(kind).map(|_| kind.clone())
+}
+
+/// What a collector's query may compare: the kind's params, its name and its tags.
+fn query_attrs(kind: &str, catalog: &Catalog) -> Vec<Completion> {
+    let Some(decl) = catalog.resource(kind) else { return Vec::new() };
+    let mut out: Vec<Completion> =
+        decl.params.iter().map(|p| Completion::new(&p.name, CompletionKind::Param, p.ty.to_string())).collect();
+    out.push(Completion::new("name", CompletionKind::Param, "the resource's name"));
+    out.push(Completion::new("tag", CompletionKind::Param, "a tag (its classes, or `Meta:tag`)"));
+    out
 }
 
 /// A resource body's params not yet set, its edges and metaparams.
@@ -389,6 +419,16 @@ mod tests {
         assert!(got.contains(&"Meta:noop".to_string()) && got.contains(&"Notify".to_string()), "{got:?}");
         // After `=>`, the values the param allows.
         assert_eq!(labels("file \"/a\" {\n\tstate => ^\n}\n"), ["\"exists\"", "\"absent\""]);
+    }
+
+    #[test]
+    fn a_collector_query_offers_the_kind_s_params_and_its_body_the_unset_ones() {
+        let got = labels("File <| ^ |>\n");
+        assert!(got.contains(&"mode".to_string()) && got.contains(&"tag".to_string()), "{got:?}");
+        let got = labels("File <| mode == \"0644\" and ^ |>\n");
+        assert!(got.contains(&"content".to_string()), "{got:?}");
+        let got = labels("File <| tag == \"web\" |> {\n\tmode => \"0600\",\n\t^\n}\n");
+        assert!(got.contains(&"content".to_string()) && !got.contains(&"mode".to_string()), "{got:?}");
     }
 
     #[test]

@@ -52,15 +52,33 @@ fn sep(md: &str) -> &'static str {
     if md.is_empty() { "" } else { "\n\n" }
 }
 
-/// The source line a declaration is on, as code.
+/// The source line a declaration is on, as code; a declared type's whole statement (its
+/// attributes, defaults, checks and invariants).
 fn header(analysis: &Analysis, decl: Span) -> String {
     let file = analysis.sources.get(decl.file);
+    if let Some(text) = type_statement(&file.text, decl) {
+        return format!("```mcl\n{text}\n```");
+    }
     let (_, line) = file.line_of(decl.start);
     let text = file.text[line].trim().trim_end_matches('{').trim_end();
     if text.is_empty() {
         return format!("`{}`", file.shown_name());
     }
     format!("```mcl\n{text}\n```")
+}
+
+/// The text of the `type` statement whose name is at `decl`.
+fn type_statement(text: &str, decl: Span) -> Option<&str> {
+    let (ast, _) = crate::syntax::parse(decl.file, text);
+    let mut found = None;
+    walk(&ast.stmts, &mut |stmt| {
+        if let StmtKind::Type(t) = &stmt.kind
+            && t.name.span == decl
+        {
+            found = text.get(stmt.span.range());
+        }
+    });
+    found
 }
 
 /// A built-in function's signatures and documentation.
@@ -173,6 +191,13 @@ mod tests {
         // On the declaration itself too.
         let md = shown("$^n = len(\"abc\")\nfile \"/a\" { content => \"${n}\", }\n");
         assert!(md.contains("`int`"), "{md}");
+    }
+
+    #[test]
+    fn a_declared_type_shows_its_attributes() {
+        let src = "type vhost {\n\tattr name str\n\tattr port int { default => 80, }\n}\n$v = vh^ost{name => \"a\"}\nfile \"/a\" { content => $v->name, }\n";
+        let md = shown(src);
+        assert!(md.contains("attr name str") && md.contains("default => 80"), "{md}");
     }
 
     #[test]
