@@ -129,7 +129,7 @@ pub(crate) mod testing {
             params: vec![
                 ParamDecl::new("content", Type::Str),
                 ParamDecl::new("state", Type::Str).with_allowed(["", "exists", "absent"]),
-                ParamDecl::new("mode", Type::Str),
+                ParamDecl::new("mode", Type::Str).zero_when_absent(),
             ],
             sends: Vec::new(),
             can_recv: false,

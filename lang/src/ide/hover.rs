@@ -116,6 +116,9 @@ pub(super) fn kind_doc(decl: &ResourceDecl) -> String {
 
 fn param_line(p: &ParamDecl) -> String {
     let mut line = format!("`{}` {}", p.name, p.ty);
+    if let Some(default) = &p.default {
+        let _ = write!(line, " (default `{default}`)");
+    }
     let allowed: Vec<String> = p.allowed.iter().filter(|a| !a.is_empty()).map(|a| format!("`\"{a}\"`")).collect();
     if !allowed.is_empty() {
         let _ = write!(line, ": one of {}", allowed.join(", "));
@@ -210,6 +213,7 @@ mod tests {
     fn a_resource_kind_lists_its_params_and_a_field_its_values() {
         let md = shown("fi^le \"/a\" { state => \"exists\", }\n");
         assert!(md.contains("**file** resource") && md.contains("`content` str"), "{md}");
+        assert!(md.contains("`mode` str (default `\"\"`)"), "{md}");
         let md = shown("file \"/a\" { st^ate => \"exists\", }\n");
         assert!(md.contains("`state` str: one of `\"exists\"`, `\"absent\"`, or unset"), "{md}");
     }
