@@ -121,7 +121,7 @@ pub(crate) mod testing {
     use crate::catalog::{FuncDecl, ParamDecl, ResourceDecl};
     use crate::loader::MemLoader;
 
-    /// A catalog with a `file` kind, `len` and `strings.to_upper`.
+    /// A catalog with a `file` kind, `len`, `sys.hostname` and `strings.to_upper`.
     pub(crate) fn catalog() -> Catalog {
         let mut catalog = Catalog::new();
         catalog.add_resource(ResourceDecl {
@@ -143,6 +143,13 @@ pub(crate) mod testing {
             doc: "the length of a string, list or map",
         });
         catalog.add_func(FuncDecl {
+            name: "sys.hostname".into(),
+            sigs: vec![sig(vec![], Type::Str)],
+            infer: None,
+            check: None,
+            doc: "the host's name (node definitions match it)",
+        });
+        catalog.add_func(FuncDecl {
             name: "strings.to_upper".into(),
             sigs: vec![sig(vec![Type::Str], Type::Str)],
             infer: None,
@@ -160,5 +167,44 @@ pub(crate) mod testing {
         let catalog = catalog();
         let analysis = analyze("/main.mcl", &MemLoader::new().with("/main.mcl", &text), &catalog);
         (analysis, catalog, offset)
+    }
+}
+
+#[cfg(test)]
+mod half_typed {
+    use super::testing::catalog;
+    use super::*;
+    use crate::loader::MemLoader;
+
+    /// Every query on every prefix of a program that uses most of the syntax (what an
+    /// editor sends while it is typed) answers without panicking.
+    #[test]
+    fn every_query_on_every_prefix_answers() {
+        let program = "import \"strings\"\nimport \"web/\" as w\n# a comment\ntype vhost {\n\tattr name str\n\tattr port int { default => 80, check => $it > 0, }\n\tinvariant \"named\" { $name != \"\" }\n}\nfunc up($s str) str { strings.to_upper($s) }\nclass site($n, $m = 2) {\n\t$v = vhost{name => $n}\n\tfile \"/srv/${n}\" {\n\t\tcontent => up($v->name),\n\t\tmode => \"0644\",\n\t\tMeta:noop => true,\n\t\tBefore => File[\"/b\"],\n\t}\n}\ninclude site(\"a\") as s\nfor $i, $x in [\"a\", \"b\"] {\n\tfile \"/l/${x}\" { content => $s.v->name, }\n}\nFile { mode => \"0600\", }\nFile <| tag == \"site\" |> { mode => \"0640\", }\nFile[\"/b\"] -> File[\"/c\"]\n@file \"/v\" { }\nnode \"h1\", default {\n\t$z = len(\"x\") + 1 * 2\n}\n";
+        let catalog = catalog();
+        let mut cut = 0;
+        while cut <= program.len() {
+            let text = &program[..cut];
+            let loader = MemLoader::new().with("/main.mcl", text).with("/web/main.mcl", "$x = 1\n");
+            let analysis = analyze("/main.mcl", &loader, &catalog);
+            let file = FileId(0);
+            for offset in [0, cut / 3, cut / 2, cut] {
+                let offset = offset as u32;
+                let _ = hover(&analysis, &catalog, file, offset);
+                let _ = definition(&analysis, file, offset);
+                let _ = references(&analysis, file, offset, true);
+                let _ = complete(text, offset, file, &catalog, Some(&analysis));
+            }
+            let _ = outline(file, text);
+            let _ = highlight(file, text);
+            cut += 5;
+            while !program.is_char_boundary(cut.min(program.len())) {
+                cut += 1;
+            }
+        }
+        // The whole program compiles, so the queries had something to work on.
+        let loader = MemLoader::new().with("/main.mcl", program).with("/web/main.mcl", "$x = 1\n");
+        let analysis = analyze("/main.mcl", &loader, &catalog);
+        assert!(analysis.errors.is_empty(), "{:?}", analysis.errors.first());
     }
 }
