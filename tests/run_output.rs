@@ -122,6 +122,21 @@ fn quiet_shows_failures_only() {
 }
 
 #[test]
+fn warnings_are_shown_when_the_code_loads_and_never_stop_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display();
+    let src = format!("$unused = 1\nfile \"{root}/w\" {{\n\tstate => \"exists\",\n\tcontent => \"w\\n\",\n}}\n");
+    std::fs::write(dir.path().join("main.mcl"), src).unwrap();
+    let out = tend(dir.path(), &["--converged-timeout", "0"]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("unused variable `$unused`"), "{stderr}");
+    assert!(dir.path().join("w").exists(), "the program ran");
+    let out = tend(dir.path(), &["--converged-timeout", "0", "-q"]);
+    assert!(!text(&out.stderr).contains("unused"), "-q leaves failures only");
+}
+
+#[test]
 fn detailed_exitcodes_say_whether_something_changed_or_failed() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().display().to_string();

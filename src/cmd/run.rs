@@ -60,7 +60,12 @@ pub fn run(opts: RunArgs) -> ExitCode {
                 }
             };
             match load(&program, &catalog) {
-                Ok(c) => Some((program, c)),
+                Ok(c) => {
+                    if !opts.quiet {
+                        print_warnings(&c.warnings, &c.sources);
+                    }
+                    Some((program, c))
+                }
                 Err((diags, sources)) => {
                     compile::report(&diags, &sources, Report::Human);
                     return ExitCode::from(1);
@@ -195,6 +200,8 @@ enum Start {
 pub struct Compiled {
     graph: Arc<lang::ir::FuncGraph>,
     sources: SourceMap,
+    /// What `tend check` would warn about; shown when the code is loaded (not with `-q`).
+    warnings: Vec<Diagnostic>,
 }
 
 /// Compiles the program; on failure the diagnostics and the sources they point into.
@@ -211,7 +218,9 @@ fn compile_with(
     let mut outcome = lang::pipeline::compile(&program.entry, loader, catalog);
     crate::loader::name_files(&mut outcome.sources, &program.root);
     match outcome.graph {
-        Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled { graph: Arc::new(g), sources: outcome.sources }),
+        Some(g) if outcome.diagnostics.is_empty() => {
+            Ok(Compiled { graph: Arc::new(g), sources: outcome.sources, warnings: outcome.warnings.into_vec() })
+        }
         _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
     }
 }
@@ -608,6 +617,9 @@ impl Runner {
         }
         match loaded {
             Ok(c) => {
+                if self.style.show {
+                    print_warnings(&c.warnings, &c.sources);
+                }
                 if let Some(df) = dataflow.take() {
                     df.shutdown().await;
                 }
@@ -816,6 +828,13 @@ fn print_diags(diags: &[Diagnostic], sources: &SourceMap) {
     crate::stderr::print(lang::render::render_all(diags, sources, crate::stderr::color()));
     for d in diags {
         tracing::debug!(stage = d.stage.code(), message = %d.one_line(sources), "program error");
+    }
+}
+
+/// Warnings of code that compiles: rendered as `tend check` shows them, never stopping it.
+fn print_warnings(warnings: &[Diagnostic], sources: &SourceMap) {
+    if !warnings.is_empty() {
+        crate::stderr::print(lang::render::render_all(warnings, sources, crate::stderr::color()));
     }
 }
 
