@@ -56,10 +56,13 @@ fn sep(md: &str) -> &'static str {
 /// attributes, defaults, checks and invariants).
 fn header(analysis: &Analysis, decl: Span) -> String {
     let file = analysis.sources.get(decl.file);
-    if let Some(text) = type_statement(&file.text, decl) {
+    let (_, line) = file.line_of(decl.start);
+    let is_type = |l: &str| l.trim_start().trim_start_matches("private").trim_start().starts_with("type ");
+    if is_type(&file.text[line.clone()])
+        && let Some(text) = type_statement(&file.text, decl)
+    {
         return format!("```mcl\n{text}\n```");
     }
-    let (_, line) = file.line_of(decl.start);
     let text = file.text[line].trim().trim_end_matches('{').trim_end();
     if text.is_empty() {
         return format!("`{}`", file.shown_name());
@@ -132,6 +135,14 @@ fn param_line(p: &ParamDecl) -> String {
 /// The kind word or a field name of a resource, defaults, override, collector or edge.
 fn resource_part(analysis: &Analysis, catalog: &Catalog, file: FileId, offset: u32) -> Option<Info> {
     let text = &analysis.sources.get(file).text;
+    // Only a word followed by what follows a kind or a field (a name, `{`, `[`, `=>`, `<|`)
+    // is worth parsing the file for.
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
+    let end = text.get(offset as usize..)?.find(|c: char| !word(c)).map_or(text.len(), |n| offset as usize + n);
+    let next = text[end..].trim_start_matches([' ', '\t']).chars().next();
+    if !matches!(next, Some('"' | '$' | '{' | '[' | '=' | '+' | '<')) {
+        return None;
+    }
     let (ast, _) = crate::syntax::parse(file, text);
     let mut found = None;
     let kind_info = |kind: &str, span: Span| {
