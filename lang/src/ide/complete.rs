@@ -77,6 +77,13 @@ pub fn complete(
         return query_attrs(&kind, catalog);
     }
     let line_start = head.rfind('\n').map_or(0, |n| n + 1);
+    if head[line_start..]
+        .trim_start()
+        .strip_prefix("include")
+        .is_some_and(|rest| rest.trim().is_empty() && rest.starts_with([' ', '\t']))
+    {
+        return classes(text, file);
+    }
     let at_line_start = head[line_start..].trim().is_empty();
     match enclosing_body(text, file, word_start, catalog) {
         Some(body) if at_line_start => body_entries(&body, catalog),
@@ -298,6 +305,20 @@ fn module_members(text: &str, file: FileId, alias: &str, analysis: Option<&Analy
         .collect()
 }
 
+/// The classes declared in the file (nested ones by their colon names' last part, as
+/// their parent's body includes them).
+fn classes(text: &str, file: FileId) -> Vec<Completion> {
+    let (ast, _) = crate::syntax::parse(file, text);
+    let mut out = Vec::new();
+    super::walk(&ast.stmts, &mut |s| {
+        if let StmtKind::Class { name, params, .. } = &s.kind {
+            let params: Vec<String> = params.iter().flatten().map(|p| format!("${}", p.name.name)).collect();
+            out.push(Completion::new(&name.name, CompletionKind::Kind, format!("class({})", params.join(", "))));
+        }
+    });
+    out
+}
+
 /// Functions callable without a prefix, the file's func statements and import aliases.
 fn functions(text: &str, file: FileId, catalog: &Catalog) -> Vec<Completion> {
     let mut out: Vec<Completion> = catalog
@@ -429,6 +450,12 @@ mod tests {
         assert!(got.contains(&"content".to_string()), "{got:?}");
         let got = labels("File <| tag == \"web\" |> {\n\tmode => \"0600\",\n\t^\n}\n");
         assert!(got.contains(&"content".to_string()) && !got.contains(&"mode".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn include_offers_the_classes() {
+        let got = labels("class web($port) { }\nclass db { }\ninclude ^\n");
+        assert_eq!(got, ["web", "db"]);
     }
 
     #[test]
