@@ -11,16 +11,24 @@ use lang::value::Value;
 use crate::params::{BuildError, Params};
 
 /// A kind's raw params, kept so a received value can be decoded like a declared one.
+/// Every resource holds one for as long as it runs, so the values are a sorted slice of
+/// exactly their size (a map's node would hold room for eleven), made a map again only to
+/// decode.
 #[derive(Clone, Debug)]
 pub(crate) struct Raw {
     pub(crate) kind: &'static str,
     pub(crate) name: String,
-    pub(crate) values: BTreeMap<String, Value>,
+    values: Box<[(String, Value)]>,
 }
 
 impl Raw {
     pub(crate) fn new(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Raw {
-        Raw { kind, name: name.to_string(), values: values.clone() }
+        let values = values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        Raw { kind, name: name.to_string(), values }
+    }
+
+    fn map(&self) -> BTreeMap<String, Value> {
+        self.values.iter().cloned().collect()
     }
 
     /// A validation error of this resource, naming the field at fault when there is one.
@@ -35,7 +43,7 @@ impl Raw {
 
     /// Decodes `values` with `decode` after checking every field exists.
     pub(crate) fn decode<T>(&self, decode: impl Fn(&Params<'_>) -> Result<T, BuildError>) -> Result<T, BuildError> {
-        decode(&Params::new(self.kind, &self.name, &self.values)?)
+        decode(&Params::new(self.kind, &self.name, &self.map())?)
     }
 
     /// Stores a received value into `key` and re-decodes; returns whether the typed params
@@ -48,11 +56,11 @@ impl Raw {
         decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
     ) -> Result<bool, ResError> {
         let value = value_of(payload)?.clone();
-        let mut values = self.values.clone();
+        let mut values = self.map();
         values.insert(key.to_string(), value);
         let params = Params::new(self.kind, &self.name, &values).map_err(res_error)?;
         let new = decode(&params).map_err(res_error)?;
-        self.values = values;
+        self.values = values.into_iter().collect();
         let changed = new != *current;
         *current = new;
         Ok(changed)
