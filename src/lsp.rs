@@ -188,7 +188,7 @@ impl Server {
         for uri in std::mem::take(&mut self.dirty) {
             let Some(doc) = self.docs.get(&uri) else { continue };
             let analysis = self.analyze(doc);
-            let by_uri = handlers::diagnostics(&uri, doc, &analysis, &self.docs);
+            let by_uri = handlers::diagnostics(&uri, &analysis, &self.docs);
             let Some(doc) = self.docs.get_mut(&uri) else { continue };
             let others: BTreeSet<String> = by_uri.keys().filter(|u| **u != uri).cloned().collect();
             let stale: Vec<String> = doc.published.difference(&others).cloned().collect();
@@ -201,9 +201,7 @@ impl Server {
             for uri in stale {
                 self.publish(&uri, Vec::new());
             }
-            let mut by_uri = by_uri;
-            let own = by_uri.remove(&uri).unwrap_or_default();
-            self.publish(&uri, own);
+            // The document's own (maybe none, which clears what it showed) and its imports'.
             for (uri, diags) in by_uri {
                 self.publish(&uri, diags);
             }

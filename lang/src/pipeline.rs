@@ -72,14 +72,12 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
     }
     let resolve = if naming { crate::scope::resolve_naming } else { crate::scope::resolve };
     let (mut graph, found) = resolve(ast, entry, loader, catalog, &mut sources);
-    let (warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
-    let warnings: Diagnostics = warnings.into_iter().filter(|d| !silenced(&sources, d)).collect();
-    let diags: Diagnostics = errors.into_iter().collect();
-    let mut warnings = warnings;
-    let checked = check_graph(&mut graph, diags, catalog, &mut warnings, &sources);
-    let mut in_order = warnings.into_vec();
-    in_order.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
-    let warnings: Diagnostics = in_order.into_iter().collect();
+    let (mut warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
+    let checked = check_graph(&mut graph, errors.into_iter().collect(), catalog, &mut warnings);
+    // The warnings of every stage, in source order, minus those a comment silences.
+    warnings.retain(|d| !silenced(&sources, d));
+    warnings.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
+    let warnings: Diagnostics = warnings.into_iter().collect();
     match checked {
         Ok(()) => Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings, partial: None },
         // A class body is elaborated once per include and a func body once per call:
@@ -100,8 +98,7 @@ fn check_graph(
     graph: &mut FuncGraph,
     diags: Diagnostics,
     catalog: &Catalog,
-    warnings: &mut Diagnostics,
-    sources: &SourceMap,
+    warnings: &mut Vec<Diagnostic>,
 ) -> Result<(), Diagnostics> {
     let some = |diags: Diagnostics| if diags.is_empty() { Ok(()) } else { Err(diags) };
     some(diags)?;
@@ -109,7 +106,7 @@ fn check_graph(
     let mut diags = crate::checks::constant(graph);
     let (warned, errors): (Vec<_>, Vec<_>) =
         crate::checks::resource_fields(graph, catalog).into_vec().into_iter().partition(|d| d.warning);
-    warnings.extend(warned.into_iter().filter(|d| !silenced(sources, d)).collect());
+    warnings.extend(warned);
     diags.extend(errors.into_iter().collect());
     some(diags)?;
     some(crate::graph_check::check(graph))

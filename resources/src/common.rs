@@ -11,9 +11,8 @@ use lang::value::Value;
 use crate::params::{BuildError, Params};
 
 /// A kind's raw params, kept so a received value can be decoded like a declared one.
-/// Every resource holds one for as long as it runs, so the values are a sorted slice of
-/// exactly their size (a map's node would hold room for eleven), made a map again only to
-/// decode.
+/// Every resource holds one for as long as it runs, so the values are a slice sorted by
+/// field of exactly their size (a map's node would hold room for eleven).
 #[derive(Clone, Debug)]
 pub(crate) struct Raw {
     pub(crate) kind: &'static str,
@@ -23,12 +22,9 @@ pub(crate) struct Raw {
 
 impl Raw {
     pub(crate) fn new(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Raw {
+        // A map iterates in key order: the slice comes out sorted.
         let values = values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
         Raw { kind, name: name.to_string(), values }
-    }
-
-    fn map(&self) -> BTreeMap<String, Value> {
-        self.values.iter().cloned().collect()
     }
 
     /// A validation error of this resource, naming the field at fault when there is one.
@@ -43,7 +39,7 @@ impl Raw {
 
     /// Decodes `values` with `decode` after checking every field exists.
     pub(crate) fn decode<T>(&self, decode: impl Fn(&Params<'_>) -> Result<T, BuildError>) -> Result<T, BuildError> {
-        decode(&Params::new(self.kind, &self.name, &self.map())?)
+        decode(&Params::sorted(self.kind, &self.name, &self.values)?)
     }
 
     /// Stores a received value into `key` and re-decodes; returns whether the typed params
@@ -56,7 +52,7 @@ impl Raw {
         decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
     ) -> Result<bool, ResError> {
         let value = value_of(payload)?.clone();
-        let mut values = self.map();
+        let mut values: BTreeMap<String, Value> = self.values.iter().cloned().collect();
         values.insert(key.to_string(), value);
         let params = Params::new(self.kind, &self.name, &values).map_err(res_error)?;
         let new = decode(&params).map_err(res_error)?;

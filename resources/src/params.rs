@@ -31,16 +31,49 @@ impl fmt::Display for BuildError {
 pub struct Params<'a> {
     pub kind: &'a str,
     pub name: &'a str,
-    values: &'a BTreeMap<String, Value>,
+    values: Values<'a>,
+}
+
+/// What a view reads: a graph vertex's map, or the slice (sorted by field) a running
+/// resource keeps (`common::Raw`).
+#[derive(Clone, Copy)]
+enum Values<'a> {
+    Map(&'a BTreeMap<String, Value>),
+    Sorted(&'a [(String, Value)]),
+}
+
+impl<'a> Values<'a> {
+    fn get(self, field: &str) -> Option<&'a Value> {
+        match self {
+            Values::Map(map) => map.get(field),
+            Values::Sorted(pairs) => pairs.binary_search_by(|(k, _)| k.as_str().cmp(field)).ok().map(|i| &pairs[i].1),
+        }
+    }
+
+    fn pairs(self) -> Box<dyn Iterator<Item = (&'a String, &'a Value)> + 'a> {
+        match self {
+            Values::Map(map) => Box::new(map.iter()),
+            Values::Sorted(pairs) => Box::new(pairs.iter().map(|(k, v)| (k, v))),
+        }
+    }
 }
 
 impl<'a> Params<'a> {
     /// Checks that the kind exists and every param is one it declares.
     pub fn new(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Result<Params<'a>, BuildError> {
+        Params::checked(kind, name, Values::Map(values))
+    }
+
+    /// [`Params::new`] over pairs sorted by field.
+    pub(crate) fn sorted(kind: &'a str, name: &'a str, pairs: &'a [(String, Value)]) -> Result<Params<'a>, BuildError> {
+        Params::checked(kind, name, Values::Sorted(pairs))
+    }
+
+    fn checked(kind: &'a str, name: &'a str, values: Values<'a>) -> Result<Params<'a>, BuildError> {
         let params = Params { kind, name, values };
         let decl = crate::kind::decl(kind)
             .ok_or_else(|| params.error(None, format!("no resource kind `{kind}` available")))?;
-        for (field, value) in values {
+        for (field, value) in values.pairs() {
             if let Some(param) = decl.param(field) {
                 if !conforms(value, &param.ty) {
                     return Err(
@@ -61,7 +94,7 @@ impl<'a> Params<'a> {
     /// A view without the existence and type checks of [`Params::new`] (for tests of decoders).
     #[cfg(test)]
     pub(crate) fn unchecked(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Params<'a> {
-        Params { kind, name, values }
+        Params { kind, name, values: Values::Map(values) }
     }
 
     pub fn error(&self, field: Option<&str>, message: impl Into<String>) -> BuildError {

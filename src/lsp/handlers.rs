@@ -114,12 +114,33 @@ fn at<'s>(server: &'s Server, pos: &TextDocumentPositionParams) -> Option<(&'s D
     Some((doc, analysis, Lines::new(&doc.text).offset(pos.position)))
 }
 
-/// Where a span is, as a location: the document itself for its entry file, else the file
-/// on disk.
-fn location(uri: &Uri, analysis: &Analysis, span: Span) -> Option<Location> {
-    let file = analysis.sources.get(span.file);
-    let uri = if span.file == FileId(0) { uri.clone() } else { convert::uri_of(file.real_path.as_deref()?)? };
-    Some(Location { uri, range: Lines::new(&file.text).range(span.start, span.end) })
+/// Spans of one analysis as protocol locations, with each file's line index built once.
+struct Places<'a> {
+    /// The document's URI, which its entry file (`FileId(0)`) is shown as.
+    uri: &'a Uri,
+    analysis: &'a Analysis,
+    lines: BTreeMap<FileId, Lines<'a>>,
+}
+
+impl<'a> Places<'a> {
+    fn new(uri: &'a Uri, analysis: &'a Analysis) -> Places<'a> {
+        Places { uri, analysis, lines: BTreeMap::new() }
+    }
+
+    fn range(&mut self, span: Span) -> lsp::Range {
+        let analysis = self.analysis;
+        let lines = self.lines.entry(span.file).or_insert_with(|| Lines::new(&analysis.sources.get(span.file).text));
+        lines.range(span.start, span.end)
+    }
+
+    /// Where a span is: the document itself for its entry file, else the file on disk.
+    fn location(&mut self, span: Span) -> Option<Location> {
+        let uri = match span.file {
+            FileId(0) => self.uri.clone(),
+            file => convert::uri_of(self.analysis.sources.get(file).real_path.as_deref()?)?,
+        };
+        Some(Location { uri, range: self.range(span) })
+    }
 }
 
 fn hover(server: &Server, pos: &TextDocumentPositionParams) -> Value {
@@ -137,8 +158,8 @@ fn hover(server: &Server, pos: &TextDocumentPositionParams) -> Value {
 
 fn definition(server: &Server, pos: &TextDocumentPositionParams) -> Value {
     let Some((_, analysis, offset)) = at(server, pos) else { return Value::Null };
-    let found =
-        ide::definition(analysis, FileId(0), offset).and_then(|s| location(&pos.text_document.uri, analysis, s));
+    let found = ide::definition(analysis, FileId(0), offset)
+        .and_then(|s| Places::new(&pos.text_document.uri, analysis).location(s));
     found.and_then(|l| serde_json::to_value(lsp::GotoDefinitionResponse::Scalar(l)).ok()).unwrap_or(Value::Null)
 }
 
@@ -146,8 +167,8 @@ fn references(server: &Server, p: &lsp::ReferenceParams) -> Value {
     let pos = &p.text_document_position;
     let Some((_, analysis, offset)) = at(server, pos) else { return Value::Null };
     let spans = ide::references(analysis, FileId(0), offset, p.context.include_declaration);
-    let found: Vec<Location> =
-        spans.into_iter().filter_map(|s| location(&pos.text_document.uri, analysis, s)).collect();
+    let mut places = Places::new(&pos.text_document.uri, analysis);
+    let found: Vec<Location> = spans.into_iter().filter_map(|s| places.location(s)).collect();
     serde_json::to_value(found).unwrap_or(Value::Null)
 }
 
@@ -260,12 +281,12 @@ fn tokens(server: &Server, uri: &Uri) -> Value {
 /// document's own, and those in files it imports that are not open themselves.
 pub fn diagnostics(
     uri: &str,
-    doc: &Doc,
     analysis: &Analysis,
     docs: &BTreeMap<String, Doc>,
 ) -> BTreeMap<String, Vec<lsp::Diagnostic>> {
     let mut out: BTreeMap<String, Vec<lsp::Diagnostic>> = BTreeMap::new();
     let Ok(own) = uri.parse::<Uri>() else { return out };
+    let mut places = Places::new(&own, analysis);
     out.entry(uri.to_string()).or_default();
     for d in analysis.errors.iter().chain(analysis.warnings.iter()) {
         let span = d.span.unwrap_or_default();
@@ -273,21 +294,20 @@ pub fn diagnostics(
             uri.to_string()
         } else {
             let Some(real) = analysis.sources.get(span.file).real_path.clone() else { continue };
-            if real == doc.path || docs.values().any(|o| o.path == real) {
+            // An open file (the document itself included) publishes its own.
+            if docs.values().any(|o| o.path == real) {
                 continue;
             }
             let Some(target) = convert::uri_of(&real) else { continue };
             target.to_string()
         };
-        let converted = convert_diagnostic(&own, analysis, d);
+        let converted = convert_diagnostic(&mut places, d);
         out.entry(target).or_default().push(converted);
     }
     out
 }
 
-fn convert_diagnostic(uri: &Uri, analysis: &Analysis, d: &Diagnostic) -> lsp::Diagnostic {
-    let span = d.span.unwrap_or_default();
-    let file = analysis.sources.get(span.file);
+fn convert_diagnostic(places: &mut Places<'_>, d: &Diagnostic) -> lsp::Diagnostic {
     let mut message = d.message.clone();
     for note in &d.notes {
         message.push_str("\nnote: ");
@@ -297,10 +317,7 @@ fn convert_diagnostic(uri: &Uri, analysis: &Analysis, d: &Diagnostic) -> lsp::Di
         .labels
         .iter()
         .filter_map(|l| {
-            Some(lsp::DiagnosticRelatedInformation {
-                location: location(uri, analysis, l.span)?,
-                message: l.message.clone(),
-            })
+            Some(lsp::DiagnosticRelatedInformation { location: places.location(l.span)?, message: l.message.clone() })
         })
         .collect();
     let unused = matches!(
@@ -308,7 +325,7 @@ fn convert_diagnostic(uri: &Uri, analysis: &Analysis, d: &Diagnostic) -> lsp::Di
         Some(lang::diag::Code::UnusedBind | lang::diag::Code::UnusedImport | lang::diag::Code::UnusedParam)
     );
     lsp::Diagnostic {
-        range: Lines::new(&file.text).range(span.start, span.end),
+        range: places.range(d.span.unwrap_or_default()),
         severity: Some(if d.warning { lsp::DiagnosticSeverity::WARNING } else { lsp::DiagnosticSeverity::ERROR }),
         code: Some(lsp::NumberOrString::String(match d.code {
             Some(code) => code.as_str().to_string(),

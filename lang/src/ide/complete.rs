@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, FuncDecl};
 use crate::init::{EDGE_PROPERTIES, META_PARAMS};
 use crate::scope::default_namespace;
 use crate::span::{FileId, Span};
@@ -59,21 +59,25 @@ pub fn complete(
     let before = &text[..offset];
     let word_start = before.trim_end_matches(|c: char| c.is_ascii_alphanumeric() || c == '_').len();
     let head = &before[..word_start];
+    // The text as it is, parsed with recovery (half-typed code has a tree too).
+    let parsed = || crate::syntax::parse(file, text).0.stmts;
     if head.ends_with('$') {
-        return variables(text, offset as u32, file, analysis);
+        return variables(&parsed(), offset as u32, analysis);
     }
     if let Some(alias) = head.strip_suffix('.').and_then(trailing_var) {
-        return module_members(text, file, alias, analysis, true);
+        return module_members(&parsed(), alias, analysis, true);
     }
     if let Some(var) = head.strip_suffix("->").and_then(trailing_var) {
-        return fields(text, offset as u32, file, var, analysis);
+        return fields(&parsed(), offset as u32, var, analysis);
     }
     if let Some(alias) = head.strip_suffix('.').and_then(trailing_word) {
-        let mut out = package_funcs(text, file, alias, catalog);
-        out.extend(module_members(text, file, alias, analysis, false));
+        let stmts = parsed();
+        let mut out = package_funcs(&stmts, alias, catalog);
+        out.extend(module_members(&stmts, alias, analysis, false));
         return out;
     }
-    if let Some(kind) = collector_query(text, file, word_start, catalog) {
+    let tokens = lex(file, text).tokens;
+    if let Some(kind) = collector_query(&tokens, word_start, catalog) {
         return query_attrs(&kind, catalog);
     }
     let line_start = head.rfind('\n').map_or(0, |n| n + 1);
@@ -82,14 +86,14 @@ pub fn complete(
         .strip_prefix("include")
         .is_some_and(|rest| rest.trim().is_empty() && rest.starts_with([' ', '\t']))
     {
-        return classes(text, file);
+        return classes(&parsed());
     }
     let at_line_start = head[line_start..].trim().is_empty();
-    match enclosing_body(text, file, word_start, catalog) {
+    match enclosing_body(&tokens, word_start, catalog) {
         Some(body) if at_line_start => body_entries(&body, catalog),
         Some(body) => match field_before_rocket(&head[line_start..]) {
             Some(field) => allowed_values(&body.kind, field, catalog),
-            None => functions(text, file, catalog),
+            None => functions(&parsed(), catalog),
         },
         None if at_line_start => {
             let mut out: Vec<Completion> =
@@ -97,7 +101,7 @@ pub fn complete(
             out.extend(STATEMENT_KEYWORDS.iter().map(|k| Completion::new(*k, CompletionKind::Keyword, "keyword")));
             out
         }
-        None => functions(text, file, catalog),
+        None => functions(&parsed(), catalog),
     }
 }
 
@@ -130,8 +134,7 @@ struct Body {
 
 /// Finds the innermost `{` open at `offset` and whether it opens a resource body, a
 /// defaults block (`File {`) or an override (`File["x"] {`) of a known kind.
-fn enclosing_body(text: &str, file: FileId, offset: usize, catalog: &Catalog) -> Option<Body> {
-    let tokens = lex(file, text).tokens;
+fn enclosing_body(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<Body> {
     let mut open: Vec<usize> = Vec::new();
     for (i, (tok, span)) in tokens.iter().enumerate() {
         if span.start as usize >= offset {
@@ -186,8 +189,7 @@ fn enclosing_body(text: &str, file: FileId, offset: usize, catalog: &Catalog) ->
 /// The kind of the collector whose query (`Kind <| … |>`, `Kind <<| … |>>`) the cursor at
 /// `offset` is in, when it is a known kind and the cursor is where an attribute goes (not
 /// right after a comparison).
-fn collector_query(text: &str, file: FileId, offset: usize, catalog: &Catalog) -> Option<String> {
-    let tokens = lex(file, text).tokens;
+fn collector_query(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<String> {
     let before: Vec<&Tok> = tokens.iter().take_while(|(_, s)| (s.start as usize) < offset).map(|(t, _)| t).collect();
     let open = before.iter().rposition(|t| matches!(t, Tok::CollectOpen | Tok::ExportOpen))?;
     if before[open..].iter().any(|t| matches!(t, Tok::CollectClose | Tok::ExportClose)) {
@@ -253,9 +255,8 @@ fn allowed_values(kind: &str, field: &str, catalog: &Catalog) -> Vec<Completion>
 }
 
 /// The import aliases of a file, the import path each names and the statement's span.
-fn imports(text: &str, file: FileId) -> Vec<(String, String, Span)> {
-    let (ast, _) = crate::syntax::parse(file, text);
-    ast.stmts
+fn imports(stmts: &[Stmt]) -> Vec<(String, String, Span)> {
+    stmts
         .iter()
         .filter_map(|s| match &s.kind {
             StmtKind::Import { path, alias, .. } => {
@@ -272,24 +273,25 @@ fn imports(text: &str, file: FileId) -> Vec<(String, String, Span)> {
 }
 
 /// The functions of the package imported as `alias`.
-fn package_funcs(text: &str, file: FileId, alias: &str, catalog: &Catalog) -> Vec<Completion> {
-    let Some((_, path, _)) = imports(text, file).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
+fn package_funcs(stmts: &[Stmt], alias: &str, catalog: &Catalog) -> Vec<Completion> {
+    let Some((_, path, _)) = imports(stmts).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
     catalog
         .package_funcs(&path)
-        .map(|(name, decl)| {
-            let sig = decl.sigs.first().map(ToString::to_string).unwrap_or_default();
-            Completion::new(name, CompletionKind::Function, sig)
-        })
+        .map(|(name, decl)| Completion::new(name, CompletionKind::Function, sig(decl)))
         .collect()
+}
+
+/// A built-in's first signature, as a completion's detail.
+fn sig(decl: &FuncDecl) -> String {
+    decl.sigs.first().map(ToString::to_string).unwrap_or_default()
 }
 
 /// The top-level binds (`vars`) or funcs of the module imported as `alias`, as the last
 /// analysis loaded it; private names are not offered.
-fn module_members(text: &str, file: FileId, alias: &str, analysis: Option<&Analysis>, vars: bool) -> Vec<Completion> {
-    let Some((_, _, stmt)) = imports(text, file).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
-    let Some(graph) = analysis.and_then(|a| a.graph.as_ref()) else { return Vec::new() };
+fn module_members(stmts: &[Stmt], alias: &str, analysis: Option<&Analysis>, vars: bool) -> Vec<Completion> {
+    let Some((_, _, stmt)) = imports(stmts).into_iter().find(|(a, ..)| a == alias) else { return Vec::new() };
+    let Some((analysis, graph)) = analysis.and_then(|a| Some((a, a.graph.as_ref()?))) else { return Vec::new() };
     let Some(module) = graph.names.iter().find(|u| u.at == stmt).and_then(|u| u.decl) else { return Vec::new() };
-    let Some(analysis) = analysis else { return Vec::new() };
     let (ast, _) = crate::syntax::parse(module.file, &analysis.sources.get(module.file).text);
     ast.stmts
         .iter()
@@ -297,7 +299,7 @@ fn module_members(text: &str, file: FileId, alias: &str, analysis: Option<&Analy
         .filter_map(|s| match &s.kind {
             StmtKind::Bind { name, .. } if vars => {
                 let ty = analysis.decl_type(name.span).map(ToString::to_string).unwrap_or_default();
-                Some(Completion::new(name.name.trim_start_matches('$'), CompletionKind::Variable, ty))
+                Some(Completion::new(&name.name, CompletionKind::Variable, ty))
             }
             StmtKind::Func { name, .. } if !vars => Some(Completion::new(&name.name, CompletionKind::Function, "func")),
             _ => None,
@@ -307,10 +309,9 @@ fn module_members(text: &str, file: FileId, alias: &str, analysis: Option<&Analy
 
 /// The classes declared in the file (nested ones by their colon names' last part, as
 /// their parent's body includes them).
-fn classes(text: &str, file: FileId) -> Vec<Completion> {
-    let (ast, _) = crate::syntax::parse(file, text);
+fn classes(stmts: &[Stmt]) -> Vec<Completion> {
     let mut out = Vec::new();
-    super::walk(&ast.stmts, &mut |s| {
+    super::walk(stmts, &mut |s| {
         if let StmtKind::Class { name, params, .. } = &s.kind {
             let params: Vec<String> = params.iter().flatten().map(|p| format!("${}", p.name.name)).collect();
             out.push(Completion::new(&name.name, CompletionKind::Kind, format!("class({})", params.join(", "))));
@@ -320,26 +321,19 @@ fn classes(text: &str, file: FileId) -> Vec<Completion> {
 }
 
 /// Functions callable without a prefix, the file's func statements and import aliases.
-fn functions(text: &str, file: FileId, catalog: &Catalog) -> Vec<Completion> {
+fn functions(stmts: &[Stmt], catalog: &Catalog) -> Vec<Completion> {
     let mut out: Vec<Completion> = catalog
         .funcs()
         .filter(|d| !d.name.contains('.') && !d.name.contains('/') && !d.name.starts_with('_'))
-        .map(|d| {
-            Completion::new(
-                &d.name,
-                CompletionKind::Function,
-                d.sigs.first().map(ToString::to_string).unwrap_or_default(),
-            )
-        })
+        .map(|d| Completion::new(&d.name, CompletionKind::Function, sig(d)))
         .collect();
-    let (ast, _) = crate::syntax::parse(file, text);
-    super::walk(&ast.stmts, &mut |s| {
+    super::walk(stmts, &mut |s| {
         if let StmtKind::Func { name, .. } = &s.kind {
             out.push(Completion::new(&name.name, CompletionKind::Function, "func"));
         }
     });
     out.extend(
-        imports(text, file)
+        imports(stmts)
             .into_iter()
             .map(|(alias, path, _)| Completion::new(alias, CompletionKind::Keyword, format!("import \"{path}\""))),
     );
@@ -380,10 +374,9 @@ fn visible(stmts: &[Stmt], offset: u32, out: &mut Vec<(String, Span)>) {
     }
 }
 
-fn variables(text: &str, offset: u32, file: FileId, analysis: Option<&Analysis>) -> Vec<Completion> {
-    let (ast, _) = crate::syntax::parse(file, text);
+fn variables(stmts: &[Stmt], offset: u32, analysis: Option<&Analysis>) -> Vec<Completion> {
     let mut names = Vec::new();
-    visible(&ast.stmts, offset, &mut names);
+    visible(stmts, offset, &mut names);
     let mut seen = BTreeSet::new();
     names
         .into_iter()
@@ -397,10 +390,9 @@ fn variables(text: &str, offset: u32, file: FileId, analysis: Option<&Analysis>)
 }
 
 /// The fields of the struct `$var` holds.
-fn fields(text: &str, offset: u32, file: FileId, var: &str, analysis: Option<&Analysis>) -> Vec<Completion> {
-    let (ast, _) = crate::syntax::parse(file, text);
+fn fields(stmts: &[Stmt], offset: u32, var: &str, analysis: Option<&Analysis>) -> Vec<Completion> {
     let mut names = Vec::new();
-    visible(&ast.stmts, offset, &mut names);
+    visible(stmts, offset, &mut names);
     let Some((_, decl)) = names.into_iter().rev().find(|(n, _)| n == var) else { return Vec::new() };
     match analysis.and_then(|a| a.decl_type(decl)) {
         Some(Type::Struct(fields)) => {

@@ -33,14 +33,14 @@ pub fn hover(analysis: &Analysis, catalog: &Catalog, file: FileId, offset: u32) 
             analysis.typed_node_at(file, u.at.start).filter(|(s, _)| s.start == u.at.start).map(|(_, t)| t)
         });
         if let Some(ty) = ty {
-            let _ = write!(md, "{}`{}`: `{ty}`", sep(&md), analysis.sources.snippet(u.at));
+            add_type(&mut md, analysis.sources.snippet(u.at), ty);
         }
         return (!md.is_empty()).then_some(Info { span: u.at, markdown: md });
     }
     if let Some(decl) = analysis.decl_at(file, offset) {
         let mut md = header(analysis, decl);
         if let Some(ty) = analysis.decl_type(decl) {
-            let _ = write!(md, "{}`{}`: `{ty}`", sep(&md), analysis.sources.snippet(decl));
+            add_type(&mut md, analysis.sources.snippet(decl), ty);
         }
         return Some(Info { span: decl, markdown: md });
     }
@@ -48,8 +48,10 @@ pub fn hover(analysis: &Analysis, catalog: &Catalog, file: FileId, offset: u32) 
     Some(Info { span, markdown: format!("`{ty}`") })
 }
 
-fn sep(md: &str) -> &'static str {
-    if md.is_empty() { "" } else { "\n\n" }
+/// Appends `` `name`: `type` `` as a paragraph of its own.
+fn add_type(md: &mut String, name: &str, ty: &crate::types::Type) {
+    let sep = if md.is_empty() { "" } else { "\n\n" };
+    let _ = write!(md, "{sep}`{name}`: `{ty}`");
 }
 
 /// The source line a declaration is on, as code; a declared type's whole statement (its
@@ -85,7 +87,7 @@ fn type_statement(text: &str, decl: Span) -> Option<&str> {
 }
 
 /// A built-in function's signatures and documentation.
-pub(super) fn func_doc(catalog: &Catalog, name: &str) -> String {
+fn func_doc(catalog: &Catalog, name: &str) -> String {
     let Some(decl) = catalog.func(name) else { return format!("`{name}`") };
     let mut md = String::from("```mcl\n");
     for sig in &decl.sigs {
@@ -102,7 +104,7 @@ pub(super) fn func_doc(catalog: &Catalog, name: &str) -> String {
 }
 
 /// A resource kind's params, send fields and metaparams.
-pub(super) fn kind_doc(decl: &ResourceDecl) -> String {
+fn kind_doc(decl: &ResourceDecl) -> String {
     let mut md = format!("**{}** resource\n\n", decl.kind);
     for p in &decl.params {
         let _ = writeln!(md, "- {}", param_line(p));
