@@ -23,18 +23,25 @@ pub struct ProgramPath {
 pub fn name_files(sources: &mut lang::span::SourceMap, root: &Path) {
     let cwd = std::env::current_dir().ok();
     for file in sources.files_mut() {
-        let real = root.join(file.name.trim_start_matches('/'));
-        let absolute = match &cwd {
-            Some(cwd) if real.is_relative() => cwd.join(&real),
-            _ => real.clone(),
-        };
-        let shown = match cwd.as_deref().and_then(|cwd| absolute.strip_prefix(cwd).ok()) {
-            Some(rel) => rel.to_path_buf(),
-            None => absolute.clone(),
-        };
-        file.shown = Some(shown.display().to_string());
+        let (absolute, shown) = real_and_shown(root, &file.name, cwd.as_deref());
+        file.shown = Some(shown);
         file.real_path = Some(absolute);
     }
+}
+
+/// The absolute real path of deploy path `name` below `root`, and how people are shown it
+/// (relative to `cwd` when under it).
+fn real_and_shown(root: &Path, name: &str, cwd: Option<&Path>) -> (PathBuf, String) {
+    let real = root.join(name.trim_start_matches('/'));
+    let absolute = match cwd {
+        Some(cwd) if real.is_relative() => cwd.join(&real),
+        _ => real,
+    };
+    let shown = match cwd.and_then(|cwd| absolute.strip_prefix(cwd).ok()) {
+        Some(rel) => rel.display().to_string(),
+        None => absolute.display().to_string(),
+    };
+    (absolute, shown)
 }
 
 /// Finds the program for `PATH` as given on the command line: a `.mcl` file, or a
@@ -126,6 +133,9 @@ impl Loader for FsLoader {
     }
     fn is_dir(&self, path: &str) -> bool {
         self.resolve(path).is_some_and(|p| p.is_dir())
+    }
+    fn shown(&self, path: &str) -> String {
+        real_and_shown(&self.root, path, std::env::current_dir().ok().as_deref()).1
     }
     fn subdirs(&self, dir: &str) -> Vec<String> {
         let Some(entries) = self.resolve(dir).and_then(|d| std::fs::read_dir(d).ok()) else { return Vec::new() };

@@ -344,6 +344,9 @@ fn a_file_that_is_not_utf8_or_starts_with_a_bom_says_so() {
     };
     let latin1 = check(b"$x = \"caf\xe9\"\n");
     assert!(latin1.contains("it is not UTF-8 text: byte 0xE9 at offset 9 (line 1)"), "{latin1}");
+    // Named by its real path, which a terminal opens (not the deploy path `/main.mcl`).
+    let real = format!("entry file `{}`", dir.path().join("main.mcl").display());
+    assert!(latin1.contains(&real), "{latin1}");
     let bom = check(b"\xef\xbb\xbf$x = 1\n");
     assert!(bom.contains("starts with a UTF-8 byte order mark"), "{bom}");
     // An imported file too.

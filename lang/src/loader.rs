@@ -20,6 +20,11 @@ pub trait Loader {
     fn subdirs(&self, _dir: &str) -> Vec<String> {
         Vec::new()
     }
+    /// How a message names the file at `path` for people: its real path relative to the
+    /// working directory where the loader knows it, else the deploy path itself.
+    fn shown(&self, path: &str) -> String {
+        path.to_string()
+    }
 }
 
 #[cfg(test)]

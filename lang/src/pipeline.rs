@@ -44,9 +44,11 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
     let mut sources = SourceMap::new();
     let Some(text) = loader.read(entry) else {
         let why = loader.why_unreadable(entry).map(|w| format!(": {w}")).unwrap_or_default();
-        let d =
-            Diagnostic::without_span(Stage::LexParse, format!("cannot read the program's entry file `{entry}`{why}"))
-                .with_code(Code::EntryUnreadable);
+        let d = Diagnostic::without_span(
+            Stage::LexParse,
+            format!("cannot read the program's entry file `{}`{why}", loader.shown(entry)),
+        )
+        .with_code(Code::EntryUnreadable);
         return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new(), partial: None };
     };
     let file = sources.add(SourceFile::new(entry, text));

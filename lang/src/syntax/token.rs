@@ -482,10 +482,12 @@ fn unterminated_string(text: &str, span: Span, misquoted: Option<Span>) -> Diagn
 }
 
 /// The string before `before` most likely missing its closing quote: one that spans lines
-/// and whose "closing" quote is followed by a letter or digit, the quote that really
-/// opened the next string. A string that spans lines and ends cleanly is taken as meant.
+/// and whose "closing" quote is followed by what starts a string's text (a letter, a digit,
+/// a path's `/`), the quote that really opened the next string. A string that spans lines
+/// and ends cleanly is taken as meant.
 fn misquoted_before(tokens: &[(Tok, Span)], text: &str, before: u32) -> Option<Span> {
-    let glued = |span: &Span| text[span.end as usize..].chars().next().is_some_and(|c| c.is_alphanumeric());
+    let starts_text = |c: char| c.is_alphanumeric() || "/_$%~.*@".contains(c);
+    let glued = |span: &Span| text[span.end as usize..].chars().next().is_some_and(starts_text);
     tokens
         .iter()
         .filter(|(tok, span)| span.end <= before && matches!(tok, Tok::Str(s) if s.contains('\n')))
@@ -696,6 +698,11 @@ mod tests {
             (label.span.start, label.message.as_str()),
             (5, "this string runs from line 1 to line 2: is its closing quote missing?")
         );
+        // A path's `/` after the "closing" quote also gives it away, even when a later
+        // string is glued to a word too: the earliest suspect is named.
+        let text = "$x = \"hello\nfile \"/tmp/x\" {\n\tstate => \"exists\",\n}\n";
+        let lexed = lex(FileId(0), text);
+        assert_eq!(lexed.misquoted.map(|s| s.start), Some(5));
         // A string that spans lines and ends cleanly is not suspected.
         assert_eq!(lex(FileId(0), "$y = \"a\nb\"\n$w = \"x\n").misquoted, None);
     }
