@@ -1,10 +1,8 @@
 //! Locating a program on disk and reading its files for the front end.
 
+use funcs::lease::{Leased, read_leased};
 use lang::loader::Loader;
 use std::cell::Cell;
-use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::AsRawFd;
 use std::path::{Component, Path, PathBuf};
 
 /// A program on disk: its root directory (the deploy's `/`) and entry file.
@@ -77,7 +75,7 @@ fn metadata_main(text: &str) -> Option<String> {
 /// Reads deploy paths (`/x/y.mcl`) below a root directory; nothing outside it.
 pub struct FsLoader {
     root: PathBuf,
-    /// Read each file under a read lease ([`read_leased`]).
+    /// Read each file under a read lease ([`funcs::lease::read_leased`]).
     leases: bool,
     /// A file read under a lease was open for writing: what was read may be half a save.
     busy: Cell<bool>,
@@ -114,13 +112,14 @@ impl Loader for FsLoader {
     fn read(&self, path: &str) -> Option<String> {
         let path = self.resolve(path)?;
         let text = if self.leases {
-            match read_leased(&path).ok()? {
-                Leased::Read(text) => text,
-                Leased::Busy(text) => {
+            let bytes = match read_leased(&path).ok()? {
+                Leased::Read(bytes) => bytes,
+                Leased::Busy(bytes) => {
                     self.busy.set(true);
-                    text
+                    bytes
                 }
-            }
+            };
+            String::from_utf8(bytes).ok()?
         } else {
             std::fs::read_to_string(path).ok()?
         };
@@ -144,75 +143,20 @@ impl Loader for FsLoader {
     }
 }
 
-/// What [`read_leased`] found.
-#[derive(Debug, PartialEq)]
-pub enum Leased {
-    /// The whole file: nobody had it open for writing, and nobody could open it so while
-    /// it was read.
-    Read(String),
-    /// What the file held while some process had it open for writing (maybe half a save).
-    Busy(String),
-}
-
-/// Reads `path` under a read lease (`fcntl(F_SETLEASE, F_RDLCK)`). The kernel refuses the
-/// lease while any process has the file open for writing (then the file is read anyway
-/// and reported [`Leased::Busy`]), and while the lease is held it makes a writer's
-/// `open` wait, so a save cannot truncate the file under the reader. Where leases are not
-/// available (a file of another user without `CAP_LEASE`, some network filesystems) the
-/// file is read plainly. The lease-break notice goes out as `SIGWINCH`, which a process
-/// ignores by default (the default `SIGIO` would end it).
-pub fn read_leased(path: &Path) -> io::Result<Leased> {
-    let mut file = File::open(path)?;
-    let mut text = String::new();
-    match set_lease(&file, libc::F_RDLCK) {
-        Ok(()) => {
-            let read = file.read_to_string(&mut text);
-            let _released = set_lease(&file, libc::F_UNLCK);
-            read.map(|_| Leased::Read(text))
-        }
-        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => file.read_to_string(&mut text).map(|_| Leased::Busy(text)),
-        Err(_) => file.read_to_string(&mut text).map(|_| Leased::Read(text)),
-    }
-}
-
-/// `F_SETSIG` of `<linux/fcntl.h>` (the libc crate leaves it out).
-const F_SETSIG: libc::c_int = 10;
-
-fn set_lease(file: &File, kind: libc::c_int) -> io::Result<()> {
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl with integer arguments on a descriptor `file` owns and keeps open for
-    // the call; it reads and writes no memory of this process.
-    #[allow(unsafe_code)]
-    let result = unsafe {
-        if kind != libc::F_UNLCK && libc::fcntl(fd, F_SETSIG, libc::SIGWINCH) == -1 {
-            -1
-        } else {
-            libc::fcntl(fd, libc::F_SETLEASE, kind)
-        }
-    };
-    if result == -1 { Err(io::Error::last_os_error()) } else { Ok(()) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_file_open_for_writing_reads_as_busy() {
+    fn a_leased_loader_reads_a_file_open_for_writing_and_says_so() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("main.mcl");
         std::fs::write(&path, "$x = 1\n").unwrap();
-        assert_eq!(read_leased(&path).unwrap(), Leased::Read("$x = 1\n".into()));
-        // A save in progress: truncated, not written yet, still open.
-        let writer = std::fs::OpenOptions::new().write(true).truncate(true).open(&path).unwrap();
-        assert_eq!(read_leased(&path).unwrap(), Leased::Busy(String::new()));
-        drop(writer);
-        assert_eq!(read_leased(&path).unwrap(), Leased::Read(String::new()));
         let loader = FsLoader::leased(dir.path());
-        assert_eq!(loader.read("/main.mcl").as_deref(), Some(""));
+        assert_eq!(loader.read("/main.mcl").as_deref(), Some("$x = 1\n"));
         assert!(!loader.busy());
         let _writer = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-        assert_eq!(loader.read("/main.mcl").as_deref(), Some(""));
+        assert_eq!(loader.read("/main.mcl").as_deref(), Some("$x = 1\n"));
         assert!(loader.busy(), "a writer has it open");
     }
 

@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod core;
+pub mod lease;
 pub mod printf;
 pub mod registry;
 pub mod runtime;

@@ -17,22 +17,55 @@ const SAFETY: Duration = Duration::from_secs(5);
 /// The poll when the host watches nothing.
 const POLL: Duration = Duration::from_millis(250);
 
+/// How long a read of a file still open for writing waits for the writer's close before
+/// its text is taken anyway (a file kept open by a writer, a log, must still be read).
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// What a read found: a value, or one read while a writer still had the file open (maybe
+/// half written, as an `echo x > f` caught between its truncation and its write).
+pub enum Reading {
+    Settled(FuncResult),
+    Unsettled(FuncResult),
+}
+
+impl From<FuncResult> for Reading {
+    fn from(result: FuncResult) -> Reading {
+        Reading::Settled(result)
+    }
+}
+
 /// Emits `read(path)` now and whenever `path` (or, for [`Watched::Entries`], an entry of
 /// it) changes, skipping values equal to the last one. `read` runs on tokio's blocking
 /// pool: a slow disk or a hung network mount holds a blocking thread, not a runtime worker
-/// that the dataflow's other streams and the engine's watches share.
-pub async fn follow<F>(path: PathBuf, what: Watched, em: Emitter, read: F)
+/// that the dataflow's other streams and the engine's watches share. A reading that is
+/// [`Reading::Unsettled`] is read again when the writer is done (its close is a change),
+/// and taken as it is only when that does not come within [`SETTLE`].
+pub async fn follow<F, R>(path: PathBuf, what: Watched, em: Emitter, read: F)
 where
-    F: Fn(&Path) -> FuncResult + Send + Sync + 'static,
+    F: Fn(&Path) -> R + Send + Sync + 'static,
+    R: Into<Reading> + Send + 'static,
 {
     let mut watch = em.host().watcher.watch(&path, what);
     let mut last: Option<FuncResult> = None;
     let read = Arc::new(read);
     loop {
         let (reader, at) = (read.clone(), path.clone());
-        let r = tokio::task::spawn_blocking(move || reader(&at))
-            .await
-            .unwrap_or_else(|e| Err(FuncError::fatal(format!("reading {} failed: {e}", path.display()))));
+        let reading = tokio::task::spawn_blocking(move || reader(&at).into()).await.unwrap_or_else(|e| {
+            Reading::Settled(Err(FuncError::fatal(format!("reading {} failed: {e}", path.display()))))
+        });
+        let r = match reading {
+            Reading::Settled(r) => r,
+            Reading::Unsettled(r) => {
+                let closed = match watch.as_mut() {
+                    Some(w) => tokio::time::timeout(SETTLE, w.changed()).await.is_ok(),
+                    None => false,
+                };
+                if closed {
+                    continue;
+                }
+                r
+            }
+        };
         if last.as_ref() != Some(&r) {
             if !em.send(r.clone()).await {
                 return;

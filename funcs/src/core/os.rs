@@ -1,10 +1,11 @@
 //! The `os` package: process arguments, users, the distro, and watched files.
 
-use super::follow::follow;
+use super::follow::{Reading, follow};
 use super::streams::poll;
 use super::{strukt, typed};
 use crate::api::{FuncError, FuncResult, Watched};
 use crate::builtin;
+use crate::lease::Leased;
 use crate::registry::Registry;
 use crate::streaming;
 use lang::value::Value;
@@ -210,10 +211,21 @@ pub fn read_file(p: &Path) -> FuncResult {
     }
 }
 
+/// [`read_file`] under a read lease: a file some process still has open for writing is
+/// read again once it is closed (see [`follow`]).
+fn read_file_settled(p: &Path) -> Reading {
+    let value = |b: Vec<u8>| Ok(Value::str(String::from_utf8_lossy(&b)));
+    match crate::lease::read_leased(p) {
+        Ok(Leased::Read(b)) => Reading::Settled(value(b)),
+        Ok(Leased::Busy(b)) => Reading::Unsettled(value(b)),
+        Err(_) => Reading::Settled(read_file(p)),
+    }
+}
+
 streaming! {
     /// a file's contents, updated when it changes
     fn readfile(em, filename: String) -> "str" {
-        follow(PathBuf::from(filename), Watched::Path, em, read_file).await
+        follow(PathBuf::from(filename), Watched::Path, em, read_file_settled).await
     }
 }
 

@@ -311,6 +311,31 @@ async fn value_get_follows_the_store() {
 }
 
 #[tokio::test]
+async fn os_readfile_waits_for_a_writer_to_finish() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("port");
+    std::fs::write(&path, "8080").unwrap();
+    let mut r = start("os.readfile", Some(vec![s(path.to_str().unwrap())]));
+    r.value_until(s("8080")).await;
+    // `echo 9090 > port`, slowed down: truncated, then written, then closed. The empty
+    // file between is not a value of the fact.
+    let mut writer = std::fs::File::create(&path).unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    writer.write_all(b"9090").unwrap();
+    drop(writer);
+    assert_eq!(r.next().await.unwrap(), s("9090"), "the half-written file was taken");
+    // A writer that keeps the file open (a log) is still followed, after a short wait.
+    let mut log = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    log.write_all(b"\nmore").unwrap();
+    let t = std::time::Instant::now();
+    assert_eq!(r.next().await.unwrap(), s("9090\nmore"));
+    assert!(t.elapsed() < Duration::from_secs(2), "took {:?}", t.elapsed());
+    drop(log);
+    r.stop().await;
+}
+
+#[tokio::test]
 async fn many_watched_files_share_one_watcher() {
     let dir = tempfile::tempdir().unwrap();
     let mut runs = Vec::new();

@@ -11,7 +11,7 @@
 //! not waited for any longer. A change that arrives while the sources are being read (a
 //! new save truncating a file under the reader) drops what was read
 //! ([`CodeWatcher::changed_meanwhile`]); and the reload reads each file under a read lease
-//! (`crate::loader::read_leased`), which tells a save still in progress and makes a new
+//! (`funcs::lease::read_leased`), which tells a save still in progress and makes a new
 //! one wait until the reading is done, whatever the events' delays.
 
 use lang::span::SourceMap;
