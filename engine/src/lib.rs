@@ -334,7 +334,7 @@ impl Drop for Engine {
     fn drop(&mut self) {
         if let Ok(running) = self.running.try_lock() {
             for v in running.vertices.values() {
-                v.cancel.cancel();
+                v.stop();
             }
         }
     }

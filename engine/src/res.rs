@@ -48,6 +48,16 @@ pub trait Resource: Send + Sync + 'static {
         })
     }
 
+    /// Whether the watch only waits and forwards events, doing no work of its own that must
+    /// not wait (it serves nothing, runs no timer others rely on). Then, with workers on an
+    /// apply pool, the engine polls it inside the worker's own task, where events that come
+    /// during a check-apply wait until the step is over, instead of giving it a task of
+    /// its own on the engine's runtime: a task, a join handle and a wrapper less per
+    /// resource, which is most of a watched file's cost in memory.
+    fn watch_inline(&self) -> bool {
+        false
+    }
+
     /// Checks the state and, when `apply` is true, fixes it. `Ok(true)`: it was right;
     /// `Ok(false)`: it was wrong (and has been fixed when `apply`).
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError>;

@@ -35,12 +35,22 @@ pub(crate) struct Running {
 
 pub(crate) struct RunningVertex {
     pub(crate) node: Arc<Node>,
-    pub(crate) meta: Meta,
+    /// Shared with the worker (and with neighbours whose metaparams are equal).
+    pub(crate) meta: Arc<Meta>,
     /// Cancelled to stop the worker; owned here, the worker holds a clone.
     pub(crate) cancel: CancellationToken,
     /// The worker task, awaited when the vertex is stopped; `None` only between the
     /// vertex's insertion and its worker's start within one swap.
     pub(crate) join: Option<JoinHandle<()>>,
+}
+
+impl RunningVertex {
+    /// Asks the worker to stop: cancels its token (its watch and any step in flight) and
+    /// wakes it, since an idle worker waits only for its wake-up signal.
+    pub(crate) fn stop(&self) {
+        self.cancel.cancel();
+        self.node.wake.notify_one();
+    }
 }
 
 pub(crate) struct RunningEdge {
@@ -271,7 +281,7 @@ fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKe
 /// Returns the keys that had to be aborted.
 pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline: Duration) -> Vec<ResKey> {
     for v in &vertices {
-        v.cancel.cancel();
+        v.stop();
     }
     let until = tokio::time::Instant::now() + deadline;
     let mut stragglers = Vec::new();
@@ -340,16 +350,33 @@ pub(crate) async fn swap(
             None
         }
     };
-    let mut started = Vec::new();
-    let mut workers = Vec::new();
+    // Sized up front: at the graph's first start these hold every resource at once, at
+    // the process's peak, and doubling would leave up to half of each unused.
+    let mut started = Vec::with_capacity(fresh.len());
+    let mut workers = Vec::with_capacity(fresh.len());
+    let mut entries = Vec::with_capacity(fresh.len());
+    // Resources declared together mostly have equal metaparams (nearly always the
+    // defaults): consecutive equal ones share one copy.
+    let mut last_meta: Option<Arc<Meta>> = None;
     for v in fresh {
         let node = Arc::new(Node::new(v.key.clone(), Digest::of(&v.res.fingerprint())));
         shared.converger.register(&node.converged);
         let cancel = CancellationToken::new();
-        let worker = Worker::new(shared.clone(), node.clone(), v.meta.clone(), v.res, cancel.clone());
+        let meta = match &last_meta {
+            Some(last) if **last == v.meta => last.clone(),
+            _ => last_meta.insert(Arc::new(v.meta)).clone(),
+        };
+        let worker = Worker::new(shared.clone(), node.clone(), meta.clone(), v.res, cancel.clone());
         workers.push(worker);
         started.push(v.key.clone());
-        running.vertices.insert(v.key, RunningVertex { node, meta: v.meta, cancel, join: None });
+        entries.push((v.key, RunningVertex { node, meta, cancel, join: None }));
+    }
+    if running.vertices.is_empty() {
+        // The first graph: built in bulk, with full tree nodes (inserting one by one in
+        // key order leaves every node half empty).
+        running.vertices = entries.into_iter().collect();
+    } else {
+        running.vertices.extend(entries);
     }
     relink(running, edges, &plan);
     for worker in workers {
@@ -399,9 +426,26 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
     // comparing keys.
     let nodes: Vec<&Arc<Node>> = running.vertices.values().map(|v| &v.node).collect();
     let index: FastMap<&ResKey, usize> = running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
-    let mut links: Vec<Links> = vec![Links::default(); nodes.len()];
-    for ((from, to), edge) in &running.edges {
-        let (Some(&parent), Some(&child)) = (index.get(from), index.get(to)) else { continue };
+    // Each vertex's lists get exactly their length: a vector's first push makes room for
+    // four links, and most vertices have one parent or none.
+    let ends: Vec<(usize, usize, &RunningEdge)> = running
+        .edges
+        .iter()
+        .filter_map(|((from, to), edge)| Some((*index.get(from)?, *index.get(to)?, edge)))
+        .collect();
+    let mut degrees = vec![(0usize, 0usize); nodes.len()];
+    for &(parent, child, _) in &ends {
+        degrees[child].0 += 1;
+        degrees[parent].1 += 1;
+    }
+    let mut links: Vec<Links> = degrees
+        .into_iter()
+        .map(|(parents, children)| Links {
+            parents: Vec::with_capacity(parents),
+            children: Vec::with_capacity(children),
+        })
+        .collect();
+    for (parent, child, edge) in ends {
         let link = |node: &Arc<Node>| Link {
             node: node.clone(),
             pending: edge.pending.clone(),

@@ -104,7 +104,7 @@ enum Outcome {
 pub(crate) struct Worker {
     pub(crate) shared: Arc<Shared>,
     pub(crate) node: Arc<Node>,
-    pub(crate) meta: Meta,
+    pub(crate) meta: Arc<Meta>,
     pub(crate) res: Box<dyn Resource>,
     /// Cancelled by the engine to stop this worker; its watch gets a child token.
     pub(crate) cancel: CancellationToken,
@@ -120,7 +120,7 @@ impl Worker {
     pub(crate) fn new(
         shared: Arc<Shared>,
         node: Arc<Node>,
-        meta: Meta,
+        meta: Arc<Meta>,
         res: Box<dyn Resource>,
         cancel: CancellationToken,
     ) -> Worker {
@@ -130,93 +130,103 @@ impl Worker {
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
     /// the watch and clean up.
-    pub(crate) async fn run(mut self, first_watch: Option<FirstWatch>) {
-        let key = self.node.key.clone();
-        self.shared.emit(|| EngineEvent::Started(key.clone()));
-        tracing::debug!(resource = %key, "started");
-        self.init_retry_budget();
-        let mut watch_budget = self.meta.retry;
-        let (first, watch_cancel) = match first_watch {
-            Some(FirstWatch(watch, cancel)) => (watch, cancel),
-            None => {
-                let cancel = self.cancel.child_token();
-                (self.start_watch(cancel.clone()), cancel)
-            }
-        };
-        let mut watch = Some(first);
-        let mut started = false;
-        loop {
-            tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => break,
-                joined = wait_watch(&mut watch) => {
-                    watch = None;
-                    if self.cancel.is_cancelled() {
-                        break;
+    ///
+    /// An idle worker waits for two things only, its watch ending and its wake-up signal
+    /// (a stop wakes it too, see `RunningVertex::stop`): each future it holds while idle
+    /// is paid for by every resource of the graph, for as long as it runs.
+    #[allow(clippy::manual_async_fn, reason = "an async fn would hold `self` twice, see below")]
+    pub(crate) fn run(mut self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
+        // An `async move` block, not an `async fn`: the latter would copy `self` from its
+        // argument into a local of the future, holding it twice for the worker's life.
+        async move {
+            self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
+            tracing::debug!(resource = %self.node.key, "started");
+            self.init_retry_budget();
+            let mut watch_budget = self.meta.retry;
+            let first = match first_watch {
+                Some(FirstWatch(watch)) => watch,
+                None => self.start_watch(),
+            };
+            let mut watch = Some(first);
+            let mut started = false;
+            loop {
+                if self.cancel.is_cancelled() {
+                    break;
+                }
+                tokio::select! {
+                    biased;
+                    joined = wait_watch(&mut watch) => {
+                        watch = None;
+                        if self.cancel.is_cancelled() {
+                            break;
+                        }
+                        started = false;
+                        let error = match joined {
+                            Ok(()) => ResError::new("watch returned without being cancelled"),
+                            Err(e) => e,
+                        };
+                        if watch_budget == 0 {
+                            self.fail(error);
+                            break;
+                        }
+                        if watch_budget > 0 {
+                            watch_budget -= 1;
+                        }
+                        self.report_retry(&error);
+                        self.node.set_state(WorkerState::Retrying { error: error.to_string() });
+                        if !Box::pin(self.sleep(self.meta.delay)).await {
+                            break;
+                        }
+                        self.node.set_state(WorkerState::Starting);
+                        watch = Some(self.start_watch());
+                        continue;
                     }
-                    started = false;
-                    let error = match joined {
-                        Ok(()) => ResError::new("watch returned without being cancelled"),
-                        Err(e) => e,
-                    };
-                    if watch_budget == 0 {
-                        self.fail(error);
-                        break;
+                    _ = self.node.wake.notified() => {}
+                }
+                if self.cancel.is_cancelled() {
+                    break;
+                }
+                let seq = self.node.wake_seq.load(Ordering::SeqCst);
+                if self.node.event_pending.swap(false, Ordering::SeqCst) {
+                    started = true;
+                    self.state_ok = false;
+                    if let Some(wait) = self.limiter.as_mut().and_then(Bucket::reserve) {
+                        tracing::info!(resource = %self.node.key, wait_ms = wait.as_millis() as u64, "limited");
+                        if !Box::pin(self.sleep(wait.as_millis() as u64)).await {
+                            break;
+                        }
                     }
-                    if watch_budget > 0 {
-                        watch_budget -= 1;
-                    }
-                    self.report_retry(&error);
-                    self.node.set_state(WorkerState::Retrying { error: error.to_string() });
-                    if !Box::pin(self.sleep(self.meta.delay)).await {
-                        break;
-                    }
-                    self.node.set_state(WorkerState::Starting);
-                    watch = Some(self.start_watch(watch_cancel.child_token()));
+                }
+                if !started {
                     continue;
                 }
-                _ = self.node.wake.notified() => {}
-            }
-            let seq = self.node.wake_seq.load(Ordering::SeqCst);
-            if self.node.event_pending.swap(false, Ordering::SeqCst) {
-                started = true;
-                self.state_ok = false;
-                if let Some(wait) = self.limiter.as_mut().and_then(Bucket::reserve) {
-                    tracing::info!(resource = %key, wait_ms = wait.as_millis() as u64, "limited");
-                    if !Box::pin(self.sleep(wait.as_millis() as u64)).await {
-                        break;
+                // Boxed: an idle worker then holds a pointer, not the whole process step's state.
+                match Box::pin(self.process(seq)).await {
+                    Ok(Outcome::Done) => {
+                        self.node.set_state(WorkerState::Idle);
+                        if self.meta.retryreset {
+                            lock(&self.shared.retries).insert(self.node.key.clone(), self.meta.retry);
+                        }
+                    }
+                    Ok(Outcome::BackPoked) => self.node.set_state(WorkerState::Waiting),
+                    // Interrupted by a stop: not a failure of the resource.
+                    Err(_) if self.cancel.is_cancelled() => break,
+                    Err(error) => {
+                        if !self.take_retry() {
+                            self.fail(error);
+                            break;
+                        }
+                        self.node.set_state(WorkerState::Retrying { error: error.to_string() });
+                        self.report_retry(&error);
+                        if !Box::pin(self.sleep(self.meta.delay)).await {
+                            break;
+                        }
+                        self.node.poke(&self.shared.converger);
                     }
                 }
             }
-            if !started {
-                continue;
-            }
-            // Boxed: an idle worker then holds a pointer, not the whole process step's state.
-            match Box::pin(self.process(seq)).await {
-                Ok(Outcome::Done) => {
-                    self.node.set_state(WorkerState::Idle);
-                    if self.meta.retryreset {
-                        lock(&self.shared.retries).insert(key.clone(), self.meta.retry);
-                    }
-                }
-                Ok(Outcome::BackPoked) => self.node.set_state(WorkerState::Waiting),
-                // Interrupted by a stop: not a failure of the resource.
-                Err(_) if self.cancel.is_cancelled() => break,
-                Err(error) => {
-                    if !self.take_retry() {
-                        self.fail(error);
-                        break;
-                    }
-                    self.node.set_state(WorkerState::Retrying { error: error.to_string() });
-                    self.report_retry(&error);
-                    if !Box::pin(self.sleep(self.meta.delay)).await {
-                        break;
-                    }
-                    self.node.poke(&self.shared.converger);
-                }
-            }
+            Box::pin(self.stop(watch)).await;
         }
-        Box::pin(self.stop(watch, watch_cancel)).await;
     }
 
     /// The process step (engine.md 2.3). `seq` is the wake-up count this run answers.
@@ -396,12 +406,16 @@ impl Worker {
     /// the engine's runtime that is a local spawn (a worker on the apply pool starting it
     /// would wake an engine thread for each of thousands of resources).
     pub(crate) fn first_watch(&self) -> FirstWatch {
-        let cancel = self.cancel.child_token();
-        FirstWatch(self.start_watch(cancel.clone()), cancel)
+        FirstWatch(self.start_watch())
     }
 
-    fn start_watch(&self, cancel: CancellationToken) -> WatchFuture {
-        let ctx = WatchCtx { node: self.node.clone(), cancel, converger: self.shared.converger.clone() };
+    /// The watch shares the worker's cancellation token: it stops when the worker is
+    /// stopped, and a worker that ends on its own (failed for good) cancels it to stop its
+    /// watch (a child token per watch cost an allocation per resource).
+    fn start_watch(&self) -> WatchFuture {
+        let ctx =
+            WatchCtx { node: self.node.clone(), cancel: self.cancel.clone(), converger: self.shared.converger.clone() };
+        let mut inline = true;
         let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
                 ctx.event();
@@ -420,6 +434,7 @@ impl Worker {
                 }
             })
         } else {
+            inline = self.res.watch_inline();
             self.res.watch(ctx)
         };
         let guarded = async move {
@@ -429,9 +444,9 @@ impl Worker {
                 .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
         };
         match (&self.shared.apply_pool, &self.shared.watch_rt) {
-            // The worker runs on the apply pool: its watch stays on the engine's runtime,
-            // where a blocking check-apply cannot hold it up.
-            (Some(_), Some(rt)) => {
+            // The worker runs on the apply pool: a watch with work of its own stays on the
+            // engine's runtime, where a blocking check-apply cannot hold it up.
+            (Some(_), Some(rt)) if !inline => {
                 let mut task = AbortOnDrop(rt.spawn(guarded));
                 Box::pin(async move {
                     (&mut task.0).await.unwrap_or_else(|e| Err(ResError::new(format!("watch task failed: {e}"))))
@@ -452,9 +467,14 @@ impl Worker {
         }
     }
 
+    /// Records this kind+name's check-apply budget, to survive swaps. Without retries there
+    /// is nothing to keep (an absent budget is `Meta:retry`, see [`Worker::take_retry`]),
+    /// and most resources have none: no entry for them.
     fn init_retry_budget(&self) {
         let mut retries = lock(&self.shared.retries);
-        if self.meta.reset || !retries.contains_key(&self.node.key) {
+        if self.meta.retry == 0 {
+            retries.remove(&self.node.key);
+        } else if self.meta.reset || !retries.contains_key(&self.node.key) {
             retries.insert(self.node.key.clone(), self.meta.retry);
         }
     }
@@ -490,8 +510,8 @@ impl Worker {
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
-    async fn stop(mut self, watch: Option<WatchFuture>, watch_cancel: CancellationToken) {
-        watch_cancel.cancel();
+    async fn stop(mut self, watch: Option<WatchFuture>) {
+        self.cancel.cancel();
         if let Some(watch) = watch
             && tokio::time::timeout(self.shared.watch_stop_timeout, watch).await.is_err()
         {
@@ -515,8 +535,8 @@ impl Worker {
 /// it running.
 type WatchFuture = BoxFuture<'static, Result<(), ResError>>;
 
-/// A watch started for a worker before it runs, with its cancellation token.
-pub(crate) struct FirstWatch(WatchFuture, CancellationToken);
+/// A watch started for a worker before it runs.
+pub(crate) struct FirstWatch(WatchFuture);
 
 async fn wait_watch(watch: &mut Option<WatchFuture>) -> Result<(), ResError> {
     match watch.as_mut() {
@@ -582,5 +602,45 @@ impl Received {
         let Received { param, from, field, .. } = self;
         let unknown = if self.guessed { format!(", which is known only once {from} runs") } else { String::new() };
         format!("{key}: would receive `{param}` from {from}.{field}{unknown}")
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Nothing;
+
+    #[async_trait::async_trait]
+    impl Resource for Nothing {
+        async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+            Ok(true)
+        }
+        fn fingerprint(&self) -> String {
+            String::new()
+        }
+    }
+
+    /// Every resource's worker is a task for as long as the graph runs: its future is
+    /// memory paid per resource (tokio rounds a task up to 128-byte lines, so 400 bytes of
+    /// future make a 512-byte task; it was 784 bytes, a 896-byte task, before the worker
+    /// waited on one signal and stopped holding `self` twice).
+    #[test]
+    fn a_worker_task_stays_small() {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let engine = crate::Engine::new(crate::EngineConfig::default());
+            let node = Arc::new(Node::new(ResKey::new("k", "n"), crate::node::Digest::of("")));
+            let worker = Worker::new(
+                engine.shared.clone(),
+                node,
+                Arc::new(Meta::default()),
+                Box::new(Nothing),
+                CancellationToken::new(),
+            );
+            let first = worker.first_watch();
+            let future = worker.run(Some(first));
+            let size = std::mem::size_of_val(&future);
+            assert!(size <= 400, "a worker's future takes {size} bytes");
+        });
     }
 }

@@ -117,8 +117,15 @@ impl Dataflow {
             if self.snapshots.changed().await.is_err() {
                 return None;
             }
-            if let Some(snapshot) = self.snapshots.borrow_and_update().clone() {
-                return Some(snapshot);
+            let snapshot = self.snapshots.borrow_and_update().clone();
+            match snapshot {
+                Some(Ok(handoff)) => {
+                    if let Some(output) = handoff.take() {
+                        return Some(Ok(output));
+                    }
+                }
+                Some(Err(d)) => return Some(Err(d)),
+                None => {}
             }
         }
     }

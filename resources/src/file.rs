@@ -264,6 +264,11 @@ impl Resource for File {
         Ok(())
     }
 
+    /// The watch waits on the process's one inotify hub and forwards what it reports.
+    fn watch_inline(&self) -> bool {
+        true
+    }
+
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
         let p = &self.params;
         let mut targets = vec![PathBuf::from(&p.path)];

@@ -23,9 +23,27 @@ use crate::runtime::walk::{Walked, walk};
 /// stream that ignores an input change from stalling the output.
 const STALE_GRACE: Duration = Duration::from_millis(100);
 
-/// Shared, not copied: the engine thread, the channel and the reader each hold the same
-/// output (at 10,000 resources a copy is several megabytes).
-pub(crate) type Snapshot = Option<Result<Arc<Output>, Diagnostic>>;
+/// Shared, not copied (at 10,000 resources a copy is several megabytes), and handed over
+/// by the channel rather than kept in it: once the reader took an output, only the reader
+/// and the engine thread's `last` hold it (`last` is what the next wave is compared with,
+/// and is gone when the program has no streams), so a program without streams frees its
+/// output as soon as the reader has turned it into resources.
+pub(crate) type Snapshot = Option<Result<Handoff, Diagnostic>>;
+
+/// An output waiting in the channel for its one reader.
+#[derive(Clone)]
+pub(crate) struct Handoff(Arc<std::sync::Mutex<Option<Arc<Output>>>>);
+
+impl Handoff {
+    fn new(output: Arc<Output>) -> Handoff {
+        Handoff(Arc::new(std::sync::Mutex::new(Some(output))))
+    }
+
+    /// The output, the first time it is asked for.
+    pub(crate) fn take(&self) -> Option<Arc<Output>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
 
 /// Why [`drive`] returned.
 enum Driven {
@@ -139,7 +157,7 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
             stale_since = None;
             if last.as_deref() != Some(&output) {
                 let output = Arc::new(output);
-                out.send_replace(Some(Ok(output.clone())));
+                out.send_replace(Some(Ok(Handoff::new(output.clone()))));
                 last = Some(output);
             }
             if engine.is_fixed() {
