@@ -17,7 +17,8 @@
 //!   and an `Except` on its fallback only while the fallback is in use.
 //! * After a wave, instances not reachable from the statement walk's roots through the
 //!   recorded dependencies are dropped (their streams cancelled). Static nodes keep
-//!   their arena slot (index = node id) and are merely reset.
+//!   their arena slot (`Engine::statics`: constants and parameters have none) and are
+//!   merely reset.
 //!
 //! All state sits in one `RefCell`: evaluation is re-entrant (a built-in calls a lambda
 //! through [`crate::api::Caller`], which evaluates more instances), and every borrow is
@@ -160,14 +161,31 @@ pub(crate) struct Engine {
     pub info: GraphInfo,
     pub host: Host,
     pub spawner: Spawner,
+    /// Where each static node's instance lives in `State::insts`. Constants and
+    /// parameters have none ([`NO_INST`]): [`Engine::get`] answers them from the graph, so
+    /// a program made mostly of constants (most are) pays four bytes for each of them
+    /// instead of an instance.
+    statics: Vec<InstId>,
     st: RefCell<State>,
 }
 
+/// A node that never has an instance (see `Engine::statics`).
+const NO_INST: InstId = InstId::MAX;
+
 impl Engine {
     pub fn new(graph: Arc<FuncGraph>, info: GraphInfo, spawner: Spawner) -> Engine {
-        let insts = (0..graph.nodes.len()).map(|i| Inst::new(NodeId(i as u32), None, Env::empty(), 0, false)).collect();
+        let mut insts = Vec::new();
+        let statics = (graph.nodes.iter().enumerate())
+            .map(|(i, node)| match node.kind {
+                NodeKind::Const(_) | NodeKind::Param(_) => NO_INST,
+                _ => {
+                    insts.push(Inst::new(NodeId(i as u32), None, Env::empty(), 0, false));
+                    insts.len() as InstId - 1
+                }
+            })
+            .collect();
         let host = spawner.host.clone();
-        Engine { graph, info, host, spawner, st: RefCell::new(State { insts, ..State::default() }) }
+        Engine { graph, info, host, spawner, statics, st: RefCell::new(State { insts, ..State::default() }) }
     }
 
     /// The value of `node` in `env`, recording it as a dependency of whatever is being
@@ -203,12 +221,13 @@ impl Engine {
         let free = &self.info.free[node.0 as usize];
         let mut st = self.st.borrow_mut();
         if free.is_empty() {
-            let inst = &mut st.insts[node.0 as usize];
+            let id = self.statics[node.0 as usize];
+            let inst = &mut st.insts[id as usize];
             if !inst.live {
                 inst.live = true;
                 st.structure_changed = true;
             }
-            return Ok(node.0);
+            return Ok(id);
         }
         let mut vals: Vec<&Value> = Vec::with_capacity(free.len());
         for p in free.iter() {

@@ -15,8 +15,9 @@ pub(crate) struct GraphInfo {
     /// The parameters a node depends on that are not bound inside it, sorted. Empty
     /// means the node is static: it has a single value, whatever the environment.
     pub free: Vec<Box<[ParamId]>>,
-    /// For `Call` nodes: what is being called.
-    pub calls: Vec<Option<CallInfo>>,
+    /// For `Call` nodes: what is being called. Boxed: most nodes are not calls, and each
+    /// pays only a pointer.
+    pub calls: Vec<Option<Box<CallInfo>>>,
 }
 
 /// A call site of a built-in.
@@ -40,11 +41,11 @@ impl GraphInfo {
             .iter()
             .enumerate()
             .map(|(i, node)| match &node.kind {
-                NodeKind::Call { func, args } => Some(CallInfo {
+                NodeKind::Call { func, args } => Some(Box::new(CallInfo {
                     imp: registry.get(func).map(|b| b.imp),
                     arg_types: args.iter().map(|a| type_of(graph, *a)).collect(),
                     ret_type: type_of(graph, NodeId(i as u32)),
-                }),
+                })),
                 _ => None,
             })
             .collect();
