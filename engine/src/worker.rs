@@ -437,22 +437,19 @@ impl Worker {
             inline = self.res.watch_inline();
             self.res.watch(ctx)
         };
-        let guarded = async move {
-            AssertUnwindSafe(fut)
-                .catch_unwind()
-                .await
-                .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
-        };
         match (&self.shared.apply_pool, &self.shared.watch_rt) {
             // The worker runs on the apply pool: a watch with work of its own stays on the
             // engine's runtime, where a blocking check-apply cannot hold it up.
             (Some(_), Some(rt)) if !inline => {
-                let mut task = AbortOnDrop(rt.spawn(guarded));
+                let mut fut = fut;
+                let mut task = AbortOnDrop(rt.spawn(async move { caught(&mut fut).await }));
                 Box::pin(async move {
                     (&mut task.0).await.unwrap_or_else(|e| Err(ResError::new(format!("watch task failed: {e}"))))
                 })
             }
-            _ => Box::pin(guarded),
+            // Polled by the worker as it is: `wait_watch` and `stop` catch its panics, so
+            // it needs no wrapper (a second allocation per resource).
+            _ => fut,
         }
     }
 
@@ -512,8 +509,8 @@ impl Worker {
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
     async fn stop(mut self, watch: Option<WatchFuture>) {
         self.cancel.cancel();
-        if let Some(watch) = watch
-            && tokio::time::timeout(self.shared.watch_stop_timeout, watch).await.is_err()
+        if let Some(mut watch) = watch
+            && tokio::time::timeout(self.shared.watch_stop_timeout, caught(&mut watch)).await.is_err()
         {
             // Dropped unfinished, which releases what it holds.
             tracing::warn!(resource = %self.node.key, "watch did not stop in time; dropping it");
@@ -540,9 +537,18 @@ pub(crate) struct FirstWatch(WatchFuture);
 
 async fn wait_watch(watch: &mut Option<WatchFuture>) -> Result<(), ResError> {
     match watch.as_mut() {
-        Some(fut) => fut.await,
+        Some(fut) => caught(fut).await,
         None => std::future::pending().await,
     }
+}
+
+/// Polls a watch, turning a panic in it into an error: a watch polled in its worker's task
+/// must not take the worker down. A watch that panicked is not polled again.
+async fn caught(watch: &mut WatchFuture) -> Result<(), ResError> {
+    AssertUnwindSafe(watch)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

@@ -601,6 +601,36 @@ async fn a_failing_watch_is_restarted_within_its_budget() {
 }
 
 #[tokio::test]
+async fn a_panicking_watch_is_an_error_whether_polled_inline_or_in_a_task_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let mut probes = Vec::new();
+    let mut resources = Vec::new();
+    for (name, inline, panics) in [("inline", true, 1), ("spawned", false, 1), ("doomed", true, 5)] {
+        let mut r = Scripted::new(name, &log);
+        r.inline_watch = inline;
+        r.probe.watch_panics.store(panics, Ordering::SeqCst);
+        probes.push(r.probe());
+        resources.push((r, Meta { retry: 1, delay: 10, ..Meta::default() }));
+    }
+    let bystander = Scripted::new("bystander", &log);
+    resources.push((bystander, Meta::default()));
+    engine.apply(graph_with_meta(resources, &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    // Restarted after the panic, within the budget, and then run.
+    assert_eq!(probes[0].watch_starts.load(Ordering::SeqCst), 2);
+    assert_eq!(probes[1].watch_starts.load(Ordering::SeqCst), 2);
+    let mut ran = log.entries();
+    ran.sort();
+    assert_eq!(ran, ["bystander", "inline", "spawned"]);
+    let failures = engine.failures().await;
+    assert_eq!(failures.get(&key("doomed")).map(String::as_str), Some("watch panicked: watch told to panic"));
+    assert_eq!(failures.len(), 1);
+    engine.shutdown(WAIT).await;
+}
+
+#[tokio::test]
 async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(&dir);

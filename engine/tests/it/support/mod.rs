@@ -27,6 +27,8 @@ pub struct Probe {
     pub drift: Arc<AtomicBool>,
     /// The watch fails this many times (right after starting) before it works.
     pub watch_failures: Arc<AtomicUsize>,
+    /// The watch panics this many times (right after starting) before it works.
+    pub watch_panics: Arc<AtomicUsize>,
     /// The watch ignores cancellation (it must then be aborted).
     pub stubborn: Arc<AtomicBool>,
     /// Set when a watch future is dropped.
@@ -78,6 +80,8 @@ pub struct Scripted {
     pub init_fails: bool,
     /// Offer a reversal (a resource logging `NAME~reversal`).
     pub reversible: bool,
+    /// Ask for the watch to be polled in the worker's task ([`Resource::watch_inline`]).
+    pub inline_watch: bool,
 }
 
 impl Scripted {
@@ -96,6 +100,7 @@ impl Scripted {
             invalid: false,
             init_fails: false,
             reversible: false,
+            inline_watch: false,
         }
     }
     pub fn changing(self) -> Scripted {
@@ -121,6 +126,10 @@ impl Resource for Scripted {
         if self.init_fails { Err(ResError::new("told to fail init")) } else { Ok(()) }
     }
 
+    fn watch_inline(&self) -> bool {
+        self.inline_watch
+    }
+
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
         let probe = self.probe.clone();
         Box::pin(async move {
@@ -128,6 +137,10 @@ impl Resource for Scripted {
             if probe.watch_failures.load(Ordering::SeqCst) > 0 {
                 probe.watch_failures.fetch_sub(1, Ordering::SeqCst);
                 return Err(ResError::new("watch told to fail"));
+            }
+            if probe.watch_panics.load(Ordering::SeqCst) > 0 {
+                probe.watch_panics.fetch_sub(1, Ordering::SeqCst);
+                panic!("watch told to panic");
             }
             let _flag = DropFlag(probe.watch_dropped.clone());
             ctx.event();
