@@ -249,4 +249,7 @@ impl Loader for Overlay<'_> {
     fn subdirs(&self, dir: &str) -> Vec<String> {
         self.fs.subdirs(dir)
     }
+    fn shown(&self, path: &str) -> String {
+        self.fs.shown(path)
+    }
 }

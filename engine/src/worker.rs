@@ -106,7 +106,7 @@ pub(crate) struct Worker {
     pub(crate) node: Arc<Node>,
     pub(crate) meta: Arc<Meta>,
     pub(crate) res: Box<dyn Resource>,
-    /// Cancelled by the engine to stop this worker; its watch gets a child token.
+    /// Cancelled by the engine to stop this worker; its watch shares it.
     pub(crate) cancel: CancellationToken,
     /// The last apply-mode run succeeded and no event or received value changed anything
     /// since (engine.md 1.6).
@@ -150,9 +150,6 @@ impl Worker {
             let mut watch = Some(first);
             let mut started = false;
             loop {
-                if self.cancel.is_cancelled() {
-                    break;
-                }
                 tokio::select! {
                     biased;
                     joined = wait_watch(&mut watch) => {
@@ -610,6 +607,7 @@ impl Received {
         format!("{key}: would receive `{param}` from {from}.{field}{unknown}")
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

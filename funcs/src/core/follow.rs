@@ -56,11 +56,10 @@ where
         let r = match reading {
             Reading::Settled(r) => r,
             Reading::Unsettled(r) => {
-                let closed = match watch.as_mut() {
-                    Some(w) => tokio::time::timeout(SETTLE, w.changed()).await.is_ok(),
-                    None => false,
-                };
-                if closed {
+                // The writer's close is a change: read again then.
+                if let Some(w) = watch.as_mut()
+                    && tokio::time::timeout(SETTLE, w.changed()).await.is_ok()
+                {
                     continue;
                 }
                 r

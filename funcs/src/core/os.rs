@@ -205,7 +205,12 @@ builtin! {
 }
 
 pub fn read_file(p: &Path) -> FuncResult {
-    match std::fs::read(p) {
+    file_value(p, std::fs::read(p))
+}
+
+/// A file's bytes as an mcl string, or the error of reading them.
+fn file_value(p: &Path, read: std::io::Result<Vec<u8>>) -> FuncResult {
+    match read {
         Ok(b) => Ok(Value::str(String::from_utf8_lossy(&b))),
         Err(e) => Err(FuncError::catchable(format!("can't read file {}: {e}", p.display()))),
     }
@@ -214,11 +219,10 @@ pub fn read_file(p: &Path) -> FuncResult {
 /// [`read_file`] under a read lease: a file some process still has open for writing is
 /// read again once it is closed (see [`follow`]).
 fn read_file_settled(p: &Path) -> Reading {
-    let value = |b: Vec<u8>| Ok(Value::str(String::from_utf8_lossy(&b)));
     match crate::lease::read_leased(p) {
-        Ok(Leased::Read(b)) => Reading::Settled(value(b)),
-        Ok(Leased::Busy(b)) => Reading::Unsettled(value(b)),
-        Err(_) => Reading::Settled(read_file(p)),
+        Ok(Leased::Read(b)) => Reading::Settled(file_value(p, Ok(b))),
+        Ok(Leased::Busy(b)) => Reading::Unsettled(file_value(p, Ok(b))),
+        Err(e) => Reading::Settled(file_value(p, Err(e))),
     }
 }
 
