@@ -14,6 +14,7 @@ use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
 use crate::types::Type;
+use crate::value::Value;
 use std::collections::HashMap;
 
 /// One call of a catalog function whose instantiated signature is checked after solving.
@@ -126,12 +127,18 @@ impl<'a> Ctx<'a> {
 
     /// `node`'s variable `v` must have type `ty`, which comes from `origin`.
     pub(super) fn has_type(&mut self, v: Var, ty: &Type, origin: Span, span: Span) -> bool {
+        if let Some(leaf) = Shape::leaf(ty) {
+            return self.has_shape(v, leaf, origin, span);
+        }
         let t = self.table.instantiate(ty, &mut HashMap::new(), origin);
         self.eq(t, v, span)
     }
 
     /// `v` must have the given shape, which `origin` gives it.
     pub(super) fn has_shape(&mut self, v: Var, shape: Shape, origin: Span, span: Span) -> bool {
+        if shape.is_leaf() && self.table.constrain_leaf(v, &shape, origin) {
+            return true;
+        }
         let t = self.table.shaped(shape, origin);
         self.eq(t, v, span)
     }
@@ -177,8 +184,22 @@ impl<'a> Ctx<'a> {
         let v = Self::var(node);
         match &graph.node(node).kind {
             NodeKind::Const(value) => {
-                let t = report::type_of_value(&mut self.table, value, span);
-                self.eq(t, v, span);
+                let leaf = match value {
+                    Value::Bool(_) => Some(Shape::Bool),
+                    Value::Str(_) => Some(Shape::Str),
+                    Value::Int(_) => Some(Shape::Int),
+                    Value::Float(_) => Some(Shape::Float),
+                    _ => None,
+                };
+                match leaf {
+                    Some(shape) => {
+                        self.has_shape(v, shape, span, span);
+                    }
+                    None => {
+                        let t = report::type_of_value(&mut self.table, value, span);
+                        self.eq(t, v, span);
+                    }
+                }
             }
             NodeKind::List(items) => {
                 let elem = match items.first() {

@@ -39,6 +39,21 @@ impl Shape {
         }
     }
 
+    /// The shape of a type that has no children (`bool`, `str`, `int`, `float`).
+    pub(crate) fn leaf(ty: &Type) -> Option<Shape> {
+        match ty {
+            Type::Bool => Some(Shape::Bool),
+            Type::Str => Some(Shape::Str),
+            Type::Int => Some(Shape::Int),
+            Type::Float => Some(Shape::Float),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn is_leaf(&self) -> bool {
+        matches!(self, Shape::Bool | Shape::Str | Shape::Int | Shape::Float)
+    }
+
     fn same_constructor(&self, other: &Shape) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)
     }
@@ -114,8 +129,19 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// A table of `n` unconstrained variables, with room for some more: the function graph
+    /// has a variable per node and per param, and the few made beyond them (a call's
+    /// signature, an empty list's element) must not double every vector at the peak of a
+    /// large program's compile.
     pub(crate) fn with_vars(n: usize) -> Table {
         let mut t = Table::default();
+        let room = n + n / 8 + 16;
+        t.parent.reserve_exact(room);
+        t.rank.reserve_exact(room);
+        t.shape.reserve_exact(room);
+        t.origin.reserve_exact(room);
+        t.flags.reserve_exact(room);
+        t.seen.reserve_exact(room);
         for _ in 0..n {
             t.fresh();
         }
@@ -138,6 +164,23 @@ impl Table {
         self.shape[v as usize] = Some(shape);
         self.origin[v as usize] = Some(origin);
         v
+    }
+
+    /// Gives `v`'s class the childless `shape` as [`Table::shaped`] plus [`Table::unify`]
+    /// would (the class takes `origin`), without a variable for the shape: most
+    /// constraints of a large program are of this kind (a string field, a string constant),
+    /// and a variable each doubled the table. False, changing nothing, when the class has
+    /// another shape: the caller then takes the general path, which reports the mismatch.
+    pub(crate) fn constrain_leaf(&mut self, v: Var, shape: &Shape, origin: Span) -> bool {
+        debug_assert!(shape.is_leaf());
+        let r = self.find(v) as usize;
+        match &self.shape[r] {
+            Some(s) if s != shape => return false,
+            Some(_) => {}
+            None => self.shape[r] = Some(shape.clone()),
+        }
+        self.origin[r] = Some(origin);
+        true
     }
 
     pub(crate) fn find(&mut self, v: Var) -> Var {
