@@ -108,7 +108,10 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 
 /// The engine graph for `graph`, each resource built and (unless hidden) validated once,
 /// with the same diagnostics as [`check`]; `noop` forces `Meta:noop` everywhere (`--noop`).
-pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
+/// Takes the graph: each vertex's params are let go once it is built (unless a network
+/// group still reads them), so the interpreted graph and the built one are not both whole
+/// at a large graph's peak.
+pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let mut diags = Diagnostics::new();
     // Sorted component-wise, so the paths below a directory form one contiguous run.
@@ -118,9 +121,11 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
         .filter(|v| v.kind == "file")
         .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
         .collect();
-    let groups = network_groups(graph);
-    let keys = keys(graph);
-    for (i, v) in graph.vertices.iter().enumerate() {
+    let groups = network_groups(&graph);
+    let keys = keys(&graph);
+    let grouped: std::collections::BTreeSet<usize> = groups.iter().flat_map(|(m, n)| [*m, *n]).collect();
+    for (i, key) in keys.iter().enumerate() {
+        let v = &graph.vertices[i];
         let built = if v.kind == "file" {
             crate::file::File::build(&v.name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
                 if !f.params().purge {
@@ -132,7 +137,7 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
                 Box::new(f.spare(below)) as Box<dyn engine::Resource>
             })
         } else {
-            build_in_graph(host, graph, i, &groups)
+            build_in_graph(host, &graph, i, &groups)
         };
         match built {
             Ok(res) => {
@@ -144,7 +149,10 @@ pub fn to_engine(host: &Host, graph: &ResGraph, noop: bool) -> Result<Graph, Dia
                 }
                 let mut meta = engine_meta(&v.meta);
                 meta.noop |= noop;
-                out.add_vertex(keys[i].clone(), meta, res);
+                out.add_vertex(key.clone(), meta, res);
+                if !grouped.contains(&i) {
+                    graph.vertices[i].params = BTreeMap::new();
+                }
             }
             Err(e) => diags.push(build_diagnostic(v, &e)),
         }
@@ -316,7 +324,7 @@ mod tests {
             stop_timeout: std::time::Duration::from_secs(5),
             ..Default::default()
         });
-        let g = to_engine(&Host::sandbox(dir.path()), &graph, false).expect("builds");
+        let g = to_engine(&Host::sandbox(dir.path()), graph, false).expect("builds");
         engine.apply(g).await.expect("valid");
         assert!(engine.wait_converged(std::time::Duration::from_secs(10)).await);
         assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);

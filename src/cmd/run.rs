@@ -721,7 +721,8 @@ impl Runner {
                 return false;
             }
         };
-        let mut candidate = match resources::graph::to_engine(&self.host, &graph, self.noop) {
+        let dot = self.graph_dump.as_ref().map(|_| super::graph::to_dot(&graph));
+        let mut candidate = match resources::graph::to_engine(&self.host, graph, self.noop) {
             Ok(g) => g,
             Err(diags) => {
                 self.metrics.swap_rejected();
@@ -732,8 +733,6 @@ impl Runner {
                 return false;
             }
         };
-        let dot = self.graph_dump.as_ref().map(|_| super::graph::to_dot(&graph));
-        drop(graph);
         tracing::debug!("built; swapping");
         if self.metrics_addr.is_some() {
             timing::time_check_applies(&mut candidate, &self.metrics);
