@@ -90,3 +90,67 @@ async fn durations_are_recorded_by_kind_and_result() {
     assert_eq!(value(&body, "tend_check_apply_total{kind=\"broken\",result=\"error\"}"), Some(1.0), "{body}");
     assert_eq!(value(&body, "tend_graph_swaps_total{result=\"applied\"}"), Some(2.0));
 }
+
+/// Watches through a subscription: a task of its own calls the context each time `trigger`
+/// is notified; counts its check-applies.
+struct Subscribing {
+    trigger: Arc<tokio::sync::Notify>,
+    runs: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+struct Registered(tokio::task::JoinHandle<()>);
+
+impl engine::Subscription for Registered {}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[async_trait]
+impl Resource for Subscribing {
+    fn subscribe(&self, ctx: &engine::WatchCtx) -> Option<Result<Box<dyn engine::Subscription>, ResError>> {
+        let (ctx, trigger) = (ctx.clone(), self.trigger.clone());
+        let task = tokio::spawn(async move {
+            loop {
+                trigger.notified().await;
+                ctx.event();
+            }
+        });
+        Some(Ok(Box::new(Registered(task))))
+    }
+    async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+        self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(true)
+    }
+    fn fingerprint(&self) -> String {
+        String::new()
+    }
+}
+
+/// The wrapper passes a subscription through: a timed resource (every resource of
+/// `tend run --metrics`) still hears of changes, as a `file` does of drift.
+#[tokio::test]
+async fn a_timed_resource_keeps_watching_through_its_subscription() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let engine = Engine::new(EngineConfig { state_dir: dir.path().into(), ..EngineConfig::default() });
+    let m = Arc::new(Metrics::new());
+    let trigger = Arc::new(tokio::sync::Notify::new());
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut g = Graph::new();
+    let res = Subscribing { trigger: trigger.clone(), runs: runs.clone() };
+    g.add_vertex(ResKey::new("probe", "watched"), Meta::default(), Box::new(res));
+    time_check_applies(&mut g, &m);
+    engine.apply(g).await.expect("valid graph");
+    assert!(engine.wait_converged(Duration::from_secs(10)).await);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    trigger.notify_one();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while runs.load(std::sync::atomic::Ordering::SeqCst) < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 2, "the event reached the resource");
+    engine.shutdown(Duration::from_secs(5)).await;
+}

@@ -72,7 +72,7 @@ pub use graph::{Edge, Graph, GraphError, Vertex};
 pub use key::{IoAt, Payload, ResError, ResKey, Retry, SendRecv, retry_of};
 pub use meta::{Meta, MetaError, parse_sema};
 pub use node::WorkerState;
-pub use res::{ApplyCtx, InitCtx, Resource, WatchCtx};
+pub use res::{ApplyCtx, InitCtx, Resource, Subscription, WatchCtx};
 pub use swap::{Rejection, SwapError, SwapReport};
 
 use converger::Converger;
@@ -135,6 +135,7 @@ impl Engine {
             semas: std::sync::Mutex::new(Default::default()),
             retries: std::sync::Mutex::new(Default::default()),
             gate: tokio::sync::RwLock::new(()),
+            gated: std::sync::Mutex::new(Vec::new()),
             watch_stop_timeout: config.stop_timeout / 2,
             exit: Arc::new(watch::Sender::new(None)),
             failed_for_good: watch::Sender::new(0),
@@ -317,13 +318,14 @@ impl Engine {
         // Pause first: let in-flight check-applies finish (for up to half the deadline)
         // and start no new ones, so an orderly stop does not cut a command or a write
         // short. What is still running after that is cancelled.
-        let _pause = tokio::time::timeout(deadline / 2, self.shared.gate.write()).await.ok();
+        let pause = self.shared.close_gate(deadline / 2).await;
         let vertices: Vec<_> = std::mem::take(&mut running.vertices).into_values().collect();
         running.edges.clear();
         let stopped = vertices.len();
         let left = deadline.saturating_sub(started.elapsed());
         let stragglers = swap::stop(&self.shared, vertices, left).await;
         lock(&self.shared.retries).clear();
+        drop(pause);
         ShutdownReport { stopped, stragglers }
     }
 }

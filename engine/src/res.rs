@@ -53,9 +53,20 @@ pub trait Resource: Send + Sync + 'static {
     /// apply pool, the engine polls it inside the worker's own task, where events that come
     /// during a check-apply wait until the step is over, instead of giving it a task of
     /// its own on the engine's runtime: a task, a join handle and a wrapper less per
-    /// resource, which is most of a watched file's cost in memory.
+    /// resource. (A watch that can be a callback does better: [`Resource::subscribe`].)
     fn watch_inline(&self) -> bool {
         false
+    }
+
+    /// A watch that runs nothing between events, instead of [`Resource::watch`]: the
+    /// resource registers callbacks (holding a clone of `ctx`) with something that already
+    /// runs (the file watcher's thread) and returns what keeps them registered; dropping it
+    /// unregisters them. The engine reports the startup event once it is returned. `None`:
+    /// the resource watches with [`Resource::watch`]. A watched file costs a callback this
+    /// way, where a watch future cost a few hundred bytes per resource for as long as the
+    /// graph runs.
+    fn subscribe(&self, _ctx: &WatchCtx) -> Option<Result<Box<dyn Subscription>, ResError>> {
+        None
     }
 
     /// Checks the state and, when `apply` is true, fixes it. `Ok(true)`: it was right;
@@ -95,6 +106,17 @@ pub trait Resource: Send + Sync + 'static {
     /// Stores a received value into param `key`; returns whether the param changed.
     fn recv(&mut self, key: &str, _value: &Payload) -> Result<bool, ResError> {
         Err(ResError::new(format!("cannot receive into `{key}`: this kind does not receive")))
+    }
+}
+
+/// A registered watch (see [`Resource::subscribe`]).
+pub trait Subscription: Send + Sync {
+    /// Called by the worker when an event arrived, before it runs the resource: brings the
+    /// registration up to date with what the event may have moved (a watched directory
+    /// made or removed). An `Err` counts as a failed watch: the engine drops this
+    /// subscription and subscribes again (per `Meta:retry` / `Meta:delay`).
+    fn refresh(&self) -> Result<(), ResError> {
+        Ok(())
     }
 }
 

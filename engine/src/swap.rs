@@ -343,13 +343,10 @@ pub(crate) async fn swap(
     // resource that ignores cancellation must not block every future swap (mgmt would
     // wait). Relinking without the pause is safe; at worst a notification produced by
     // that straggling run on an edge created by this swap is lost.
-    let _pause = match tokio::time::timeout(stop_timeout, shared.gate.write()).await {
-        Ok(guard) => Some(guard),
-        Err(_) => {
-            tracing::warn!("a check-apply is still running; swapping without waiting for it");
-            None
-        }
-    };
+    let _pause = shared.close_gate(stop_timeout).await;
+    if !_pause.held() {
+        tracing::warn!("a check-apply is still running; swapping without waiting for it");
+    }
     // Sized up front: at the graph's first start these hold every resource at once, at
     // the process's peak, and doubling would leave up to half of each unused.
     let mut started = Vec::with_capacity(fresh.len());
@@ -378,16 +375,12 @@ pub(crate) async fn swap(
     } else {
         running.vertices.extend(entries);
     }
+    // Before the workers start: the candidate's edges are the largest thing the swap
+    // holds, and a worker that meets the gate waits for the swap's end holding nothing.
     relink(running, edges, &plan);
     for worker in workers {
         let key = worker.node.key.clone();
-        let join = match &shared.apply_pool {
-            Some(pool) => {
-                let first = worker.first_watch();
-                pool.spawn(worker.run(Some(first)))
-            }
-            None => tokio::spawn(worker.run(None)),
-        };
+        let join = start(shared, worker);
         if let Some(v) = running.vertices.get_mut(&key) {
             v.join = Some(join);
         }
@@ -403,6 +396,18 @@ pub(crate) async fn swap(
     }
     lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
     Ok(SwapReport { generation, started, stopped: plan.stop, unchanged: plan.unchanged })
+}
+
+/// Spawns a worker: on the apply pool with its watch started here, on the engine's runtime
+/// (see [`Worker::first_watch`]), or on the current runtime.
+fn start(shared: &Shared, worker: Worker) -> JoinHandle<()> {
+    match &shared.apply_pool {
+        Some(pool) => {
+            let first = worker.first_watch();
+            pool.spawn(worker.run(Some(first)))
+        }
+        None => tokio::spawn(worker.run(None)),
+    }
 }
 
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh

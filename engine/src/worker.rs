@@ -23,7 +23,7 @@ use crate::event::EngineEvent;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
 use crate::node::{Links, Node, WorkerState, lock};
-use crate::res::{ApplyCtx, Resource, WatchCtx};
+use crate::res::{ApplyCtx, Resource, Subscription, WatchCtx};
 
 /// Engine-wide state the workers share.
 pub(crate) struct Shared {
@@ -43,6 +43,9 @@ pub(crate) struct Shared {
     /// Held for reading by every process step and for writing by a swap while it relinks
     /// the graph: a swap waits for in-flight check-applies, and none start during it.
     pub(crate) gate: RwLock<()>,
+    /// The nodes whose workers found the gate held and went back to waiting; woken by
+    /// [`Shared::open_gate`] once the swap or shutdown holding it is over.
+    pub(crate) gated: Mutex<Vec<Arc<Node>>>,
     /// How long a worker waits for its watch to return after cancellation.
     pub(crate) watch_stop_timeout: Duration,
     /// Exit requests from resources, read by the app through [`crate::Engine::exit_requested`].
@@ -84,6 +87,23 @@ impl Shared {
         }
     }
 
+    /// Holds the gate for writing (no process step runs) until the guard is dropped, or
+    /// gives up after `patience` and returns a guard that holds nothing. Either way,
+    /// dropping the guard wakes the workers that found the gate held, even when the swap
+    /// or shutdown holding it is itself dropped half-way.
+    pub(crate) async fn close_gate(&self, patience: Duration) -> Closed<'_> {
+        let guard = tokio::time::timeout(patience, self.gate.write()).await.ok();
+        Closed { guard, shared: self }
+    }
+
+    /// Wakes the workers that found the gate held; run once the gate is released.
+    fn open_gate(&self) {
+        let gated = std::mem::take(&mut *lock(&self.gated));
+        for node in gated {
+            node.wake.notify_one();
+        }
+    }
+
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::SeqCst) + 1
     }
@@ -113,7 +133,8 @@ pub(crate) struct Worker {
     state_ok: bool,
     /// Params changed by send/recv since the last successful check-apply (sticky).
     recv_changed: BTreeSet<String>,
-    limiter: Option<Bucket>,
+    /// Boxed: few resources have a rate limit, and every worker's task holds this field.
+    limiter: Option<Box<Bucket>>,
 }
 
 impl Worker {
@@ -124,7 +145,7 @@ impl Worker {
         res: Box<dyn Resource>,
         cancel: CancellationToken,
     ) -> Worker {
-        let limiter = meta.limit.is_finite().then(|| Bucket::new(meta.limit, meta.burst));
+        let limiter = meta.limit.is_finite().then(|| Box::new(Bucket::new(meta.limit, meta.burst)));
         Worker { shared, node, meta, res, cancel, state_ok: false, recv_changed: BTreeSet::new(), limiter }
     }
 
@@ -150,44 +171,44 @@ impl Worker {
             let mut watch = Some(first);
             let mut started = false;
             loop {
-                tokio::select! {
+                let ended = tokio::select! {
                     biased;
-                    joined = wait_watch(&mut watch) => {
-                        watch = None;
-                        if self.cancel.is_cancelled() {
-                            break;
-                        }
-                        started = false;
-                        let error = match joined {
-                            Ok(()) => ResError::new("watch returned without being cancelled"),
-                            Err(e) => e,
-                        };
-                        if watch_budget == 0 {
-                            self.fail(error);
-                            break;
-                        }
-                        if watch_budget > 0 {
-                            watch_budget -= 1;
-                        }
-                        self.report_retry(&error);
-                        self.node.set_state(WorkerState::Retrying { error: error.to_string() });
-                        if !Box::pin(self.sleep(self.meta.delay)).await {
-                            break;
-                        }
-                        self.node.set_state(WorkerState::Starting);
-                        watch = Some(self.start_watch());
-                        continue;
+                    joined = wait_watch(&mut watch) => Some(joined),
+                    _ = self.node.wake.notified() => None,
+                };
+                if let Some(joined) = ended {
+                    watch = None;
+                    if self.cancel.is_cancelled() {
+                        break;
                     }
-                    _ = self.node.wake.notified() => {}
+                    started = false;
+                    let error = joined.err().unwrap_or_else(|| ResError::new("watch returned without being cancelled"));
+                    match Box::pin(self.rewatch(error, &mut watch_budget)).await {
+                        Some(again) => watch = Some(again),
+                        None => break,
+                    }
+                    continue;
                 }
                 if self.cancel.is_cancelled() {
                     break;
                 }
                 let seq = self.node.wake_seq.load(Ordering::SeqCst);
                 if self.node.event_pending.swap(false, Ordering::SeqCst) {
+                    if let Some(Watching::Subscribed(sub)) = &watch
+                        && let Err(error) = sub.refresh()
+                    {
+                        // Dropped (unsubscribed) before it is made again.
+                        watch = None;
+                        started = false;
+                        match Box::pin(self.rewatch(error, &mut watch_budget)).await {
+                            Some(again) => watch = Some(again),
+                            None => break,
+                        }
+                        continue;
+                    }
                     started = true;
                     self.state_ok = false;
-                    if let Some(wait) = self.limiter.as_mut().and_then(Bucket::reserve) {
+                    if let Some(wait) = self.limiter.as_deref_mut().and_then(Bucket::reserve) {
                         tracing::info!(resource = %self.node.key, wait_ms = wait.as_millis() as u64, "limited");
                         if !Box::pin(self.sleep(wait.as_millis() as u64)).await {
                             break;
@@ -197,6 +218,18 @@ impl Worker {
                 if !started {
                     continue;
                 }
+                // The gate first, outside the step. While a swap holds it, the worker goes
+                // back to waiting and the swap wakes it when done (`Shared::gated`): the
+                // thousands of workers a swap starts wait for it holding no future at all.
+                let shared = self.shared.clone();
+                let Ok(_pause) = shared.gate.try_read() else {
+                    lock(&shared.gated).push(self.node.clone());
+                    // The swap may have ended between the failed try and the push.
+                    if shared.gate.try_read().is_ok() {
+                        self.node.wake.notify_one();
+                    }
+                    continue;
+                };
                 // Boxed: an idle worker then holds a pointer, not the whole process step's state.
                 match Box::pin(self.process(seq)).await {
                     Ok(Outcome::Done) => {
@@ -226,13 +259,28 @@ impl Worker {
         }
     }
 
-    /// The process step (engine.md 2.3). `seq` is the wake-up count this run answers.
+    /// After the watch failed: fails for good once the budget is spent, else reports the
+    /// retry, waits `Meta:delay` and starts the watch again. `None`: the worker must stop.
+    async fn rewatch(&mut self, error: ResError, budget: &mut i16) -> Option<Watching> {
+        if *budget == 0 {
+            self.fail(error);
+            return None;
+        }
+        if *budget > 0 {
+            *budget -= 1;
+        }
+        self.report_retry(&error);
+        self.node.set_state(WorkerState::Retrying { error: error.to_string() });
+        if !self.sleep(self.meta.delay).await {
+            return None;
+        }
+        self.node.set_state(WorkerState::Starting);
+        Some(self.start_watch())
+    }
+
+    /// The process step (engine.md 2.3), run with the gate held for reading. `seq` is the
+    /// wake-up count this run answers.
     async fn process(&mut self, seq: u64) -> Result<Outcome, ResError> {
-        let shared = self.shared.clone();
-        let _pause = tokio::select! {
-            guard = shared.gate.read() => guard,
-            _ = self.cancel.cancelled() => return Ok(Outcome::BackPoked),
-        };
         let links = self.node.links();
         let mine = self.node.ts();
         // Announce the wait before looking at the parents: a parent that settles meanwhile
@@ -409,11 +457,11 @@ impl Worker {
     /// The watch shares the worker's cancellation token: it stops when the worker is
     /// stopped, and a worker that ends on its own (failed for good) cancels it to stop its
     /// watch (a child token per watch cost an allocation per resource).
-    fn start_watch(&self) -> WatchFuture {
+    fn start_watch(&self) -> Watching {
         let ctx =
             WatchCtx { node: self.node.clone(), cancel: self.cancel.clone(), converger: self.shared.converger.clone() };
         let mut inline = true;
-        let fut: BoxFuture<'static, Result<(), ResError>> = if self.meta.hidden || self.meta.poll < 0 {
+        let fut: WatchFuture = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
                 ctx.event();
                 ctx.cancelled().await;
@@ -431,8 +479,18 @@ impl Worker {
                 }
             })
         } else {
-            inline = self.res.watch_inline();
-            self.res.watch(ctx)
+            match self.res.subscribe(&ctx) {
+                Some(Ok(sub)) => {
+                    ctx.event();
+                    return Watching::Subscribed(sub);
+                }
+                // Reported as a watch that failed at once: the same retries follow.
+                Some(Err(error)) => Box::pin(std::future::ready(Err(error))),
+                None => {
+                    inline = self.res.watch_inline();
+                    self.res.watch(ctx)
+                }
+            }
         };
         match (&self.shared.apply_pool, &self.shared.watch_rt) {
             // The worker runs on the apply pool: a watch with work of its own stays on the
@@ -440,13 +498,13 @@ impl Worker {
             (Some(_), Some(rt)) if !inline => {
                 let mut fut = fut;
                 let mut task = AbortOnDrop(rt.spawn(async move { caught(&mut fut).await }));
-                Box::pin(async move {
+                Watching::Task(Box::pin(async move {
                     (&mut task.0).await.unwrap_or_else(|e| Err(ResError::new(format!("watch task failed: {e}"))))
-                })
+                }))
             }
             // Polled by the worker as it is: `wait_watch` and `stop` catch its panics, so
             // it needs no wrapper (a second allocation per resource).
-            _ => fut,
+            _ => Watching::Task(fut),
         }
     }
 
@@ -504,9 +562,10 @@ impl Worker {
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
-    async fn stop(mut self, watch: Option<WatchFuture>) {
+    async fn stop(mut self, watch: Option<Watching>) {
         self.cancel.cancel();
-        if let Some(mut watch) = watch
+        // A subscription is dropped with the worker; only a watch future has to return.
+        if let Some(Watching::Task(mut watch)) = watch
             && tokio::time::timeout(self.shared.watch_stop_timeout, caught(&mut watch)).await.is_err()
         {
             // Dropped unfinished, which releases what it holds.
@@ -529,13 +588,43 @@ impl Worker {
 /// it running.
 type WatchFuture = BoxFuture<'static, Result<(), ResError>>;
 
-/// A watch started for a worker before it runs.
-pub(crate) struct FirstWatch(WatchFuture);
+/// The gate held closed (see [`Shared::close_gate`]).
+pub(crate) struct Closed<'a> {
+    guard: Option<tokio::sync::RwLockWriteGuard<'a, ()>>,
+    shared: &'a Shared,
+}
 
-async fn wait_watch(watch: &mut Option<WatchFuture>) -> Result<(), ResError> {
+impl Closed<'_> {
+    /// Whether the gate was closed in time (no process step runs now).
+    pub(crate) fn held(&self) -> bool {
+        self.guard.is_some()
+    }
+}
+
+impl Drop for Closed<'_> {
+    fn drop(&mut self) {
+        // Released first: a woken worker must find the gate open.
+        self.guard = None;
+        self.shared.open_gate();
+    }
+}
+
+/// How a worker watches its resource: a future it polls (or awaits on the engine's
+/// runtime), or a subscription that calls the node and needs no polling at all.
+pub(crate) enum Watching {
+    Task(WatchFuture),
+    Subscribed(Box<dyn Subscription>),
+}
+
+/// A watch started for a worker before it runs.
+pub(crate) struct FirstWatch(Watching);
+
+/// Resolves when a watch future returns (or panics); never for a subscription, whose
+/// failures come out of [`Subscription::refresh`].
+async fn wait_watch(watch: &mut Option<Watching>) -> Result<(), ResError> {
     match watch.as_mut() {
-        Some(fut) => caught(fut).await,
-        None => std::future::pending().await,
+        Some(Watching::Task(fut)) => caught(fut).await,
+        Some(Watching::Subscribed(_)) | None => std::future::pending().await,
     }
 }
 

@@ -19,8 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, WatchCtx};
-use futures::future::BoxFuture;
+use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, Subscription, WatchCtx};
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, ancestors, file_path, list_param};
@@ -264,40 +263,28 @@ impl Resource for File {
         Ok(())
     }
 
-    /// The watch waits on the process's one inotify hub and forwards what it reports.
-    fn watch_inline(&self) -> bool {
-        true
-    }
-
-    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+    /// The process's one inotify hub calls the node on each change: no task, no future.
+    /// Only a file whose whole state the stamp proves can tell its own writes apart (the
+    /// call sees that the file is still as this resource last verified it).
+    fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn Subscription>, ResError>> {
         let p = &self.params;
         let mut targets = vec![PathBuf::from(&p.path)];
         if !p.source.is_empty() && p.source.starts_with('/') {
             targets.push(PathBuf::from(&p.source));
         }
         targets.extend(p.fragments.iter().map(PathBuf::from));
-        let recursive = p.recurse;
-        // Only a file whose whole state the stamp proves can tell its own writes apart.
         let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| (self.verified.clone(), targets[0].clone()));
-        Box::pin(async move {
-            let mut watch = FileWatch::new(targets, recursive)?;
-            ctx.event();
-            loop {
-                tokio::select! {
-                    changed = watch.changed() => {
-                        changed?;
-                        let unchanged = own.as_ref().is_some_and(|(verified, path)| {
-                            let verified = *lock(verified);
-                            verified.is_some() && verified == Stamp::of(path)
-                        });
-                        if !unchanged {
-                            ctx.event();
-                        }
-                    }
-                    _ = ctx.cancelled() => return Ok(()),
-                }
+        let ctx = ctx.clone();
+        let call = move || {
+            let unchanged = own.as_ref().is_some_and(|(verified, path)| {
+                let verified = *lock(verified);
+                verified.is_some() && verified == Stamp::of(path)
+            });
+            if !unchanged {
+                ctx.event();
             }
-        })
+        };
+        Some(FileWatch::calling(targets, p.recurse, call).map(|w| Box::new(w) as Box<dyn Subscription>))
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use async_trait::async_trait;
-use engine::{ApplyCtx, Graph, InitCtx, Payload, ResError, Resource, Vertex, WatchCtx};
+use engine::{ApplyCtx, Graph, InitCtx, Payload, ResError, Resource, Subscription, Vertex, WatchCtx};
 
 use super::metrics::{ApplyResult, Metrics};
 
@@ -52,6 +52,14 @@ impl Resource for Timed {
 
     fn watch(&self, ctx: WatchCtx) -> Pin<Box<dyn Future<Output = Result<(), ResError>> + Send + 'static>> {
         self.inner.watch(ctx)
+    }
+
+    fn watch_inline(&self) -> bool {
+        self.inner.watch_inline()
+    }
+
+    fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn Subscription>, ResError>> {
+        self.inner.subscribe(ctx)
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {

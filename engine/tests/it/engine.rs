@@ -630,6 +630,60 @@ async fn a_panicking_watch_is_an_error_whether_polled_inline_or_in_a_task_of_its
     engine.shutdown(WAIT).await;
 }
 
+/// A subscription is the watch of a resource that needs no future: its events run the
+/// resource, a refresh that fails restarts it within `Meta:retry` (and fails the resource
+/// for good past it), a subscribe that fails is retried the same way, and a stop drops it.
+#[tokio::test]
+async fn a_subscription_watches_and_a_failed_refresh_or_subscribe_restarts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let mut probes = Vec::new();
+    let mut resources = Vec::new();
+    for (name, refresh_failures, subscribe_failures) in [("flaky", 1, 0), ("late", 0, 1), ("doomed", 5, 0)] {
+        let mut r = Scripted::new(name, &log);
+        r.subscribed = true;
+        r.probe.refresh_failures.store(refresh_failures, Ordering::SeqCst);
+        r.probe.watch_failures.store(subscribe_failures, Ordering::SeqCst);
+        probes.push(r.probe());
+        resources.push((r, Meta { retry: 1, delay: 10, ..Meta::default() }));
+    }
+    engine.apply(graph_with_meta(resources, &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    // The startup event needs no refresh; "late" subscribed on its second try.
+    assert_eq!(log.count("flaky"), 1);
+    assert_eq!(log.count("late"), 1);
+    assert_eq!(probes[1].watch_starts.load(Ordering::SeqCst), 2);
+
+    // An event: "flaky"'s refresh fails once, so it subscribes again and runs.
+    probes[0].drift.store(true, Ordering::SeqCst);
+    probes[0].trigger.notify_one();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while log.count("flaky") < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(log.count("flaky"), 2, "{:?}", log.entries());
+    assert_eq!(probes[0].watch_starts.load(Ordering::SeqCst), 2);
+    assert!(probes[0].watch_dropped.load(Ordering::SeqCst), "the failed subscription was dropped");
+
+    // "doomed" keeps failing its refresh: one retry, then it fails for good.
+    for _ in 0..2 {
+        probes[2].trigger.notify_one();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while engine.failures().await.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let failures = engine.failures().await;
+    assert_eq!(failures.get(&key("doomed")).map(String::as_str), Some("refresh told to fail"));
+    assert_eq!(failures.len(), 1);
+
+    probes[1].watch_dropped.store(false, Ordering::SeqCst);
+    engine.shutdown(WAIT).await;
+    assert!(probes[1].watch_dropped.load(Ordering::SeqCst), "a stop drops the subscription");
+}
+
 #[tokio::test]
 async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
     let dir = tempfile::tempdir().unwrap();

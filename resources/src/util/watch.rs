@@ -49,10 +49,8 @@ pub struct FileWatch {
 }
 
 /// How the hub wakes a subscription.
-#[derive(Default)]
 struct Signal {
-    /// Holds at most one pending wake-up, so a burst of events coalesces into one.
-    notify: Notify,
+    how: Wake,
     /// Set when an event may have moved the subscription's watch points (something on the
     /// way to a target was made or removed, a watch died), so the woken side re-resolves
     /// them. A change of a target itself, watched through its live parent, leaves the
@@ -60,12 +58,27 @@ struct Signal {
     rearm: AtomicBool,
 }
 
+/// A subscription is woken through a `Notify` its owner awaits ([`FileWatch::changed`]), or
+/// by a call, made on the watcher's thread with the hub locked ([`FileWatch::calling`]).
+enum Wake {
+    /// Holds at most one pending wake-up, so a burst of events coalesces into one.
+    Notify(Notify),
+    Call(Box<dyn Fn() + Send + Sync>),
+}
+
 impl Signal {
+    fn new(how: Wake) -> Signal {
+        Signal { how, rearm: AtomicBool::new(false) }
+    }
+
     fn wake(&self, rearm: bool) {
         if rearm {
             self.rearm.store(true, Ordering::Release);
         }
-        self.notify.notify_one();
+        match &self.how {
+            Wake::Notify(notify) => notify.notify_one(),
+            Wake::Call(call) => call(),
+        }
     }
 }
 
@@ -290,13 +303,28 @@ impl FileWatch {
     /// Watches `targets` (absolute paths). `recursive`: changes anywhere below a directory
     /// target count.
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
-        FileWatch::subscribe(targets, if recursive { Depth::Tree } else { Depth::Target }, None)
+        let depth = if recursive { Depth::Tree } else { Depth::Target };
+        FileWatch::subscribe(targets, depth, Wake::Notify(Notify::new()), None)
+    }
+
+    /// Watches `targets` as [`FileWatch::new`] does, but calls `call` on each change
+    /// instead of waking a waiter: nothing needs to wait on the watch, so a resource
+    /// watching a file costs no task and no future. `call` runs on the watcher's thread
+    /// with the hub locked: it must be quick and must not touch a [`FileWatch`]. After a
+    /// call, [`engine::Subscription::refresh`] brings the watch points up to date.
+    pub fn calling(
+        targets: Vec<PathBuf>,
+        recursive: bool,
+        call: impl Fn() + Send + Sync + 'static,
+    ) -> Result<FileWatch, ResError> {
+        let depth = if recursive { Depth::Tree } else { Depth::Target };
+        FileWatch::subscribe(targets, depth, Wake::Call(Box::new(call)), None)
     }
 
     /// Watches the directories `dirs` and their direct entries: a change of any entry (made,
     /// written, removed) counts, as does the directory's own.
     pub fn entries(dirs: Vec<PathBuf>) -> Result<FileWatch, ResError> {
-        FileWatch::subscribe(dirs, Depth::Entries, None)
+        FileWatch::subscribe(dirs, Depth::Entries, Wake::Notify(Notify::new()), None)
     }
 
     /// Watches the directories `dirs` and their direct entries, and reports every event
@@ -304,18 +332,19 @@ impl FileWatch {
     /// (made again after a removal) names the directory.
     pub fn events(dirs: Vec<PathBuf>) -> Result<EventWatch, ResError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let watch = FileWatch::subscribe(dirs, Depth::Entries, Some(tx))?;
+        let watch = FileWatch::subscribe(dirs, Depth::Entries, Wake::Notify(Notify::new()), Some(tx))?;
         Ok(EventWatch { watch, rx })
     }
 
     fn subscribe(
         targets: Vec<PathBuf>,
         depth: Depth,
+        how: Wake,
         events: Option<mpsc::UnboundedSender<PathEvent>>,
     ) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.inotify()?;
-        let wake = Arc::new(Signal::default());
+        let wake = Arc::new(Signal::new(how));
         let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
         // Maps are keyed by the path's bytes (fast to hash), so every path is kept in one
         // spelling: no trailing or doubled slashes, no `.` components.
@@ -335,7 +364,17 @@ impl FileWatch {
     /// Waits for the next change (coalescing a burst), then re-resolves the watch points
     /// if the change may have moved them.
     pub async fn changed(&mut self) -> Result<(), ResError> {
-        self.wake.notify.notified().await;
+        match &self.wake.how {
+            Wake::Notify(notify) => notify.notified().await,
+            // Changes go to the call: there is nothing to wait for here.
+            Wake::Call(_) => std::future::pending().await,
+        }
+        self.rearm_if_moved()
+    }
+}
+
+impl engine::Subscription for FileWatch {
+    fn refresh(&self) -> Result<(), ResError> {
         self.rearm_if_moved()
     }
 }

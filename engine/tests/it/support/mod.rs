@@ -31,8 +31,10 @@ pub struct Probe {
     pub watch_panics: Arc<AtomicUsize>,
     /// The watch ignores cancellation (it must then be aborted).
     pub stubborn: Arc<AtomicBool>,
-    /// Set when a watch future is dropped.
+    /// Set when a watch future (or subscription) is dropped.
     pub watch_dropped: Arc<AtomicBool>,
+    /// A subscription's refresh fails this many times before it works.
+    pub refresh_failures: Arc<AtomicUsize>,
 }
 
 /// Sets a flag when dropped.
@@ -82,6 +84,33 @@ pub struct Scripted {
     pub reversible: bool,
     /// Ask for the watch to be polled in the worker's task ([`Resource::watch_inline`]).
     pub inline_watch: bool,
+    /// Watch through a subscription ([`Resource::subscribe`]) instead of a future.
+    pub subscribed: bool,
+}
+
+/// A subscription: a task of the test's own that calls the context on each trigger, and a
+/// refresh that fails as the probe says.
+struct Subscribed {
+    probe: Probe,
+    task: tokio::task::JoinHandle<()>,
+    _dropped: DropFlag,
+}
+
+impl engine::Subscription for Subscribed {
+    fn refresh(&self) -> Result<(), ResError> {
+        let failures = &self.probe.refresh_failures;
+        if failures.load(Ordering::SeqCst) > 0 {
+            failures.fetch_sub(1, Ordering::SeqCst);
+            return Err(ResError::new("refresh told to fail"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Subscribed {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
 }
 
 impl Scripted {
@@ -101,6 +130,7 @@ impl Scripted {
             init_fails: false,
             reversible: false,
             inline_watch: false,
+            subscribed: false,
         }
     }
     pub fn changing(self) -> Scripted {
@@ -128,6 +158,28 @@ impl Resource for Scripted {
 
     fn watch_inline(&self) -> bool {
         self.inline_watch
+    }
+
+    fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn engine::Subscription>, ResError>> {
+        if !self.subscribed {
+            return None;
+        }
+        let probe = self.probe.clone();
+        probe.watch_starts.fetch_add(1, Ordering::SeqCst);
+        if probe.watch_failures.load(Ordering::SeqCst) > 0 {
+            probe.watch_failures.fetch_sub(1, Ordering::SeqCst);
+            return Some(Err(ResError::new("subscribe told to fail")));
+        }
+        let ctx = ctx.clone();
+        let trigger = probe.trigger.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                trigger.notified().await;
+                ctx.event();
+            }
+        });
+        let dropped = DropFlag(probe.watch_dropped.clone());
+        Some(Ok(Box::new(Subscribed { probe, task, _dropped: dropped })))
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
