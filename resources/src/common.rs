@@ -2,6 +2,7 @@
 //! and re-decode, converting between engine payloads and language values, and error
 //! conversion.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -12,19 +13,22 @@ use crate::params::{BuildError, Params};
 
 /// A kind's raw params, kept so a received value can be decoded like a declared one.
 /// Every resource holds one for as long as it runs, so the values are a slice sorted by
-/// field of exactly their size (a map's node would hold room for eleven).
+/// field of exactly their size (a map's node would hold room for eleven), and a field the
+/// kind declares is named by the declaration's own string, not a copy.
 #[derive(Clone, Debug)]
 pub(crate) struct Raw {
     pub(crate) kind: &'static str,
     pub(crate) name: String,
-    values: Box<[(String, Value)]>,
+    values: Box<[(Field, Value)]>,
 }
+
+/// A field's name: the kind's declared one, or (for a field the kind lacks, which decoding
+/// then reports) a copy.
+pub(crate) type Field = Cow<'static, str>;
 
 impl Raw {
     pub(crate) fn new(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Raw {
-        // A map iterates in key order: the slice comes out sorted.
-        let values = values.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        Raw { kind, name: name.to_string(), values }
+        Raw { kind, name: name.to_string(), values: sorted(kind, values.iter()) }
     }
 
     /// A validation error of this resource, naming the field at fault when there is one.
@@ -52,15 +56,30 @@ impl Raw {
         decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
     ) -> Result<bool, ResError> {
         let value = value_of(payload)?.clone();
-        let mut values: BTreeMap<String, Value> = self.values.iter().cloned().collect();
+        let mut values: BTreeMap<String, Value> = self.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         values.insert(key.to_string(), value);
         let params = Params::new(self.kind, &self.name, &values).map_err(res_error)?;
         let new = decode(&params).map_err(res_error)?;
-        self.values = values.into_iter().collect();
+        self.values = sorted(self.kind, values.iter());
         let changed = new != *current;
         *current = new;
         Ok(changed)
     }
+}
+
+/// `values` (in field order, as a map iterates) as a slice, each field named by `kind`'s
+/// declaration where it has the field.
+fn sorted<'a>(kind: &str, values: impl Iterator<Item = (&'a String, &'a Value)>) -> Box<[(Field, Value)]> {
+    let decl = crate::kind::decl(kind);
+    values
+        .map(|(k, v)| {
+            let field = match decl.and_then(|d| d.param(k)) {
+                Some(param) => Cow::Borrowed(param.name.as_str()),
+                None => Cow::Owned(k.clone()),
+            };
+            (field, v.clone())
+        })
+        .collect()
 }
 
 /// Wraps a language value for a send/recv edge.

@@ -273,12 +273,12 @@ impl Resource for File {
             targets.push(PathBuf::from(&p.source));
         }
         targets.extend(p.fragments.iter().map(PathBuf::from));
-        let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| (self.verified.clone(), targets[0].clone()));
+        let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| self.verified.clone());
         let ctx = ctx.clone();
-        let call = move || {
-            let unchanged = own.as_ref().is_some_and(|(verified, path)| {
+        let call = move |targets: &[PathBuf]| {
+            let unchanged = own.as_ref().is_some_and(|verified| {
                 let verified = *lock(verified);
-                verified.is_some() && verified == Stamp::of(path)
+                verified.is_some() && verified == Stamp::of(&targets[0])
             });
             if !unchanged {
                 ctx.event();

@@ -39,21 +39,21 @@ pub struct Params<'a> {
 #[derive(Clone, Copy)]
 enum Values<'a> {
     Map(&'a BTreeMap<String, Value>),
-    Sorted(&'a [(String, Value)]),
+    Sorted(&'a [(crate::common::Field, Value)]),
 }
 
 impl<'a> Values<'a> {
     fn get(self, field: &str) -> Option<&'a Value> {
         match self {
             Values::Map(map) => map.get(field),
-            Values::Sorted(pairs) => pairs.binary_search_by(|(k, _)| k.as_str().cmp(field)).ok().map(|i| &pairs[i].1),
+            Values::Sorted(pairs) => pairs.binary_search_by(|(k, _)| k.as_ref().cmp(field)).ok().map(|i| &pairs[i].1),
         }
     }
 
-    fn pairs(self) -> Box<dyn Iterator<Item = (&'a String, &'a Value)> + 'a> {
+    fn pairs(self) -> Box<dyn Iterator<Item = (&'a str, &'a Value)> + 'a> {
         match self {
-            Values::Map(map) => Box::new(map.iter()),
-            Values::Sorted(pairs) => Box::new(pairs.iter().map(|(k, v)| (k, v))),
+            Values::Map(map) => Box::new(map.iter().map(|(k, v)| (k.as_str(), v))),
+            Values::Sorted(pairs) => Box::new(pairs.iter().map(|(k, v)| (k.as_ref(), v))),
         }
     }
 }
@@ -65,7 +65,11 @@ impl<'a> Params<'a> {
     }
 
     /// [`Params::new`] over pairs sorted by field.
-    pub(crate) fn sorted(kind: &'a str, name: &'a str, pairs: &'a [(String, Value)]) -> Result<Params<'a>, BuildError> {
+    pub(crate) fn sorted(
+        kind: &'a str,
+        name: &'a str,
+        pairs: &'a [(crate::common::Field, Value)],
+    ) -> Result<Params<'a>, BuildError> {
         Params::checked(kind, name, Values::Sorted(pairs))
     }
 

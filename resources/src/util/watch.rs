@@ -63,7 +63,8 @@ struct Signal {
 enum Wake {
     /// Holds at most one pending wake-up, so a burst of events coalesces into one.
     Notify(Notify),
-    Call(Box<dyn Fn() + Send + Sync>),
+    /// Called with the subscription's targets (so the call need not keep its own copy).
+    Call(Box<dyn Fn(&[PathBuf]) + Send + Sync>),
 }
 
 impl Signal {
@@ -71,13 +72,13 @@ impl Signal {
         Signal { how, rearm: AtomicBool::new(false) }
     }
 
-    fn wake(&self, rearm: bool) {
+    fn wake(&self, rearm: bool, targets: &[PathBuf]) {
         if rearm {
             self.rearm.store(true, Ordering::Release);
         }
         match &self.how {
             Wake::Notify(notify) => notify.notify_one(),
-            Wake::Call(call) => call(),
+            Wake::Call(call) => call(targets),
         }
     }
 }
@@ -141,7 +142,7 @@ struct DirWatch {
 #[derive(Default)]
 struct Subs {
     by_id: Map<u64, Sub>,
-    by_target: Map<OsString, Vec<u64>>,
+    by_target: Map<OsString, Ids>,
     /// For every proper ancestor of a target, how many targets lie below it: an event on
     /// such a directory (removed, moved) concerns them all.
     above: Map<OsString, usize>,
@@ -156,7 +157,12 @@ struct Subs {
 impl Subs {
     fn insert(&mut self, id: u64, sub: Sub) {
         for target in &sub.targets {
-            self.by_target.entry(target.clone().into_os_string()).or_default().push(id);
+            match self.by_target.entry(target.clone().into_os_string()) {
+                std::collections::hash_map::Entry::Occupied(mut ids) => ids.get_mut().push(id),
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(Ids::One(id));
+                }
+            }
             for dir in target.ancestors().skip(1) {
                 match self.above.get_mut(dir.as_os_str()) {
                     Some(n) => *n += 1,
@@ -177,8 +183,7 @@ impl Subs {
         self.entries -= usize::from(sub.depth == Depth::Entries);
         for target in &sub.targets {
             if let Some(ids) = self.by_target.get_mut(target.as_os_str()) {
-                ids.retain(|i| *i != id);
-                if ids.is_empty() {
+                if ids.remove(id) {
                     self.by_target.remove(target.as_os_str());
                 }
             }
@@ -204,8 +209,8 @@ impl Subs {
     ///
     /// `f` also learns whether `path` is one of the subscription's own targets.
     fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub, bool)) {
-        let mut each = |ids: &Vec<u64>, only: Option<Depth>, own: bool| {
-            for sub in ids.iter().filter_map(|id| self.by_id.get(id)) {
+        let mut each = |ids: &Ids, only: Option<Depth>, own: bool| {
+            for sub in ids.as_slice().iter().filter_map(|id| self.by_id.get(id)) {
                 if only.is_none_or(|depth| sub.depth == depth) {
                     f(sub, own);
                 }
@@ -235,6 +240,47 @@ impl Subs {
                     each(ids, Some(Depth::Tree), false);
                 }
             }
+        }
+    }
+}
+
+/// The subscriptions of one target: nearly always one, which then needs no allocation of
+/// its own (a `Vec` would make room for four).
+enum Ids {
+    One(u64),
+    Many(Vec<u64>),
+}
+
+impl Ids {
+    fn push(&mut self, id: u64) {
+        match self {
+            Ids::One(first) => *self = Ids::Many(vec![*first, id]),
+            Ids::Many(ids) => ids.push(id),
+        }
+    }
+
+    /// Removes `id`; true when none is left.
+    fn remove(&mut self, id: u64) -> bool {
+        match self {
+            Ids::One(only) => *only == id,
+            Ids::Many(ids) => {
+                ids.retain(|i| *i != id);
+                match ids[..] {
+                    [] => true,
+                    [last] => {
+                        *self = Ids::One(last);
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+
+    fn as_slice(&self) -> &[u64] {
+        match self {
+            Ids::One(id) => std::slice::from_ref(id),
+            Ids::Many(ids) => ids,
         }
     }
 }
@@ -311,11 +357,12 @@ impl FileWatch {
     /// instead of waking a waiter: nothing needs to wait on the watch, so a resource
     /// watching a file costs no task and no future. `call` runs on the watcher's thread
     /// with the hub locked: it must be quick and must not touch a [`FileWatch`]. After a
-    /// call, [`engine::Subscription::refresh`] brings the watch points up to date.
+    /// call, [`engine::Subscription::refresh`] brings the watch points up to date. `call`
+    /// gets the targets, spelt as the hub keeps them (see [`FileWatch::subscribe`]).
     pub fn calling(
         targets: Vec<PathBuf>,
         recursive: bool,
-        call: impl Fn() + Send + Sync + 'static,
+        call: impl Fn(&[PathBuf]) + Send + Sync + 'static,
     ) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
         FileWatch::subscribe(targets, depth, Wake::Call(Box::new(call)), None)
@@ -491,7 +538,6 @@ impl Hub {
             let State { subs, dirs, .. } = &mut *state;
             let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
             let (wanted, complete) = sub_points(dirs, sub);
-            let wake = sub.wake.clone();
             let unmoved = wanted == sub.points;
             let watched_before = state.alive(&wanted);
             let same = unmoved && watched_before;
@@ -514,7 +560,7 @@ impl Hub {
             if sub_points(dirs, sub).0 == wanted {
                 return Ok(());
             }
-            wake.wake(true);
+            sub.wake.wake(true, &sub.targets);
         }
         Ok(())
     }
@@ -648,7 +694,7 @@ impl State {
         if mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
             // Events were lost: tell everyone, spurious events are fine.
             for sub in self.subs.by_id.values() {
-                sub.wake.wake(true);
+                sub.wake.wake(true, &sub.targets);
                 if let Some(events) = &sub.events {
                     for target in &sub.targets {
                         let _ = events.send(PathEvent { path: target.clone(), change: Change::Lost });
@@ -698,7 +744,7 @@ impl State {
         // A target's own change, seen through its live parent, cannot move any watch point.
         let change = Change::of(mask);
         self.subs.concerned(&path, mask.intersects(RESHAPES), |sub, own| {
-            sub.wake.wake(dead || !own || sub.depth != Depth::Target || !sub.settled);
+            sub.wake.wake(dead || !own || sub.depth != Depth::Target || !sub.settled, &sub.targets);
             if let Some(events) = &sub.events {
                 let _ = events.send(PathEvent { path: path.clone(), change });
             }
@@ -876,6 +922,39 @@ mod tests {
                 "round {round}: the removal of the target went unseen"
             );
         }
+    }
+
+    /// Subscriptions sharing a target are each told of its changes (a call with the target
+    /// as the hub spells it), and one dropped leaves the others watching.
+    #[tokio::test]
+    async fn subscriptions_sharing_a_target_are_each_told_and_outlive_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("shared");
+        let (tx, mut calls) = mpsc::unbounded_channel();
+        let called = move |targets: &[PathBuf]| {
+            let _ = tx.send(targets.to_vec());
+        };
+        // Spelt with a trailing `/.`: the call gets the hub's spelling.
+        let dotted = PathBuf::from(format!("{}/./shared", dir.path().display()));
+        let call = FileWatch::calling(vec![dotted], false, called).unwrap();
+        let mut first = FileWatch::new(vec![target.clone()], false).unwrap();
+        let mut second = FileWatch::new(vec![target.clone()], false).unwrap();
+        std::fs::write(&target, "x").unwrap();
+        expect_event(&mut first).await;
+        expect_event(&mut second).await;
+        let got = tokio::time::timeout(Duration::from_secs(5), calls.recv()).await.expect("called in time");
+        assert_eq!(got, Some(vec![target.clone()]));
+
+        drop(first);
+        drop(call);
+        while calls.try_recv().is_ok() {}
+        std::fs::write(&target, "y").unwrap();
+        expect_event(&mut second).await;
+        assert!(calls.try_recv().is_err(), "a dropped subscription is not called");
+        drop(second);
+        let state = lock(&hub().state);
+        assert!(!state.dirs.contains_key(dir.path().as_os_str()));
+        assert!(!state.subs.by_target.contains_key(target.as_os_str()));
     }
 
     #[tokio::test]
