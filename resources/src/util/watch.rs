@@ -63,9 +63,11 @@ struct Signal {
 enum Wake {
     /// Holds at most one pending wake-up, so a burst of events coalesces into one.
     Notify(Notify),
-    /// Called with the subscription's targets (so the call need not keep its own copy).
-    Call(Box<dyn Fn(&[PathBuf]) + Send + Sync>),
+    Call(Call),
 }
+
+/// Called with the subscription's targets (so the call need not keep its own copy).
+type Call = Box<dyn Fn(&[PathBuf]) + Send + Sync>;
 
 impl Signal {
     fn new(how: Wake) -> Signal {
@@ -182,10 +184,10 @@ impl Subs {
         self.recursive -= usize::from(sub.depth == Depth::Tree);
         self.entries -= usize::from(sub.depth == Depth::Entries);
         for target in &sub.targets {
-            if let Some(ids) = self.by_target.get_mut(target.as_os_str()) {
-                if ids.remove(id) {
-                    self.by_target.remove(target.as_os_str());
-                }
+            if let Some(ids) = self.by_target.get_mut(target.as_os_str())
+                && ids.remove(id)
+            {
+                self.by_target.remove(target.as_os_str());
             }
             for dir in target.ancestors().skip(1) {
                 if let Some(n) = self.above.get_mut(dir.as_os_str()) {
