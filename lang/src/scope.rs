@@ -82,6 +82,14 @@ pub fn resolve_with(
 ) -> (FuncGraph, Diagnostics) {
     let mut diags = Diagnostics::new();
     order::check_file(&main, &mut diags);
+    // Elaboration makes about a node per expression written: room for those of the main
+    // file up front, so a large program's node vector does not double (and copy itself)
+    // on its way to the compile's peak.
+    let mut main = main;
+    let mut exprs = 0usize;
+    crate::syntax::visit::exprs_mut(&mut main.stmts, &mut |_| exprs += 1);
+    let mut graph = FuncGraph::default();
+    graph.nodes.reserve_exact(exprs);
     let static_recursion = diags.iter().any(|d| d.code == Some(Code::ScopeRecursion));
     let loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
     let mut ctx = Ctx {
@@ -91,7 +99,7 @@ pub fn resolve_with(
         files: &loaded.files,
         targets: &loaded.targets,
         module_roots: &loaded.module_roots,
-        graph: FuncGraph::default(),
+        graph,
         diags,
         frames: vec![Frame::default()],
         modules: BTreeMap::new(),

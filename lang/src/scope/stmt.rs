@@ -180,6 +180,8 @@ impl<'a> Ctx<'a> {
         if !nodes.is_empty() {
             out.extend(self.nodes(fid, &nodes));
         }
+        // Exactly its size: the program's statements live as long as the function graph.
+        out.shrink_to_fit();
         out
     }
 
