@@ -343,8 +343,9 @@ pub(crate) async fn swap(
     // resource that ignores cancellation must not block every future swap (mgmt would
     // wait). Relinking without the pause is safe; at worst a notification produced by
     // that straggling run on an edge created by this swap is lost.
-    let _pause = shared.close_gate(stop_timeout).await;
-    if !_pause.held() {
+    // Held to the end of the swap; dropping it wakes the workers that met it.
+    let pause = shared.close_gate(stop_timeout).await;
+    if !pause.held() {
         tracing::warn!("a check-apply is still running; swapping without waiting for it");
     }
     // Sized up front: at the graph's first start these hold every resource at once, at

@@ -171,33 +171,37 @@ impl Worker {
             let mut watch = Some(first);
             let mut started = false;
             loop {
-                let ended = tokio::select! {
-                    biased;
-                    joined = wait_watch(&mut watch) => Some(joined),
-                    _ = self.node.wake.notified() => None,
-                };
-                if let Some(joined) = ended {
-                    watch = None;
+                // In a block of its own: what it holds is gone before the awaits below,
+                // which the worker's future would otherwise keep room for.
+                let (seq, event) = {
+                    let ended = tokio::select! {
+                        biased;
+                        joined = wait_watch(&mut watch) => Some(joined),
+                        _ = self.node.wake.notified() => None,
+                    };
+                    if ended.is_some() {
+                        // Finished: `stop` must not poll it again.
+                        watch = None;
+                    }
                     if self.cancel.is_cancelled() {
                         break;
                     }
-                    started = false;
-                    let error = joined.err().unwrap_or_else(|| ResError::new("watch returned without being cancelled"));
-                    match Box::pin(self.rewatch(error, &mut watch_budget)).await {
-                        Some(again) => watch = Some(again),
-                        None => break,
-                    }
-                    continue;
-                }
-                if self.cancel.is_cancelled() {
-                    break;
-                }
-                let seq = self.node.wake_seq.load(Ordering::SeqCst);
-                if self.node.event_pending.swap(false, Ordering::SeqCst) {
-                    if let Some(Watching::Subscribed(sub)) = &watch
-                        && let Err(error) = sub.refresh()
-                    {
-                        // Dropped (unsubscribed) before it is made again.
+                    let seq = self.node.wake_seq.load(Ordering::SeqCst);
+                    let event = ended.is_none() && self.node.event_pending.swap(false, Ordering::SeqCst);
+                    // The watch failed: its future returned, or a subscription could not
+                    // follow what an event moved.
+                    let failed = match ended {
+                        Some(joined) => Some(
+                            joined.err().unwrap_or_else(|| ResError::new("watch returned without being cancelled")),
+                        ),
+                        None if event => match &watch {
+                            Some(Watching::Subscribed(sub)) => sub.refresh().err(),
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                    if let Some(error) = failed {
+                        // Dropped (a subscription unsubscribed) before it is made again.
                         watch = None;
                         started = false;
                         match Box::pin(self.rewatch(error, &mut watch_budget)).await {
@@ -206,6 +210,9 @@ impl Worker {
                         }
                         continue;
                     }
+                    (seq, event)
+                };
+                if event {
                     started = true;
                     self.state_ok = false;
                     if let Some(wait) = self.limiter.as_deref_mut().and_then(Bucket::reserve) {

@@ -72,7 +72,7 @@ pub type FrontEnd = dyn Fn(FileId, &str) -> (Option<ast::File>, Diagnostics);
 /// file's text into a checked, interpolated AST, or reports why not; `naming` records
 /// `FuncGraph::names`.
 pub fn resolve_with(
-    main: ast::File,
+    mut main: ast::File,
     entry: &str,
     loader: &dyn Loader,
     catalog: &Catalog,
@@ -85,7 +85,6 @@ pub fn resolve_with(
     // Elaboration makes about a node per expression written: room for those of the main
     // file up front, so a large program's node vector does not double (and copy itself)
     // on its way to the compile's peak.
-    let mut main = main;
     let mut exprs = 0usize;
     crate::syntax::visit::exprs_mut(&mut main.stmts, &mut |_| exprs += 1);
     let mut graph = FuncGraph::default();

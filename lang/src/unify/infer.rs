@@ -14,7 +14,6 @@ use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
 use crate::types::Type;
-use crate::value::Value;
 use std::collections::HashMap;
 
 /// One call of a catalog function whose instantiated signature is checked after solving.
@@ -184,21 +183,12 @@ impl<'a> Ctx<'a> {
         let v = Self::var(node);
         match &graph.node(node).kind {
             NodeKind::Const(value) => {
-                let leaf = match value {
-                    Value::Bool(_) => Some(Shape::Bool),
-                    Value::Str(_) => Some(Shape::Str),
-                    Value::Int(_) => Some(Shape::Int),
-                    Value::Float(_) => Some(Shape::Float),
-                    _ => None,
-                };
-                match leaf {
-                    Some(shape) => {
-                        self.has_shape(v, shape, span, span);
-                    }
-                    None => {
-                        let t = report::type_of_value(&mut self.table, value, span);
-                        self.eq(t, v, span);
-                    }
+                // A scalar needs no variable of its own (`Table::constrain_leaf`).
+                if let Some(scalar) = Shape::of_scalar(value) {
+                    self.has_shape(v, scalar, span, span);
+                } else {
+                    let t = report::type_of_value(&mut self.table, value, span);
+                    self.eq(t, v, span);
                 }
             }
             NodeKind::List(items) => {

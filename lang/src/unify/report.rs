@@ -67,10 +67,6 @@ pub(crate) fn mismatch(table: &mut Table, m: Mismatch, expected_top: Var, found_
 /// empty containers).
 pub(crate) fn type_of_value(table: &mut Table, value: &Value, origin: Span) -> Var {
     let shape = match value {
-        Value::Bool(_) => Shape::Bool,
-        Value::Str(_) => Shape::Str,
-        Value::Int(_) => Shape::Int,
-        Value::Float(_) => Shape::Float,
         Value::List(items) => {
             let elem = match items.first() {
                 Some(first) => type_of_value(table, first, origin),
@@ -89,6 +85,7 @@ pub(crate) fn type_of_value(table: &mut Table, value: &Value, origin: Span) -> V
             Shape::Struct(fields.iter().map(|(n, v)| (n.clone(), type_of_value(table, v, origin))).collect())
         }
         Value::Func(_) => return table.fresh(),
+        scalar => Shape::of_scalar(scalar).expect("every other value is a scalar"),
     };
     table.shaped(shape, origin)
 }

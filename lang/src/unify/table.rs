@@ -7,6 +7,7 @@
 
 use crate::span::Span;
 use crate::types::Type;
+use crate::value::Value;
 use std::collections::HashMap;
 
 /// A type variable: an index into the table.
@@ -46,6 +47,17 @@ impl Shape {
             Type::Str => Some(Shape::Str),
             Type::Int => Some(Shape::Int),
             Type::Float => Some(Shape::Float),
+            _ => None,
+        }
+    }
+
+    /// The shape of a scalar value (`bool`, `str`, `int`, `float`), which has no children.
+    pub(crate) fn of_scalar(value: &Value) -> Option<Shape> {
+        match value {
+            Value::Bool(_) => Some(Shape::Bool),
+            Value::Str(_) => Some(Shape::Str),
+            Value::Int(_) => Some(Shape::Int),
+            Value::Float(_) => Some(Shape::Float),
             _ => None,
         }
     }

@@ -159,12 +159,10 @@ struct Subs {
 impl Subs {
     fn insert(&mut self, id: u64, sub: Sub) {
         for target in &sub.targets {
-            match self.by_target.entry(target.clone().into_os_string()) {
-                std::collections::hash_map::Entry::Occupied(mut ids) => ids.get_mut().push(id),
-                std::collections::hash_map::Entry::Vacant(slot) => {
-                    slot.insert(Ids::One(id));
-                }
-            }
+            self.by_target
+                .entry(target.clone().into_os_string())
+                .and_modify(|ids| ids.push(id))
+                .or_insert(Ids::One(id));
             for dir in target.ancestors().skip(1) {
                 match self.above.get_mut(dir.as_os_str()) {
                     Some(n) => *n += 1,
