@@ -4,12 +4,17 @@
 //!
 //! Links hold `Arc`s to neighbours; the engine replaces them on every swap and clears them
 //! when a vertex stops, so no cycle of `Arc`s outlives a vertex.
+//!
+//! A worker with nothing to poll while idle (its resource watches by subscription) does not
+//! keep a task: it parks its state here ([`Run::Parked`]) and the next wake-up spawns it
+//! again ([`Node::wake`]).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
+use tokio::task::JoinHandle;
 
 use crate::converger::{Converger, Slot};
 
@@ -19,9 +24,12 @@ pub(crate) struct Node {
     pub(crate) key: ResKey,
     /// When this vertex last finished a successful run, from the engine's clock; 0 = never.
     pub(crate) ts: AtomicU64,
-    /// Wakes the worker (a poke or an event); holds at most one permit, so extra wake-ups
-    /// while the worker is busy collapse into one.
+    /// Wakes the worker's task (a poke or an event); holds at most one permit, so extra
+    /// wake-ups while the worker is busy collapse into one. Use [`Node::wake`], which also
+    /// resumes a parked worker.
     pub(crate) wake: Notify,
+    /// The worker's task, or its parked state.
+    pub(crate) run: Mutex<Run>,
     /// A watch event arrived and was not yet consumed by the worker.
     pub(crate) event_pending: AtomicBool,
     /// Counts wake-ups, so a worker can tell whether one arrived during its run.
@@ -65,6 +73,23 @@ pub enum WorkerState {
     Failed { error: ResError },
 }
 
+/// Where a vertex's worker is.
+pub(crate) enum Run {
+    /// A task; the handle is taken by whoever stops the worker (`None` once taken, and
+    /// before the first spawn). Whoever spawns holds the lock while storing the handle, so
+    /// the task cannot park before its handle is in place.
+    Task(Option<JoinHandle<()>>),
+    /// Idle with nothing to poll: a wake-up spawns it again. Holds a fraction of the
+    /// memory of the idle task it replaces (a worker's task is 512 bytes).
+    Parked(Box<dyn Resume>),
+}
+
+/// A parked worker (defined by `worker.rs`, above this module).
+pub(crate) trait Resume: Send {
+    /// Spawns the worker again, as a task that first looks at the wake-up that resumed it.
+    fn resume(self: Box<Self>) -> JoinHandle<()>;
+}
+
 #[derive(Clone, Default)]
 pub(crate) struct Links {
     pub(crate) parents: Vec<Link>,
@@ -85,6 +110,7 @@ impl Node {
             key,
             ts: AtomicU64::new(0),
             wake: Notify::new(),
+            run: Mutex::new(Run::Task(None)),
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
@@ -105,7 +131,29 @@ impl Node {
         converger.unset_with(&self.converged, || {
             self.wake_seq.fetch_add(1, Ordering::SeqCst);
         });
+        self.wake();
+    }
+
+    /// Wakes the worker: signals its task, or spawns a parked one (which finds the signal).
+    /// The signal comes first: a worker decides to park under the `run` lock after looking
+    /// for a signal, so either it sees this one or it parked before this takes the lock.
+    pub(crate) fn wake(&self) {
         self.wake.notify_one();
+        let mut run = lock(&self.run);
+        if matches!(*run, Run::Parked(_))
+            && let Run::Parked(parked) = std::mem::replace(&mut *run, Run::Task(None))
+        {
+            *run = Run::Task(Some(parked.resume()));
+        }
+    }
+
+    /// The worker's task handle, for the one who stops it (after a stop's wake-up, which
+    /// resumed a parked worker; a stopped worker never parks again).
+    pub(crate) fn take_task(&self) -> Option<JoinHandle<()>> {
+        match &mut *lock(&self.run) {
+            Run::Task(handle) => handle.take(),
+            Run::Parked(_) => None,
+        }
     }
 
     /// A watch event: like a poke, and the worker will treat its state as dirty.

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::fasthash::{FastMap, FastSet};
@@ -17,7 +16,7 @@ use crate::graph::{Edge, Graph, GraphError, Vertex};
 use crate::key::SendRecv;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Digest, Link, Links, Node, lock};
+use crate::node::{Digest, Link, Links, Node, Run, lock};
 use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
@@ -37,19 +36,19 @@ pub(crate) struct RunningVertex {
     pub(crate) node: Arc<Node>,
     /// Shared with the worker (and with neighbours whose metaparams are equal).
     pub(crate) meta: Arc<Meta>,
-    /// Cancelled to stop the worker; owned here, the worker holds a clone.
+    /// Cancelled to stop the worker; owned here, the worker holds a clone. (The worker's
+    /// task, when it has one, is in the node: a parked worker is spawned again by whoever
+    /// wakes it.)
     pub(crate) cancel: CancellationToken,
-    /// The worker task, awaited when the vertex is stopped; `None` only between the
-    /// vertex's insertion and its worker's start within one swap.
-    pub(crate) join: Option<JoinHandle<()>>,
 }
 
 impl RunningVertex {
     /// Asks the worker to stop: cancels its token (its watch and any step in flight) and
-    /// wakes it, since an idle worker waits only for its wake-up signal.
+    /// wakes it, since an idle worker waits only for its wake-up signal (a parked one is
+    /// spawned again, to stop).
     pub(crate) fn stop(&self) {
         self.cancel.cancel();
-        self.node.wake.notify_one();
+        self.node.wake();
     }
 }
 
@@ -285,9 +284,9 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
     }
     let until = tokio::time::Instant::now() + deadline;
     let mut stragglers = Vec::new();
-    for mut v in vertices {
-        if let Some(join) = v.join.as_mut()
-            && tokio::time::timeout_at(until, &mut *join).await.is_err()
+    for v in vertices {
+        if let Some(mut join) = v.node.take_task()
+            && tokio::time::timeout_at(until, &mut join).await.is_err()
         {
             tracing::warn!(resource = %v.node.key, "did not stop before the deadline; aborting");
             join.abort();
@@ -367,7 +366,7 @@ pub(crate) async fn swap(
         let worker = Worker::new(shared.clone(), node.clone(), meta.clone(), v.res, cancel.clone());
         workers.push(worker);
         started.push(v.key.clone());
-        entries.push((v.key, RunningVertex { node, meta, cancel, join: None }));
+        entries.push((v.key, RunningVertex { node, meta, cancel }));
     }
     if running.vertices.is_empty() {
         // The first graph: built in bulk, with full tree nodes (inserting one by one in
@@ -379,12 +378,12 @@ pub(crate) async fn swap(
     // Before the workers start: the candidate's edges are the largest thing the swap
     // holds, and a worker that meets the gate waits for the swap's end holding nothing.
     relink(running, edges, &plan);
+    lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
+    // The new workers start once the gate is open: one that met it would go back to waiting
+    // (and, watching by subscription, park) only to be woken when the swap ends.
+    drop(pause);
     for worker in workers {
-        let key = worker.node.key.clone();
-        let join = start(shared, worker);
-        if let Some(v) = running.vertices.get_mut(&key) {
-            v.join = Some(join);
-        }
+        start(shared, worker);
     }
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it
     // re-evaluate against its new links.
@@ -395,20 +394,22 @@ pub(crate) async fn swap(
             v.node.poke(&shared.converger);
         }
     }
-    lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
     Ok(SwapReport { generation, started, stopped: plan.stop, unchanged: plan.unchanged })
 }
 
 /// Spawns a worker: on the apply pool with its watch started here, on the engine's runtime
-/// (see [`Worker::first_watch`]), or on the current runtime.
-fn start(shared: &Shared, worker: Worker) -> JoinHandle<()> {
-    match &shared.apply_pool {
-        Some(pool) => {
-            let first = worker.first_watch();
-            pool.spawn(worker.run(Some(first)))
-        }
-        None => tokio::spawn(worker.run(None)),
-    }
+/// (see [`Worker::first_watch`]), or on the current runtime. The handle goes into the node
+/// under its lock, before the worker can park.
+fn start(shared: &Shared, worker: Worker) {
+    let node = worker.node.clone();
+    // Before the lock: a watch that reports its start wakes the node, which takes it.
+    let first = shared.apply_pool.is_some().then(|| worker.first_watch());
+    let mut run = lock(&node.run);
+    let join = match (&shared.apply_pool, first) {
+        (Some(pool), first) => pool.spawn(worker.run(first)),
+        (None, _) => tokio::spawn(worker.run(None)),
+    };
+    *run = Run::Task(Some(join));
 }
 
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh

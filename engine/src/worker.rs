@@ -1,6 +1,8 @@
-//! One task per vertex: polls the watch (or its poll/hidden substitute) in the same task,
+//! One worker per vertex: polls the watch (or its poll/hidden substitute) in its own task,
 //! waits for events and pokes, and runs the process step (ordering check, semaphores,
-//! send/recv, refresh, check-apply) with retries, rate limiting and timeouts.
+//! send/recv, refresh, check-apply) with retries, rate limiting and timeouts. A worker whose
+//! watch is a subscription has nothing to poll: idle, it parks in its node instead of
+//! keeping a task, and the next wake-up spawns it again.
 //!
 //! Ordering (engine.md 2.2): a vertex runs only when every parent finished a successful run
 //! after the vertex's own last run; otherwise it pokes the stale parents ("back-poke") and
@@ -22,7 +24,7 @@ use crate::converger::Converger;
 use crate::event::EngineEvent;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
-use crate::node::{Links, Node, WorkerState, lock};
+use crate::node::{Links, Node, Resume, Run, WorkerState, lock};
 use crate::res::{ApplyCtx, Resource, Subscription, WatchCtx};
 
 /// Engine-wide state the workers share.
@@ -100,7 +102,7 @@ impl Shared {
     fn open_gate(&self) {
         let gated = std::mem::take(&mut *lock(&self.gated));
         for node in gated {
-            node.wake.notify_one();
+            node.wake();
         }
     }
 
@@ -151,37 +153,67 @@ impl Worker {
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
     /// the watch and clean up.
+    pub(crate) fn run(self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
+        let watch_budget = self.meta.retry;
+        self.serve(Between {
+            watch: first_watch.map(|FirstWatch(watch)| watch),
+            watch_budget,
+            started: false,
+            fresh: true,
+        })
+    }
+
+    /// The worker's loop, from its start or from where it parked.
     ///
     /// An idle worker waits for two things only, its watch ending and its wake-up signal
     /// (a stop wakes it too, see `RunningVertex::stop`): each future it holds while idle
-    /// is paid for by every resource of the graph, for as long as it runs.
-    #[allow(clippy::manual_async_fn, reason = "an async fn would hold `self` twice, see below")]
-    pub(crate) fn run(mut self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
+    /// is paid for by every resource of the graph, for as long as it runs. A worker whose
+    /// watch is a subscription has nothing to poll at all: instead of waiting, it parks in
+    /// its node and its task ends (see [`Node::wake`]).
+    #[allow(clippy::manual_async_fn, reason = "an async fn would hold its arguments twice")]
+    fn serve(mut self, mut between: Between) -> impl Future<Output = ()> + Send + 'static {
         // An `async move` block, not an `async fn`: the latter would copy `self` from its
-        // argument into a local of the future, holding it twice for the worker's life.
+        // argument into a local of the future, holding it twice for the worker's life. The
+        // loop's state is used in place in `between` for the same reason.
         async move {
-            self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
-            tracing::debug!(resource = %self.node.key, "started");
-            self.init_retry_budget();
-            let mut watch_budget = self.meta.retry;
-            let first = match first_watch {
-                Some(FirstWatch(watch)) => watch,
-                None => self.start_watch(),
-            };
-            let mut watch = Some(first);
-            let mut started = false;
+            if between.fresh {
+                between.fresh = false;
+                self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
+                tracing::debug!(resource = %self.node.key, "started");
+                self.init_retry_budget();
+                if between.watch.is_none() {
+                    between.watch = Some(self.start_watch());
+                }
+            }
             loop {
                 // In a block of its own: what it holds is gone before the awaits below,
                 // which the worker's future would otherwise keep room for.
                 let (seq, event) = {
-                    let ended = tokio::select! {
-                        biased;
-                        joined = wait_watch(&mut watch) => Some(joined),
-                        _ = self.node.wake.notified() => None,
+                    let woken = if matches!(between.watch, Some(Watching::Subscribed(_))) {
+                        let node = self.node.clone();
+                        let mut run = lock(&node.run);
+                        // A wake-up that came meanwhile is taken here, under the lock
+                        // `Node::wake` takes after signalling: none is lost.
+                        if !self.cancel.is_cancelled() && node.wake.notified().now_or_never().is_none() {
+                            *run = Run::Parked(Box::new(Parked { worker: self, between }));
+                            return;
+                        }
+                        !self.cancel.is_cancelled()
+                    } else {
+                        false
+                    };
+                    let ended = if woken {
+                        None
+                    } else {
+                        tokio::select! {
+                            biased;
+                            joined = wait_watch(&mut between.watch) => Some(joined),
+                            _ = self.node.wake.notified() => None,
+                        }
                     };
                     if ended.is_some() {
                         // Finished: `stop` must not poll it again.
-                        watch = None;
+                        between.watch = None;
                     }
                     if self.cancel.is_cancelled() {
                         break;
@@ -194,7 +226,7 @@ impl Worker {
                         Some(joined) => Some(
                             joined.err().unwrap_or_else(|| ResError::new("watch returned without being cancelled")),
                         ),
-                        None if event => match &watch {
+                        None if event => match &between.watch {
                             Some(Watching::Subscribed(sub)) => sub.refresh().err(),
                             _ => None,
                         },
@@ -202,10 +234,10 @@ impl Worker {
                     };
                     if let Some(error) = failed {
                         // Dropped (a subscription unsubscribed) before it is made again.
-                        watch = None;
-                        started = false;
-                        match Box::pin(self.rewatch(error, &mut watch_budget)).await {
-                            Some(again) => watch = Some(again),
+                        between.watch = None;
+                        between.started = false;
+                        match Box::pin(self.rewatch(error, &mut between.watch_budget)).await {
+                            Some(again) => between.watch = Some(again),
                             None => break,
                         }
                         continue;
@@ -213,7 +245,7 @@ impl Worker {
                     (seq, event)
                 };
                 if event {
-                    started = true;
+                    between.started = true;
                     self.state_ok = false;
                     if let Some(wait) = self.limiter.as_deref_mut().and_then(Bucket::reserve) {
                         tracing::info!(resource = %self.node.key, wait_ms = wait.as_millis() as u64, "limited");
@@ -222,7 +254,7 @@ impl Worker {
                         }
                     }
                 }
-                if !started {
+                if !between.started {
                     continue;
                 }
                 // The gate first, outside the step. While a swap holds it, the worker goes
@@ -262,7 +294,7 @@ impl Worker {
                     }
                 }
             }
-            Box::pin(self.stop(watch)).await;
+            Box::pin(self.stop(between.watch)).await;
         }
     }
 
@@ -585,6 +617,36 @@ impl Worker {
         if self.shared.exiting.load(Ordering::Relaxed) {
             // Cleaned up already; what is left is memory.
             std::mem::forget(self);
+        }
+    }
+}
+
+/// What the worker's loop keeps between wake-ups, besides the worker.
+struct Between {
+    watch: Option<Watching>,
+    /// Watch restarts left (`Meta:retry`; negative: no limit).
+    watch_budget: i16,
+    /// The watch reported its start.
+    started: bool,
+    /// The worker has not started yet (it starts its watch unless it was given one).
+    fresh: bool,
+}
+
+/// A worker parked in its node while idle (see [`Worker::serve`]).
+struct Parked {
+    worker: Worker,
+    between: Between,
+}
+
+impl Resume for Parked {
+    fn resume(self: Box<Self>) -> tokio::task::JoinHandle<()> {
+        let Parked { worker, between } = *self;
+        let shared = worker.shared.clone();
+        let serve = worker.serve(between);
+        match (&shared.apply_pool, &shared.watch_rt) {
+            (Some(pool), _) => pool.spawn(serve),
+            (None, Some(rt)) => rt.spawn(serve),
+            (None, None) => tokio::spawn(serve),
         }
     }
 }

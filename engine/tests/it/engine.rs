@@ -684,6 +684,67 @@ async fn a_subscription_watches_and_a_failed_refresh_or_subscribe_restarts_it() 
     assert!(probes[1].watch_dropped.load(Ordering::SeqCst), "a stop drops the subscription");
 }
 
+/// An idle worker whose resource watches by subscription keeps no task: it parks in its
+/// node, an event spawns it again (it runs, then parks again), and a stop spawns it to
+/// clean up. A worker with a watch future keeps its task. Counted on the runtime the
+/// workers run on; each subscription of the test's resources has a task of its own.
+#[tokio::test]
+async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop() {
+    const N: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let engine = support::inline_engine(&dir);
+    let tasks = || tokio::runtime::Handle::current().metrics().num_alive_tasks();
+    let before = tasks();
+    let log = Log::default();
+    let mut probes = Vec::new();
+    let mut resources = Vec::new();
+    for i in 0..N {
+        let mut r = Scripted::new(&format!("s{i}"), &log);
+        r.subscribed = true;
+        probes.push(r.probe());
+        resources.push(r);
+    }
+    let polled = Scripted::new("polled", &log);
+    probes.push(polled.probe());
+    resources.push(polled);
+    engine.apply(graph(resources, &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    // The subscriptions' own tasks and the one worker with a watch future.
+    let settled = before + N + 1;
+    let settle = async {
+        while tasks() != settled {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    };
+    assert!(tokio::time::timeout(WAIT, settle).await.is_ok(), "{} tasks, expected {settled}", tasks());
+
+    // An event resumes one worker, which runs and parks again.
+    probes[3].drift.store(true, Ordering::SeqCst);
+    probes[3].trigger.notify_one();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while log.count("s3") < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(log.count("s3"), 2, "{:?}", log.entries());
+    assert!(engine.wait_converged(WAIT).await);
+    let settle = async {
+        while tasks() != settled {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    };
+    assert!(tokio::time::timeout(WAIT, settle).await.is_ok(), "{} tasks, expected {settled}", tasks());
+    assert_eq!(log.count("s4"), 1, "the others stayed parked");
+
+    // A stop resumes each parked worker, which cleans up and drops its subscription.
+    let report = engine.shutdown(WAIT).await;
+    assert!(report.stragglers.is_empty());
+    for probe in &probes {
+        assert_eq!(probe.cleanups.load(Ordering::SeqCst), 1);
+    }
+    assert!(probes[..N].iter().all(|p| p.watch_dropped.load(Ordering::SeqCst)));
+    assert_eq!(tasks(), before, "every worker and subscription task is gone");
+}
+
 #[tokio::test]
 async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
     let dir = tempfile::tempdir().unwrap();
