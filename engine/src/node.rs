@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::converger::{Converger, Slot};
 
@@ -28,8 +29,10 @@ pub(crate) struct Node {
     /// wake-ups while the worker is busy collapse into one. Use [`Node::wake`], which also
     /// resumes a parked worker.
     pub(crate) wake: Notify,
-    /// The worker's task, or its parked state.
-    pub(crate) run: Mutex<Run>,
+    /// The worker's task or parked state, and its cancellation token.
+    pub(crate) control: Mutex<Control>,
+    /// Set once the worker is told to stop, or stops on its own; never cleared.
+    stopped: AtomicBool,
     /// A watch event arrived and was not yet consumed by the worker.
     pub(crate) event_pending: AtomicBool,
     /// Counts wake-ups, so a worker can tell whether one arrived during its run.
@@ -42,12 +45,11 @@ pub(crate) struct Node {
     pub(crate) links: RwLock<Arc<Links>>,
     /// This vertex's converged flag.
     pub(crate) converged: Slot,
-    /// The latest values published by a run of check-apply.
-    pub(crate) sends: Mutex<Option<BTreeMap<String, Payload>>>,
+    /// The latest values published by a run of check-apply (boxed: most kinds send nothing).
+    #[allow(clippy::box_collection, reason = "a pointer in every node instead of a map's 24 bytes")]
+    pub(crate) sends: Mutex<Option<Box<BTreeMap<String, Payload>>>>,
     /// The resource's current fingerprint (changes when send/recv changes a param).
     pub(crate) fingerprint: Mutex<Digest>,
-    /// Set when the worker stopped for good after exhausting its retries.
-    pub(crate) failed: Mutex<Option<String>>,
     pub(crate) state: Mutex<WorkerState>,
     /// A run has succeeded at least once.
     pub(crate) succeeded: AtomicBool,
@@ -71,6 +73,24 @@ pub enum WorkerState {
     Retrying { error: String },
     /// Gave up after exhausting its retries.
     Failed { error: ResError },
+}
+
+/// What starts, parks, wakes and stops a vertex's worker, under one lock.
+pub(crate) struct Control {
+    pub(crate) run: Run,
+    /// The cancellation token of the worker's watch future, sleeps and check-applies, made
+    /// when one first asks ([`Node::token`]): a parked worker keeps none (a token is a
+    /// 112-byte allocation).
+    token: Option<CancellationToken>,
+}
+
+impl Control {
+    /// Parks the worker, letting its token go: its watch holds none and its check-apply is
+    /// over (a resource keeps its `ApplyCtx::cancel` for that run only).
+    pub(crate) fn park(&mut self, worker: Box<dyn Resume>) {
+        self.token = None;
+        self.run = Run::Parked(worker);
+    }
 }
 
 /// Where a vertex's worker is.
@@ -110,7 +130,8 @@ impl Node {
             key,
             ts: AtomicU64::new(0),
             wake: Notify::new(),
-            run: Mutex::new(Run::Task(None)),
+            control: Mutex::new(Control { run: Run::Task(None), token: None }),
+            stopped: AtomicBool::new(false),
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
@@ -118,7 +139,6 @@ impl Node {
             converged: Slot::default(),
             sends: Mutex::new(None),
             fingerprint: Mutex::new(fingerprint),
-            failed: Mutex::new(None),
             state: Mutex::new(WorkerState::Starting),
             succeeded: AtomicBool::new(false),
             sends_guessed: AtomicBool::new(false),
@@ -135,22 +155,47 @@ impl Node {
     }
 
     /// Wakes the worker: signals its task, or spawns a parked one (which finds the signal).
-    /// The signal comes first: a worker decides to park under the `run` lock after looking
+    /// The signal comes first: a worker decides to park under the `control` lock after looking
     /// for a signal, so either it sees this one or it parked before this takes the lock.
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
-        let mut run = lock(&self.run);
-        if matches!(*run, Run::Parked(_))
-            && let Run::Parked(parked) = std::mem::replace(&mut *run, Run::Task(None))
+        let mut control = lock(&self.control);
+        if matches!(control.run, Run::Parked(_))
+            && let Run::Parked(parked) = std::mem::replace(&mut control.run, Run::Task(None))
         {
-            *run = Run::Task(Some(parked.resume()));
+            control.run = Run::Task(Some(parked.resume()));
         }
+    }
+
+    /// Whether the worker was told to stop (or stopped on its own).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    /// Tells the worker, and whatever holds its token, to stop; the worker still has to be
+    /// woken ([`Node::wake`]) if it waits.
+    pub(crate) fn cancel(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        if let Some(token) = &lock(&self.control).token {
+            token.cancel();
+        }
+    }
+
+    /// The worker's cancellation token, made on first use; cancelled already once the worker
+    /// was told to stop. (Either [`Node::cancel`] finds the token made here, or this finds
+    /// the flag it set.)
+    pub(crate) fn token(&self) -> CancellationToken {
+        let token = lock(&self.control).token.get_or_insert_with(CancellationToken::new).clone();
+        if self.is_stopped() {
+            token.cancel();
+        }
+        token
     }
 
     /// The worker's task handle, for the one who stops it (after a stop's wake-up, which
     /// resumed a parked worker; a stopped worker never parks again).
     pub(crate) fn take_task(&self) -> Option<JoinHandle<()>> {
-        match &mut *lock(&self.run) {
+        match &mut lock(&self.control).run {
             Run::Task(handle) => handle.take(),
             Run::Parked(_) => None,
         }
@@ -198,8 +243,12 @@ impl Node {
         lock(&self.state).clone()
     }
 
+    /// The last error of a worker that stopped for good after exhausting its retries.
     pub(crate) fn failure(&self) -> Option<String> {
-        lock(&self.failed).clone()
+        match &*lock(&self.state) {
+            WorkerState::Failed { error } => Some(error.to_string()),
+            _ => None,
+        }
     }
 }
 
@@ -224,4 +273,14 @@ impl Digest {
 /// Locks a std mutex, ignoring poisoning (the guarded data are plain values).
 pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every vertex of a running graph has a node, for as long as it runs.
+    #[test]
+    fn a_node_stays_small() {
+        let size = std::mem::size_of::<super::Node>();
+        assert!(size <= 232, "a node takes {size} bytes");
+    }
 }

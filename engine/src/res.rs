@@ -159,8 +159,6 @@ impl InitCtx {
 pub struct WatchCtx {
     /// The vertex whose worker receives the events.
     pub(crate) node: Arc<Node>,
-    /// Cancelled when the worker stops; the watch must return soon after.
-    pub(crate) cancel: CancellationToken,
     pub(crate) converger: Arc<Converger>,
 }
 
@@ -169,19 +167,19 @@ impl WatchCtx {
     /// blocks: when an event is already pending, this one is covered by it.
     pub fn event(&self) {
         // A watch that outlived its worker must not disturb a replacement with the same key.
-        if !self.cancel.is_cancelled() {
+        if !self.node.is_stopped() {
             self.node.event(&self.converger);
         }
     }
 
-    /// Resolves when the watch must stop.
+    /// Resolves when the watch must stop (the worker was stopped).
     pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
+        self.node.token().cancelled_owned().await
     }
 
-    /// The cancellation token, for handing to helpers.
+    /// The cancellation token, for handing to helpers: cancelled when the worker stops.
     pub fn token(&self) -> CancellationToken {
-        self.cancel.clone()
+        self.node.token()
     }
 
     pub fn key(&self) -> &ResKey {
@@ -195,7 +193,8 @@ pub struct ApplyCtx {
     pub refresh: bool,
     /// Params changed by send/recv since the last check-apply that ran without error.
     pub recv_changed: BTreeSet<String>,
-    /// Cancelled on shutdown or removal; long operations should honour it.
+    /// Cancelled on shutdown or removal; long operations should honour it. It is this run's:
+    /// an idle worker lets its token go, so a clone kept past the run may never fire.
     pub cancel: CancellationToken,
     /// Human-readable notes: in noop mode whole lines saying what would change (diffs); in
     /// apply mode short phrases saying what was done (`created (12 bytes)`).

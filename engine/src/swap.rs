@@ -9,8 +9,6 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
 use crate::fasthash::{FastMap, FastSet};
 use crate::graph::{Edge, Graph, GraphError, Vertex};
 use crate::key::SendRecv;
@@ -36,10 +34,8 @@ pub(crate) struct RunningVertex {
     pub(crate) node: Arc<Node>,
     /// Shared with the worker (and with neighbours whose metaparams are equal).
     pub(crate) meta: Arc<Meta>,
-    /// Cancelled to stop the worker; owned here, the worker holds a clone. (The worker's
-    /// task, when it has one, is in the node: a parked worker is spawned again by whoever
-    /// wakes it.)
-    pub(crate) cancel: CancellationToken,
+    // The worker's task, when it has one, and its cancellation are in the node: a parked
+    // worker is spawned again by whoever wakes it.
 }
 
 impl RunningVertex {
@@ -47,7 +43,7 @@ impl RunningVertex {
     /// wakes it, since an idle worker waits only for its wake-up signal (a parked one is
     /// spawned again, to stop).
     pub(crate) fn stop(&self) {
-        self.cancel.cancel();
+        self.node.cancel();
         self.node.wake();
     }
 }
@@ -358,15 +354,14 @@ pub(crate) async fn swap(
     for v in fresh {
         let node = Arc::new(Node::new(v.key.clone(), Digest::of(&v.res.fingerprint())));
         shared.converger.register(&node.converged);
-        let cancel = CancellationToken::new();
         let meta = match &last_meta {
             Some(last) if **last == v.meta => last.clone(),
             _ => last_meta.insert(Arc::new(v.meta)).clone(),
         };
-        let worker = Worker::new(shared.clone(), node.clone(), meta.clone(), v.res, cancel.clone());
+        let worker = Worker::new(shared.clone(), node.clone(), meta.clone(), v.res);
         workers.push(worker);
         started.push(v.key.clone());
-        entries.push((v.key, RunningVertex { node, meta, cancel }));
+        entries.push((v.key, RunningVertex { node, meta }));
     }
     if running.vertices.is_empty() {
         // The first graph: built in bulk, with full tree nodes (inserting one by one in
@@ -404,12 +399,12 @@ fn start(shared: &Shared, worker: Worker) {
     let node = worker.node.clone();
     // Before the lock: a watch that reports its start wakes the node, which takes it.
     let first = shared.apply_pool.is_some().then(|| worker.first_watch());
-    let mut run = lock(&node.run);
+    let mut control = lock(&node.control);
     let join = match (&shared.apply_pool, first) {
         (Some(pool), first) => pool.spawn(worker.run(first)),
         (None, _) => tokio::spawn(worker.run(None)),
     };
-    *run = Run::Task(Some(join));
+    control.run = Run::Task(Some(join));
 }
 
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh

@@ -18,13 +18,12 @@ use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::{OwnedSemaphorePermit, RwLock, Semaphore, broadcast};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use crate::converger::Converger;
 use crate::event::EngineEvent;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
-use crate::node::{Links, Node, Resume, Run, WorkerState, lock};
+use crate::node::{Links, Node, Resume, WorkerState, lock};
 use crate::res::{ApplyCtx, Resource, Subscription, WatchCtx};
 
 /// Engine-wide state the workers share.
@@ -128,8 +127,6 @@ pub(crate) struct Worker {
     pub(crate) node: Arc<Node>,
     pub(crate) meta: Arc<Meta>,
     pub(crate) res: Box<dyn Resource>,
-    /// Cancelled by the engine to stop this worker; its watch shares it.
-    pub(crate) cancel: CancellationToken,
     /// The last apply-mode run succeeded and no event or received value changed anything
     /// since (engine.md 1.6).
     state_ok: bool,
@@ -140,15 +137,9 @@ pub(crate) struct Worker {
 }
 
 impl Worker {
-    pub(crate) fn new(
-        shared: Arc<Shared>,
-        node: Arc<Node>,
-        meta: Arc<Meta>,
-        res: Box<dyn Resource>,
-        cancel: CancellationToken,
-    ) -> Worker {
+    pub(crate) fn new(shared: Arc<Shared>, node: Arc<Node>, meta: Arc<Meta>, res: Box<dyn Resource>) -> Worker {
         let limiter = meta.limit.is_finite().then(|| Box::new(Bucket::new(meta.limit, meta.burst)));
-        Worker { shared, node, meta, res, cancel, state_ok: false, recv_changed: BTreeSet::new(), limiter }
+        Worker { shared, node, meta, res, state_ok: false, recv_changed: BTreeSet::new(), limiter }
     }
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
@@ -191,14 +182,14 @@ impl Worker {
                 let (seq, event) = {
                     let woken = if matches!(between.watch, Some(Watching::Subscribed(_))) {
                         let node = self.node.clone();
-                        let mut run = lock(&node.run);
+                        let mut control = lock(&node.control);
                         // A wake-up that came meanwhile is taken here, under the lock
                         // `Node::wake` takes after signalling: none is lost.
-                        if !self.cancel.is_cancelled() && node.wake.notified().now_or_never().is_none() {
-                            *run = Run::Parked(Box::new(Parked { worker: self, between }));
+                        if !node.is_stopped() && node.wake.notified().now_or_never().is_none() {
+                            control.park(Box::new(Parked { worker: self, between }));
                             return;
                         }
-                        !self.cancel.is_cancelled()
+                        !node.is_stopped()
                     } else {
                         false
                     };
@@ -215,7 +206,7 @@ impl Worker {
                         // Finished: `stop` must not poll it again.
                         between.watch = None;
                     }
-                    if self.cancel.is_cancelled() {
+                    if self.node.is_stopped() {
                         break;
                     }
                     let seq = self.node.wake_seq.load(Ordering::SeqCst);
@@ -279,7 +270,7 @@ impl Worker {
                     }
                     Ok(Outcome::BackPoked) => self.node.set_state(WorkerState::Waiting),
                     // Interrupted by a stop: not a failure of the resource.
-                    Err(_) if self.cancel.is_cancelled() => break,
+                    Err(_) if self.node.is_stopped() => break,
                     Err(error) => {
                         if !self.take_retry() {
                             self.fail(error);
@@ -348,7 +339,7 @@ impl Worker {
             let mut ctx = ApplyCtx {
                 refresh: refresh && refreshable,
                 recv_changed: self.recv_changed.clone(),
-                cancel: self.cancel.clone(),
+                cancel: self.node.token(),
                 reports: Vec::new(),
                 exit: Some(self.shared.exit.clone()),
             };
@@ -378,7 +369,7 @@ impl Worker {
 
         if ran {
             self.recv_changed.clear();
-            *lock(&self.node.sends) = self.res.sends();
+            *lock(&self.node.sends) = self.res.sends().map(Box::new);
         }
         if !noop {
             self.state_ok = true;
@@ -471,11 +462,12 @@ impl Worker {
         for id in ids {
             let (id, capacity) = parse_sema(&id).map_err(|e| ResError::new(e.to_string()))?;
             let sema = self.shared.sema(&id, capacity);
+            let stop = self.node.token();
             tokio::select! {
                 permit = sema.acquire_owned() => {
                     permits.push(permit.map_err(|_| ResError::new(format!("semaphore {id} closed")))?);
                 }
-                _ = self.cancel.cancelled() => return Err(ResError::new("stopped while waiting for a semaphore")),
+                _ = stop.cancelled() => return Err(ResError::new("stopped while waiting for a semaphore")),
             }
         }
         Ok(permits)
@@ -493,12 +485,11 @@ impl Worker {
         FirstWatch(self.start_watch())
     }
 
-    /// The watch shares the worker's cancellation token: it stops when the worker is
-    /// stopped, and a worker that ends on its own (failed for good) cancels it to stop its
-    /// watch (a child token per watch cost an allocation per resource).
+    /// The watch shares the worker's cancellation token (the node's, see [`Node::token`]):
+    /// it stops when the worker is stopped, and a worker that ends on its own (failed for
+    /// good) cancels it to stop its watch.
     fn start_watch(&self) -> Watching {
-        let ctx =
-            WatchCtx { node: self.node.clone(), cancel: self.cancel.clone(), converger: self.shared.converger.clone() };
+        let ctx = WatchCtx { node: self.node.clone(), converger: self.shared.converger.clone() };
         let mut inline = true;
         let fut: WatchFuture = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
@@ -550,11 +541,12 @@ impl Worker {
     /// Sleeps `ms` milliseconds; false when cancelled meanwhile.
     async fn sleep(&self, ms: u64) -> bool {
         if ms == 0 {
-            return !self.cancel.is_cancelled();
+            return !self.node.is_stopped();
         }
+        let stop = self.node.token();
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(ms)) => true,
-            _ = self.cancel.cancelled() => false,
+            _ = stop.cancelled() => false,
         }
     }
 
@@ -593,7 +585,6 @@ impl Worker {
     /// Stops for good: records the error and leaves the converger (engine.md 2.5).
     fn fail(&self, error: ResError) {
         tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
-        *lock(&self.node.failed) = Some(error.to_string());
         self.node.set_state(WorkerState::Failed { error: error.clone() });
         self.shared.converger.unregister(&self.node.converged);
         self.shared.failed_for_good.send_modify(|n| *n += 1);
@@ -602,7 +593,7 @@ impl Worker {
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
     async fn stop(mut self, watch: Option<Watching>) {
-        self.cancel.cancel();
+        self.node.cancel();
         // A subscription is dropped with the worker; only a watch future has to return.
         if let Some(Watching::Task(mut watch)) = watch
             && tokio::time::timeout(self.shared.watch_stop_timeout, caught(&mut watch)).await.is_err()
@@ -792,13 +783,7 @@ mod tests {
         rt.block_on(async {
             let engine = crate::Engine::new(crate::EngineConfig::default());
             let node = Arc::new(Node::new(ResKey::new("k", "n"), crate::node::Digest::of("")));
-            let worker = Worker::new(
-                engine.shared.clone(),
-                node,
-                Arc::new(Meta::default()),
-                Box::new(Nothing),
-                CancellationToken::new(),
-            );
+            let worker = Worker::new(engine.shared.clone(), node, Arc::new(Meta::default()), Box::new(Nothing));
             let first = worker.first_watch();
             let future = worker.run(Some(first));
             let size = std::mem::size_of_val(&future);

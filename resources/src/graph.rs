@@ -200,17 +200,20 @@ pub fn engine_meta(m: &LangMeta) -> engine::Meta {
 /// `name (hidden 2)`, … in graph order (stable across swaps of the same program).
 fn keys(graph: &ResGraph) -> Vec<ResKey> {
     let mut hidden_seen: std::collections::HashMap<(&str, &str), usize> = std::collections::HashMap::new();
+    // One string per kind for the whole graph: every key of a kind shares it.
+    let mut kinds: std::collections::HashMap<&str, std::sync::Arc<str>> = std::collections::HashMap::new();
     graph
         .vertices
         .iter()
         .map(|v| {
+            let kind = kinds.entry(v.kind.as_str()).or_insert_with(|| v.kind.as_str().into()).clone();
             if !v.meta.hidden {
-                return ResKey::new(&v.kind, &v.name);
+                return ResKey { kind, name: v.name.as_str().into() };
             }
             let n = hidden_seen.entry((v.kind.as_str(), v.name.as_str())).or_insert(0);
             *n += 1;
             let suffix = if *n == 1 { " (hidden)".to_string() } else { format!(" (hidden {n})") };
-            ResKey::new(&v.kind, format!("{}{suffix}", v.name))
+            ResKey { kind, name: format!("{}{suffix}", v.name).into() }
         })
         .collect()
 }

@@ -745,6 +745,34 @@ async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop(
     assert_eq!(tasks(), before, "every worker and subscription task is gone");
 }
 
+/// A parked worker keeps no cancellation token; the run an event resumes gets one, and a
+/// stop cancels it, so a long check-apply that honours it ends at once (no straggler).
+#[tokio::test]
+async fn a_stop_cancels_the_check_apply_of_a_worker_resumed_from_parking() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let mut r = Scripted::new("s", &log);
+    r.subscribed = true;
+    let probe = r.probe();
+    engine.apply(graph(vec![r], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    // Parked by now or soon; the event resumes it into a check-apply that waits.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    probe.until_cancelled.store(true, Ordering::SeqCst);
+    probe.trigger.notify_one();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while log.count("s:waiting") == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    assert_eq!(log.count("s:waiting"), 1, "{:?}", log.entries());
+    // Half of the deadline goes to waiting for in-flight check-applies; then they are
+    // cancelled, and one that does not end by the deadline is aborted as a straggler.
+    let report = engine.shutdown(Duration::from_millis(600)).await;
+    assert!(report.stragglers.is_empty(), "the check-apply was not cancelled");
+    assert_eq!(probe.cleanups.load(Ordering::SeqCst), 1);
+}
+
 #[tokio::test]
 async fn a_reversible_resource_is_reversed_once_when_it_leaves_the_graph() {
     let dir = tempfile::tempdir().unwrap();

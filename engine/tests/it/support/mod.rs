@@ -35,6 +35,9 @@ pub struct Probe {
     pub watch_dropped: Arc<AtomicBool>,
     /// A subscription's refresh fails this many times before it works.
     pub refresh_failures: Arc<AtomicUsize>,
+    /// The next check-apply waits until its run is cancelled (a long operation that
+    /// honours `ApplyCtx::cancel`), then fails.
+    pub until_cancelled: Arc<AtomicBool>,
 }
 
 /// Sets a flag when dropped.
@@ -221,6 +224,11 @@ impl Resource for Scripted {
         }
         if let Some((now, _)) = &self.running {
             now.fetch_sub(1, Ordering::SeqCst);
+        }
+        if self.probe.until_cancelled.swap(false, Ordering::SeqCst) {
+            self.probe.log.push(format!("{}:waiting", self.name));
+            ctx.cancel.cancelled().await;
+            return Err(ResError::new("cancelled"));
         }
         let mut entry = self.name.clone();
         if ctx.refresh {
