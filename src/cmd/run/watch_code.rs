@@ -13,10 +13,15 @@
 //! ([`CodeWatcher::changed_meanwhile`]); and the reload reads each file under a read lease
 //! (`funcs::lease::read_leased`), which tells a save still in progress and makes a new
 //! one wait until the reading is done, whatever the events' delays.
+//!
+//! When the kernel drops events (its queue overflowed, as a burst of 100,000 files written
+//! next to the program can make it), the sources are compared with what was compiled
+//! instead: only a changed, removed or new source reloads the program, not the burst.
 
 use lang::span::SourceMap;
 use resources::util::watch::{Change, EventWatch, FileWatch, PathEvent};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,8 +34,8 @@ pub const OPEN_LIMIT: Duration = Duration::from_secs(5);
 pub struct CodeWatcher {
     /// The subscription to the source directories; replaced when they change.
     watch: EventWatch,
-    /// Source files on disk.
-    files: BTreeSet<PathBuf>,
+    /// Source files on disk, with a digest of the text last compiled from each.
+    files: BTreeMap<PathBuf, u64>,
     /// Directories being watched.
     dirs: BTreeSet<PathBuf>,
     /// A relevant change seen, and when the burst it started counts as settled.
@@ -51,7 +56,7 @@ impl CodeWatcher {
         };
         let mut w = CodeWatcher {
             watch,
-            files: BTreeSet::new(),
+            files: BTreeMap::new(),
             dirs: BTreeSet::new(),
             settling: None,
             open_writes: std::collections::BTreeMap::new(),
@@ -74,7 +79,7 @@ impl CodeWatcher {
             if let Some(dir) = path.parent() {
                 self.dirs.insert(dir.components().collect());
             }
-            self.files.insert(path.components().collect());
+            self.files.insert(path.components().collect(), digest(f.text.as_bytes()));
         }
         if self.dirs.len() != before {
             // The new subscription is armed before the old one goes: no change falls between.
@@ -94,14 +99,34 @@ impl CodeWatcher {
 
     /// Whether an event concerns the program: one of its files, any `.mcl` or
     /// `metadata.yaml` in a watched directory (a module directory may gain files), a
-    /// watched directory itself (made again), or lost events.
+    /// watched directory itself (made again), or lost events when the sources on disk are no
+    /// longer those compiled.
     fn relevant(&self, ev: &PathEvent) -> bool {
         let p = &ev.path;
-        ev.change == Change::Lost
-            || self.files.contains(p)
-            || self.dirs.contains(p)
-            || p.extension().is_some_and(|e| e == "mcl")
-            || p.file_name().is_some_and(|n| n == "metadata.yaml")
+        if ev.change == Change::Lost {
+            let differ = self.sources_differ();
+            if !differ {
+                tracing::debug!(dir = %p.display(), "file events were lost; the sources are as compiled");
+            }
+            return differ;
+        }
+        self.files.contains_key(p) || self.dirs.contains(p) || is_source_name(p)
+    }
+
+    /// Whether a source file changed or went away since it was compiled, or a watched
+    /// directory holds a source the program does not have yet (an event for it may be among
+    /// those lost).
+    fn sources_differ(&self) -> bool {
+        let changed = self.files.iter().any(|(path, was)| std::fs::read(path).map_or(true, |now| digest(&now) != *was));
+        changed
+            || self.dirs.iter().any(|dir| {
+                std::fs::read_dir(dir).map_or(true, |entries| {
+                    entries.flatten().any(|e| {
+                        let path: PathBuf = e.path().components().collect();
+                        is_source_name(&path) && !self.files.contains_key(&path)
+                    })
+                })
+            })
     }
 
     /// Takes one event into the burst being settled; whether it was relevant.
@@ -183,6 +208,18 @@ impl CodeWatcher {
     }
 }
 
+/// A name a source of the program may have: `*.mcl` or a module's `metadata.yaml`.
+fn is_source_name(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "mcl") || path.file_name().is_some_and(|n| n == "metadata.yaml")
+}
+
+/// What identifies a source's text (a change of it reloads the program).
+fn digest(text: &[u8]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    text.hash(&mut h);
+    h.finish()
+}
+
 /// Waits for a reason to reload: a settled change of the sources or SIGHUP.
 pub async fn changed(watcher: &mut Option<CodeWatcher>, hup: &mut tokio::signal::unix::Signal) -> &'static str {
     let from_files = async {
@@ -199,5 +236,49 @@ pub async fn changed(watcher: &mut Option<CodeWatcher>, hup: &mut tokio::signal:
     tokio::select! {
         _ = from_files => "source changed",
         _ = hup.recv() => "SIGHUP",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lang::span::SourceFile;
+
+    fn lost(dir: &Path) -> PathEvent {
+        PathEvent { path: dir.components().collect(), change: Change::Lost }
+    }
+
+    /// Lost events reload the program only when a source differs from what was compiled:
+    /// its text changed, it went away, or a new source appeared in a watched directory.
+    #[tokio::test]
+    async fn lost_events_count_only_when_the_sources_differ_from_what_was_compiled() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main.mcl");
+        std::fs::write(&main, "$x = 1\n").unwrap();
+        let mut sources = SourceMap::new();
+        let mut file = SourceFile::new("/main.mcl", "$x = 1\n");
+        file.real_path = Some(main.clone());
+        sources.add(file);
+        let Some(w) = CodeWatcher::new(dir.path(), &sources) else {
+            eprintln!("skipped: inotify is unavailable here");
+            return;
+        };
+        assert!(!w.relevant(&lost(dir.path())), "nothing changed");
+        // Managed files written next to the program are not sources.
+        std::fs::create_dir(dir.path().join("root")).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+        assert!(!w.relevant(&lost(dir.path())));
+
+        std::fs::write(&main, "$x = 2\n").unwrap();
+        assert!(w.relevant(&lost(dir.path())), "the text changed");
+        std::fs::write(&main, "$x = 1\n").unwrap();
+        assert!(!w.relevant(&lost(dir.path())), "the text is as compiled again");
+
+        std::fs::write(dir.path().join("more.mcl"), "").unwrap();
+        assert!(w.relevant(&lost(dir.path())), "a new source in the module's directory");
+        std::fs::remove_file(dir.path().join("more.mcl")).unwrap();
+
+        std::fs::remove_file(&main).unwrap();
+        assert!(w.relevant(&lost(dir.path())), "the main file is gone");
     }
 }
