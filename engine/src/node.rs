@@ -112,16 +112,20 @@ pub(crate) trait Resume: Send {
 
 #[derive(Clone, Default)]
 pub(crate) struct Links {
-    pub(crate) parents: Vec<Link>,
-    pub(crate) children: Vec<Link>,
+    pub(crate) parents: Box<[Link]>,
+    pub(crate) children: Box<[Link]>,
 }
+
+/// The send/recv pairs of an edge, shared by its running record and both of its links;
+/// `None` for the many edges that carry none.
+pub(crate) type Pairs = Option<Arc<Vec<SendRecv>>>;
 
 #[derive(Clone)]
 pub(crate) struct Link {
     pub(crate) node: Arc<Node>,
     /// Refresh pending on this edge; `None` when the edge does not notify.
     pub(crate) pending: Option<Arc<AtomicBool>>,
-    pub(crate) sendrecv: Vec<SendRecv>,
+    pub(crate) sendrecv: Pairs,
 }
 
 impl Node {
@@ -282,5 +286,12 @@ mod tests {
     fn a_node_stays_small() {
         let size = std::mem::size_of::<super::Node>();
         assert!(size <= 232, "a node takes {size} bytes");
+    }
+
+    /// Every edge has two links (one each way); most carry no send/recv pairs.
+    #[test]
+    fn a_link_stays_small() {
+        let size = std::mem::size_of::<super::Link>();
+        assert!(size <= 24, "a link takes {size} bytes");
     }
 }

@@ -11,10 +11,9 @@ use std::time::Duration;
 
 use crate::fasthash::{FastMap, FastSet};
 use crate::graph::{Edge, Graph, GraphError, Vertex};
-use crate::key::SendRecv;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Digest, Link, Links, Node, Run, lock};
+use crate::node::{Digest, Link, Links, Node, Pairs, Run, lock};
 use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
@@ -52,7 +51,7 @@ pub(crate) struct RunningEdge {
     pub(crate) notify: bool,
     /// Refresh pending; survives swaps that keep both endpoints and the edge.
     pub(crate) pending: Option<Arc<AtomicBool>>,
-    pub(crate) sendrecv: Vec<SendRecv>,
+    pub(crate) sendrecv: Pairs,
 }
 
 /// What a successful swap did.
@@ -420,7 +419,8 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
                 Some(old) if old.notify == edge.notify => old.pending.clone(),
                 _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
             };
-            ((from, to), RunningEdge { notify: edge.notify, pending, sendrecv: edge.sendrecv })
+            let sendrecv = (!edge.sendrecv.is_empty()).then(|| Arc::new(edge.sendrecv));
+            ((from, to), RunningEdge { notify: edge.notify, pending, sendrecv })
         })
         .collect();
     running.edges = new_edges;
@@ -440,12 +440,9 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
         degrees[child].0 += 1;
         degrees[parent].1 += 1;
     }
-    let mut links: Vec<Links> = degrees
+    let mut links: Vec<(Vec<Link>, Vec<Link>)> = degrees
         .into_iter()
-        .map(|(parents, children)| Links {
-            parents: Vec::with_capacity(parents),
-            children: Vec::with_capacity(children),
-        })
+        .map(|(parents, children)| (Vec::with_capacity(parents), Vec::with_capacity(children)))
         .collect();
     for (parent, child, edge) in ends {
         let link = |node: &Arc<Node>| Link {
@@ -453,10 +450,11 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
             pending: edge.pending.clone(),
             sendrecv: edge.sendrecv.clone(),
         };
-        links[child].parents.push(link(nodes[parent]));
-        links[parent].children.push(link(nodes[child]));
+        links[child].0.push(link(nodes[parent]));
+        links[parent].1.push(link(nodes[child]));
     }
-    for (node, l) in nodes.into_iter().zip(links) {
-        node.set_links(l);
+    for (node, (parents, children)) in nodes.into_iter().zip(links) {
+        // Exactly sized already: boxing does not move them.
+        node.set_links(Links { parents: parents.into_boxed_slice(), children: children.into_boxed_slice() });
     }
 }

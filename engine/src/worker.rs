@@ -423,10 +423,10 @@ impl Worker {
     fn transfer(&mut self, links: &Links) -> Result<Vec<Received>, ResError> {
         let mut changed = false;
         let mut received = Vec::new();
-        for parent in links.parents.iter().filter(|p| !p.sendrecv.is_empty()) {
+        for (parent, pairs) in links.parents.iter().filter_map(|p| Some((p, p.sendrecv.as_deref()?))) {
             let sent = lock(&parent.node.sends).clone();
             let guessed = parent.node.sends_guessed.load(Ordering::SeqCst);
-            for sr in &parent.sendrecv {
+            for sr in pairs {
                 if self.meta.noop {
                     received.push(Received {
                         param: sr.recv.clone(),
