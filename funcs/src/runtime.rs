@@ -32,7 +32,7 @@ mod stream;
 mod walk;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use lang::diag::{Diagnostic, Stage};
@@ -65,8 +65,8 @@ pub struct Dataflow {
     tracker: TaskTracker,
     /// Completes (by being dropped) when the engine thread has finished.
     done: Option<oneshot::Receiver<()>>,
-    /// Instance computations so far, updated after each wave.
-    evaluations: Arc<AtomicU64>,
+    /// Instance computations so far, and whether the last output is out.
+    progress: Arc<driver::Progress>,
 }
 
 impl Dataflow {
@@ -78,7 +78,7 @@ impl Dataflow {
         let cancel = CancellationToken::new();
         let tracker = TaskTracker::new();
         let (done_tx, done) = oneshot::channel::<()>();
-        let evaluations = Arc::new(AtomicU64::new(0));
+        let progress = Arc::new(driver::Progress::default());
         let spawner = Spawner {
             handle: Handle::current(),
             tracker: tracker.clone(),
@@ -86,7 +86,7 @@ impl Dataflow {
             events: events_tx.clone(),
             host,
         };
-        let counter = evaluations.clone();
+        let counter = progress.clone();
         let spawned =
             std::thread::Builder::new().name("tend-dataflow".into()).stack_size(ENGINE_STACK).spawn(move || {
                 driver::run(graph, registry, spawner, events_rx, snap_tx, counter);
@@ -101,7 +101,7 @@ impl Dataflow {
             snapshots = rx;
             snapshots.mark_changed();
         }
-        Dataflow { snapshots, events: events_tx, cancel, tracker, done: Some(done), evaluations }
+        Dataflow { snapshots, events: events_tx, cancel, tracker, done: Some(done), progress }
     }
 
     /// The next settled snapshot. Snapshots that were superseded before this was called
@@ -132,7 +132,13 @@ impl Dataflow {
 
     /// How many node computations ran so far (an observability counter).
     pub fn evaluations(&self) -> u64 {
-        self.evaluations.load(Ordering::Relaxed)
+        self.progress.evaluations.load(Ordering::Relaxed)
+    }
+
+    /// The graph holds no stream: the output last received is the last this dataflow
+    /// produces (set before that output is sent).
+    pub fn is_fixed(&self) -> bool {
+        self.progress.fixed.load(Ordering::SeqCst)
     }
 
     /// Stops the engine, cancels every stream and waits for all their tasks.

@@ -109,6 +109,11 @@ impl SourceMap {
         SourceMap::default()
     }
 
+    /// No file: the map was let go of (see `tend run`) or nothing was loaded.
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
     pub fn add(&mut self, file: SourceFile) -> FileId {
         self.files.push(file);
         FileId(self.files.len() as u32 - 1)

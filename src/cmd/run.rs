@@ -430,6 +430,18 @@ impl Runner {
                         if !self.apply(output, &sources, &mut exports).await && !self.applied {
                             break Stop::FirstFailed;
                         }
+                        if dataflow.as_ref().is_some_and(Dataflow::is_fixed)
+                            && last_output.is_none()
+                            && candidate.is_none()
+                            && !sources.is_empty()
+                        {
+                            // The program has no stream and collects nothing from other
+                            // hosts: no output and no diagnostic on these sources can come
+                            // any more, so their text (its size again) goes. A reload or a
+                            // deploy brings its own.
+                            tracing::debug!("the program's last output is applied; letting its sources go");
+                            sources = SourceMap::new();
+                        }
                     }
                     Some(Err(d)) => {
                         self.metrics.dataflow_snapshot(false);

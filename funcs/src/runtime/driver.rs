@@ -45,6 +45,15 @@ impl Handoff {
     }
 }
 
+/// What the engine thread tells the reader besides outputs.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Instance computations so far, updated after each wave.
+    pub(crate) evaluations: AtomicU64,
+    /// The graph holds no stream: the output last sent is the last one.
+    pub(crate) fixed: std::sync::atomic::AtomicBool,
+}
+
 /// Why [`drive`] returned.
 enum Driven {
     /// Shut down, or stopped with an error (already published).
@@ -61,7 +70,7 @@ pub(crate) fn run(
     spawner: Spawner,
     events: Receiver<Event>,
     out: watch::Sender<Snapshot>,
-    evaluations: Arc<AtomicU64>,
+    progress: Arc<Progress>,
 ) {
     let info = match GraphInfo::build(&graph, &registry) {
         Ok(info) => info,
@@ -73,7 +82,7 @@ pub(crate) fn run(
     };
     let cancel = spawner.cancel.clone();
     let engine = Engine::new(graph, info, spawner);
-    let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &evaluations)));
+    let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &progress)));
     match result {
         Ok(Driven::Stopped) => {}
         Ok(Driven::Fixed) => {
@@ -102,7 +111,7 @@ pub(crate) fn run(
     cancel.cancel();
 }
 
-fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, evaluations: &AtomicU64) -> Driven {
+fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, progress: &Progress) -> Driven {
     let mut last: Option<Arc<Output>> = None;
     let mut stale_since: Option<Instant> = None;
     // A value a declared type's checks reject, reported once: with streams, a later
@@ -112,7 +121,7 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
         engine.begin_wave();
         let walked = walk(engine, last.as_deref());
         engine.end_wave();
-        evaluations.store(engine.evaluations(), Ordering::Relaxed);
+        progress.evaluations.store(engine.evaluations(), Ordering::Relaxed);
         if let Walked::Failed(d) = walked {
             if d.code.is_some_and(lang::diag::Code::is_recoverable) && !engine.is_fixed() {
                 if rejected.as_ref() != Some(&d) {
@@ -155,12 +164,15 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
                 }
             }
             stale_since = None;
+            let fixed = engine.is_fixed();
+            // Said before the output goes out: its reader then knows it is the last.
+            progress.fixed.store(fixed, Ordering::SeqCst);
             if last.as_deref() != Some(&output) {
                 let output = Arc::new(output);
                 out.send_replace(Some(Ok(Handoff::new(output.clone()))));
                 last = Some(output);
             }
-            if engine.is_fixed() {
+            if fixed {
                 return Driven::Fixed;
             }
         }
