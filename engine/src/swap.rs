@@ -337,7 +337,7 @@ pub(crate) async fn swap(
     // resource that ignores cancellation must not block every future swap (mgmt would
     // wait). Relinking without the pause is safe; at worst a notification produced by
     // that straggling run on an edge created by this swap is lost.
-    // Held to the end of the swap; dropping it wakes the workers that met it.
+    // Held until the new workers start; dropping it wakes the workers that met it.
     let pause = shared.close_gate(stop_timeout).await;
     if !pause.held() {
         tracing::warn!("a check-apply is still running; swapping without waiting for it");
@@ -369,8 +369,7 @@ pub(crate) async fn swap(
     } else {
         running.vertices.extend(entries);
     }
-    // Before the workers start: the candidate's edges are the largest thing the swap
-    // holds, and a worker that meets the gate waits for the swap's end holding nothing.
+    // Before the workers start: the candidate's edges are the largest thing the swap holds.
     relink(running, edges, &plan);
     lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
     // The new workers start once the gate is open: one that met it would go back to waiting
@@ -391,19 +390,15 @@ pub(crate) async fn swap(
     Ok(SwapReport { generation, started, stopped: plan.stop, unchanged: plan.unchanged })
 }
 
-/// Spawns a worker: on the apply pool with its watch started here, on the engine's runtime
-/// (see [`Worker::first_watch`]), or on the current runtime. The handle goes into the node
+/// Spawns a worker (see [`Shared::spawn`]); on the apply pool, with its watch started here,
+/// on the engine's runtime (see [`Worker::first_watch`]). The handle goes into the node
 /// under its lock, before the worker can park.
 fn start(shared: &Shared, worker: Worker) {
     let node = worker.node.clone();
     // Before the lock: a watch that reports its start wakes the node, which takes it.
     let first = shared.apply_pool.is_some().then(|| worker.first_watch());
     let mut control = lock(&node.control);
-    let join = match (&shared.apply_pool, first) {
-        (Some(pool), first) => pool.spawn(worker.run(first)),
-        (None, _) => tokio::spawn(worker.run(None)),
-    };
-    control.run = Run::Task(Some(join));
+    control.run = Run::Task(Some(shared.spawn(worker.run(first))));
 }
 
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh

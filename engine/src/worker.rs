@@ -105,6 +105,17 @@ impl Shared {
         }
     }
 
+    /// Spawns a worker's task: on the apply pool when there is one, else on the engine's
+    /// runtime (from any thread: a parked worker is resumed by whoever wakes it, the file
+    /// watcher's thread included).
+    pub(crate) fn spawn(&self, worker: impl Future<Output = ()> + Send + 'static) -> tokio::task::JoinHandle<()> {
+        match (&self.apply_pool, &self.watch_rt) {
+            (Some(pool), _) => pool.spawn(worker),
+            (None, Some(rt)) => rt.spawn(worker),
+            (None, None) => tokio::spawn(worker),
+        }
+    }
+
     fn tick(&self) -> u64 {
         self.clock.fetch_add(1, Ordering::SeqCst) + 1
     }
@@ -180,6 +191,7 @@ impl Worker {
                 // In a block of its own: what it holds is gone before the awaits below,
                 // which the worker's future would otherwise keep room for.
                 let (seq, event) = {
+                    // Not parked: it was stopped, or a wake-up came and was taken.
                     let woken = if matches!(between.watch, Some(Watching::Subscribed(_))) {
                         let node = self.node.clone();
                         let mut control = lock(&node.control);
@@ -189,7 +201,7 @@ impl Worker {
                             control.park(Box::new(Parked { worker: self, between }));
                             return;
                         }
-                        !node.is_stopped()
+                        true
                     } else {
                         false
                     };
@@ -633,12 +645,7 @@ impl Resume for Parked {
     fn resume(self: Box<Self>) -> tokio::task::JoinHandle<()> {
         let Parked { worker, between } = *self;
         let shared = worker.shared.clone();
-        let serve = worker.serve(between);
-        match (&shared.apply_pool, &shared.watch_rt) {
-            (Some(pool), _) => pool.spawn(serve),
-            (None, Some(rt)) => rt.spawn(serve),
-            (None, None) => tokio::spawn(serve),
-        }
+        shared.spawn(worker.serve(between))
     }
 }
 

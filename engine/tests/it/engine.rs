@@ -658,10 +658,7 @@ async fn a_subscription_watches_and_a_failed_refresh_or_subscribe_restarts_it() 
     // An event: "flaky"'s refresh fails once, so it subscribes again and runs.
     probes[0].drift.store(true, Ordering::SeqCst);
     probes[0].trigger.notify_one();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while log.count("flaky") < 2 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    support::until(|| log.count("flaky") >= 2).await;
     assert_eq!(log.count("flaky"), 2, "{:?}", log.entries());
     assert_eq!(probes[0].watch_starts.load(Ordering::SeqCst), 2);
     assert!(probes[0].watch_dropped.load(Ordering::SeqCst), "the failed subscription was dropped");
@@ -711,28 +708,17 @@ async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop(
     assert!(engine.wait_converged(WAIT).await);
     // The subscriptions' own tasks and the one worker with a watch future.
     let settled = before + N + 1;
-    let settle = async {
-        while tasks() != settled {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    };
-    assert!(tokio::time::timeout(WAIT, settle).await.is_ok(), "{} tasks, expected {settled}", tasks());
+    support::until(|| tasks() == settled).await;
+    assert_eq!(tasks(), settled, "tasks once settled");
 
     // An event resumes one worker, which runs and parks again.
     probes[3].drift.store(true, Ordering::SeqCst);
     probes[3].trigger.notify_one();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while log.count("s3") < 2 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    support::until(|| log.count("s3") >= 2).await;
     assert_eq!(log.count("s3"), 2, "{:?}", log.entries());
     assert!(engine.wait_converged(WAIT).await);
-    let settle = async {
-        while tasks() != settled {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    };
-    assert!(tokio::time::timeout(WAIT, settle).await.is_ok(), "{} tasks, expected {settled}", tasks());
+    support::until(|| tasks() == settled).await;
+    assert_eq!(tasks(), settled, "tasks once settled");
     assert_eq!(log.count("s4"), 1, "the others stayed parked");
 
     // A stop resumes each parked worker, which cleans up and drops its subscription.
@@ -761,10 +747,7 @@ async fn a_stop_cancels_the_check_apply_of_a_worker_resumed_from_parking() {
     tokio::time::sleep(Duration::from_millis(20)).await;
     probe.until_cancelled.store(true, Ordering::SeqCst);
     probe.trigger.notify_one();
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while log.count("s:waiting") == 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    support::until(|| log.count("s:waiting") > 0).await;
     assert_eq!(log.count("s:waiting"), 1, "{:?}", log.entries());
     // Half of the deadline goes to waiting for in-flight check-applies; then they are
     // cancelled, and one that does not end by the deadline is aborted as a straggler.

@@ -305,7 +305,8 @@ pub enum Change {
     Closed,
     /// Anything else: created, renamed over, removed, metadata changed.
     Other,
-    /// The kernel dropped events (its queue overflowed): anything may have changed.
+    /// The kernel dropped events (its queue overflowed): anything may have changed, under
+    /// any of the subscription's targets (reported once, naming the first).
     Lost,
 }
 
@@ -695,10 +696,9 @@ impl State {
             // Events were lost: tell everyone, spurious events are fine.
             for sub in self.subs.by_id.values() {
                 sub.wake.wake(true, &sub.targets);
-                if let Some(events) = &sub.events {
-                    for target in &sub.targets {
-                        let _ = events.send(PathEvent { path: target.clone(), change: Change::Lost });
-                    }
+                // One per subscription, naming its first target: the loss concerns them all.
+                if let (Some(events), Some(target)) = (&sub.events, sub.targets.first()) {
+                    let _ = events.send(PathEvent { path: target.clone(), change: Change::Lost });
                 }
             }
             for dir in self.dirs.values_mut() {

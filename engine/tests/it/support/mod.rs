@@ -347,3 +347,11 @@ pub fn graph_with_meta(res: Vec<(Scripted, Meta)>, edges: &[(&str, &str, bool)])
 }
 
 pub const WAIT: Duration = Duration::from_secs(10);
+
+/// Polls `cond` every 2 ms until it holds or [`WAIT`] passes (the caller asserts after).
+pub async fn until(mut cond: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !cond() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
