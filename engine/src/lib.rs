@@ -54,6 +54,7 @@ mod graph;
 mod key;
 mod meta;
 mod node;
+mod patch;
 mod res;
 mod swap;
 mod worker;
@@ -171,6 +172,37 @@ impl Engine {
             stopped = report.stopped.len(),
             "graph swapped"
         );
+        self.shared.emit(|| EngineEvent::Swapped {
+            generation,
+            started: report.started.len(),
+            stopped: report.stopped.len(),
+            unchanged: report.unchanged.len(),
+        });
+        Ok(report)
+    }
+
+    /// Replaces running vertices by the given instances of the same keys, leaving every
+    /// other vertex and every edge as it runs (a live edit that changed only some resources'
+    /// params; the caller vouches that their edges did not change). A vertex whose
+    /// fingerprint and metaparams are those running is left alone. On `Err` nothing running
+    /// was touched; a key that does not run is an error.
+    pub async fn patch(&self, vertices: Vec<Vertex>) -> Result<SwapReport, SwapError> {
+        let mut running = self.running.lock().await;
+        if self.shut_down.load(Ordering::SeqCst) {
+            return Err(SwapError::ShutDown);
+        }
+        let generation = self.generation.load(Ordering::SeqCst) + 1;
+        let report = patch::patch(
+            &self.shared,
+            &mut running,
+            vertices,
+            &self.config.state_dir,
+            self.config.stop_timeout,
+            generation,
+        )
+        .await?;
+        self.generation.store(generation, Ordering::SeqCst);
+        tracing::info!(generation, replaced = report.started.len(), "graph patched");
         self.shared.emit(|| EngineEvent::Swapped {
             generation,
             started: report.started.len(),
@@ -347,7 +379,7 @@ mod layering {
     /// The engine's modules, bottom first: each may use only the ones before it (see
     /// `key.rs`). A `use crate::x` against this order is an import loop in the making.
     const ORDER: &[&str] =
-        &["world", "fasthash", "meta", "key", "event", "converger", "node", "res", "graph", "worker", "swap"];
+        &["world", "fasthash", "meta", "key", "event", "converger", "node", "res", "graph", "worker", "swap", "patch"];
 
     #[test]
     fn modules_only_use_the_ones_below_them() {

@@ -118,7 +118,7 @@ pub(crate) fn validate(graph: &Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) 
     if problems.is_empty() { Ok(()) } else { Err(SwapError::Rejected(problems)) }
 }
 
-fn validate_vertex(v: &Vertex) -> Option<Rejection> {
+pub(crate) fn validate_vertex(v: &Vertex) -> Option<Rejection> {
     let key = &v.key;
     if key.kind.is_empty() {
         return Some(Rejection::Name { key: key.clone(), reason: "kind is empty" });
@@ -179,7 +179,7 @@ fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
     Plan { stop, start: Some(start), unchanged }
 }
 
-fn same(old: &RunningVertex, new: &Vertex) -> bool {
+pub(crate) fn same(old: &RunningVertex, new: &Vertex) -> bool {
     let failed = old.node.failure().is_some();
     !(failed && new.meta.rewatch)
         && old.meta.same_for_swap(&new.meta)
@@ -393,7 +393,7 @@ pub(crate) async fn swap(
 /// Spawns a worker (see [`Shared::spawn`]); on the apply pool, with its watch started here,
 /// on the engine's runtime (see [`Worker::first_watch`]). The handle goes into the node
 /// under its lock, before the worker can park.
-fn start(shared: &Shared, worker: Worker) {
+pub(crate) fn start(shared: &Shared, worker: Worker) {
     let node = worker.node.clone();
     // Before the lock: a watch that reports its start wakes the node, which takes it.
     let first = shared.apply_pool.is_some().then(|| worker.first_watch());

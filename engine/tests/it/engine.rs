@@ -324,6 +324,63 @@ async fn a_swap_keeps_unchanged_resources_running() {
     assert_eq!(engine.keys().await, [key("a"), key("b"), key("d")]);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_patch_replaces_only_its_vertices_and_keeps_their_edges() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let (a, b, c, d) =
+        (Scripted::new("a", &log), Scripted::new("b", &log), Scripted::new("c", &log), Scripted::new("d", &log));
+    let probes = [a.probe(), b.probe(), c.probe(), d.probe()];
+    engine.apply(graph(vec![a, b, c, d], &[("a", "b", true), ("b", "c", true)])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.entries().len(), 4);
+
+    // b changes params and finds its state wrong: only b restarts; its change refreshes c.
+    let report = engine.patch(vec![vertex(Scripted::new("b", &log).param("2").changing())]).await.unwrap();
+    assert_eq!((report.started.as_slice(), report.stopped.as_slice()), ([key("b")].as_slice(), [key("b")].as_slice()));
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(&log.entries()[4..], ["b", "c+refresh"]);
+    assert_eq!(probes[1].cleanups.load(Ordering::SeqCst), 1, "the old b was cleaned up");
+    for (p, name) in [(&probes[0], "a"), (&probes[2], "c"), (&probes[3], "d")] {
+        assert_eq!(p.watch_starts.load(Ordering::SeqCst), 1, "{name}'s watch was not restarted");
+        assert_eq!(p.cleanups.load(Ordering::SeqCst), 0, "{name} kept running");
+    }
+    assert_eq!(engine.generation(), 2);
+
+    // The parent's link leads to the new b: a change of a refreshes it.
+    probes[0].drift.store(true, Ordering::SeqCst);
+    probes[0].trigger.notify_one();
+    support::until(|| log.count("b+refresh") == 1).await;
+    assert!(engine.wait_converged(WAIT).await);
+
+    // The same params again: nothing restarts. A key that does not run: rejected, nothing touched.
+    let report = engine.patch(vec![vertex(Scripted::new("b", &log).param("2"))]).await.unwrap();
+    assert_eq!((report.started.len(), report.unchanged.as_slice()), (0, [key("b")].as_slice()));
+    let err = engine.patch(vec![vertex(Scripted::new("b", &log).param("3")), vertex(Scripted::new("z", &log))]);
+    let err = err.await.unwrap_err().to_string();
+    assert!(err.contains("scripted[z]: is not in the running graph"), "{err}");
+    let before = log.entries().len();
+    // A full swap of the same graph afterwards finds every vertex and edge as it declares them.
+    let same = graph(
+        vec![
+            Scripted::new("a", &log),
+            Scripted::new("b", &log).param("2"),
+            Scripted::new("c", &log),
+            Scripted::new("d", &log),
+        ],
+        &[("a", "b", true), ("b", "c", true)],
+    );
+    let report = engine.apply(same).await.unwrap();
+    assert_eq!(report.unchanged.len(), 4, "{report:?}");
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.entries().len(), before);
+}
+
+fn vertex(res: Scripted) -> engine::Vertex {
+    engine::Vertex { key: key(&res.name.clone()), meta: Meta::default(), res: Box::new(res) }
+}
+
 #[tokio::test]
 async fn a_new_parent_of_a_kept_child_runs_first() {
     let dir = tempfile::tempdir().unwrap();
