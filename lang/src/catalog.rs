@@ -47,12 +47,20 @@ pub struct ParamDecl {
     /// The value leaving the param out means, when the kind says (a resource that writes it
     /// gets a warning).
     pub default: Option<Value>,
+    /// The kind's automatic edges read it: a new value may change the resource's edges.
+    pub edges: bool,
 }
 
 impl ParamDecl {
     /// A param that takes any value of its type.
     pub fn new(name: impl Into<String>, ty: Type) -> ParamDecl {
-        ParamDecl { name: name.into(), ty, allowed: Vec::new(), default: None }
+        ParamDecl { name: name.into(), ty, allowed: Vec::new(), default: None, edges: false }
+    }
+
+    /// A param the kind's automatic edges read.
+    pub fn read_by_edges(mut self) -> ParamDecl {
+        self.edges = true;
+        self
     }
 
     /// A param that means the zero value of its type (`""`, `false`, `0`, `[]`) when left out.

@@ -239,7 +239,11 @@ pub const USER: crate::kind::Kind = crate::kind::Kind {
     params: UserParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(user_requires) },
+    autoedges: crate::autoedge::Rules {
+        provides: None,
+        requires: Some(user_requires),
+        reads: &["state", "gid", "group", "groups"],
+    },
     build: |host, name, params| Ok(Box::new(User::build(host, name, params)?)),
 };
 
@@ -249,6 +253,6 @@ pub const GROUP: crate::kind::Kind = crate::kind::Kind {
     params: GroupParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: Some(group_provides), requires: None },
+    autoedges: crate::autoedge::Rules { provides: Some(group_provides), requires: None, reads: &["gid"] },
     build: |host, name, params| Ok(Box::new(Group::build(host, name, params)?)),
 };

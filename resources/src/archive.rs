@@ -560,7 +560,11 @@ pub const GZIP: crate::kind::Kind = crate::kind::Kind {
     params: GzipParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(gzip_requires) },
+    autoedges: crate::autoedge::Rules {
+        provides: Some(provides),
+        requires: Some(gzip_requires),
+        reads: &["path", "input"],
+    },
     build: |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)),
 };
 
@@ -570,7 +574,11 @@ pub const TAR: crate::kind::Kind = crate::kind::Kind {
     params: TarParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(tar_requires) },
+    autoedges: crate::autoedge::Rules {
+        provides: Some(provides),
+        requires: Some(tar_requires),
+        reads: &["path", "inputs"],
+    },
     build: |_host, name, params| Ok(Box::new(Tar::build(name, params)?)),
 };
 

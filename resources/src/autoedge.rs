@@ -35,11 +35,15 @@ pub type RequireFn = fn(&Index<'_>, usize, &str, &BTreeMap<String, Value>, &mut 
 pub struct Rules {
     pub provides: Option<ProvideFn>,
     pub requires: Option<RequireFn>,
+    /// Every param the two read: a resource whose other params change keeps its edges (a
+    /// live edit of such params patches the running graph instead of rebuilding it). Debug
+    /// builds, and so the tests, show the rules only these params.
+    pub reads: &'static [&'static str],
 }
 
 impl Rules {
     /// A kind with no automatic edges.
-    pub const NONE: Rules = Rules { provides: None, requires: None };
+    pub const NONE: Rules = Rules { provides: None, requires: None, reads: &[] };
 }
 
 /// Automatic edges `(from, to)` by index into `res`, sorted and without duplicates or
@@ -48,6 +52,23 @@ impl Rules {
 pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     let rules: Vec<Rules> =
         res.iter().map(|(kind, _, _)| crate::kind::find(kind).map_or(Rules::NONE, |k| k.autoedges)).collect();
+    // Debug builds hold each kind to its `reads`: its rules see only those params, so a
+    // rule reading another one fails its tests.
+    #[cfg(debug_assertions)]
+    let shown: Vec<BTreeMap<String, Value>> = res
+        .iter()
+        .zip(&rules)
+        .map(|((_, _, params), rules)| {
+            params
+                .iter()
+                .filter(|(k, _)| rules.reads.contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .collect();
+    #[cfg(debug_assertions)]
+    let res: Vec<AutoRes<'_>> =
+        res.iter().zip(&shown).map(|((kind, name, _), params)| (*kind, *name, params)).collect();
     let mut index = Index::default();
     for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
         index.by_key.entry((kind, name)).or_insert(idx);

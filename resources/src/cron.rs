@@ -213,6 +213,6 @@ pub const CRON: crate::kind::Kind = crate::kind::Kind {
     params: CronParams::FIELDS,
     sends: &[],
     can_recv: true,
-    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: None },
+    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: None, reads: &["unit"] },
     build: |host, name, params| Ok(Box::new(Cron::build(host, name, params)?)),
 };

@@ -427,7 +427,24 @@ pub const EXEC: crate::kind::Kind = crate::kind::Kind {
     params: ExecParams::FIELDS,
     sends: &[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
+    autoedges: crate::autoedge::Rules {
+        provides: None,
+        requires: Some(requires),
+        reads: &[
+            "cmd",
+            "shell",
+            "watchcmd",
+            "watchshell",
+            "ifcmd",
+            "ifshell",
+            "nifcmd",
+            "nifshell",
+            "donecmd",
+            "doneshell",
+            "user",
+            "group",
+        ],
+    },
     build: |_host, name, params| Ok(Box::new(Exec::build(name, params)?)),
 };
 

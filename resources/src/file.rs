@@ -741,6 +741,10 @@ pub const FILE: crate::kind::Kind = crate::kind::Kind {
     params: FileParams::FIELDS,
     sends: &[],
     can_recv: true,
-    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: Some(requires) },
+    autoedges: crate::autoedge::Rules {
+        provides: Some(provides),
+        requires: Some(requires),
+        reads: &["path", "dirname", "basename", "fragments"],
+    },
     build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),
 };

@@ -643,7 +643,7 @@ pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
     params: JsonEditParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["store"] },
     build: |host, name, params| Ok(Box::new(JsonEdit::build(host, name, params)?)),
 };
 

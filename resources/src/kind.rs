@@ -73,8 +73,11 @@ fn all() -> &'static [ResourceDecl] {
                     .params
                     .iter()
                     .map(|&(name, ty, allowed, zero)| {
-                        let decl = ParamDecl::new(name, ty_of(ty)).with_allowed(allowed.iter().copied());
-                        if zero { decl.zero_when_absent() } else { decl }
+                        let mut decl = ParamDecl::new(name, ty_of(ty)).with_allowed(allowed.iter().copied());
+                        if zero {
+                            decl = decl.zero_when_absent();
+                        }
+                        if kind.autoedges.reads.contains(&name) { decl.read_by_edges() } else { decl }
                     })
                     .collect(),
                 sends: kind.sends.iter().map(|&(name, ty)| ParamDecl::new(name, ty_of(ty))).collect(),
@@ -102,6 +105,20 @@ mod tests {
                 assert!(parse_type(ty).is_ok(), "{}.{name}: {ty}", kind.name);
             }
         }
+    }
+
+    #[test]
+    fn the_params_automatic_edges_read_are_declared_and_marked() {
+        for kind in crate::KINDS {
+            let decl = decl(kind.name).expect("declared");
+            for read in kind.autoedges.reads {
+                assert!(decl.param(read).is_some_and(|p| p.edges), "{}.{read}", kind.name);
+            }
+            let marked = decl.params.iter().filter(|p| p.edges).count();
+            assert_eq!(marked, kind.autoedges.reads.len(), "{}", kind.name);
+        }
+        assert!(decl("file").and_then(|f| f.param("path")).is_some_and(|p| p.edges));
+        assert!(decl("file").and_then(|f| f.param("content")).is_some_and(|p| !p.edges));
     }
 
     #[test]

@@ -432,7 +432,7 @@ pub const SSH_AUTHORIZED_KEY: crate::kind::Kind = crate::kind::Kind {
     params: SshKeyParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["user", "file"] },
     build: |host, name, params| Ok(Box::new(SshAuthorizedKey::build(host, name, params)?)),
 };
 

@@ -259,6 +259,6 @@ pub const SVC: crate::kind::Kind = crate::kind::Kind {
     params: SvcParams::FIELDS,
     sends: &[],
     can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires) },
+    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] },
     build: |host, name, params| Ok(Box::new(Svc::build(host, name, params)?)),
 };
