@@ -19,6 +19,7 @@ pub mod exported;
 pub mod format;
 pub mod graph_check;
 pub mod ide;
+pub mod incremental;
 pub mod init;
 pub mod interpolate;
 pub mod interpret;

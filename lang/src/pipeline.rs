@@ -2,6 +2,7 @@
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
+use crate::incremental::Outline;
 use crate::ir::FuncGraph;
 use crate::loader::Loader;
 use crate::span::{SourceFile, SourceMap};
@@ -25,22 +26,39 @@ pub struct Outcome {
     /// When scope resolution ran but a stage failed: the function graph as far as it got
     /// (names resolved; types where unification found them), for editors.
     pub partial: Option<FuncGraph>,
+    /// Asked for by [`compile_outlined`]: the entry file statement by statement, when the
+    /// program compiled, is that one file, and lets an edit be compiled alone.
+    pub outline: Option<Outline>,
 }
 
 /// Runs lex/parse, init, interpolate, scope, unify and the graph checks on the program
 /// whose entry file is `entry` (a deploy path such as `/main.mcl`). Stops after the first
 /// stage that reports errors, but reports every error of that stage.
 pub fn compile(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
-    compile_with(entry, loader, catalog, false)
+    compile_with(entry, loader, catalog, Asked::default())
+}
+
+/// [`compile`], also giving the [`Outline`] of a one-file program, for `tend run`, whose
+/// live edits of resources' params compile only what changed.
+pub fn compile_outlined(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
+    compile_with(entry, loader, catalog, Asked { naming: false, outline: true })
+}
+
+/// What a compile records beside the function graph.
+#[derive(Clone, Copy, Default)]
+struct Asked {
+    /// What each name resolved to (`FuncGraph::names`).
+    naming: bool,
+    outline: bool,
 }
 
 /// [`compile`], also recording what each name resolved to (`FuncGraph::names`), for
 /// editors.
 pub fn compile_naming(entry: &str, loader: &dyn Loader, catalog: &Catalog) -> Outcome {
-    compile_with(entry, loader, catalog, true)
+    compile_with(entry, loader, catalog, Asked { naming: true, outline: false })
 }
 
-fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: bool) -> Outcome {
+fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Asked) -> Outcome {
     let mut sources = SourceMap::new();
     let Some(text) = loader.read(entry) else {
         let why = loader.why_unreadable(entry).map(|w| format!(": {w}")).unwrap_or_default();
@@ -49,7 +67,14 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
             format!("cannot read the program's entry file `{}`{why}", loader.shown(entry)),
         )
         .with_code(Code::EntryUnreadable);
-        return Outcome { sources, graph: None, diagnostics: d.into(), warnings: Diagnostics::new(), partial: None };
+        return Outcome {
+            sources,
+            graph: None,
+            diagnostics: d.into(),
+            warnings: Diagnostics::new(),
+            partial: None,
+            outline: None,
+        };
     };
     let file = sources.add(SourceFile::new(entry, text));
     let fail = |sources, diagnostics| Outcome {
@@ -58,12 +83,14 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
         diagnostics,
         warnings: Diagnostics::new(),
         partial: None,
+        outline: None,
     };
 
     let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
     if !diags.is_empty() {
         return fail(sources, diags);
     }
+    let outline = if asked.outline { Outline::of(&ast.stmts, &sources.get(file).text, catalog) } else { None };
     let diags = crate::init::check(&ast);
     if !diags.is_empty() {
         return fail(sources, diags);
@@ -72,7 +99,7 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let resolve = if naming { crate::scope::resolve_naming } else { crate::scope::resolve };
+    let resolve = if asked.naming { crate::scope::resolve_naming } else { crate::scope::resolve };
     let (mut graph, found) = resolve(ast, entry, loader, catalog, &mut sources);
     let (mut warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     let checked = check_graph(&mut graph, errors.into_iter().collect(), catalog, &mut warnings);
@@ -81,7 +108,11 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
     warnings.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
     let warnings: Diagnostics = warnings.into_iter().collect();
     match checked {
-        Ok(()) => Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings, partial: None },
+        Ok(()) => {
+            // Imports of other files: an edit there can mean anything to this one.
+            let outline = outline.filter(|_| sources.files().count() == 1);
+            Outcome { sources, graph: Some(graph), diagnostics: Diagnostics::new(), warnings, partial: None, outline }
+        }
         // A class body is elaborated once per include and a func body once per call:
         // repeats of one error are folded. The graph and warnings stay, for editors.
         Err(diags) => Outcome {
@@ -90,6 +121,7 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, naming: boo
             graph: None,
             warnings,
             partial: Some(graph),
+            outline: None,
         },
     }
 }
