@@ -25,6 +25,10 @@ struct Daemon {
 
 impl Daemon {
     fn start(program: impl Fn(&Path) -> String) -> Daemon {
+        Daemon::start_with(program, &[])
+    }
+
+    fn start_with(program: impl Fn(&Path) -> String, args: &[&str]) -> Daemon {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("out")).unwrap();
         std::fs::write(dir.path().join("fact"), "one").unwrap();
@@ -35,6 +39,7 @@ impl Daemon {
             .args(["--prefix", &dir.path().join("state").display().to_string()])
             // TEND_DAEMON_TEST_LOG=1: debug logs in the daemon's stderr, for diagnosing a failure.
             .args(std::env::var("TEND_DAEMON_TEST_LOG").ok().map(|_| "-vv"))
+            .args(args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
             .spawn()
@@ -183,6 +188,68 @@ fn facts_and_edits_swap_only_what_changed() {
 
     let (status, _, stderr) = daemon.stop();
     assert!(stderr.contains("errUnify"), "the diagnostic was printed: {stderr}");
+    assert!(status.success(), "graceful stop: {status:?}\n{stderr}");
+}
+
+/// Literal resources only (no stream): files `a`, `b` and `c` (`a` before `b`) and the
+/// bystander. `contents` are the files' contents, `extra` more statements.
+fn literal_program(dir: &Path, contents: [&str; 3], extra: &str) -> String {
+    let d = dir.display();
+    let mut text = String::from("# three files and a bystander\n");
+    for (name, content) in ["a", "b", "c"].iter().zip(contents) {
+        text.push_str(&format!(
+            "file \"{d}/out/{name}\" {{\n\tstate => \"exists\",\n\tcontent => \"{content}\",\n}}\n"
+        ));
+    }
+    text.push_str(&format!(
+        "File[\"{d}/out/a\"] -> File[\"{d}/out/b\"]\nexec \"bystander\" {{\n\tcmd => \"echo run >> {d}/runs\",\n\tshell => \"/bin/sh\",\n\twatchcmd => \"echo started >> {d}/watches; exec sleep 100000\",\n\twatchshell => \"/bin/sh\",\n}}\n{extra}"
+    ));
+    text
+}
+
+#[test]
+fn an_edit_of_resources_params_patches_only_those_resources() {
+    let _serial = serial();
+    let patched = |stderr: &str| stderr.matches("compiled the changed resources alone").count();
+    let daemon = Daemon::start_with(|d| literal_program(d, ["a1", "b1", "c1"], ""), &["-v"]);
+    let dir = daemon.dir.path().to_path_buf();
+    daemon.expect("out/c", "c1", "first converge");
+
+    // Two contents change: compiled alone, applied, and the rest keeps running.
+    daemon.write("main.mcl", &literal_program(&dir, ["a1", "b2", "c2"], ""));
+    daemon.expect("out/b", "b2", "the patch");
+    daemon.expect("out/c", "c2", "the patch");
+    assert_eq!(patched(&daemon.read("stderr")), 1, "{}", daemon.read("stderr"));
+    // The patched resource watches: drift is repaired with its new content.
+    std::fs::write(daemon.path("out/b"), "drift").unwrap();
+    daemon.expect("out/b", "b2", "a repair after the patch");
+
+    // A new resource: the whole program is compiled.
+    let extra = format!("file \"{}/out/d\" {{\n\tstate => \"exists\",\n\tcontent => \"d1\",\n}}\n", dir.display());
+    daemon.write("main.mcl", &literal_program(&dir, ["a1", "b2", "c2"], &extra));
+    daemon.expect("out/d", "d1", "the whole reload");
+    assert_eq!(patched(&daemon.read("stderr")), 1, "a new resource is not patched in");
+
+    // Broken code (an unknown field): reported by the whole compile, nothing changes; the
+    // fix is compiled alone again against the program that runs.
+    let broken = literal_program(&dir, ["a1", "b3", "c2"], &extra).replace("content => \"b3\"", "contnet => \"b3\"");
+    daemon.write("main.mcl", &broken);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !daemon.read("stderr").contains("does not compile") {
+        assert!(Instant::now() < deadline, "the error was not reported: {}", daemon.read("stderr"));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(daemon.read("out/b"), "b2");
+    daemon.write("main.mcl", &literal_program(&dir, ["a3", "b3", "c2"], &extra));
+    daemon.expect("out/b", "b3", "the fix");
+    daemon.expect("out/a", "a3", "the fix");
+    assert_eq!(patched(&daemon.read("stderr")), 2);
+
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(daemon.read("runs"), "run\n", "the bystander never re-ran");
+    assert_eq!(daemon.read("watches"), "started\n", "the bystander's watch was never restarted");
+    let (status, _, stderr) = daemon.stop();
+    assert!(stderr.contains("unknown") || stderr.contains("contnet"), "the error named the field: {stderr}");
     assert!(status.success(), "graceful stop: {status:?}\n{stderr}");
 }
 

@@ -121,9 +121,17 @@ impl Outline {
             return Edit::Whole;
         }
         let fresh = segments(&parsed.stmts, region, from, to, catalog);
-        let kept = self.segments[first..=last].iter().zip(&fresh);
-        if !kept.into_iter().all(|(old, new)| old.ident != 0 && old.ident == new.ident) {
-            return Edit::Whole;
+        // Between two changes, statements stay as they were: they are left out.
+        let mut changed = Vec::new();
+        for (k, (old, new)) in self.segments[first..=last].iter().zip(&fresh).enumerate() {
+            if old.hash == new.hash {
+                continue;
+            }
+            if old.ident == 0 || old.ident != new.ident {
+                return Edit::Whole;
+            }
+            let end = fresh.get(k + 1).map_or(to, |next| next.start as usize);
+            changed.push(new.start as usize..end);
         }
         let mut segments = Vec::with_capacity(n);
         segments.extend_from_slice(&self.segments[..first]);
@@ -133,10 +141,9 @@ impl Outline {
             stmt: (s.stmt as i64 + delta) as u32,
             ..*s
         }));
-        let statements = last - first + 1;
         Edit::Resources {
-            snippet: snippet(text, from, to),
-            statements,
+            snippet: snippet(text, &changed),
+            statements: changed.len(),
             outline: Outline { len: text.len() as u32, segments },
         }
     }
@@ -162,15 +169,20 @@ fn segments(stmts: &[Stmt], text: &str, base: usize, end: usize, catalog: &Catal
         .collect()
 }
 
-/// The text from `from` to `to` alone, at its lines and columns in `text`.
-fn snippet(text: &str, from: usize, to: usize) -> String {
-    let before = &text.as_bytes()[..from];
-    let lines = before.iter().filter(|&&b| b == b'\n').count();
-    let column = from - before.iter().rposition(|&b| b == b'\n').map_or(0, |at| at + 1);
-    let mut out = String::with_capacity(lines + column + to - from);
-    out.extend(std::iter::repeat_n('\n', lines));
-    out.extend(std::iter::repeat_n(' ', column));
-    out.push_str(&text[from..to]);
+/// The ranges `parts` of `text` alone, at their lines and columns: what lies before and
+/// between them is blank, its newlines kept.
+fn snippet(text: &str, parts: &[std::ops::Range<usize>]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|r| r.len()).sum::<usize>() + parts.len() * 16);
+    let mut at = 0;
+    for part in parts {
+        let gap = &text.as_bytes()[at..part.start];
+        let lines = gap.iter().filter(|&&b| b == b'\n').count();
+        let column = part.start - gap.iter().rposition(|&b| b == b'\n').map_or(at, |nl| at + nl + 1);
+        out.extend(std::iter::repeat_n('\n', lines));
+        out.extend(std::iter::repeat_n(' ', column));
+        out.push_str(&text[part.clone()]);
+        at = part.end;
+    }
     out
 }
 
@@ -285,9 +297,10 @@ mod tests {
         else {
             panic!("not compiled alone")
         };
-        assert_eq!(statements, 3, "b through d");
-        // Line 7 (after the header's two lines and the first file's four) starts the snippet.
-        assert_eq!(snippet, format!("{}{}{}{}", "\n".repeat(6), file("/f1", "B"), file("/f2", "c"), file("/f3", "D")));
+        assert_eq!(statements, 2, "b and d");
+        // b from line 7 (after the header's two lines and the first file's four), then c's
+        // lines left blank, then d.
+        assert_eq!(snippet, format!("{}{}{}{}", "\n".repeat(6), file("/f1", "B"), "\n".repeat(4), file("/f3", "D")));
         assert_eq!(Some(next), outline(&new), "the new outline is the new text's");
         assert_eq!(outline(&old).unwrap().edit(&old, &catalog()), Edit::Same);
     }

@@ -4,6 +4,7 @@
 
 mod deploys;
 mod exports;
+mod patch;
 mod report;
 mod status;
 
@@ -19,6 +20,7 @@ use funcs::registry::Registry;
 use funcs::runtime::Dataflow;
 use lang::catalog::Catalog;
 use lang::diag::Diagnostic;
+use lang::incremental::Outline;
 use lang::span::SourceMap;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -59,7 +61,9 @@ pub fn run(opts: RunArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match load(&program, &catalog) {
+            // Live edits (the code watcher) compile an edit of resources' params alone.
+            let outlined = !opts.no_watch && !opts.noop;
+            match load(&program, &catalog, outlined) {
                 Ok(c) => {
                     if !opts.quiet {
                         print_warnings(&c.warnings, &c.sources);
@@ -202,11 +206,15 @@ pub struct Compiled {
     sources: SourceMap,
     /// What `tend check` would warn about; shown when the code is loaded (not with `-q`).
     warnings: Vec<Diagnostic>,
+    /// When asked for and the program allows it: what lets a later edit of resources'
+    /// params compile alone (see `patch.rs`).
+    outline: Option<Outline>,
 }
 
-/// Compiles the program; on failure the diagnostics and the sources they point into.
-fn load(program: &ProgramPath, catalog: &Catalog) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
-    compile_with(program, &crate::loader::FsLoader::new(&program.root), catalog)
+/// Compiles the program, with its outline when `outlined`; on failure the diagnostics and
+/// the sources they point into.
+fn load(program: &ProgramPath, catalog: &Catalog, outlined: bool) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
+    compile_with(program, &crate::loader::FsLoader::new(&program.root), catalog, outlined)
 }
 
 /// Compiles the program read through `loader`.
@@ -214,13 +222,18 @@ fn compile_with(
     program: &ProgramPath,
     loader: &crate::loader::FsLoader,
     catalog: &Catalog,
+    outlined: bool,
 ) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
-    let mut outcome = lang::pipeline::compile(&program.entry, loader, catalog);
+    let compile = if outlined { lang::pipeline::compile_outlined } else { lang::pipeline::compile };
+    let mut outcome = compile(&program.entry, loader, catalog);
     crate::loader::name_files(&mut outcome.sources, &program.root);
     match outcome.graph {
-        Some(g) if outcome.diagnostics.is_empty() => {
-            Ok(Compiled { graph: Arc::new(g), sources: outcome.sources, warnings: outcome.warnings.into_vec() })
-        }
+        Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled {
+            graph: Arc::new(g),
+            sources: outcome.sources,
+            warnings: outcome.warnings.into_vec(),
+            outline: outcome.outline,
+        }),
         _ => Err((outcome.diagnostics.into_vec(), outcome.sources)),
     }
 }
@@ -336,6 +349,10 @@ impl Runner {
         let mut watcher =
             if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
         let mut sources = compiled.sources;
+        // The outline of the code whose first output is awaited, and, once that code's last
+        // output is applied, of the running program (see `patch.rs`).
+        let mut pending = compiled.outline;
+        let mut outline: Option<Outline> = None;
         // The dataflow holds the function graph as long as it needs it (a program without
         // streams drops it once its output is computed).
         let mut dataflow = Some(self.start(&compiled.graph));
@@ -393,6 +410,7 @@ impl Runner {
                             self.funcs_host.root = c.program.root.clone();
                             self.program = c.program;
                             sources = c.sources;
+                            (pending, outline) = (None, None);
                             replay = Some(output);
                         }
                         Some(Err(d)) => {
@@ -427,18 +445,25 @@ impl Runner {
                             // Applied once the world's exports are read (below).
                             continue;
                         }
-                        if !self.apply(output, &sources, &mut exports).await && !self.applied {
+                        let confirmed = pending.take().map(|mut o| {
+                            o.confirm(&output);
+                            o
+                        });
+                        let applied = self.apply(output, &sources, &mut exports).await;
+                        if !applied && !self.applied {
                             break Stop::FirstFailed;
                         }
-                        if dataflow.as_ref().is_some_and(Dataflow::is_fixed)
+                        let last = dataflow.as_ref().is_some_and(Dataflow::is_fixed)
                             && last_output.is_none()
-                            && candidate.is_none()
-                            && !sources.is_empty()
-                        {
+                            && candidate.is_none();
+                        // Later outputs would undo a patch: edits then compile whole.
+                        outline = confirmed.filter(|_| last && applied);
+                        if last && !sources.is_empty() {
                             // The program has no stream and collects nothing from other
                             // hosts: no output and no diagnostic on these sources can come
                             // any more, so their text (its size again) goes. A reload or a
-                            // deploy brings its own.
+                            // deploy brings its own; an edit of resources' params compiles
+                            // alone from the outline.
                             tracing::debug!("the program's last output is applied; letting its sources go");
                             sources = SourceMap::new();
                         }
@@ -484,7 +509,19 @@ impl Runner {
                 }
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
-                    self.reload(&mut watcher, &mut dataflow, &mut sources).await;
+                    if let Some(o) = outline.as_ref().filter(|_| self.graph_dump.is_none()) {
+                        match self.patch(o, &mut watcher).await {
+                            patch::Patched::Applied(next) => {
+                                outline = Some(next);
+                                continue;
+                            }
+                            patch::Patched::Kept => continue,
+                            patch::Patched::Whole => {}
+                        }
+                    }
+                    if let Some(o) = self.reload(&mut watcher, &mut dataflow, &mut sources).await {
+                        (pending, outline) = (o, None);
+                    }
                 }
                 ok = converged => {
                     if ok {
@@ -610,22 +647,23 @@ impl Runner {
     /// restarts the dataflow on it (the running graph is swapped once the new output
     /// settles). A save still in progress, or a change while the sources were read, drops
     /// the reading: the next settled change reads them again. Code that does not compile
-    /// is reported and leaves the running program alone.
+    /// is reported and leaves the running program alone. The new program's outline when it
+    /// runs (`Some`; the outline may be `None`), `None` when the old program runs on.
     async fn reload(
         &mut self,
         watcher: &mut Option<watch_code::CodeWatcher>,
         dataflow: &mut Option<Dataflow>,
         sources: &mut SourceMap,
-    ) {
+    ) -> Option<Option<Outline>> {
         let loader = crate::loader::FsLoader::leased(&self.program.root);
-        let loaded = compile_with(&self.program, &loader, &self.catalog);
+        let loaded = compile_with(&self.program, &loader, &self.catalog, watcher.is_some());
         if loader.busy() {
             tracing::debug!("a source file was still open for writing; waiting for that save to end");
-            return;
+            return None;
         }
         if watcher.as_mut().is_some_and(|w| w.changed_meanwhile()) {
             tracing::debug!("the sources changed while they were read; waiting for that save to settle");
-            return;
+            return None;
         }
         match loaded {
             Ok(c) => {
@@ -640,6 +678,7 @@ impl Runner {
                 }
                 *sources = c.sources;
                 *dataflow = Some(self.start(&c.graph));
+                Some(c.outline)
             }
             Err((diags, srcs)) => {
                 self.metrics.compile_error();
@@ -648,6 +687,7 @@ impl Runner {
                     w.extend(&self.program.root, &srcs);
                 }
                 tell("the new code does not compile; the running program stays");
+                None
             }
         }
     }
@@ -678,7 +718,7 @@ impl Runner {
                 return None;
             }
         };
-        match load(&program, &self.catalog) {
+        match load(&program, &self.catalog, false) {
             Ok(compiled) => {
                 tracing::info!(deploy = id, "deploy {id} compiles here; starting it");
                 Some((program, compiled))

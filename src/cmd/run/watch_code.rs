@@ -71,11 +71,17 @@ impl CodeWatcher {
         self.extend(root, sources);
     }
 
+    /// Records `text` as what was last compiled from the program's file `name` (a live edit
+    /// compiled alone), for the comparison after lost events.
+    pub fn compiled(&mut self, root: &Path, file: &lang::span::SourceFile, text: &str) {
+        self.files.insert(source_path(root, file).components().collect(), digest(text.as_bytes()));
+    }
+
     /// Also watches the files of `sources` (e.g. a new import of code that failed).
     pub fn extend(&mut self, root: &Path, sources: &SourceMap) {
         let before = self.dirs.len();
         for (_, f) in sources.files() {
-            let path = f.real_path.clone().unwrap_or_else(|| root.join(f.name.trim_start_matches('/')));
+            let path = source_path(root, f);
             if let Some(dir) = path.parent() {
                 self.dirs.insert(dir.components().collect());
             }
@@ -214,6 +220,11 @@ fn is_source_name(path: &Path) -> bool {
 }
 
 /// What identifies a source's text (a change of it reloads the program).
+/// Where a source file is on disk.
+fn source_path(root: &Path, file: &lang::span::SourceFile) -> PathBuf {
+    file.real_path.clone().unwrap_or_else(|| root.join(file.name.trim_start_matches('/')))
+}
+
 fn digest(text: &[u8]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
