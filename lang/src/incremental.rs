@@ -220,8 +220,9 @@ fn identity(stmt: &Stmt, text: &str, catalog: &Catalog) -> Option<u64> {
                     (&name.name, &text[value.span.range()]).hash(&mut h);
                 }
             }
-            ResEntryKind::Meta { name, cond: None, value } if literal(value) => {
-                ("Meta", name.as_ref().map(|n| &n.name), &text[value.span.range()]).hash(&mut h);
+            // An exported resource's record must be published again: not standalone.
+            ResEntryKind::Meta { name: Some(name), cond: None, value } if literal(value) && name.name != "export" => {
+                ("Meta", &name.name, &text[value.span.range()]).hash(&mut h);
             }
             _ => return None,
         }
@@ -318,6 +319,15 @@ mod tests {
         assert!(whole(&old.replace(&file("/f1", "b"), "")), "a resource gone");
         assert!(whole(&old.replace("mode => \"0644\",\n}\n", "mode => \"0644\",\n\tMeta:noop => true,\n}\n")));
         assert!(whole(&old.replace("file \"/f1\"", "@file \"/f1\"")), "virtual");
+        let export =
+            |text: &str| text.replace("mode => \"0644\",\n}\n", "mode => \"0644\",\n\tMeta:export => [\"*\"],\n}\n");
+        let exported = outline(&export(&old)).unwrap();
+        assert_eq!(exported.edit(&export(&old).replace("\"b\"", "\"B\""), &catalog()), Edit::Whole, "exported");
+        // Metaparams other than `export`, as they were: standalone.
+        let noop = |text: &str| text.replace("mode => \"0644\",\n}\n", "mode => \"0644\",\n\tMeta:noop => true,\n}\n");
+        let quiet = outline(&noop(&old)).unwrap();
+        let edit = quiet.edit(&noop(&old).replace("\"b\"", "\"B\""), &catalog());
+        assert!(matches!(edit, Edit::Resources { statements: 1, .. }), "{edit:?}");
         assert!(whole(&old.replace("content => \"b\",", "content => \"b\"")), "a syntax error");
         // Comments and blank lines between statements: the neighbours are compiled again.
         let commented = old.replace("file \"/f1\"", "# one more\n\nfile \"/f1\"");

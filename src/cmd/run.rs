@@ -509,7 +509,9 @@ impl Runner {
                 }
                 reload = watch_code::changed(&mut watcher, &mut hup) => {
                     tracing::info!(reason = reload, "reloading the program");
-                    if let Some(o) = outline.as_ref().filter(|_| self.graph_dump.is_none()) {
+                    // SIGHUP evaluates everything again; `--graph-dump` writes the whole graph.
+                    let patchable = reload == watch_code::SOURCES && self.graph_dump.is_none();
+                    if let Some(o) = outline.as_ref().filter(|_| patchable) {
                         match self.patch(o, &mut watcher).await {
                             patch::Patched::Applied(next) => {
                                 outline = Some(next);

@@ -231,8 +231,15 @@ fn digest(text: &[u8]) -> u64 {
     h.finish()
 }
 
+/// Why the program reloads: [`SOURCES`] or [`SIGHUP`].
+pub type Reason = &'static str;
+/// A settled change of the program's sources.
+pub const SOURCES: Reason = "source changed";
+/// SIGHUP: compile and evaluate everything again, whatever changed.
+pub const SIGHUP: Reason = "SIGHUP";
+
 /// Waits for a reason to reload: a settled change of the sources or SIGHUP.
-pub async fn changed(watcher: &mut Option<CodeWatcher>, hup: &mut tokio::signal::unix::Signal) -> &'static str {
+pub async fn changed(watcher: &mut Option<CodeWatcher>, hup: &mut tokio::signal::unix::Signal) -> Reason {
     let from_files = async {
         match watcher {
             Some(w) => match w.next().await {
@@ -245,8 +252,8 @@ pub async fn changed(watcher: &mut Option<CodeWatcher>, hup: &mut tokio::signal:
         }
     };
     tokio::select! {
-        _ = from_files => "source changed",
-        _ = hup.recv() => "SIGHUP",
+        _ = from_files => SOURCES,
+        _ = hup.recv() => SIGHUP,
     }
 }
 
