@@ -32,8 +32,6 @@ pub struct Outline {
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Segment {
     start: u32,
-    /// Where its statement starts.
-    stmt: u32,
     hash: u64,
     /// A standalone resource's identity; 0 for any other statement.
     ident: u64,
@@ -67,18 +65,24 @@ impl Outline {
     /// their own statement: a key also declared elsewhere (a nested or computed name) is
     /// merged there, which compiling the statement alone would miss.
     pub fn confirm(&mut self, output: &Output) {
-        let mut count: std::collections::HashMap<(&str, &str), u32> =
-            std::collections::HashMap::with_capacity(output.resources.len());
-        for decl in &output.resources {
-            *count.entry((&decl.kind, &decl.name)).or_default() += 1;
-        }
-        let mut alone = vec![false; self.segments.len()];
+        // Keys by hash, sorted: a key declared twice is a hash seen twice (two keys sharing a
+        // hash only cost them being compiled with the whole program). A map of the keys
+        // would weigh several times more at the run's peak.
+        let key = |d: &crate::output::ResDecl| hash_of(&(&d.kind, &d.name));
+        let mut keys: Vec<u64> = output.resources.iter().map(key).collect();
+        keys.sort_unstable();
+        let once = |k: u64| {
+            let at = keys.partition_point(|&x| x < k);
+            keys.get(at + 1) != Some(&k)
+        };
         let mut seen = vec![0u32; self.segments.len()];
+        let mut alone = vec![true; self.segments.len()];
         for decl in &output.resources {
+            // A standalone segment holds one statement, declaring one resource: whatever
+            // lands in it comes from that statement.
             let at = self.segments.partition_point(|s| s.start <= decl.span.start).saturating_sub(1);
             seen[at] += 1;
-            alone[at] =
-                count[&(decl.kind.as_str(), decl.name.as_str())] == 1 && decl.span.start == self.segments[at].stmt;
+            alone[at] &= once(key(decl));
         }
         for ((segment, alone), seen) in self.segments.iter_mut().zip(alone).zip(seen) {
             if !(alone && seen == 1) {
@@ -136,11 +140,8 @@ impl Outline {
         let mut segments = Vec::with_capacity(n);
         segments.extend_from_slice(&self.segments[..first]);
         segments.extend(fresh);
-        segments.extend(self.segments[last + 1..].iter().map(|s| Segment {
-            start: (s.start as i64 + delta) as u32,
-            stmt: (s.stmt as i64 + delta) as u32,
-            ..*s
-        }));
+        segments
+            .extend(self.segments[last + 1..].iter().map(|s| Segment { start: (s.start as i64 + delta) as u32, ..*s }));
         Edit::Resources {
             snippet: snippet(text, &changed),
             statements: changed.len(),
@@ -161,7 +162,6 @@ fn segments(stmts: &[Stmt], text: &str, base: usize, end: usize, catalog: &Catal
             let to = starts.get(i + 1).copied().unwrap_or(end - base);
             Segment {
                 start: (base + starts[i]) as u32,
-                stmt: (base + stmt.span.start as usize) as u32,
                 hash: hash(&text[starts[i]..to]),
                 ident: identity(stmt, text, catalog).unwrap_or(0),
             }
@@ -244,8 +244,12 @@ fn literal(expr: &Expr) -> bool {
 }
 
 fn hash(text: &str) -> u64 {
+    hash_of(text)
+}
+
+fn hash_of(value: &(impl Hash + ?Sized)) -> u64 {
     let mut h = DefaultHasher::new();
-    text.hash(&mut h);
+    value.hash(&mut h);
     h.finish()
 }
 
