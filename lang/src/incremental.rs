@@ -124,17 +124,19 @@ impl Outline {
         if !diags.is_empty() || parsed.stmts.len() != last - first + 1 {
             return Edit::Whole;
         }
-        let fresh = segments(&parsed.stmts, region, from, to, catalog);
-        // Between two changes, statements stay as they were: they are left out.
+        let mut fresh = segments(&parsed.stmts, region, from, to, catalog);
+        // Between two changes, statements stay as they were: they are left out, and keep
+        // what `confirm` found of them.
         let mut changed = Vec::new();
-        for (k, (old, new)) in self.segments[first..=last].iter().zip(&fresh).enumerate() {
+        let ends: Vec<usize> = fresh.iter().skip(1).map(|s| s.start as usize).chain([to]).collect();
+        for ((old, new), end) in self.segments[first..=last].iter().zip(&mut fresh).zip(ends) {
             if old.hash == new.hash {
+                new.ident = old.ident;
                 continue;
             }
             if old.ident == 0 || old.ident != new.ident {
                 return Edit::Whole;
             }
-            let end = fresh.get(k + 1).map_or(to, |next| next.start as usize);
             changed.push(new.start as usize..end);
         }
         let mut segments = Vec::with_capacity(n);
@@ -378,5 +380,16 @@ mod tests {
         });
         assert_eq!(o.edit(&new, &catalog()), Edit::Whole);
         assert!(matches!(o.edit(&program(&["A", "b"]), &catalog()), Edit::Resources { statements: 1, .. }));
+        // Left as it was between two changes, it stays declared twice in the next outline.
+        let three = program(&["a", "b", "c"]);
+        let at = |name: &str| three.find(&format!("file \"{name}\"")).unwrap() as u32;
+        let mut o = outline(&three).unwrap();
+        let decls = ["/f0", "/f1", "/f2"].map(|n| decl(n, at(n)));
+        o.confirm(&Output { resources: [&decls[..], &[decl("/f1", 0)]].concat(), ..Output::default() });
+        let Edit::Resources { statements: 2, outline: next, .. } = o.edit(&program(&["A", "b", "C"]), &catalog())
+        else {
+            panic!("a and c are standalone")
+        };
+        assert_eq!(next.edit(&program(&["A", "B", "C"]), &catalog()), Edit::Whole);
     }
 }
