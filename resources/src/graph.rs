@@ -219,7 +219,7 @@ fn keys(graph: &ResGraph) -> Vec<ResKey> {
 }
 
 fn build_diagnostic(v: &Vertex, e: &BuildError) -> Diagnostic {
-    let span = e.field.as_ref().and_then(|f| v.param_spans.get(f)).copied().unwrap_or(v.span);
+    let span = e.field.as_ref().and_then(|f| v.param_span(f)).unwrap_or(v.span);
     let message = match &e.field {
         Some(field) => format!("error building resource {}: field `{field}`: {}", v.key(), e.message),
         None => format!("error building resource {}: {}", v.key(), e.message),
@@ -246,7 +246,7 @@ mod tests {
             kind: kind.into(),
             name: name.into(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
-            param_spans: BTreeMap::new(),
+            param_spans: Box::default(),
             meta: LangMeta::default(),
             collected: false,
             span: Span::default(),

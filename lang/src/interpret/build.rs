@@ -37,15 +37,18 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         return Err(d);
     };
     let mut params = BTreeMap::new();
-    let mut param_spans = BTreeMap::new();
     for (name, value, span) in &decl.params {
         if kind.param(name).is_none() {
             let msg = format!("error building resource: field `{name}` does not exist in `{}` resource", decl.kind);
             return Err(Diagnostic::new(Stage::Interpret, msg, *span).with_code(Code::UnknownField));
         }
         params.insert(name.clone(), value.clone());
-        param_spans.insert(name.clone(), *span);
     }
+    // In the keys' order; the last setting of a name is the one kept.
+    let param_spans = params
+        .keys()
+        .map(|k| decl.params.iter().rev().find(|(name, ..)| name == k).map_or(decl.span, |(.., span)| *span))
+        .collect();
     let mut meta = Meta::default();
     for (name, value, span) in &decl.metas {
         set_meta(&mut meta, name, value).map_err(|reason| {

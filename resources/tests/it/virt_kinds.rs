@@ -441,7 +441,7 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
         kind: kind.into(),
         name: name.into(),
         params: p,
-        param_spans: BTreeMap::new(),
+        param_spans: Box::default(),
         meta: Meta::default(),
         collected: false,
         span: Span::default(),
