@@ -234,7 +234,6 @@ fn strip_key<'a>(message: &'a str, v: &Vertex) -> &'a str {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
 
     use lang::span::Span;
     use lang::value::Value;
