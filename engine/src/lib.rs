@@ -163,7 +163,6 @@ impl Engine {
         let report =
             swap::swap(&self.shared, &mut running, graph, &self.config.state_dir, self.config.stop_timeout, generation)
                 .await?;
-        self.generation.store(generation, Ordering::SeqCst);
         tracing::info!(
             generation,
             vertices = running.vertices.len(),
@@ -172,13 +171,19 @@ impl Engine {
             stopped = report.stopped.len(),
             "graph swapped"
         );
+        Ok(self.swapped(report))
+    }
+
+    /// Makes a swap's generation current and tells subscribers.
+    fn swapped(&self, report: SwapReport) -> SwapReport {
+        self.generation.store(report.generation, Ordering::SeqCst);
         self.shared.emit(|| EngineEvent::Swapped {
-            generation,
+            generation: report.generation,
             started: report.started.len(),
             stopped: report.stopped.len(),
             unchanged: report.unchanged.len(),
         });
-        Ok(report)
+        report
     }
 
     /// Replaces running vertices by the given instances of the same keys, leaving every
@@ -201,15 +206,8 @@ impl Engine {
             generation,
         )
         .await?;
-        self.generation.store(generation, Ordering::SeqCst);
         tracing::info!(generation, replaced = report.started.len(), "graph patched");
-        self.shared.emit(|| EngineEvent::Swapped {
-            generation,
-            started: report.started.len(),
-            stopped: report.stopped.len(),
-            unchanged: report.unchanged.len(),
-        });
-        Ok(report)
+        Ok(self.swapped(report))
     }
 
     /// A receiver of the converged state: `true` when every worker succeeded and is idle

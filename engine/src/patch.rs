@@ -11,7 +11,6 @@ use std::time::Duration;
 use crate::graph::Vertex;
 use crate::key::ResKey;
 use crate::node::{Digest, Link, Links, Node, lock};
-use crate::res::InitCtx;
 use crate::swap::{Rejection, Running, RunningVertex, SwapError, SwapReport};
 use crate::worker::{Shared, Worker};
 
@@ -110,13 +109,7 @@ async fn init(
 ) -> Result<Vec<Vertex>, SwapError> {
     let mut inited: Vec<Vertex> = Vec::with_capacity(vertices.len());
     for mut v in vertices {
-        let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
-        let outcome = match v.res.init(&ctx).await {
-            Ok(()) if v.meta.reverse => v.res.reversal(),
-            Ok(()) => Ok(None),
-            Err(error) => Err(error),
-        };
-        match outcome {
+        match crate::swap::init_one(state_dir, &mut v).await {
             Ok(reversal) => {
                 if let Some(r) = reversal {
                     running.pending_reversals.entry(v.key.clone()).or_insert(r);

@@ -210,13 +210,7 @@ async fn init_new(
     let mut problems = Vec::new();
     let mut rest = graph.vertices.into_iter().filter(|v| plan.starts(&v.key));
     for mut v in rest.by_ref() {
-        let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
-        let outcome = match v.res.init(&ctx).await {
-            Ok(()) if v.meta.reverse => v.res.reversal(),
-            Ok(()) => Ok(None),
-            Err(error) => Err(error),
-        };
-        match outcome {
+        match init_one(state_dir, &mut v).await {
             Ok(reversal) => {
                 reversals.extend(reversal.map(|r| (v.key.clone(), r)));
                 inited.push(v);
@@ -238,6 +232,13 @@ async fn init_new(
     }
     inited.extend(rest);
     Err((SwapError::Rejected(problems), inited))
+}
+
+/// Inits one new vertex; its reversal when it asks for one (`Meta:reverse`).
+pub(crate) async fn init_one(state_dir: &Path, v: &mut Vertex) -> Result<Option<Box<dyn Resource>>, ResError> {
+    let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
+    v.res.init(&ctx).await?;
+    if v.meta.reverse { v.res.reversal() } else { Ok(None) }
 }
 
 /// Adds a pending reversal for every reversible vertex that leaves the graph, and lists
