@@ -152,10 +152,16 @@ impl Node {
     /// Asks the worker to run; marks it unconverged first so there is no window where the
     /// graph looks converged with work pending.
     pub(crate) fn poke(&self, converger: &Converger) {
+        self.owe_run(converger);
+        self.wake();
+    }
+
+    /// The first half of [`Node::poke`]: marks the worker unconverged with a run owed, without
+    /// waking it yet.
+    pub(crate) fn owe_run(&self, converger: &Converger) {
         converger.unset_with(&self.converged, || {
             self.wake_seq.fetch_add(1, Ordering::SeqCst);
         });
-        self.wake();
     }
 
     /// Wakes the worker: signals its task, or spawns a parked one (which finds the signal).

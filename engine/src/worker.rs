@@ -23,7 +23,7 @@ use crate::converger::Converger;
 use crate::event::EngineEvent;
 use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
-use crate::node::{Links, Node, Resume, WorkerState, lock};
+use crate::node::{Link, Links, Node, Resume, WorkerState, lock};
 use crate::res::{ApplyCtx, Resource, Subscription, WatchCtx};
 
 /// Engine-wide state the workers share.
@@ -400,16 +400,25 @@ impl Worker {
         }
         self.node.ts.store(self.shared.tick(), Ordering::SeqCst);
         self.node.succeeded.store(true, Ordering::SeqCst);
-        // Settled (converged) before the children look: they may run without poking back.
-        self.shared.converger.set_if(&self.node.converged, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
         // A child runs again only if it has a reason to: this run changed something (it may
         // need a refresh, and mgmt re-checks children after a change), or the child is
         // waiting for this run. Poking every child after every run would make a parent with
         // many children re-run all of them whenever one child back-pokes it (quadratic).
-        for child in &links.children {
-            if (!check_ok || child.node.waiting.load(Ordering::SeqCst)) && child.node.parents_newer() {
-                child.node.poke(&self.shared.converger);
-            }
+        let owed: Vec<&Link> = links
+            .children
+            .iter()
+            .filter(|child| (!check_ok || child.node.waiting.load(Ordering::SeqCst)) && child.node.parents_newer())
+            .collect();
+        // The children owe a run before this vertex counts as settled, so the graph never
+        // looks converged (`--converged-timeout 0` exiting) with a refresh still to come...
+        for child in &owed {
+            child.node.owe_run(&self.shared.converger);
+        }
+        // ...and this vertex is settled before they are woken and look: they may run without
+        // poking back.
+        self.shared.converger.set_if(&self.node.converged, || self.node.wake_seq.load(Ordering::SeqCst) == seq);
+        for child in owed {
+            child.node.wake();
         }
         Ok(Outcome::Done)
     }
