@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::graph::Vertex;
 use crate::key::ResKey;
-use crate::node::{Digest, Link, Links, Node, lock};
+use crate::node::{Digest, Link, Links, Node};
 use crate::swap::{Rejection, Running, RunningVertex, SwapError, SwapReport};
 use crate::worker::{Shared, Worker};
 
@@ -31,7 +31,11 @@ pub(crate) async fn patch(
     let (same, fresh): (Vec<Vertex>, Vec<Vertex>) =
         vertices.into_iter().partition(|v| crate::swap::same(&running.vertices[&v.key], v));
     let unchanged: Vec<ResKey> = same.into_iter().map(|v| v.key).collect();
-    let fresh = init(state_dir, fresh, running).await?;
+    let (fresh, reversals) = crate::swap::init_all(state_dir, fresh.into_iter()).await.map_err(|(e, _)| e)?;
+    for (key, reversal) in reversals {
+        // As a swap does: the first capture of a key wins.
+        running.pending_reversals.entry(key).or_insert(reversal);
+    }
 
     // The neighbours' view of each replaced vertex, read before the stop clears it.
     let old_links: Vec<Arc<Links>> = fresh.iter().map(|v| running.vertices[&v.key].node.links()).collect();
@@ -89,72 +93,27 @@ fn check(running: &Running, vertices: &[Vertex]) -> Result<(), SwapError> {
 fn prefill(running: &Running, v: &mut Vertex) {
     let links = running.vertices[&v.key].node.links();
     for parent in links.parents.iter() {
-        let Some(pairs) = &parent.sendrecv else { continue };
-        let Some(sent) = lock(&parent.node.sends).clone() else { continue };
-        for sr in pairs.iter() {
-            if let Some(value) = sent.get(&sr.send) {
-                // A value the receiver cannot take is reported when the worker transfers it.
-                let _ignored = v.res.recv(&sr.recv, value);
-            }
+        if let Some(pairs) = &parent.sendrecv {
+            crate::swap::receive_held(&parent.node, pairs, v.res.as_mut());
         }
     }
-}
-
-/// Inits the new instances; on a failure cleans up those already inited and rejects.
-/// Reversals are captured as a swap does (the first capture of a key wins).
-async fn init(
-    state_dir: &std::path::Path,
-    vertices: Vec<Vertex>,
-    running: &mut Running,
-) -> Result<Vec<Vertex>, SwapError> {
-    let mut inited: Vec<Vertex> = Vec::with_capacity(vertices.len());
-    for mut v in vertices {
-        match crate::swap::init_one(state_dir, &mut v).await {
-            Ok(reversal) => {
-                if let Some(r) = reversal {
-                    running.pending_reversals.entry(v.key.clone()).or_insert(r);
-                }
-                inited.push(v);
-            }
-            Err(error) => {
-                inited.push(v);
-                for v in &mut inited {
-                    if let Err(error) = v.res.cleanup().await {
-                        tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
-                    }
-                }
-                let key = inited.pop().map(|v| v.key).unwrap_or_else(|| ResKey::new("", ""));
-                return Err(SwapError::Rejected(vec![Rejection::Init { key, error }]));
-            }
-        }
-    }
-    Ok(inited)
 }
 
 /// Puts `new` where `old` was: `new` gets `old`'s links, each neighbour's link to `old` now
 /// leads to `new`, and edges that notify get a fresh pending flag (as a swap gives every
 /// edge of a started vertex), in the neighbour's link and in the running edge.
 fn relink(running: &mut Running, old: &Arc<Node>, new: &Arc<Node>, links: &Links) {
-    let fresh = |link: &Link| link.pending.as_ref().map(|_| Arc::new(AtomicBool::new(false)));
-    let parents: Box<[Link]> = links
-        .parents
-        .iter()
-        .map(|l| Link { node: l.node.clone(), pending: fresh(l), sendrecv: l.sendrecv.clone() })
-        .collect();
-    let children: Box<[Link]> = links
-        .children
-        .iter()
-        .map(|l| Link { node: l.node.clone(), pending: fresh(l), sendrecv: l.sendrecv.clone() })
-        .collect();
-    for (parent, link) in links.parents.iter().zip(parents.iter()) {
-        retarget(&parent.node, old, new, &link.pending, false);
-        if let Some(edge) = running.edges.get_mut(&(parent.node.key.clone(), new.key.clone())) {
-            edge.pending = link.pending.clone();
-        }
-    }
-    for (child, link) in links.children.iter().zip(children.iter()) {
-        retarget(&child.node, old, new, &link.pending, true);
-        if let Some(edge) = running.edges.get_mut(&(new.key.clone(), child.node.key.clone())) {
+    let renewed = |list: &[Link]| -> Box<[Link]> {
+        list.iter()
+            .map(|l| Link { pending: l.pending.as_ref().map(|_| Arc::new(AtomicBool::new(false))), ..l.clone() })
+            .collect()
+    };
+    let (parents, children) = (renewed(&links.parents), renewed(&links.children));
+    let ends = parents.iter().map(|l| (l, false)).chain(children.iter().map(|l| (l, true)));
+    for (link, old_is_parent) in ends {
+        retarget(&link.node, old, new, &link.pending, old_is_parent);
+        let (from, to) = if old_is_parent { (new, &link.node) } else { (&link.node, new) };
+        if let Some(edge) = running.edges.get_mut(&(from.key.clone(), to.key.clone())) {
             edge.pending = link.pending.clone();
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::fasthash::{FastMap, FastSet};
 use crate::graph::{Edge, Graph, GraphError, Vertex};
-use crate::key::{ResError, ResKey};
+use crate::key::{ResError, ResKey, SendRecv};
 use crate::meta::{Meta, MetaError};
 use crate::node::{Digest, Link, Links, Node, Pairs, Run, lock};
 use crate::res::{InitCtx, Resource};
@@ -146,13 +146,18 @@ pub(crate) fn validate_vertex(v: &Vertex) -> Option<Rejection> {
 pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) {
     for ((from, to), edge) in edges.iter().filter(|(_, e)| !e.sendrecv.is_empty()) {
         let Some(sender) = running.vertices.get(from) else { continue };
-        let Some(sent) = lock(&sender.node.sends).clone() else { continue };
         let Some(receiver) = graph.vertices.iter_mut().find(|v| &v.key == to) else { continue };
-        for sr in &edge.sendrecv {
-            if let Some(value) = sent.get(&sr.send) {
-                // A value the receiver cannot take is reported when the worker transfers it.
-                let _ignored = receiver.res.recv(&sr.recv, value);
-            }
+        receive_held(&sender.node, &edge.sendrecv, receiver.res.as_mut());
+    }
+}
+
+/// Gives `receiver` what the running `sender` holds for the pairs `pairs`.
+pub(crate) fn receive_held(sender: &Node, pairs: &[SendRecv], receiver: &mut dyn Resource) {
+    let Some(sent) = lock(&sender.sends).clone() else { return };
+    for sr in pairs {
+        if let Some(value) = sent.get(&sr.send) {
+            // A value the receiver cannot take is reported when the worker transfers it.
+            let _ignored = receiver.recv(&sr.recv, value);
         }
     }
 }
@@ -186,56 +191,63 @@ pub(crate) fn same(old: &RunningVertex, new: &Vertex) -> bool {
         && *lock(&old.node.fingerprint) == Digest::of(&new.res.fingerprint())
 }
 
-/// Runs `init` on every vertex to start; on any failure cleans up those already inited and
-/// rejects the candidate.
 /// What [`init_new`] produced: the inited vertices with their captured reversals, and
 /// the candidate's edges.
 struct Inited {
     vertices: Vec<Vertex>,
-    reversals: Vec<(ResKey, Box<dyn Resource>)>,
+    reversals: Reversals,
     edges: BTreeMap<(ResKey, ResKey), Edge>,
 }
 
-/// On rejection, the vertices handed back (cleaned up) so injected reversals stay pending.
-type InitFailure = (SwapError, Vec<Vertex>);
+/// The reversals captured by inits (`Meta:reverse`), by key.
+pub(crate) type Reversals = Vec<(ResKey, Box<dyn Resource>)>;
 
+/// On rejection, the vertices handed back (cleaned up) so injected reversals stay pending.
+pub(crate) type InitFailure = (SwapError, Vec<Vertex>);
+
+/// Runs `init` on every vertex to start (see [`init_all`]).
 async fn init_new(
     state_dir: &Path,
     graph: Graph,
     edges: BTreeMap<(ResKey, ResKey), Edge>,
     plan: &Plan,
 ) -> Result<Inited, InitFailure> {
+    let (vertices, reversals) = init_all(state_dir, graph.vertices.into_iter().filter(|v| plan.starts(&v.key))).await?;
+    Ok(Inited { vertices, reversals, edges })
+}
+
+/// Runs `init` on each vertex in turn; on a failure cleans up those already inited and
+/// rejects, handing every vertex back.
+pub(crate) async fn init_all(
+    state_dir: &Path,
+    mut vertices: impl Iterator<Item = Vertex> + Send,
+) -> Result<(Vec<Vertex>, Reversals), InitFailure> {
     let mut inited: Vec<Vertex> = Vec::new();
     let mut reversals = Vec::new();
-    let mut problems = Vec::new();
-    let mut rest = graph.vertices.into_iter().filter(|v| plan.starts(&v.key));
-    for mut v in rest.by_ref() {
+    for mut v in vertices.by_ref() {
         match init_one(state_dir, &mut v).await {
             Ok(reversal) => {
                 reversals.extend(reversal.map(|r| (v.key.clone(), r)));
                 inited.push(v);
             }
             Err(error) => {
-                problems.push(Rejection::Init { key: v.key.clone(), error });
+                let rejection = Rejection::Init { key: v.key.clone(), error };
                 inited.push(v);
-                break;
+                for v in &mut inited {
+                    if let Err(error) = v.res.cleanup().await {
+                        tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
+                    }
+                }
+                inited.extend(vertices);
+                return Err((SwapError::Rejected(vec![rejection]), inited));
             }
         }
     }
-    if problems.is_empty() {
-        return Ok(Inited { vertices: inited, reversals, edges });
-    }
-    for v in &mut inited {
-        if let Err(error) = v.res.cleanup().await {
-            tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
-        }
-    }
-    inited.extend(rest);
-    Err((SwapError::Rejected(problems), inited))
+    Ok((inited, reversals))
 }
 
 /// Inits one new vertex; its reversal when it asks for one (`Meta:reverse`).
-pub(crate) async fn init_one(state_dir: &Path, v: &mut Vertex) -> Result<Option<Box<dyn Resource>>, ResError> {
+async fn init_one(state_dir: &Path, v: &mut Vertex) -> Result<Option<Box<dyn Resource>>, ResError> {
     let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
     v.res.init(&ctx).await?;
     if v.meta.reverse { v.res.reversal() } else { Ok(None) }

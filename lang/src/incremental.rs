@@ -58,7 +58,11 @@ impl Outline {
         if !stmts.iter().all(independent) {
             return None;
         }
-        Some(Outline { len: text.len() as u32, segments: segments(stmts, text, 0, text.len(), catalog) })
+        let mut segments = segments(stmts, text, 0, text.len());
+        for (segment, stmt) in segments.iter_mut().zip(stmts) {
+            segment.ident = identity(stmt, text, catalog).unwrap_or(0);
+        }
+        Some(Outline { len: text.len() as u32, segments })
     }
 
     /// Keeps as standalone only the resources the program's output declares once, from
@@ -100,7 +104,7 @@ impl Outline {
             let (a, b) = (self.segments[i].start as i64 + shift, end(i) as i64 + shift);
             a >= 0
                 && b <= text.len() as i64
-                && text.get(a as usize..b as usize).is_some_and(|t| hash(t) == self.segments[i].hash)
+                && text.get(a as usize..b as usize).is_some_and(|t| hash_of(t) == self.segments[i].hash)
         };
         // The changed segments are first..=last: the rest hash the same, shifted by `delta`
         // after them. The last segment's end is the text's, from the front as from the back.
@@ -124,17 +128,18 @@ impl Outline {
         if !diags.is_empty() || parsed.stmts.len() != last - first + 1 {
             return Edit::Whole;
         }
-        let mut fresh = segments(&parsed.stmts, region, from, to, catalog);
+        let mut fresh = segments(&parsed.stmts, region, from, to);
         // Between two changes, statements stay as they were: they are left out, and keep
         // what `confirm` found of them.
         let mut changed = Vec::new();
         let ends: Vec<usize> = fresh.iter().skip(1).map(|s| s.start as usize).chain([to]).collect();
-        for ((old, new), end) in self.segments[first..=last].iter().zip(&mut fresh).zip(ends) {
+        for (((old, new), stmt), end) in self.segments[first..=last].iter().zip(&mut fresh).zip(&parsed.stmts).zip(ends)
+        {
+            new.ident = old.ident;
             if old.hash == new.hash {
-                new.ident = old.ident;
                 continue;
             }
-            if old.ident == 0 || old.ident != new.ident {
+            if old.ident == 0 || identity(stmt, region, catalog) != Some(old.ident) {
                 return Edit::Whole;
             }
             changed.push(new.start as usize..end);
@@ -153,20 +158,14 @@ impl Outline {
 }
 
 /// The segments of `stmts`, parsed from `text`, which starts at `base` in the file and
-/// ends at `end`.
-fn segments(stmts: &[Stmt], text: &str, base: usize, end: usize, catalog: &Catalog) -> Vec<Segment> {
+/// ends at `end`; their identities are left to the caller.
+fn segments(stmts: &[Stmt], text: &str, base: usize, end: usize) -> Vec<Segment> {
     let starts: Vec<usize> =
         stmts.iter().enumerate().map(|(i, s)| if i == 0 { 0 } else { s.span.start as usize }).collect();
-    stmts
-        .iter()
-        .enumerate()
-        .map(|(i, stmt)| {
+    (0..stmts.len())
+        .map(|i| {
             let to = starts.get(i + 1).copied().unwrap_or(end - base);
-            Segment {
-                start: (base + starts[i]) as u32,
-                hash: hash(&text[starts[i]..to]),
-                ident: identity(stmt, text, catalog).unwrap_or(0),
-            }
+            Segment { start: (base + starts[i]) as u32, hash: hash_of(&text[starts[i]..to]), ident: 0 }
         })
         .collect()
 }
@@ -243,10 +242,6 @@ fn literal(expr: &Expr) -> bool {
         ExprKind::Struct(fields) => fields.iter().all(|(_, v)| literal(v)),
         _ => false,
     }
-}
-
-fn hash(text: &str) -> u64 {
-    hash_of(text)
 }
 
 fn hash_of(value: &(impl Hash + ?Sized)) -> u64 {

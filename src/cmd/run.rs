@@ -61,8 +61,9 @@ pub fn run(opts: RunArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // Live edits (the code watcher) compile an edit of resources' params alone.
-            let outlined = !opts.no_watch && !opts.noop;
+            // Live edits (the code watcher) compile an edit of resources' params alone; a run
+            // that ends at its first converge has none.
+            let outlined = !opts.no_watch && !opts.noop && opts.converged_timeout.is_none_or(|s| s > 0.0);
             match load(&program, &catalog, outlined) {
                 Ok(c) => {
                     if !opts.quiet {

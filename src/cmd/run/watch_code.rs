@@ -71,7 +71,7 @@ impl CodeWatcher {
         self.extend(root, sources);
     }
 
-    /// Records `text` as what was last compiled from the program's file `name` (a live edit
+    /// Records `text` as what was last compiled from the program's file `file` (a live edit
     /// compiled alone), for the comparison after lost events.
     pub fn compiled(&mut self, root: &Path, file: &lang::span::SourceFile, text: &str) {
         self.files.insert(source_path(root, file).components().collect(), digest(text.as_bytes()));
@@ -219,12 +219,12 @@ fn is_source_name(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "mcl") || path.file_name().is_some_and(|n| n == "metadata.yaml")
 }
 
-/// What identifies a source's text (a change of it reloads the program).
 /// Where a source file is on disk.
 fn source_path(root: &Path, file: &lang::span::SourceFile) -> PathBuf {
     file.real_path.clone().unwrap_or_else(|| root.join(file.name.trim_start_matches('/')))
 }
 
+/// What identifies a source's text (a change of it reloads the program).
 fn digest(text: &[u8]) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     text.hash(&mut h);
