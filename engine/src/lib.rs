@@ -93,6 +93,11 @@ pub struct EngineConfig {
     /// stalls the watches and servers, which stay on the runtime the engine was created in.
     /// `None`: everything runs on the engine's runtime.
     pub apply_pool: Option<tokio::runtime::Handle>,
+    /// The run ends at its first converge (`tend run --converged-timeout 0`, `--noop`):
+    /// workers start no passive watch ([`Resource::watch_passive`]), only its startup event,
+    /// so each such resource is checked once, as a one-shot agent would. Watches that do
+    /// work of their own still start.
+    pub one_shot: bool,
 }
 
 impl Default for EngineConfig {
@@ -101,6 +106,7 @@ impl Default for EngineConfig {
             state_dir: std::env::temp_dir().join("tend-state"),
             stop_timeout: Duration::from_secs(10),
             apply_pool: None,
+            one_shot: false,
         }
     }
 }
@@ -142,6 +148,7 @@ impl Engine {
             failed_for_good: watch::Sender::new(0),
             exiting: AtomicBool::new(false),
             apply_pool: config.apply_pool.clone(),
+            one_shot: config.one_shot,
             watch_rt: tokio::runtime::Handle::try_current().ok(),
         });
         Engine {

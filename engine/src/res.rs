@@ -48,13 +48,18 @@ pub trait Resource: Send + Sync + 'static {
         })
     }
 
-    /// Whether the watch only waits and forwards events, doing no work of its own that must
-    /// not wait (it serves nothing, runs no timer others rely on). Then, with workers on an
-    /// apply pool, the engine polls it inside the worker's own task, where events that come
-    /// during a check-apply wait until the step is over, instead of giving it a task of
-    /// its own on the engine's runtime: a task, a join handle and a wrapper less per
-    /// resource. (A watch that can be a callback does better: [`Resource::subscribe`].)
-    fn watch_inline(&self) -> bool {
+    /// Whether the watch only observes: it waits and forwards events (as a future or as a
+    /// [`Resource::subscribe`] registration), doing no work of its own that must not wait
+    /// (it serves nothing, runs no timer or command others rely on). Such a watch:
+    /// - with workers on an apply pool, is polled inside the worker's own task, where events
+    ///   that come during a check-apply wait until the step is over, instead of getting a
+    ///   task of its own on the engine's runtime (a task, a join handle and a wrapper less
+    ///   per resource);
+    /// - is not started at all by a run that ends at its first converge
+    ///   ([`crate::EngineConfig::one_shot`]): nothing it could report would be acted on, and
+    ///   at a hundred thousand files its registrations and the events of the run's own
+    ///   writes were the larger part of a cold run.
+    fn watch_passive(&self) -> bool {
         false
     }
 

@@ -61,6 +61,8 @@ pub(crate) struct Shared {
     /// their watches then run on `watch_rt`, the runtime the engine was created in.
     pub(crate) apply_pool: Option<tokio::runtime::Handle>,
     pub(crate) watch_rt: Option<tokio::runtime::Handle>,
+    /// `EngineConfig::one_shot`: passive watches are not started.
+    pub(crate) one_shot: bool,
 }
 
 impl Shared {
@@ -511,7 +513,12 @@ impl Worker {
     /// good) cancels it to stop its watch.
     fn start_watch(&self) -> Watching {
         let ctx = WatchCtx { node: self.node.clone(), converger: self.shared.converger.clone() };
-        let mut inline = true;
+        let passive = self.res.watch_passive();
+        if self.shared.one_shot && passive && !self.meta.hidden {
+            // The startup event only; like a subscription, it leaves the worker free to park.
+            ctx.event();
+            return Watching::Subscribed(Box::new(Unwatched));
+        }
         let fut: WatchFuture = if self.meta.hidden || self.meta.poll < 0 {
             Box::pin(async move {
                 ctx.event();
@@ -537,16 +544,13 @@ impl Worker {
                 }
                 // Reported as a watch that failed at once: the same retries follow.
                 Some(Err(error)) => Box::pin(std::future::ready(Err(error))),
-                None => {
-                    inline = self.res.watch_inline();
-                    self.res.watch(ctx)
-                }
+                None => self.res.watch(ctx),
             }
         };
         match (&self.shared.apply_pool, &self.shared.watch_rt) {
             // The worker runs on the apply pool: a watch with work of its own stays on the
             // engine's runtime, where a blocking check-apply cannot hold it up.
-            (Some(_), Some(rt)) if !inline => {
+            (Some(_), Some(rt)) if !passive => {
                 let mut fut = fut;
                 let mut task = AbortOnDrop(rt.spawn(async move { caught(&mut fut).await }));
                 Watching::Task(Box::pin(async move {
@@ -691,6 +695,11 @@ pub(crate) enum Watching {
     Task(WatchFuture),
     Subscribed(Box<dyn Subscription>),
 }
+
+/// The watch of a passive resource in a one-shot run (`EngineConfig::one_shot`): none.
+struct Unwatched;
+
+impl Subscription for Unwatched {}
 
 /// A watch started for a worker before it runs.
 pub(crate) struct FirstWatch(Watching);

@@ -263,6 +263,11 @@ impl Resource for File {
         Ok(())
     }
 
+    /// A file's watch only tells the engine about changes.
+    fn watch_passive(&self) -> bool {
+        true
+    }
+
     /// The process's one inotify hub calls the node on each change: no task, no future.
     /// Only a file whose whole state the stamp proves can tell its own writes apart (the
     /// call sees that the file is still as this resource last verified it).

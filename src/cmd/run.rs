@@ -132,10 +132,15 @@ pub fn run(opts: RunArgs) -> ExitCode {
     };
     let watch = !opts.no_watch && !opts.noop && matches!(start, Start::Program(_));
     let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
+    // --noop checks once and reports; it does not keep watching.
+    let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let config = EngineConfig {
         state_dir: state_dir.clone(),
         stop_timeout: SHUTDOWN_DEADLINE,
         apply_pool: Some(apply_rt.handle().clone()),
+        // A run that ends at its first converge checks each file once, as a one-shot agent
+        // does; following deploys, it waits for the fleet and keeps watching meanwhile.
+        one_shot: hold == Some(Duration::ZERO) && matches!(start, Start::Program(_)),
     };
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.watch_world(world);
@@ -165,8 +170,6 @@ pub fn run(opts: RunArgs) -> ExitCode {
         format: opts.format,
         detailed_exitcodes: opts.detailed_exitcodes,
     };
-    // --noop checks once and reports; it does not keep watching.
-    let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let code = rt.block_on(async {
         let code = runner.main(start, hold, watch).await;
         // Leave the cluster: this host's claim and entries go at once.

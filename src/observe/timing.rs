@@ -54,8 +54,8 @@ impl Resource for Timed {
         self.inner.watch(ctx)
     }
 
-    fn watch_inline(&self) -> bool {
-        self.inner.watch_inline()
+    fn watch_passive(&self) -> bool {
+        self.inner.watch_passive()
     }
 
     fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn Subscription>, ResError>> {

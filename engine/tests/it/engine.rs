@@ -666,7 +666,7 @@ async fn a_panicking_watch_is_an_error_whether_polled_inline_or_in_a_task_of_its
     let mut resources = Vec::new();
     for (name, inline, panics) in [("inline", true, 1), ("spawned", false, 1), ("doomed", true, 5)] {
         let mut r = Scripted::new(name, &log);
-        r.inline_watch = inline;
+        r.passive_watch = inline;
         r.probe.watch_panics.store(panics, Ordering::SeqCst);
         probes.push(r.probe());
         resources.push((r, Meta { retry: 1, delay: 10, ..Meta::default() }));
@@ -879,4 +879,35 @@ async fn dropping_the_engine_stops_its_workers() {
     }
     assert_eq!(probe.cleanups.load(Ordering::SeqCst), 1);
     assert!(probe.watch_dropped.load(Ordering::SeqCst));
+}
+
+/// A one-shot engine (a run that ends at its first converge) starts no passive watch, by
+/// subscription or by future: such a resource is checked once, in order, from its startup
+/// event alone. A watch that does work of its own still starts.
+#[tokio::test]
+async fn a_one_shot_engine_starts_no_passive_watch() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine::Engine::new(engine::EngineConfig {
+        state_dir: dir.path().to_path_buf(),
+        stop_timeout: WAIT,
+        apply_pool: Some(support::apply_pool()),
+        one_shot: true,
+    });
+    let log = Log::default();
+    let mut probes = Vec::new();
+    let mut resources = Vec::new();
+    for (name, passive, subscribed) in [("subscribed", true, true), ("observer", true, false), ("worker", false, false)]
+    {
+        let mut r = Scripted::new(name, &log);
+        r.passive_watch = passive;
+        r.subscribed = subscribed;
+        probes.push(r.probe());
+        resources.push(r);
+    }
+    engine.apply(graph(resources, &[("subscribed", "observer", false), ("observer", "worker", false)])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(log.entries(), ["subscribed", "observer", "worker"], "each checked once, in order");
+    let starts: Vec<usize> = probes.iter().map(|p| p.watch_starts.load(Ordering::SeqCst)).collect();
+    assert_eq!(starts, [0, 0, 1], "only the watch that does work of its own started");
+    engine.shutdown(WAIT).await;
 }

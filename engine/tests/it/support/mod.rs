@@ -85,8 +85,8 @@ pub struct Scripted {
     pub init_fails: bool,
     /// Offer a reversal (a resource logging `NAME~reversal`).
     pub reversible: bool,
-    /// Ask for the watch to be polled in the worker's task ([`Resource::watch_inline`]).
-    pub inline_watch: bool,
+    /// Ask for the watch to be polled in the worker's task ([`Resource::watch_passive`]).
+    pub passive_watch: bool,
     /// Watch through a subscription ([`Resource::subscribe`]) instead of a future.
     pub subscribed: bool,
 }
@@ -132,7 +132,7 @@ impl Scripted {
             invalid: false,
             init_fails: false,
             reversible: false,
-            inline_watch: false,
+            passive_watch: false,
             subscribed: false,
         }
     }
@@ -159,8 +159,8 @@ impl Resource for Scripted {
         if self.init_fails { Err(ResError::new("told to fail init")) } else { Ok(()) }
     }
 
-    fn watch_inline(&self) -> bool {
-        self.inline_watch
+    fn watch_passive(&self) -> bool {
+        self.passive_watch
     }
 
     fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn engine::Subscription>, ResError>> {
@@ -302,6 +302,7 @@ pub fn engine(dir: &tempfile::TempDir) -> Engine {
         state_dir: dir.path().to_path_buf(),
         stop_timeout: Duration::from_secs(5),
         apply_pool: Some(apply_pool()),
+        one_shot: false,
     })
 }
 
@@ -311,6 +312,7 @@ pub fn inline_engine(dir: &tempfile::TempDir) -> Engine {
         state_dir: dir.path().to_path_buf(),
         stop_timeout: Duration::from_secs(5),
         apply_pool: None,
+        one_shot: false,
     })
 }
 
