@@ -59,8 +59,9 @@ enum Driven {
     /// Shut down, or stopped with an error (already published).
     Stopped,
     /// The graph holds no stream, so its output can never change again: the engine and
-    /// the function graph are no longer needed.
-    Fixed,
+    /// the function graph are no longer needed. Holds the last output when it is still to
+    /// be sent: it goes out once they are freed.
+    Fixed(Option<Arc<Output>>),
 }
 
 /// Runs a graph until shutdown or the first error. Cancels every stream on the way out.
@@ -85,11 +86,15 @@ pub(crate) fn run(
     let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &progress)));
     match result {
         Ok(Driven::Stopped) => {}
-        Ok(Driven::Fixed) => {
-            // Free the function graph and every computed value (tens of megabytes for a
-            // large program) before the caller turns the output into resources, then idle
-            // until shutdown: nothing but a shutdown can arrive without streams.
+        Ok(Driven::Fixed(output)) => {
+            // Free the function graph and every computed value (as large as the program's
+            // syntax tree) before the reader turns the output into resources, so that the
+            // two never take memory at once; then idle until shutdown: nothing but a
+            // shutdown can arrive without streams.
             drop(engine);
+            if let Some(output) = output {
+                out.send_replace(Some(Ok(Handoff::new(output))));
+            }
             while let Ok(ev) = events.recv() {
                 if matches!(ev, Event::Shutdown) {
                     break;
@@ -169,11 +174,14 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
             progress.fixed.store(fixed, Ordering::SeqCst);
             if last.as_deref() != Some(&output) {
                 let output = Arc::new(output);
+                if fixed {
+                    return Driven::Fixed(Some(output));
+                }
                 out.send_replace(Some(Ok(Handoff::new(output.clone()))));
                 last = Some(output);
             }
             if fixed {
-                return Driven::Fixed;
+                return Driven::Fixed(None);
             }
         }
         match events.recv() {
