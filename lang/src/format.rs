@@ -75,11 +75,7 @@ fn lines(text: &str, tokens: Vec<(Tok, Span)>) -> Vec<Line> {
             // After `$` or `.`, a keyword is a name (`$map`, `iter.map`).
             tok => {
                 let named = matches!(line.tokens.last(), Some(Token { tok: Tok::Dollar | Tok::Dot, .. }));
-                let tok = if named && !matches!(tok, Tok::Ident(_) | Tok::Cap(_)) {
-                    Tok::Ident(text[span.range()].to_string())
-                } else {
-                    tok
-                };
+                let tok = if named && !matches!(tok, Tok::Ident | Tok::Cap) { Tok::Ident } else { tok };
                 line.tokens.push(Token { tok, span });
             }
         }
@@ -140,7 +136,7 @@ impl Printer {
     fn tokens(&mut self, text: &str, tokens: &[Token], indent: usize) {
         for (i, token) in tokens.iter().enumerate() {
             let prev = i.checked_sub(1).map(|p| &tokens[p]);
-            if i > 0 && self.spaced(tokens, i - 1, i) {
+            if i > 0 && self.spaced(text, tokens, i - 1, i) {
                 self.out.push(' ');
             }
             self.out.push_str(&text[token.span.range()]);
@@ -159,7 +155,7 @@ impl Printer {
     }
 
     /// Whether a space goes between `tokens[a]` and the next one, `tokens[b]`.
-    fn spaced(&self, tokens: &[Token], a: usize, b: usize) -> bool {
+    fn spaced(&self, text: &str, tokens: &[Token], a: usize, b: usize) -> bool {
         let (left, right) = (&tokens[a].tok, &tokens[b].tok);
         let in_block = self.open.last().is_some_and(|o| o.block);
         // `[]` sticks to its element type.
@@ -178,22 +174,20 @@ impl Printer {
             Tok::Comma | Tok::Semicolon => return true,
             _ => {}
         }
-        let is_var = |at: usize| matches!(tokens[at].tok, Tok::Ident(_)) && at > 0 && tokens[at - 1].tok == Tok::Dollar;
+        let is_var = |at: usize| matches!(tokens[at].tok, Tok::Ident) && at > 0 && tokens[at - 1].tok == Tok::Dollar;
         match right {
-            Tok::LParen => {
-                !matches!(left, Tok::Ident(_) | Tok::Cap(_) | Tok::Func | Tok::Panic | Tok::RParen | Tok::RBrace)
-            }
+            Tok::LParen => !matches!(left, Tok::Ident | Tok::Cap | Tok::Func | Tok::Panic | Tok::RParen | Tok::RBrace),
             // Indexing sticks to what it indexes; `$x []str` is a type annotation.
             Tok::LBrack => {
                 let type_follows = tokens.get(b + 1).is_some_and(|t| t.tok == Tok::RBrack);
-                let enum_list = matches!(left, Tok::Ident(w) if w == "enum");
-                let indexable = matches!(left, Tok::RBrack | Tok::RParen | Tok::Cap(_)) || is_var(a) || enum_list;
+                let enum_list = *left == Tok::Ident && &text[tokens[a].span.range()] == "enum";
+                let indexable = matches!(left, Tok::RBrack | Tok::RParen | Tok::Cap) || is_var(a) || enum_list;
                 !indexable || (type_follows && is_var(a))
             }
             Tok::LBrace => !matches!(left, Tok::Map | Tok::Struct) && !self.constructs.contains(&tokens[a].span.end),
             // `$s->field` is a field; `A -> B` an edge.
-            Tok::Arrow => !matches!(tokens.get(b + 1).map(|t| &t.tok), Some(Tok::Ident(_))),
-            _ if *left == Tok::Arrow => !matches!(right, Tok::Ident(_)),
+            Tok::Arrow => !matches!(tokens.get(b + 1).map(|t| &t.tok), Some(Tok::Ident)),
+            _ if *left == Tok::Arrow => !matches!(right, Tok::Ident),
             _ => true,
         }
     }
@@ -211,15 +205,15 @@ fn opens_block(tok: &Tok) -> bool {
         Tok::RParen
             | Tok::RBrack
             | Tok::RBrace
-            | Tok::Str(_)
-            | Tok::Ident(_)
-            | Tok::Cap(_)
+            | Tok::Str
+            | Tok::Ident
+            | Tok::Cap
             | Tok::Else
             | Tok::True
             | Tok::False
-            | Tok::Int(_)
-            | Tok::Float(_)
-            | Tok::Regex(_)
+            | Tok::Int
+            | Tok::Float
+            | Tok::Regex
             | Tok::CollectClose
             | Tok::ExportClose
             | Tok::StrKw

@@ -11,7 +11,7 @@ use crate::init::{EDGE_PROPERTIES, META_PARAMS};
 use crate::scope::default_namespace;
 use crate::span::{FileId, Span};
 use crate::syntax::ast::{Stmt, StmtKind};
-use crate::syntax::token::{Tok, lex};
+use crate::syntax::token::{self, Tok, lex};
 use crate::types::Type;
 
 use super::{Analysis, contains};
@@ -77,7 +77,7 @@ pub fn complete(
         return out;
     }
     let tokens = lex(file, text).tokens;
-    if let Some(kind) = collector_query(&tokens, word_start, catalog) {
+    if let Some(kind) = collector_query(text, &tokens, word_start, catalog) {
         return query_attrs(&kind, catalog);
     }
     let line_start = head.rfind('\n').map_or(0, |n| n + 1);
@@ -89,7 +89,7 @@ pub fn complete(
         return classes(&parsed());
     }
     let at_line_start = head[line_start..].trim().is_empty();
-    match enclosing_body(&tokens, word_start, catalog) {
+    match enclosing_body(text, &tokens, word_start, catalog) {
         Some(body) if at_line_start => body_entries(&body, catalog),
         Some(body) => match field_before_rocket(&head[line_start..]) {
             Some(field) => allowed_values(&body.kind, field, catalog),
@@ -134,7 +134,7 @@ struct Body {
 
 /// Finds the innermost `{` open at `offset` and whether it opens a resource body, a
 /// defaults block (`File {`) or an override (`File["x"] {`) of a known kind.
-fn enclosing_body(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<Body> {
+fn enclosing_body(text: &str, tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<Body> {
     let mut open: Vec<usize> = Vec::new();
     for (i, (tok, span)) in tokens.iter().enumerate() {
         if span.start as usize >= offset {
@@ -161,9 +161,10 @@ fn enclosing_body(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> O
         }
         first -= 1;
     }
-    let kind = tokens[first..brace].iter().find_map(|(t, _)| match t {
+    let kind = tokens[first..brace].iter().find_map(|(t, span)| match t {
         Tok::At | Tok::AtAt | Tok::Collect => None,
-        Tok::Ident(k) | Tok::Cap(k) => Some(Some(k.clone())),
+        Tok::Ident => Some(Some(text[span.range()].to_string())),
+        Tok::Cap => Some(Some(token::cap_name(&text[span.range()]))),
         _ => Some(None),
     })??;
     catalog.resource(&kind)?;
@@ -174,8 +175,8 @@ fn enclosing_body(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> O
         match &w[0].0 {
             Tok::LBrace => depth += 1,
             Tok::RBrace => depth -= 1,
-            Tok::Ident(name) if depth == 1 && w[1].0 == Tok::Rocket => {
-                set.insert(name.clone());
+            Tok::Ident if depth == 1 && w[1].0 == Tok::Rocket => {
+                set.insert(text[w[0].1.range()].to_string());
             }
             _ => {}
         }
@@ -189,17 +190,18 @@ fn enclosing_body(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> O
 /// The kind of the collector whose query (`Kind <| … |>`, `Kind <<| … |>>`) the cursor at
 /// `offset` is in, when it is a known kind and the cursor is where an attribute goes (not
 /// right after a comparison).
-fn collector_query(tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<String> {
-    let before: Vec<&Tok> = tokens.iter().take_while(|(_, s)| (s.start as usize) < offset).map(|(t, _)| t).collect();
-    let open = before.iter().rposition(|t| matches!(t, Tok::CollectOpen | Tok::ExportOpen))?;
-    if before[open..].iter().any(|t| matches!(t, Tok::CollectClose | Tok::ExportClose)) {
+fn collector_query(text: &str, tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<String> {
+    let before: Vec<&(Tok, Span)> = tokens.iter().take_while(|(_, s)| (s.start as usize) < offset).collect();
+    let open = before.iter().rposition(|(t, _)| matches!(t, Tok::CollectOpen | Tok::ExportOpen))?;
+    if before[open..].iter().any(|(t, _)| matches!(t, Tok::CollectClose | Tok::ExportClose)) {
         return None;
     }
-    if matches!(before.last(), Some(Tok::EqEq | Tok::NotEq)) {
+    if matches!(before.last(), Some((Tok::EqEq | Tok::NotEq, _))) {
         return None;
     }
-    let Tok::Cap(kind) = before.get(open.checked_sub(1)?)? else { return None };
-    catalog.resource(kind).map(|_| kind.clone())
+    let (Tok::Cap, span) = before.get(open.checked_sub(1)?)? else { return None };
+    let kind = token::cap_name(&text[span.range()]);
+    catalog.resource(&kind).map(|_| kind)
 }
 
 /// What a collector's query may compare: the kind's params, its name and its tags.

@@ -33,21 +33,21 @@ pub fn highlight(file: FileId, text: &str) -> Vec<(Span, Highlight)> {
         let next = tokens.get(i + 1).map(|(t, _)| t);
         let prev = i.checked_sub(1).map(|p| &tokens[p].0);
         let kind = match tok {
-            Tok::Ident(_) if prev == Some(&Tok::Dollar) => continue,
+            Tok::Ident if prev == Some(&Tok::Dollar) => continue,
             Tok::Dollar => {
                 let end = match tokens.get(i + 1) {
-                    Some((Tok::Ident(_), s)) => s.end,
+                    Some((Tok::Ident, s)) => s.end,
                     _ => span.end,
                 };
                 out.push((Span { end, ..*span }, Highlight::Variable));
                 continue;
             }
-            Tok::Ident(_) => match next {
+            Tok::Ident => match next {
                 Some(Tok::LParen) => Highlight::Function,
                 Some(Tok::Dot) => Highlight::Namespace,
                 Some(Tok::Rocket | Tok::Append) => Highlight::Property,
                 _ if prev == Some(&Tok::Arrow) => Highlight::Property,
-                Some(Tok::Str(_) | Tok::LBrack | Tok::Colon) | Some(Tok::Dollar)
+                Some(Tok::Str | Tok::LBrack | Tok::Colon) | Some(Tok::Dollar)
                     if starts_statement(prev) || prev == Some(&Tok::Colon) =>
                 {
                     Highlight::Type
@@ -55,10 +55,10 @@ pub fn highlight(file: FileId, text: &str) -> Vec<(Span, Highlight)> {
                 _ if matches!(prev, Some(Tok::Colon)) => Highlight::Type,
                 _ => continue,
             },
-            Tok::Cap(_) => Highlight::Type,
-            Tok::Str(_) => Highlight::String,
-            Tok::Regex(_) => Highlight::Regexp,
-            Tok::Int(_) | Tok::Float(_) => Highlight::Number,
+            Tok::Cap => Highlight::Type,
+            Tok::Str => Highlight::String,
+            Tok::Regex => Highlight::Regexp,
+            Tok::Int | Tok::Float => Highlight::Number,
             Tok::BoolKw | Tok::StrKw | Tok::IntKw | Tok::FloatKw | Tok::Map | Tok::Struct | Tok::Variant => {
                 Highlight::Type
             }

@@ -20,7 +20,7 @@ mod types;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::{FileId, Span};
 use crate::syntax::ast::{Block, Stmt};
-use crate::syntax::token::Tok;
+use crate::syntax::token::{self, Tok};
 
 /// How deep expressions, types and blocks may nest before the parser gives up on them
 /// (instead of overflowing the stack).
@@ -37,13 +37,16 @@ pub(crate) struct Fail;
 pub(crate) type PResult<T> = Result<T, Fail>;
 
 /// Parses a whole file's tokens (which end with [`Tok::Eof`]).
-pub(crate) fn parse_tokens(file: FileId, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
-    let mut p = Parser { tokens, pos: 0, file, diags: Diagnostics::new(), delims: Vec::new(), depth: 0, height: 0 };
+pub(crate) fn parse_tokens(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
+    let mut p =
+        Parser { text, tokens, pos: 0, file, diags: Diagnostics::new(), delims: Vec::new(), depth: 0, height: 0 };
     let stmts = p.stmts(false);
     (stmts, p.diags)
 }
 
 pub(crate) struct Parser<'t> {
+    /// The source the tokens' spans point into: a token's text is its slice.
+    text: &'t str,
     tokens: &'t [(Tok, Span)],
     pos: usize,
     file: FileId,
@@ -73,6 +76,26 @@ impl<'t> Parser<'t> {
 
     fn span(&self) -> Span {
         self.tokens[self.pos.min(self.tokens.len() - 1)].1
+    }
+
+    /// The source text of the token `n` ahead (a word, a literal with its quotes).
+    fn text_at(&self, n: usize) -> &'t str {
+        self.text.get(self.span_at(n).range()).unwrap_or_default()
+    }
+
+    /// The source text of the current token.
+    fn word(&self) -> &'t str {
+        self.text_at(0)
+    }
+
+    /// Whether the current token is the identifier `word` (a contextual keyword such as
+    /// `type`, `inherits`, `realize`).
+    fn at_word(&self, word: &str) -> bool {
+        self.at_word_at(0, word)
+    }
+
+    fn at_word_at(&self, n: usize, word: &str) -> bool {
+        *self.peek_at(n) == Tok::Ident && self.text_at(n) == word
     }
 
     /// The span of the last consumed token.
@@ -116,7 +139,7 @@ impl<'t> Parser<'t> {
     fn open(&mut self, tok: &Tok) -> PResult<Span> {
         let expected = format!("`{}`", tok.text().unwrap_or("?"));
         let span = self.expect(tok, &expected)?;
-        self.delims.push((tok.clone(), span));
+        self.delims.push((*tok, span));
         Ok(span)
     }
 
@@ -150,7 +173,7 @@ impl<'t> Parser<'t> {
         if matches!(found, Tok::Error) {
             return None;
         }
-        let message = format!("syntax error: unexpected {found}, expected {expected}");
+        let message = format!("syntax error: unexpected {}, expected {expected}", token::describe(*found, self.word()));
         let mut diag = Diagnostic::new(Stage::LexParse, message, self.span()).with_code(Code::Syntax);
         if matches!(found, Tok::Eof | Tok::RParen | Tok::RBrack | Tok::RBrace)
             && let Some((open, open_span)) = self.delims.last()
@@ -224,7 +247,7 @@ impl<'t> Parser<'t> {
     /// that matches no open one is stray and skipped, except `}`, which belongs to the
     /// enclosing block (so an unclosed `(` does not swallow the rest of the block).
     fn skip_past_error(&mut self, base: usize, stop_at_comma: bool) {
-        let mut open: Vec<Tok> = self.delims.get(base..).unwrap_or_default().iter().map(|(t, _)| t.clone()).collect();
+        let mut open: Vec<Tok> = self.delims.get(base..).unwrap_or_default().iter().map(|(t, _)| *t).collect();
         self.delims.truncate(base);
         loop {
             let tok = self.peek();
@@ -238,7 +261,7 @@ impl<'t> Parser<'t> {
                     self.bump();
                     return;
                 }
-                Tok::LParen | Tok::LBrack | Tok::LBrace => open.push(tok.clone()),
+                Tok::LParen | Tok::LBrack | Tok::LBrace => open.push(*tok),
                 Tok::RParen | Tok::RBrack | Tok::RBrace => {
                     let opener = match tok {
                         Tok::RParen => Tok::LParen,

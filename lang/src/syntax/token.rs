@@ -4,28 +4,31 @@
 //! return outside a string and an unterminated string become a [`Tok::Error`] token plus a
 //! diagnostic, so the parser can carry on and report later syntax errors too.
 
-use std::fmt;
-
 use logos::Logos;
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::{FileId, Span};
 
-/// A token as the parser sees it.
-#[derive(Clone, Debug, PartialEq)]
+/// A token as the parser sees it. Tokens carry no text: a word's, a literal's or a
+/// number's is its span's slice of the source, read through [`str_body`], [`cap_name`],
+/// [`int_value`] and friends when the parser needs it. (A large program has millions of
+/// tokens: a byte each, instead of a string each.)
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Tok {
     Newline,
     /// A lowercase identifier (`foo`, `a_b1`).
-    Ident(String),
-    /// A capitalized identifier, already lower-cased (`File` is `file`, `Meta` is `meta`).
-    Cap(String),
-    Int(i64),
-    Float(f64),
-    /// A string literal's raw text between the quotes.
-    Str(String),
+    Ident,
+    /// A capitalized identifier (`File`); its name is lower-cased ([`cap_name`]: `file`).
+    Cap,
+    /// An integer that fits 64 bits ([`int_value`]).
+    Int,
+    /// A finite float ([`float_value`]).
+    Float,
+    /// A string literal, quotes included; [`str_body`] is its raw text between them.
+    Str,
     /// A regular expression between slashes, only in a node definition's header
-    /// (`node /^db\d+$/ {`): the text between the slashes.
-    Regex(String),
+    /// (`node /^db\d+$/ {`); [`str_body`] is the text between the slashes.
+    Regex,
 
     If,
     Else,
@@ -175,24 +178,43 @@ impl Tok {
     }
 }
 
-/// How a token is named in "unexpected ..." messages.
-impl fmt::Display for Tok {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(text) = self.text() {
-            return write!(f, "`{text}`");
-        }
-        match self {
-            Tok::Newline => f.write_str("newline"),
-            Tok::Ident(name) => write!(f, "identifier `{name}`"),
-            Tok::Cap(name) => write!(f, "capitalized identifier `{name}`"),
-            Tok::Int(n) => write!(f, "integer `{n}`"),
-            Tok::Float(x) => write!(f, "float `{x}`"),
-            Tok::Str(_) => f.write_str("string"),
-            Tok::Regex(_) => f.write_str("regular expression"),
-            Tok::Error => f.write_str("invalid token"),
-            Tok::Eof => f.write_str("end of file"),
-            _ => f.write_str("token"),
-        }
+/// The text of a string literal or a regular expression between its delimiters, from the
+/// token's slice of the source (a string's quotes, a regex's slashes).
+pub fn str_body(slice: &str) -> &str {
+    slice.get(1..slice.len().saturating_sub(1)).unwrap_or_default()
+}
+
+/// A capitalized identifier's name, lower-cased (`File` is `file`, `Meta` is `meta`).
+pub fn cap_name(slice: &str) -> String {
+    slice.to_lowercase()
+}
+
+/// The value of a [`Tok::Int`] token's slice (which the lexer checked).
+pub fn int_value(slice: &str) -> i64 {
+    slice.parse().unwrap_or_default()
+}
+
+/// The value of a [`Tok::Float`] token's slice (which the lexer checked).
+pub fn float_value(slice: &str) -> f64 {
+    slice.parse().unwrap_or_default()
+}
+
+/// How a token whose source text is `slice` is named in "unexpected ..." messages.
+pub fn describe(tok: Tok, slice: &str) -> String {
+    if let Some(text) = tok.text() {
+        return format!("`{text}`");
+    }
+    match tok {
+        Tok::Newline => "newline".into(),
+        Tok::Ident => format!("identifier `{slice}`"),
+        Tok::Cap => format!("capitalized identifier `{}`", cap_name(slice)),
+        Tok::Int => format!("integer `{}`", int_value(slice)),
+        Tok::Float => format!("float `{}`", float_value(slice)),
+        Tok::Str => "string".into(),
+        Tok::Regex => "regular expression".into(),
+        Tok::Error => "invalid token".into(),
+        Tok::Eof => "end of file".into(),
+        _ => "token".into(),
     }
 }
 
@@ -392,7 +414,7 @@ pub fn lex(file: FileId, text: &str) -> Lexed {
                 Some((at, '/')) => {
                     lexer.bump(at + 1);
                     let span = Span::new(file, range.start, range.end + at + 1);
-                    tokens.push((Tok::Regex(rest[..at].to_string()), span));
+                    tokens.push((Tok::Regex, span));
                 }
                 _ => {
                     diags.push(
@@ -490,7 +512,7 @@ fn misquoted_before(tokens: &[(Tok, Span)], text: &str, before: u32) -> Option<S
     let glued = |span: &Span| text[span.end as usize..].chars().next().is_some_and(starts_text);
     tokens
         .iter()
-        .filter(|(tok, span)| span.end <= before && matches!(tok, Tok::Str(s) if s.contains('\n')))
+        .filter(|(tok, span)| span.end <= before && *tok == Tok::Str && text[span.range()].contains('\n'))
         .map(|&(_, span)| span)
         .find(glued)
 }
@@ -515,10 +537,10 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
         Raw::Newline => Tok::Newline,
         // Handled in `lex`.
         Raw::CarriageReturn => Tok::Error,
-        Raw::Ident => Tok::Ident(slice.to_string()),
-        Raw::Cap => Tok::Cap(slice.to_lowercase()),
+        Raw::Ident => Tok::Ident,
+        Raw::Cap => Tok::Cap,
         Raw::Int => match slice.parse::<i64>() {
-            Ok(n) => Tok::Int(n),
+            Ok(_) => Tok::Int,
             Err(_) => {
                 diags.push(
                     Diagnostic::new(Stage::LexParse, format!("integer: overflow: `{slice}`"), span)
@@ -529,7 +551,7 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
             }
         },
         Raw::Float => match slice.parse::<f64>() {
-            Ok(x) if x.is_finite() => Tok::Float(x),
+            Ok(x) if x.is_finite() => Tok::Float,
             _ => {
                 diags.push(
                     Diagnostic::new(Stage::LexParse, format!("float: overflow: `{slice}`"), span).with_code(Code::Lex),
@@ -537,7 +559,7 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
                 Tok::Error
             }
         },
-        Raw::Str => Tok::Str(slice[1..slice.len() - 1].to_string()),
+        Raw::Str => Tok::Str,
         Raw::SingleQuoted => {
             let inner = &slice[1..slice.len() - 1];
             diags.push(
@@ -545,7 +567,7 @@ fn convert(raw: Raw, slice: &str, span: Span, diags: &mut Vec<Diagnostic>) -> To
                     .with_code(Code::Lex)
                     .with_note(format!("write \"{inner}\"")),
             );
-            Tok::Str(inner.to_string())
+            Tok::Str
         }
         Raw::OrOr | Raw::AndAnd => {
             let (word, tok) = if raw == Raw::OrOr { ("or", Tok::Or) } else { ("and", Tok::And) };
@@ -628,6 +650,11 @@ mod tests {
         lex(FileId(0), text).tokens.into_iter().map(|(t, _)| t).collect()
     }
 
+    /// Each token with its slice of `text`.
+    fn sliced(text: &str) -> Vec<(Tok, &str)> {
+        lex(FileId(0), text).tokens.into_iter().map(|(t, span)| (t, &text[span.range()])).collect()
+    }
+
     fn errors(text: &str) -> Vec<String> {
         lex(FileId(0), text).diags.iter().map(|d| d.message.clone()).collect()
     }
@@ -635,30 +662,33 @@ mod tests {
     #[test]
     fn keywords_win_only_on_exact_spelling() {
         assert_eq!(
-            toks("in index map mapping"),
-            vec![Tok::In, Tok::Ident("index".into()), Tok::Map, Tok::Ident("mapping".into()), Tok::Eof]
+            sliced("in index map mapping"),
+            [(Tok::In, "in"), (Tok::Ident, "index"), (Tok::Map, "map"), (Tok::Ident, "mapping"), (Tok::Eof, "")]
         );
     }
 
     #[test]
     fn capitalized_words_are_lower_cased_and_split_at_inner_capitals() {
-        assert_eq!(toks("File"), vec![Tok::Cap("file".into()), Tok::Eof]);
-        assert_eq!(toks("fooBar"), vec![Tok::Ident("foo".into()), Tok::Cap("bar".into()), Tok::Eof]);
-        assert_eq!(toks("HT"), vec![Tok::Cap("h".into()), Tok::Cap("t".into()), Tok::Eof]);
+        assert_eq!(sliced("File"), [(Tok::Cap, "File"), (Tok::Eof, "")]);
+        assert_eq!(cap_name("File"), "file");
+        assert_eq!(sliced("fooBar"), [(Tok::Ident, "foo"), (Tok::Cap, "Bar"), (Tok::Eof, "")]);
+        assert_eq!(sliced("HT"), [(Tok::Cap, "H"), (Tok::Cap, "T"), (Tok::Eof, "")]);
     }
 
     #[test]
     fn identifiers_do_not_end_with_an_underscore() {
-        assert_eq!(toks("a_b"), vec![Tok::Ident("a_b".into()), Tok::Eof]);
-        assert_eq!(toks("a_"), vec![Tok::Ident("a".into()), Tok::Error, Tok::Eof]);
+        assert_eq!(sliced("a_b"), [(Tok::Ident, "a_b"), (Tok::Eof, "")]);
+        assert_eq!(sliced("a_"), [(Tok::Ident, "a"), (Tok::Error, "_"), (Tok::Eof, "")]);
         assert_eq!(errors("a_"), vec!["unrecognized: `_`"]);
     }
 
     #[test]
     fn minus_is_part_of_number_literals() {
-        assert_eq!(toks("$x-1"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Int(-1), Tok::Eof]);
-        assert_eq!(toks("$x - 1"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Minus, Tok::Int(1), Tok::Eof]);
-        assert_eq!(toks("-1.5 1."), vec![Tok::Float(-1.5), Tok::Int(1), Tok::Dot, Tok::Eof]);
+        assert_eq!(toks("$x-1"), [Tok::Dollar, Tok::Ident, Tok::Int, Tok::Eof]);
+        assert_eq!(int_value(sliced("$x-1")[2].1), -1);
+        assert_eq!(toks("$x - 1"), [Tok::Dollar, Tok::Ident, Tok::Minus, Tok::Int, Tok::Eof]);
+        assert_eq!(sliced("-1.5 1."), [(Tok::Float, "-1.5"), (Tok::Int, "1"), (Tok::Dot, "."), (Tok::Eof, "")]);
+        assert_eq!(float_value("-1.5"), -1.5);
     }
 
     #[test]
@@ -671,8 +701,10 @@ mod tests {
 
     #[test]
     fn strings_keep_raw_text_and_may_span_lines() {
-        assert_eq!(toks(r#""a\"b${x}""#), vec![Tok::Str(r#"a\"b${x}"#.into()), Tok::Eof]);
-        assert_eq!(toks("\"a\nb\""), vec![Tok::Str("a\nb".into()), Tok::Eof]);
+        let text = r#""a\"b${x}""#;
+        assert_eq!(toks(text), [Tok::Str, Tok::Eof]);
+        assert_eq!(str_body(sliced(text)[0].1), r#"a\"b${x}"#);
+        assert_eq!(str_body(sliced("\"a\nb\"")[0].1), "a\nb");
         assert_eq!(errors("\"abc"), vec!["unterminated string literal"]);
     }
 
@@ -710,8 +742,15 @@ mod tests {
     #[test]
     fn other_languages_operators_and_quotes_are_one_error_each_and_read_as_meant() {
         assert_eq!(
-            toks("$a || $b && 'c'")[2..],
-            [Tok::Or, Tok::Dollar, Tok::Ident("b".into()), Tok::And, Tok::Str("c".into()), Tok::Eof]
+            sliced("$a || $b && 'c'")[2..],
+            [
+                (Tok::Or, "||"),
+                (Tok::Dollar, "$"),
+                (Tok::Ident, "b"),
+                (Tok::And, "&&"),
+                (Tok::Str, "'c'"),
+                (Tok::Eof, "")
+            ]
         );
         assert_eq!(errors("$a || $b"), vec!["unrecognized: `||`"]);
         assert_eq!(errors("$a && $b"), vec!["unrecognized: `&&`"]);
@@ -720,17 +759,14 @@ mod tests {
 
     #[test]
     fn comments_vanish_but_newlines_stay() {
-        assert_eq!(
-            toks("$x # c\n# d\n"),
-            vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Newline, Tok::Newline, Tok::Eof]
-        );
+        assert_eq!(toks("$x # c\n# d\n"), vec![Tok::Dollar, Tok::Ident, Tok::Newline, Tok::Newline, Tok::Eof]);
     }
 
     #[test]
     fn carriage_return_outside_strings_is_an_error() {
         assert_eq!(errors("$x = 1\r\n"), vec!["unrecognized carriage return"]);
         assert_eq!(errors("$x = 1\r\n$y = 2\r\n$z = 3\r\n"), vec!["unrecognized carriage return"]);
-        assert_eq!(toks("$x\r\n"), vec![Tok::Dollar, Tok::Ident("x".into()), Tok::Newline, Tok::Eof]);
+        assert_eq!(toks("$x\r\n"), vec![Tok::Dollar, Tok::Ident, Tok::Newline, Tok::Eof]);
         assert!(errors("$x = \"a\r\"\n").is_empty());
     }
 

@@ -4,7 +4,7 @@
 use super::{PResult, Parser};
 use crate::span::Span;
 use crate::syntax::ast::{BinOp, Expr, ExprKind, Ident, Lambda, Param};
-use crate::syntax::token::Tok;
+use crate::syntax::token::{self, Tok};
 
 /// Precedence levels of spec 1.8 (higher binds tighter).
 const LEVEL_EXCEPT: u8 = 2;
@@ -133,9 +133,9 @@ impl Parser<'_> {
         match self.peek() {
             Tok::True => Ok(expr(ExprKind::Bool(true), self.bump().1)),
             Tok::False => Ok(expr(ExprKind::Bool(false), self.bump().1)),
-            Tok::Int(n) => Ok(expr(ExprKind::Int(*n), self.bump().1)),
-            Tok::Float(x) => Ok(expr(ExprKind::Float(*x), self.bump().1)),
-            Tok::Str(raw) => Ok(expr(ExprKind::RawStr(raw.clone()), self.bump().1)),
+            Tok::Int => Ok(expr(ExprKind::Int(token::int_value(self.word())), self.bump().1)),
+            Tok::Float => Ok(expr(ExprKind::Float(token::float_value(self.word())), self.bump().1)),
+            Tok::Str => Ok(expr(ExprKind::RawStr(token::str_body(self.word()).to_string()), self.bump().1)),
             Tok::LBrack => {
                 let (items, span) = self.comma_list(&Tok::LBrack, &Tok::RBrack, "a list element", |p| p.expr())?;
                 Ok(expr(ExprKind::List(items), span))
@@ -170,7 +170,7 @@ impl Parser<'_> {
                 let span = name.span;
                 Ok(expr(ExprKind::Var(name), span))
             }
-            Tok::Ident(_) | Tok::Map | Tok::Collect => {
+            Tok::Ident | Tok::Map | Tok::Collect => {
                 let name = self.dotted("a function name")?;
                 if self.at_construct_body() {
                     return self.construct(name);
@@ -260,8 +260,8 @@ impl Parser<'_> {
     pub(super) fn args(&mut self) -> PResult<(Vec<Expr>, Span)> {
         let mut named_seen = false;
         self.comma_list(&Tok::LParen, &Tok::RParen, "an argument", |p| {
-            if let (Tok::Ident(name), Tok::Rocket) = (p.peek(), p.peek_at(1)) {
-                let name = Ident { name: name.clone(), span: p.bump().1 };
+            if let (Tok::Ident, Tok::Rocket) = (p.peek(), p.peek_at(1)) {
+                let name = Ident { name: p.word().to_string(), span: p.bump().1 };
                 p.bump();
                 let value = p.expr()?;
                 named_seen = true;
@@ -280,8 +280,8 @@ impl Parser<'_> {
     /// variables). The returned span covers the `$` too.
     pub(super) fn binding_name(&mut self, dollar: Span) -> PResult<Ident> {
         match self.peek() {
-            Tok::Ident(name) => {
-                let name = name.clone();
+            Tok::Ident => {
+                let name = self.word().to_string();
                 let span = self.bump().1;
                 Ok(Ident { name, span: dollar.to(span) })
             }
@@ -303,7 +303,7 @@ impl Parser<'_> {
         let start = self.span();
         loop {
             match self.peek() {
-                Tok::Ident(part) => name.push_str(part),
+                Tok::Ident => name.push_str(self.word()),
                 Tok::Map => name.push_str("map"),
                 Tok::Collect => name.push_str("collect"),
                 _ => return Err(self.unexpected(what)),
@@ -321,8 +321,8 @@ impl Parser<'_> {
     /// A plain lowercase identifier (struct field, resource field, function name, alias).
     pub(super) fn plain_ident(&mut self, what: &str) -> PResult<Ident> {
         match self.peek() {
-            Tok::Ident(name) => {
-                let name = name.clone();
+            Tok::Ident => {
+                let name = self.word().to_string();
                 Ok(Ident { name, span: self.bump().1 })
             }
             _ => Err(self.unexpected(what)),

@@ -8,7 +8,7 @@ use crate::syntax::ast::{
     Collector, EdgeHalf, EdgeLink, EdgeSide, Expr, ExprKind, Ident, ImportAlias, Lambda, NodeMatch, Query, ResEntry,
     ResEntryKind, Resource, Stmt, StmtKind, TypeAnn, Virtuality,
 };
-use crate::syntax::token::Tok;
+use crate::syntax::token::{self, Tok};
 use crate::types::Type;
 
 const STMT_START: &str = "a statement";
@@ -36,26 +36,25 @@ impl Parser<'_> {
             Tok::Panic => self.panic_stmt()?,
             Tok::Collect => {
                 self.bump();
-                if !matches!(self.peek(), Tok::Ident(_)) {
+                if !matches!(self.peek(), Tok::Ident) {
                     let note = "`collect` starts a collect resource statement: `collect file $names { ... }`";
                     return Err(self.unexpected_note("a resource kind", Some(note)));
                 }
                 StmtKind::Resource(self.resource(true)?)
             }
-            Tok::Ident(word) if word == "realize" && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
-            Tok::Ident(_) if self.at_type_decl() => self.type_decl()?,
-            Tok::Ident(word)
-                if word == "node"
-                    && (matches!(self.peek_at(1), Tok::Str(_) | Tok::Regex(_))
-                        || (matches!(self.peek_at(1), Tok::Ident(d) if d == "default")
-                            && matches!(self.peek_at(2), Tok::LBrace | Tok::Comma))) =>
+            Tok::Ident if self.at_word("realize") && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
+            Tok::Ident if self.at_type_decl() => self.type_decl()?,
+            Tok::Ident
+                if self.at_word("node")
+                    && (matches!(self.peek_at(1), Tok::Str | Tok::Regex)
+                        || (self.at_word_at(1, "default") && matches!(self.peek_at(2), Tok::LBrace | Tok::Comma))) =>
             {
                 self.node_stmt()?
             }
-            Tok::Ident(_) => StmtKind::Resource(self.resource(false)?),
+            Tok::Ident => StmtKind::Resource(self.resource(false)?),
             Tok::At | Tok::AtAt => {
                 let virtuality = if self.bump().0 == &Tok::At { Virtuality::Virtual } else { Virtuality::Exported };
-                if !matches!(self.peek(), Tok::Ident(_)) {
+                if !matches!(self.peek(), Tok::Ident) {
                     let note =
                         "a virtual resource is written `@file \"/x\" { … }`, an exported one `@@file \"/x\" { … }`";
                     return Err(self.unexpected_note("a resource kind", Some(note)));
@@ -64,7 +63,7 @@ impl Parser<'_> {
                 res.virtuality = virtuality;
                 StmtKind::Resource(res)
             }
-            Tok::Cap(_) => self.cap_stmt()?,
+            Tok::Cap => self.cap_stmt()?,
             Tok::LBrack => self.edge_stmt()?,
             Tok::Else => {
                 let note = "`else` must be on the same line as the `}` that closes the if branch: `} else {`";
@@ -78,10 +77,10 @@ impl Parser<'_> {
     /// `private` before `class`, `func` or a bind (`private $x = …`, `private $x T = …`).
     /// Only there is it a keyword: `private $x { … }` stays a resource of kind `private`.
     fn at_private(&self) -> bool {
-        matches!(self.peek(), Tok::Ident(w) if w == "private")
+        self.at_word("private")
             && match self.peek_at(1) {
                 Tok::Class | Tok::Func => true,
-                Tok::Ident(w) if w == "type" => true,
+                Tok::Ident if self.at_word_at(1, "type") => true,
                 Tok::Dollar => !matches!(self.peek_at(3), Tok::LBrace),
                 _ => false,
             }
@@ -220,7 +219,7 @@ impl Parser<'_> {
     fn import(&mut self) -> PResult<StmtKind> {
         self.bump();
         let (path, path_span) = match self.peek() {
-            Tok::Str(path) => (path.clone(), self.bump().1),
+            Tok::Str => (token::str_body(self.word()).to_string(), self.bump().1),
             _ => return Err(self.unexpected("the import path as a string")),
         };
         let alias = if self.eat(&Tok::As).is_some() {
@@ -268,7 +267,7 @@ impl Parser<'_> {
         let start = self.span();
         loop {
             match self.peek() {
-                Tok::Cap(part) => name.push_str(part),
+                Tok::Cap => name.push_str(&token::cap_name(self.word())),
                 _ => return Err(self.unexpected("a capitalized resource kind (`File`, `Test`, ...)")),
             }
             self.bump();
@@ -349,7 +348,7 @@ impl Parser<'_> {
     fn res_entry(&mut self) -> PResult<ResEntry> {
         let start = self.span();
         let kind = match self.peek() {
-            Tok::Ident(_) => {
+            Tok::Ident => {
                 let name = self.plain_ident("a field name")?;
                 if self.eat(&Tok::Append).is_some() {
                     let value = self.expr()?;
@@ -360,7 +359,7 @@ impl Parser<'_> {
                     ResEntryKind::Field { name, cond: cond.map(Box::new), value }
                 }
             }
-            Tok::Cap(word) if word == "meta" => {
+            Tok::Cap if self.word().eq_ignore_ascii_case("meta") => {
                 self.bump();
                 let name = if self.eat(&Tok::Colon).is_some() {
                     Some(self.plain_ident("a meta parameter name")?)
@@ -371,14 +370,14 @@ impl Parser<'_> {
                 let (cond, value) = self.maybe_elvis()?;
                 ResEntryKind::Meta { name, cond: cond.map(Box::new), value }
             }
-            Tok::Cap(word) => {
-                let prop = Ident { name: word.clone(), span: self.bump().1 };
+            Tok::Cap => {
+                let prop = Ident { name: token::cap_name(self.word()), span: self.bump().1 };
                 if self.at(&Tok::Colon) {
                     let message = format!("can't use unknown resource field: {}", prop.name);
                     return Err(self.error(message, prop.span));
                 }
                 self.expect(&Tok::Rocket, "`=>` after the edge property")?;
-                let cond = if matches!(self.peek(), Tok::Cap(_)) {
+                let cond = if matches!(self.peek(), Tok::Cap) {
                     None
                 } else {
                     let cond = self.expr()?;
@@ -599,15 +598,18 @@ impl Parser<'_> {
         self.bump();
         let mut matchers = Vec::new();
         loop {
-            let (tok, span) = (self.peek().clone(), self.span());
+            let (tok, span) = (*self.peek(), self.span());
+            let body = token::str_body(self.word());
             let m = match tok {
-                Tok::Str(name) if !name.contains('\\') && !name.contains("${") => NodeMatch::Name { name, span },
-                Tok::Str(_) => {
+                Tok::Str if !body.contains('\\') && !body.contains("${") => {
+                    NodeMatch::Name { name: body.to_string(), span }
+                }
+                Tok::Str => {
                     return Err(self
                         .error("syntax error: a node's host name is a plain string, without escapes or `${}`", span));
                 }
-                Tok::Regex(pattern) => NodeMatch::Regex { pattern, span },
-                Tok::Ident(d) if d == "default" => NodeMatch::Default(span),
+                Tok::Regex => NodeMatch::Regex { pattern: body.to_string(), span },
+                Tok::Ident if self.at_word("default") => NodeMatch::Default(span),
                 _ => {
                     return Err(
                         self.unexpected("a host name (\"web1\"), a regular expression (/^db\\d+$/) or `default`")
@@ -620,7 +622,7 @@ impl Parser<'_> {
                 break;
             }
         }
-        if matches!(self.peek(), Tok::Ident(w) if w == "inherits") {
+        if self.at_word("inherits") {
             let span = self.span();
             let note = "put what several nodes share in a class, and include it in each";
             return Err(self.error_note("syntax error: node inheritance (`inherits`) is not supported", span, note));

@@ -3,7 +3,7 @@
 
 use super::{PResult, Parser};
 use crate::syntax::ast::{Attr, Expr, ExprKind, Ident, Invariant, Record, StmtKind, TypeAnn, TypeDecl, TypeDef};
-use crate::syntax::token::Tok;
+use crate::syntax::token::{self, Tok};
 use crate::types::Type;
 
 const MEMBER_START: &str = "`attr`, `invariant` or `}`";
@@ -12,13 +12,9 @@ impl Parser<'_> {
     /// Whether the statement here is a type declaration: `type NAME` followed by `=`,
     /// `{` or `inherits` (`type` is no keyword: `type "x" { … }` stays a resource).
     pub(super) fn at_type_decl(&self) -> bool {
-        matches!(self.peek(), Tok::Ident(w) if w == "type")
-            && matches!(self.peek_at(1), Tok::Ident(_))
-            && match self.peek_at(2) {
-                Tok::Equals | Tok::LBrace => true,
-                Tok::Ident(w) => w == "inherits",
-                _ => false,
-            }
+        self.at_word("type")
+            && matches!(self.peek_at(1), Tok::Ident)
+            && (matches!(self.peek_at(2), Tok::Equals | Tok::LBrace) || self.at_word_at(2, "inherits"))
     }
 
     /// `type_decl = "type" IDENT ( "=" type | [ "inherits" dotted ] "{" { NL | member NL } "}" )`.
@@ -29,7 +25,7 @@ impl Parser<'_> {
             let ann = self.type_ann()?;
             return Ok(StmtKind::Type(TypeDecl { name, def: TypeDef::Alias(ann) }));
         }
-        let parent = if matches!(self.peek(), Tok::Ident(w) if w == "inherits") {
+        let parent = if self.at_word("inherits") {
             self.bump();
             Some(self.dotted("the parent type's name")?)
         } else {
@@ -43,14 +39,14 @@ impl Parser<'_> {
                     self.bump();
                 }
                 Tok::RBrace => break,
-                Tok::Ident(w) if w == "attr" => {
+                Tok::Ident if self.at_word("attr") => {
                     record.attrs.push(self.attr()?);
                     self.end_member()?;
                 }
-                Tok::Ident(w) if w == "invariant" => {
+                Tok::Ident if self.at_word("invariant") => {
                     let start = self.bump().1;
                     let message = match self.peek() {
-                        Tok::Str(text) => text.clone(),
+                        Tok::Str => token::str_body(self.word()).to_string(),
                         _ => return Err(self.unexpected("the invariant's message as a string")),
                     };
                     self.bump();
@@ -80,20 +76,19 @@ impl Parser<'_> {
     fn attr(&mut self) -> PResult<Attr> {
         let start = self.bump().1;
         let name = self.plain_ident("the attribute's name")?;
-        let (ann, choices) =
-            if matches!(self.peek(), Tok::Ident(w) if w == "enum") && matches!(self.peek_at(1), Tok::LBrack) {
-                let enum_span = self.bump().1;
-                let (items, close) = self.comma_list(&Tok::LBrack, &Tok::RBrack, "a string", |p| match p.peek() {
-                    Tok::Str(text) => {
-                        let text = text.clone();
-                        Ok((text, p.bump().1))
-                    }
-                    _ => Err(p.unexpected("a string (an enum lists the strings it accepts)")),
-                })?;
-                (TypeAnn { ty: Type::Str, span: enum_span.to(close) }, Some(items))
-            } else {
-                (self.type_ann()?, None)
-            };
+        let (ann, choices) = if self.at_word("enum") && matches!(self.peek_at(1), Tok::LBrack) {
+            let enum_span = self.bump().1;
+            let (items, close) = self.comma_list(&Tok::LBrack, &Tok::RBrack, "a string", |p| match p.peek() {
+                Tok::Str => {
+                    let text = token::str_body(p.word()).to_string();
+                    Ok((text, p.bump().1))
+                }
+                _ => Err(p.unexpected("a string (an enum lists the strings it accepts)")),
+            })?;
+            (TypeAnn { ty: Type::Str, span: enum_span.to(close) }, Some(items))
+        } else {
+            (self.type_ann()?, None)
+        };
         let mut attr = Attr { name, ann, choices, default: None, check: None, span: start };
         if self.at(&Tok::LBrace) {
             for (key, value) in self.attr_options()? {
@@ -147,7 +142,7 @@ impl Parser<'_> {
             return false;
         }
         let field_at =
-            |p: &Self, i: usize| matches!(p.peek_at(i), Tok::Ident(_)) && matches!(p.peek_at(i + 1), Tok::Rocket);
+            |p: &Self, i: usize| matches!(p.peek_at(i), Tok::Ident) && matches!(p.peek_at(i + 1), Tok::Rocket);
         matches!(self.peek_at(1), Tok::RBrace)
             || field_at(self, 1)
             || (matches!(self.peek_at(1), Tok::Newline) && field_at(self, 2))

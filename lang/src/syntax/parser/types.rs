@@ -22,7 +22,7 @@ impl Parser<'_> {
                 | Tok::Map
                 | Tok::Struct
                 | Tok::Func
-                | Tok::Ident(_)
+                | Tok::Ident
         )
     }
 
@@ -68,7 +68,7 @@ impl Parser<'_> {
                 }
                 Tok::Struct => p.struct_type()?,
                 Tok::Func => p.func_type()?,
-                Tok::Ident(_) => Type::Named(p.dotted("a type name")?.name),
+                Tok::Ident => Type::Named(p.dotted("a type name")?.name),
                 _ => return Err(p.unexpected(TYPE_START)),
             };
             Ok(TypeAnn { ty, span: start.to(p.prev_span()) })
@@ -85,7 +85,7 @@ impl Parser<'_> {
             loop {
                 let name_span = self.span();
                 let name = match self.peek() {
-                    Tok::Ident(name) => name.clone(),
+                    Tok::Ident => self.word().to_string(),
                     _ => {
                         let expected = if fields.is_empty() { "`}` or a field name" } else { "a field name" };
                         return Err(self.unexpected(expected));
