@@ -26,6 +26,7 @@ pub mod interpret;
 pub mod ir;
 pub mod loader;
 pub mod output;
+pub mod params;
 pub mod pipeline;
 pub mod provenance;
 pub mod render;

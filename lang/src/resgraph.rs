@@ -5,9 +5,9 @@
 //! Order is deterministic: vertices in program order of their first declaration, edges
 //! sorted by (from, to).
 
+use crate::params::ParamMap;
 use crate::span::Span;
 use crate::value::Value;
-use std::collections::BTreeMap;
 use std::fmt;
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,7 +22,7 @@ pub struct Vertex {
     pub kind: String,
     pub name: String,
     /// The parameters that were set (omitted ones keep the kind's default).
-    pub params: BTreeMap<String, Value>,
+    pub params: ParamMap,
     /// Where each parameter was set (`field => value,`), in the order of `params`' keys
     /// (see [`Vertex::param_span`]), for errors found later, e.g. when a value does not fit
     /// the kind's field. A slice, not a second map keyed by copies of the names: at 100,000

@@ -1,7 +1,7 @@
 //! `user` and `group`: local accounts through the host's [`Accounts`] backend (the shadow
 //! tools on a real host). Both watch the account files.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -39,7 +39,7 @@ pub struct User {
 }
 
 impl User {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<User, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<User, BuildError> {
         let raw = Raw::new("user", name, values);
         let params = raw.decode(UserParams::decode)?;
         Ok(User { raw, params, accounts: host.accounts.clone() })
@@ -159,7 +159,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Group, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Group, BuildError> {
         let raw = Raw::new("group", name, values);
         let params = raw.decode(GroupParams::decode)?;
         Ok(Group { raw, params, accounts: host.accounts.clone() })
@@ -211,7 +211,7 @@ impl Resource for Group {
 
 /// A `user` comes after the groups it names (by `gid`, `group` or `groups`), or before
 /// them when it is to be absent (it must go before its groups can).
-fn user_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn user_requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges: &mut Edges) {
     let absent = str_param(params, "state") == Some("absent");
     let mut groups = Vec::new();
     if let Some(gid) = params.get("gid").and_then(Value::as_int)
@@ -227,7 +227,7 @@ fn user_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<S
 }
 
 /// A `group` provides its gid.
-fn group_provides(index: &mut Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>) {
+fn group_provides(index: &mut Index<'_>, idx: usize, _name: &str, params: &ParamMap) {
     if let Some(gid) = params.get("gid").and_then(Value::as_int) {
         index.add_group_gid(gid, idx);
     }

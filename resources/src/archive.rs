@@ -16,7 +16,8 @@
 //! (long names through GNU long-name entries), 4 pax and 0 (automatic) both write ustar
 //! headers with a pax record for names that do not fit.
 
-use std::collections::{BTreeMap, HashMap};
+use lang::params::ParamMap;
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
@@ -26,7 +27,6 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use flate2::Compression;
 use futures::future::BoxFuture;
-use lang::value::Value;
 use sha2::{Digest, Sha256};
 
 use crate::autoedge::{Edges, Index, list_param, str_param};
@@ -130,7 +130,7 @@ pub struct Gzip {
 }
 
 impl Gzip {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Gzip, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Gzip, BuildError> {
         let raw = Raw::new("gzip", name, values);
         let params = raw.decode(GzipParams::decode)?;
         Ok(Gzip { raw, params })
@@ -279,7 +279,7 @@ impl TarFormat {
 }
 
 impl Tar {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Tar, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Tar, BuildError> {
         let raw = Raw::new("tar", name, values);
         let params = raw.decode(TarParams::decode)?;
         Ok(Tar { raw, params })
@@ -530,17 +530,17 @@ impl Names {
 }
 
 /// The file a `gzip` or `tar` resource writes: `path`, default the name.
-fn output_path<'a>(name: &'a str, params: &'a BTreeMap<String, Value>) -> &'a str {
+fn output_path<'a>(name: &'a str, params: &'a ParamMap) -> &'a str {
     str_param(params, "path").filter(|p| !p.is_empty()).unwrap_or(name)
 }
 
 /// An archive provides the file it writes.
-fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
     index.add_archive(output_path(name, params).to_string(), idx);
 }
 
 /// A `gzip` comes after what produces its input (a `file` or another archive).
-fn gzip_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn gzip_requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges: &mut Edges) {
     if let Some(input) = str_param(params, "input") {
         edges.extend(index.file(input).or_else(|| index.archive(input)).map(|p| (p, idx)));
     }
@@ -548,7 +548,7 @@ fn gzip_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<S
 
 /// A `tar` comes after what produces each input, and anything managed inside an input
 /// directory.
-fn tar_requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn tar_requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges: &mut Edges) {
     for input in list_param(params, "inputs").filter(|i| i.starts_with('/')) {
         edges.extend(index.producers_within(input).map(|p| (p, idx)));
     }
@@ -585,6 +585,7 @@ pub const TAR: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
 
     fn gunzip(data: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();

@@ -12,23 +12,24 @@
 //! after its `user` and the `file` it edits. Not implemented: `pkg` edges, which need the
 //! package manager's file lists.
 
-use std::collections::{BTreeMap, BTreeSet};
+use lang::params::ParamMap;
+use std::collections::BTreeSet;
 
 use engine::fasthash::FastMap as HashMap;
 
 use lang::value::Value;
 
 /// One resource as autoedges sees it: kind, name, params.
-pub type AutoRes<'a> = (&'a str, &'a str, &'a BTreeMap<String, Value>);
+pub type AutoRes<'a> = (&'a str, &'a str, &'a ParamMap);
 
 /// Edges `(from, to)` by index into the resources.
 pub type Edges = BTreeSet<(usize, usize)>;
 
 /// Records what resource `idx` (`name`, `params`) offers others.
-pub type ProvideFn = fn(&mut Index<'_>, usize, &str, &BTreeMap<String, Value>);
+pub type ProvideFn = fn(&mut Index<'_>, usize, &str, &ParamMap);
 
 /// Adds the edges resource `idx` needs from what the index holds.
-pub type RequireFn = fn(&Index<'_>, usize, &str, &BTreeMap<String, Value>, &mut Edges);
+pub type RequireFn = fn(&Index<'_>, usize, &str, &ParamMap, &mut Edges);
 
 /// A kind's automatic-edge rules (both optional).
 #[derive(Clone, Copy)]
@@ -55,7 +56,7 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     // Debug builds hold each kind to its `reads`: its rules see only those params, so a
     // rule reading another one fails its tests.
     #[cfg(debug_assertions)]
-    let shown: Vec<BTreeMap<String, Value>> = res
+    let shown: Vec<ParamMap> = res
         .iter()
         .zip(&rules)
         .map(|((_, _, params), rules)| {
@@ -87,7 +88,7 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
 
 /// The path a `file` resource manages: `path` (default the name), with `dirname` /
 /// `basename` overriding the directory or the last component.
-pub fn file_path(name: &str, params: &BTreeMap<String, Value>) -> String {
+pub fn file_path(name: &str, params: &ParamMap) -> String {
     let mut path = str_param(params, "path").unwrap_or(name).to_string();
     if let Some(dirname) = str_param(params, "dirname").filter(|s| !s.is_empty()) {
         let (_, base) = split_last(&path);
@@ -191,12 +192,12 @@ fn split_last(path: &str) -> (&str, &str) {
 }
 
 /// A str param as given (rules read raw params: the resources are not built yet).
-pub fn str_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a str> {
+pub fn str_param<'a>(params: &'a ParamMap, name: &str) -> Option<&'a str> {
     params.get(name).and_then(Value::as_str)
 }
 
 /// The strings of a `[]str` param as given.
-pub fn list_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> impl Iterator<Item = &'a str> {
+pub fn list_param<'a>(params: &'a ParamMap, name: &str) -> impl Iterator<Item = &'a str> {
     params.get(name).and_then(Value::as_list).unwrap_or(&[]).iter().filter_map(Value::as_str)
 }
 
@@ -204,11 +205,11 @@ pub fn list_param<'a>(params: &'a BTreeMap<String, Value>, name: &str) -> impl I
 mod tests {
     use super::*;
 
-    fn params(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+    fn params(pairs: &[(&str, Value)]) -> ParamMap {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     }
 
-    fn check(res: &[(&str, &str, BTreeMap<String, Value>)]) -> Vec<String> {
+    fn check(res: &[(&str, &str, ParamMap)]) -> Vec<String> {
         let borrowed: Vec<AutoRes<'_>> = res.iter().map(|(k, n, p)| (*k, *n, p)).collect();
         autoedges(&borrowed)
             .into_iter()
@@ -218,7 +219,7 @@ mod tests {
 
     #[test]
     fn file_depends_on_nearest_managed_directory_only() {
-        let none = BTreeMap::new();
+        let none = ParamMap::new();
         let edges = check(&[
             ("file", "/tmp/", none.clone()),
             ("file", "/tmp/frags/", none.clone()),
@@ -235,8 +236,8 @@ mod tests {
             Value::list(vec![Value::str("/tmp/frags/"), Value::str("/tmp/one"), Value::str("/nowhere")]),
         )]);
         let edges = check(&[
-            ("file", "/tmp/frags/", BTreeMap::new()),
-            ("file", "/tmp/one", BTreeMap::new()),
+            ("file", "/tmp/frags/", ParamMap::new()),
+            ("file", "/tmp/one", ParamMap::new()),
             ("file", "/etc/whole", frags),
         ]);
         assert_eq!(edges, ["file[/tmp/frags/] -> file[/etc/whole]", "file[/tmp/one] -> file[/etc/whole]"]);
@@ -261,30 +262,30 @@ mod tests {
         ]);
         let edges = check(&[
             ("exec", "e", e),
-            ("file", "/usr/bin/tool", BTreeMap::new()),
-            ("user", "alice", BTreeMap::new()),
-            ("group", "staff", BTreeMap::new()),
+            ("file", "/usr/bin/tool", ParamMap::new()),
+            ("user", "alice", ParamMap::new()),
+            ("group", "staff", ParamMap::new()),
         ]);
         assert_eq!(edges, ["file[/usr/bin/tool] -> exec[e]", "user[alice] -> exec[e]", "group[staff] -> exec[e]"]);
         let shell = params(&[("cmd", Value::str("echo hi")), ("shell", Value::str("/bin/bash"))]);
-        let edges = check(&[("exec", "e", shell), ("file", "/bin/bash", BTreeMap::new())]);
+        let edges = check(&[("exec", "e", shell), ("file", "/bin/bash", ParamMap::new())]);
         assert_eq!(edges, ["file[/bin/bash] -> exec[e]"]);
     }
 
     #[test]
     fn svc_after_unit_file_and_before_its_cron() {
         let edges = check(&[
-            ("svc", "app", BTreeMap::new()),
-            ("file", "/usr/lib/systemd/system/app.service", BTreeMap::new()),
-            ("file", "/etc/systemd/system/app.service", BTreeMap::new()),
-            ("cron", "app", BTreeMap::new()),
+            ("svc", "app", ParamMap::new()),
+            ("file", "/usr/lib/systemd/system/app.service", ParamMap::new()),
+            ("file", "/etc/systemd/system/app.service", ParamMap::new()),
+            ("cron", "app", ParamMap::new()),
         ]);
         assert_eq!(edges, ["svc[app] -> cron[app]", "file[/etc/systemd/system/app.service] -> svc[app]"]);
     }
 
     #[test]
     fn archives_follow_their_inputs_and_each_other() {
-        let none = BTreeMap::new();
+        let none = ParamMap::new();
         let tar = params(&[("inputs", Value::list(vec![Value::str("/tmp/tar/"), Value::str("/tmp/standalone")]))]);
         let edges = check(&[
             ("file", "/tmp/tar/", none.clone()),
@@ -310,7 +311,7 @@ mod tests {
 
     #[test]
     fn json_edit_and_ssh_keys_follow_their_files_and_user() {
-        let none = BTreeMap::new();
+        let none = ParamMap::new();
         let key = params(&[("user", Value::str("alice")), ("file", Value::str("/etc/keys"))]);
         let edges = check(&[
             ("json:edit", "e", params(&[("store", Value::str("file:///etc/doc.json"))])),
@@ -338,7 +339,7 @@ mod tests {
         let edges = check(&[
             ("user", "a", exists),
             ("user", "b", absent),
-            ("group", "wheel", BTreeMap::new()),
+            ("group", "wheel", ParamMap::new()),
             ("group", "seven", params(&[("gid", Value::Int(7))])),
         ]);
         assert_eq!(edges, ["user[b] -> group[seven]", "group[wheel] -> user[a]"]);

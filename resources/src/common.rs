@@ -2,6 +2,7 @@
 //! and re-decode, converting between engine payloads and language values, and error
 //! conversion.
 
+use lang::params::ParamMap;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ pub(crate) struct Raw {
 pub(crate) type Field = Cow<'static, str>;
 
 impl Raw {
-    pub(crate) fn new(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Raw {
+    pub(crate) fn new(kind: &'static str, name: &str, values: &ParamMap) -> Raw {
         Raw { kind, name: name.to_string(), values: sorted(kind, values.iter()) }
     }
 
@@ -56,7 +57,7 @@ impl Raw {
         decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
     ) -> Result<bool, ResError> {
         let value = value_of(payload)?.clone();
-        let mut values: BTreeMap<String, Value> = self.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let mut values: ParamMap = self.values.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         values.insert(key.to_string(), value);
         let params = Params::new(self.kind, &self.name, &values).map_err(res_error)?;
         let new = decode(&params).map_err(res_error)?;

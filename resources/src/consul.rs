@@ -6,7 +6,7 @@
 //! token `$CONSUL_HTTP_TOKEN`. Watch: Consul blocking queries (`?index=N&wait=…`) on the
 //! key. The HTTP/1.1 client is hyper, with rustls (webpki roots) for https.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,7 +17,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::{Method, Request};
 use hyper_util::rt::TokioIo;
-use lang::value::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::common::Raw;
@@ -221,7 +220,7 @@ pub struct ConsulKv {
 }
 
 impl ConsulKv {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<ConsulKv, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<ConsulKv, BuildError> {
         let raw = Raw::new("consul:kv", name, values);
         let params = raw.decode(ConsulKvParams::decode)?;
         Ok(ConsulKv { raw, params })
@@ -303,6 +302,7 @@ pub const CONSUL_KV: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     fn params(key: &str, scheme: &str, address: &str) -> ConsulKvParams {
         ConsulKvParams {

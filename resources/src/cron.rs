@@ -2,14 +2,13 @@
 //! `<name>.service`): writes the unit file (atomically), reloads the init system when it
 //! changed, and enables/starts or disables/stops the timer per `startup`.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::autoedge::{Index, str_param};
 use crate::common::Raw;
@@ -80,7 +79,7 @@ pub struct Cron {
 }
 
 impl Cron {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Cron, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Cron, BuildError> {
         let raw = Raw::new("cron", name, values);
         let params = raw.decode(CronParams::decode)?;
         let dir = if params.session {
@@ -199,7 +198,7 @@ impl Resource for Cron {
 }
 
 /// A `cron` provides the unit it starts (a `svc` of that unit comes before it).
-fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
     let unit = str_param(params, "unit")
         .filter(|u| !u.is_empty())
         .map(str::to_string)

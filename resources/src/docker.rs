@@ -9,6 +9,8 @@
 //! delete events name images by id only, and a spurious check is one `inspect`),
 //! respawned after a daemon restart.
 
+use lang::params::ParamMap;
+#[cfg(any(test, feature = "fakes"))]
 use std::collections::BTreeMap;
 use std::sync::Arc;
 #[cfg(any(test, feature = "fakes"))]
@@ -17,7 +19,6 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::Raw;
@@ -192,7 +193,7 @@ pub struct DockerImage {
 }
 
 impl DockerImage {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<DockerImage, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<DockerImage, BuildError> {
         let raw = Raw::new("docker:image", name, values);
         let params = raw.decode(DockerImageParams::decode)?;
         Ok(DockerImage { raw, params, docker: host.docker.clone() })

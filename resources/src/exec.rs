@@ -11,6 +11,7 @@
 //! A shell runs only when `shell` is set; otherwise `cmd` is split on whitespace (or `args`
 //! is the argv). The environment is exactly `env` (nothing inherited) when given.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
@@ -123,7 +124,7 @@ pub struct Exec {
 }
 
 impl Exec {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Exec, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Exec, BuildError> {
         let raw = Raw::new("exec", name, values);
         let params = raw.decode(ExecParams::decode)?;
         Ok(Exec { raw, params, last: None, var_dir: None })
@@ -391,7 +392,7 @@ fn tail(text: &str, n: usize) -> Option<String> {
 
 /// An `exec` comes after the `file` of each program it runs (or of its shell) and after
 /// the `user` and `group` it runs as.
-fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges: &mut Edges) {
     let mut programs = Vec::new();
     for (cmd, shell) in [
         ("cmd", "shell"),

@@ -11,7 +11,7 @@
 //! short path (`quick`): open, fstat and read when it is right, the atomic create when it
 //! is missing. Whatever else it finds goes through the full sub-checks.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -64,7 +64,7 @@ crate::params! {
 
 /// The path `path`, `dirname` and `basename` (or the name) make together.
 fn resolved_path(p: &Params<'_>, _field: &str) -> Result<String, BuildError> {
-    let mut values = BTreeMap::new();
+    let mut values = ParamMap::new();
     for field in ["path", "dirname", "basename"] {
         if let Some(text) = p.opt_str(field)? {
             values.insert(field.to_string(), Value::str(text));
@@ -184,7 +184,7 @@ impl FileParams {
 }
 
 impl File {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<File, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<File, BuildError> {
         let raw = Raw::new("file", name, values);
         let params = raw.decode(FileParams::decode)?;
         Ok(File { raw, params, spared: Vec::new(), verified: Arc::default(), sweeps: None })
@@ -377,7 +377,7 @@ impl Resource for File {
             return refuse("a file copied from a source");
         }
         let path = Path::new(&p.path);
-        let mut values = BTreeMap::from([("path".to_string(), Value::str(&p.path))]);
+        let mut values = ParamMap::from([("path".to_string(), Value::str(&p.path))]);
         match fs::symlink_metadata(path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 values.insert("state".into(), Value::str("absent"));
@@ -722,13 +722,13 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> 
 }
 
 /// A `file` provides its path.
-fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>) {
+fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
     index.add_file(file_path(name, params), idx);
 }
 
 /// A `file` comes after its nearest managed ancestor directory (which comes after its own,
 /// in turn) and after every managed fragment source.
-fn requires(index: &Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges: &mut Edges) {
     let path = file_path(name, params);
     if let Some(dir) = ancestors(&path).into_iter().find_map(|dir| index.file(&dir)) {
         edges.insert((dir, idx));

@@ -6,7 +6,10 @@
 //! same protocol covers it. Watch: the permanent configuration under `/etc/firewalld`, plus
 //! the runtime state polled every [`POLL`] (mgmt follows nftables events instead).
 
-use std::collections::{BTreeMap, BTreeSet};
+use lang::params::ParamMap;
+#[cfg(any(test, feature = "fakes"))]
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 #[cfg(any(test, feature = "fakes"))]
@@ -15,7 +18,6 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -228,7 +230,7 @@ enum Fix {
 }
 
 impl Firewalld {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Firewalld, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Firewalld, BuildError> {
         let raw = Raw::new("firewalld", name, values);
         let params = raw.decode(FirewalldParams::decode)?;
         Ok(Firewalld { raw, params, firewall: host.firewall.clone() })
@@ -369,6 +371,7 @@ pub const FIREWALLD: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     #[test]
     fn ports_parse_and_ranges_cover() {
@@ -398,7 +401,7 @@ mod tests {
     #[test]
     fn fixes_follow_the_listing() {
         let host = Host::sandbox("/nonexistent");
-        let values = BTreeMap::from([
+        let values = ParamMap::from([
             ("services".to_string(), Value::list(vec![Value::str("dhcp"), Value::str("tftp")])),
             ("ports".to_string(), Value::list(vec![Value::str("4280/tcp")])),
             ("state".to_string(), Value::str("absent")),
@@ -414,7 +417,7 @@ mod tests {
         let ranged = ZoneState { ports: ["4000-5000/tcp".to_string()].into(), ..ZoneState::default() };
         assert!(fw.fixes(Layer::Runtime, &ranged).unwrap_err().message.contains("range 4000-5000/tcp"));
         let bad =
-            Firewalld::build(&host, "x", &BTreeMap::from([("ports".to_string(), Value::list(vec![Value::str("80")]))]))
+            Firewalld::build(&host, "x", &ParamMap::from([("ports".to_string(), Value::list(vec![Value::str("80")]))]))
                 .unwrap();
         assert!(bad.validate().unwrap_err().message.contains("firewalld[x]: field `ports`: entry 0"));
     }

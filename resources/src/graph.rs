@@ -151,7 +151,7 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
                 meta.noop |= noop;
                 out.add_vertex(key.clone(), meta, res);
                 if !grouped.contains(&i) {
-                    graph.vertices[i].params = BTreeMap::new();
+                    graph.vertices[i].params = lang::params::ParamMap::new();
                 }
             }
             Err(e) => diags.push(build_diagnostic(v, &e)),

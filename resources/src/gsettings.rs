@@ -4,6 +4,7 @@
 //! [`Settings`] backend, as `user`/`group` when given (with that user's session bus under
 //! `/run/user/UID`), and watches with `gsettings monitor`.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::sync::Arc;
@@ -285,7 +286,7 @@ pub struct Gsettings {
 }
 
 impl Gsettings {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Gsettings, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Gsettings, BuildError> {
         let raw = Raw::new("gsettings", name, values);
         let params = raw.decode(GsettingsParams::decode)?;
         Ok(Gsettings { raw, params, settings: host.settings.clone() })

@@ -2,14 +2,13 @@
 //! `/etc/machine-info`) and transient (kernel) hostnames; `hostname` is the fallback for
 //! all three. Files are written directly rather than through systemd-hostnamed.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::{Host, HostnameSetter};
@@ -47,7 +46,7 @@ pub struct Hostname {
 }
 
 impl Hostname {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Hostname, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Hostname, BuildError> {
         let raw = Raw::new("hostname", name, values);
         let spec = raw.decode(HostnameSpec::decode)?;
         let pick = |name: Option<String>| name.or_else(|| spec.hostname.clone());

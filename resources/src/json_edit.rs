@@ -12,7 +12,7 @@
 //! already converged; walking through a non-object is an error. The store is watched; a
 //! document that does not parse is re-read a few times first (it may be mid-rewrite).
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -20,7 +20,6 @@ use async_trait::async_trait;
 use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;
@@ -93,7 +92,7 @@ pub struct JsonEdit {
 }
 
 impl JsonEdit {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<JsonEdit, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<JsonEdit, BuildError> {
         let raw = Raw::new("json:edit", name, values);
         let params = raw.decode(JsonEditParams::decode)?;
         Ok(JsonEdit { raw, params, world: host.world.clone(), path: None, view: None })
@@ -629,7 +628,7 @@ impl Cursor<'_> {
 }
 
 /// A `json:edit` of a file store comes after that `file`.
-fn requires(index: &Index<'_>, idx: usize, name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges: &mut Edges) {
     let store = str_param(params, "store").filter(|s| !s.is_empty()).unwrap_or(name);
     let path = store.strip_prefix("file://").unwrap_or(store);
     if path.starts_with('/') {

@@ -7,18 +7,17 @@
 //! int/uint width is `int`, float32/64 is `float`, pointers are transparent,
 //! `interface{}` is `variant`.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 
 use engine::Resource;
 use lang::catalog::{Catalog, ParamDecl, ResourceDecl};
 use lang::types::{Type, parse_type};
-use lang::value::Value;
 
 use crate::host::Host;
 use crate::params::BuildError;
 
 /// Builds a resource of a kind from its params, against a host's backends and services.
-pub type BuildFn = fn(&Host, &str, &BTreeMap<String, Value>) -> Result<Box<dyn Resource>, BuildError>;
+pub type BuildFn = fn(&Host, &str, &ParamMap) -> Result<Box<dyn Resource>, BuildError>;
 
 /// One resource kind.
 pub struct Kind {

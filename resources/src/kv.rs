@@ -6,14 +6,13 @@
 //! write. The resource follows its key, so a change made elsewhere (another host, an etcd
 //! that came back empty) is checked again at once.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -42,7 +41,7 @@ pub struct Kv {
 }
 
 impl Kv {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Kv, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Kv, BuildError> {
         let raw = Raw::new("kv", name, values);
         let params = raw.decode(KvParams::decode)?;
         Ok(Kv { raw, params, world: host.world.clone(), view: None })

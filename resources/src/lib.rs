@@ -72,7 +72,7 @@ pub mod virt_builder;
 pub mod virt_network;
 pub mod world;
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 
 use engine::Resource;
 use lang::value::Value;
@@ -137,17 +137,12 @@ pub const KINDS: &[&kind::Kind] = &[
 /// Builds a resource of `kind` against a fresh real host (its own value store and server
 /// registries: resources that must meet are built with one shared [`Host`] through
 /// [`build_with`]).
-pub fn build(kind: &str, name: &str, params: &BTreeMap<String, Value>) -> Result<Box<dyn Resource>, BuildError> {
+pub fn build(kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
     build_with(&Host::system(), kind, name, params)
 }
 
 /// Builds a resource of `kind`; host-touching kinds use `host`'s backends and root.
-pub fn build_with(
-    host: &Host,
-    kind: &str,
-    name: &str,
-    params: &BTreeMap<String, Value>,
-) -> Result<Box<dyn Resource>, BuildError> {
+pub fn build_with(host: &Host, kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
     params::Params::new(kind, name, params)?;
     match kind::find(kind) {
         Some(k) => (k.build)(host, name, params),
@@ -165,7 +160,7 @@ pub fn build_vertex(
     host: &Host,
     kind: &str,
     name: &str,
-    params: &BTreeMap<String, Value>,
+    params: &ParamMap,
     metas: &[(String, Value)],
 ) -> Result<engine::Vertex, BuildError> {
     let meta = meta_from(kind, name, metas)?;

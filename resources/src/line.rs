@@ -2,13 +2,12 @@
 //! at the end when missing) or absent (every occurrence removed). Lines are compared
 //! exactly, or with surrounding whitespace ignored when `trim` is set.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::params::BuildError;
@@ -34,7 +33,7 @@ pub struct Line {
 }
 
 impl Line {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Line, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Line, BuildError> {
         let raw = Raw::new("line", name, values);
         let params = raw.decode(LineParams::decode)?;
         Ok(Line { raw, params })

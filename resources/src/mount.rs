@@ -3,6 +3,7 @@
 //! both. fstab edits are atomic and keep every other line; the live mount goes through the
 //! host's [`Mounter`].
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,7 +11,6 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::{Host, Mounter};
@@ -46,7 +46,7 @@ pub struct Mount {
 }
 
 impl Mount {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Mount, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Mount, BuildError> {
         let raw = Raw::new("mount", name, values);
         let params = raw.decode(MountParams::decode)?;
         Ok(Mount {

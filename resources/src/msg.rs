@@ -2,11 +2,11 @@
 //! with structured `fields`. `journal` and `syslog` are accepted; output goes through the
 //! process log (`tracing`), not to journald directly.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::params::BuildError;
@@ -49,7 +49,7 @@ pub struct Msg {
 }
 
 impl Msg {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Msg, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Msg, BuildError> {
         let raw = Raw::new("msg", name, values);
         let params = raw.decode(MsgParams::decode)?;
         Ok(Msg { raw, params, logged: false })

@@ -11,7 +11,10 @@
 //! as addresses of the interface unless `addrs` lists one. Reversible: the reversal puts
 //! back the link state, addresses, gateway, forwarding and networkd file found at init.
 
-use std::collections::{BTreeMap, BTreeSet};
+use lang::params::ParamMap;
+#[cfg(any(test, feature = "fakes"))]
+use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -24,7 +27,6 @@ use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use lang::value::Value;
 use tokio::io::AsyncBufReadExt;
 
 use crate::common::{Raw, res_error};
@@ -410,7 +412,7 @@ pub struct Net {
 }
 
 impl Net {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Net, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Net, BuildError> {
         let raw = Raw::new("net", name, values);
         let params = raw.decode(NetParams::decode)?;
         Ok(Net {
@@ -677,6 +679,7 @@ pub const NET: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     #[test]
     fn cidrs_are_checked_and_canonical() {
@@ -731,7 +734,7 @@ mod tests {
     #[test]
     fn unit_file_lists_the_params() {
         let host = Host::sandbox("/nonexistent");
-        let values = BTreeMap::from([
+        let values = ParamMap::from([
             ("state".to_string(), Value::str("up")),
             ("addrs".to_string(), Value::list(vec![Value::str("192.168.42.1/24")])),
             ("gateway".to_string(), Value::str("192.168.42.254")),
@@ -748,16 +751,16 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let host = Host::sandbox("/nonexistent");
-        let build = |k: &str, v: Value| Net::build(&host, "eth0", &BTreeMap::from([(k.to_string(), v)])).unwrap();
+        let build = |k: &str, v: Value| Net::build(&host, "eth0", &ParamMap::from([(k.to_string(), v)])).unwrap();
         let err =
-            Net::build(&host, "eth0", &BTreeMap::from([("state".to_string(), Value::str("sideways"))])).err().unwrap();
+            Net::build(&host, "eth0", &ParamMap::from([("state".to_string(), Value::str("sideways"))])).err().unwrap();
         assert!(err.to_string().contains("net[eth0]: field `state`: `sideways` is not one of"), "{err}");
         let err = build("addrs", Value::list(vec![Value::str("10.0.0.1")])).validate().unwrap_err();
         assert!(err.message.contains("field `addrs`: entry 0"), "{err}");
         let err = build("gateway", Value::str("nope")).validate().unwrap_err();
         assert!(err.message.contains("field `gateway`"), "{err}");
         assert!(build("state", Value::str("up")).validate().is_ok());
-        let long = Net::build(&host, "a-very-long-interface", &BTreeMap::new()).unwrap();
+        let long = Net::build(&host, "a-very-long-interface", &ParamMap::new()).unwrap();
         assert!(long.validate().is_err());
     }
 }

@@ -1,10 +1,9 @@
 //! `noop`: always in the right state; logs notifications. A junction vertex.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::params::BuildError;
@@ -23,7 +22,7 @@ pub struct Noop {
 }
 
 impl Noop {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Noop, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Noop, BuildError> {
         let raw = Raw::new("noop", name, values);
         let comment = raw.decode(NoopParams::decode)?.comment;
         Ok(Noop { raw, comment })

@@ -11,7 +11,7 @@
 //! exactly while the machine is registered (mgmt listens to machined's D-Bus signals
 //! instead).
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 #[cfg(any(test, feature = "fakes"))]
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -24,7 +24,6 @@ use async_trait::async_trait;
 use engine::IoAt;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -199,7 +198,7 @@ pub struct Nspawn {
 }
 
 impl Nspawn {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Nspawn, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Nspawn, BuildError> {
         let raw = Raw::new("nspawn", name, values);
         let params = raw.decode(NspawnParams::decode)?;
         Ok(Nspawn { raw, params, machines: host.machines.clone() })

@@ -2,7 +2,7 @@
 //! did-you-mean), every typed getter names the field in its error, and integers are
 //! range-checked for the Go widths mgmt uses.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::fmt;
 
 use lang::types::Type;
@@ -38,7 +38,7 @@ pub struct Params<'a> {
 /// resource keeps (`common::Raw`).
 #[derive(Clone, Copy)]
 enum Values<'a> {
-    Map(&'a BTreeMap<String, Value>),
+    Map(&'a ParamMap),
     Sorted(&'a [(crate::common::Field, Value)]),
 }
 
@@ -60,7 +60,7 @@ impl<'a> Values<'a> {
 
 impl<'a> Params<'a> {
     /// Checks that the kind exists and every param is one it declares.
-    pub fn new(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Result<Params<'a>, BuildError> {
+    pub fn new(kind: &'a str, name: &'a str, values: &'a ParamMap) -> Result<Params<'a>, BuildError> {
         Params::checked(kind, name, Values::Map(values))
     }
 
@@ -97,7 +97,7 @@ impl<'a> Params<'a> {
 
     /// A view without the existence and type checks of [`Params::new`] (for tests of decoders).
     #[cfg(test)]
-    pub(crate) fn unchecked(kind: &'a str, name: &'a str, values: &'a BTreeMap<String, Value>) -> Params<'a> {
+    pub(crate) fn unchecked(kind: &'a str, name: &'a str, values: &'a ParamMap) -> Params<'a> {
         Params { kind, name, values: Values::Map(values) }
     }
 
@@ -214,7 +214,7 @@ pub fn conforms(value: &Value, ty: &Type) -> bool {
 mod tests {
     use super::*;
 
-    fn values(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+    fn values(pairs: &[(&str, Value)]) -> ParamMap {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     }
 

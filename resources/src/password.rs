@@ -4,6 +4,7 @@
 //! regenerates it. With `check_recovery`, an unusable saved value is replaced instead of
 //! being an error.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -45,7 +46,7 @@ pub struct Password {
 }
 
 impl Password {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Password, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Password, BuildError> {
         let raw = Raw::new("password", name, values);
         let params = raw.decode(PasswordParams::decode)?;
         Ok(Password { raw, params, current: None, file: None })
@@ -129,7 +130,7 @@ pub struct Exit {
 }
 
 impl Exit {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Exit, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Exit, BuildError> {
         let raw = Raw::new("exit", name, values);
         let code = raw.decode(ExitParams::decode)?.code as i32;
         Ok(Exit { name: name.to_string(), code, requested: false })

@@ -1,12 +1,11 @@
 //! `pkg`: a package through the host's [`PackageManager`] (dpkg/apt on a real host):
 //! `state` is `installed` (default), `uninstalled`, `newest`, or an exact version.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::{Host, PackageManager};
@@ -33,7 +32,7 @@ pub struct Pkg {
 }
 
 impl Pkg {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Pkg, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Pkg, BuildError> {
         let raw = Raw::new("pkg", name, values);
         let params = raw.decode(PkgParams::decode)?;
         Ok(Pkg { raw, params, packages: host.packages.clone() })

@@ -1,11 +1,10 @@
 //! `print`: logs `msg` when it changed since the last print (or on every notification with
 //! `refresh_only`, and only then). Printing counts as a change, so it notifies.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, Payload, ResError, Resource};
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::params::BuildError;
@@ -27,7 +26,7 @@ pub struct Print {
 }
 
 impl Print {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Print, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Print, BuildError> {
         let raw = Raw::new("print", name, values);
         let params = raw.decode(PrintParams::decode)?;
         Ok(Print { raw, params, printed: None })

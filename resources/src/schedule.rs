@@ -10,7 +10,7 @@
 //! (leaves the graph or the agent shuts down) the candidacy ends at once, or lingers `ttl`
 //! seconds when `ttl` is set, or stays when `persist`.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +18,6 @@ use async_trait::async_trait;
 use engine::world::{Candidacy, Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -76,7 +75,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Schedule, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Schedule, BuildError> {
         let raw = Raw::new("schedule", name, values);
         let params = raw.decode(ScheduleParams::decode)?;
         let owner = format!("{:016x}", rand::random::<u64>());

@@ -13,7 +13,7 @@
 //! (0700) when its parent exists; a missing file is created (0600). What this resource
 //! creates is given to `user` when one is named.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 
@@ -21,7 +21,6 @@ use async_trait::async_trait;
 use base64::Engine as _;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;
@@ -82,7 +81,7 @@ impl Locator {
 }
 
 impl SshAuthorizedKey {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<SshAuthorizedKey, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<SshAuthorizedKey, BuildError> {
         let raw = Raw::new("ssh:authorized_key", name, values);
         let params = raw.decode(SshKeyParams::decode)?;
         Ok(SshAuthorizedKey { raw, params, host: host.clone() })
@@ -417,7 +416,7 @@ fn check_blob(mut blob: &[u8]) -> Result<String, String> {
 }
 
 /// A key comes after its `user` and the `file` it edits.
-fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges: &mut Edges) {
     if let Some(user) = str_param(params, "user").filter(|u| !u.is_empty()) {
         edges.extend(index.resource("user", user).map(|u| (u, idx)));
     }

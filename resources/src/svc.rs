@@ -6,7 +6,7 @@
 //! `PropertiesChanged` and the manager's `Reloading`), or, where the backend has none, its
 //! active/enabled state polled every [`STATE_POLL`].
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,6 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::StreamExt;
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::autoedge::{Edges, Index};
 use crate::common::Raw;
@@ -74,7 +73,7 @@ pub struct Svc {
 }
 
 impl Svc {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Svc, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Svc, BuildError> {
         let raw = Raw::new("svc", name, values);
         let params = raw.decode(SvcParams::decode)?;
         let unit = format!("{name}.service");
@@ -241,7 +240,7 @@ impl Follow {
 }
 
 /// A `svc` comes after its unit file and before the `cron` that starts it.
-fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &BTreeMap<String, Value>, edges: &mut Edges) {
+fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &ParamMap, edges: &mut Edges) {
     let unit = format!("{name}.service");
     let unit_file =
         ["/etc/systemd/system/", "/usr/lib/systemd/system/"].iter().find_map(|dir| index.file(&format!("{dir}{unit}")));

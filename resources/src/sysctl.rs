@@ -2,13 +2,12 @@
 //! `/proc/sys/<key as path>`; `persist` (default true) writes `<key> = <value>` to `path`
 //! (default `/etc/sysctl.d/99-<key>.conf`). Both are watched.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::PathBuf;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -38,7 +37,7 @@ pub struct Sysctl {
 }
 
 impl Sysctl {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Sysctl, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Sysctl, BuildError> {
         let raw = Raw::new("sysctl", name, values);
         let params = raw.decode(SysctlParams::decode)?;
         let proc_path = host.path(&format!("/proc/sys/{}", name.replace('.', "/")));

@@ -4,6 +4,7 @@
 //! (= 42), insists on received keys with `expectrecv`, and fails after `waitforerror` ms.
 //! Otherwise always in the right state.
 
+use lang::params::ParamMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -85,7 +86,7 @@ pub struct Test {
 }
 
 impl Test {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Test, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Test, BuildError> {
         static SERIAL: AtomicU64 = AtomicU64::new(0);
         let raw = Raw::new("test", name, values);
         let params = raw.decode(TestParams::decode)?;

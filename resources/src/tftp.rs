@@ -7,6 +7,7 @@
 //! refused. `timeout` (seconds, default 5) is how long a block waits for its ACK before it
 //! is sent again (five tries).
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
@@ -17,7 +18,6 @@ use std::time::Duration;
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 use tokio::net::UdpSocket;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -108,7 +108,7 @@ pub struct TftpServer {
 }
 
 impl TftpServer {
-    pub fn build(hub: Arc<TftpHub>, name: &str, values: &BTreeMap<String, Value>) -> Result<TftpServer, BuildError> {
+    pub fn build(hub: Arc<TftpHub>, name: &str, values: &ParamMap) -> Result<TftpServer, BuildError> {
         let raw = Raw::new("tftp:server", name, values);
         let params = raw.decode(ServerParams::decode)?;
         Ok(TftpServer { raw, params, hub })
@@ -426,7 +426,7 @@ pub struct TftpFile {
 }
 
 impl TftpFile {
-    pub fn build(hub: Arc<TftpHub>, name: &str, values: &BTreeMap<String, Value>) -> Result<TftpFile, BuildError> {
+    pub fn build(hub: Arc<TftpHub>, name: &str, values: &ParamMap) -> Result<TftpFile, BuildError> {
         let raw = Raw::new("tftp:file", name, values);
         let params = raw.decode(FileParams::decode)?;
         let filename = if params.filename.is_empty() { name.to_string() } else { params.filename.clone() };
@@ -503,6 +503,7 @@ pub const TFTP_FILE: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     /// A minimal RFC 1350 client: one read, ACKing every block; returns the bytes or the
     /// server's error.

@@ -1,14 +1,13 @@
 //! `timer`: an event every `interval` seconds; check-apply is OK unless a notification
 //! arrived, which restarts the ticker.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 use tokio::sync::Notify;
 
 use crate::common::Raw;
@@ -30,7 +29,7 @@ pub struct Timer {
 }
 
 impl Timer {
-    pub fn build(name: &str, values: &BTreeMap<String, Value>) -> Result<Timer, BuildError> {
+    pub fn build(name: &str, values: &ParamMap) -> Result<Timer, BuildError> {
         let raw = Raw::new("timer", name, values);
         let interval = u64::from(raw.decode(TimerParams::decode)?.interval);
         Ok(Timer { interval, reset: Arc::new(Notify::new()), raw })

@@ -519,6 +519,7 @@ macro_rules! choice_default_when_absent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::params::ParamMap;
 
     crate::choice! {
         /// A test set.
@@ -546,7 +547,7 @@ mod tests {
         }
     }
 
-    fn values(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+    fn values(pairs: &[(&str, Value)]) -> ParamMap {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
     }
 

@@ -6,6 +6,7 @@
 //! with the `value.get*` functions) and mirrored as text under `<state_dir>/value/<name>`
 //! for people looking at the host.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -71,7 +72,7 @@ pub struct ValueRes {
 }
 
 impl ValueRes {
-    pub fn build(store: Arc<ValueStore>, name: &str, values: &BTreeMap<String, Value>) -> Result<ValueRes, BuildError> {
+    pub fn build(store: Arc<ValueStore>, name: &str, values: &ParamMap) -> Result<ValueRes, BuildError> {
         let raw = Raw::new("value", name, values);
         let params = raw.decode(ValueParams::decode)?;
         Ok(ValueRes { raw, params, store, mirror: None })

@@ -23,6 +23,7 @@
 //! corrected at the next check.
 //! Not done: onlining hot-plugged cpus inside the guest through the qemu guest agent.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -933,7 +934,7 @@ pub struct Virt {
 }
 
 impl Virt {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<Virt, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Virt, BuildError> {
         let raw = Raw::new("virt", name, values);
         let params = raw.decode(VirtParams::decode)?;
         Ok(Virt { raw, params, libvirt: host.libvirt.clone() })
@@ -1340,7 +1341,7 @@ current      live           2
     }
 
     fn params(pairs: &[(&str, Value)]) -> VirtParams {
-        let values: BTreeMap<String, Value> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let values: ParamMap = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         Raw::new("virt", "vm", &values).decode(VirtParams::decode).unwrap()
     }
 

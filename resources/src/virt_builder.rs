@@ -16,7 +16,7 @@
 //!
 //! Watch: the output path through the shared file watcher.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 #[cfg(any(test, feature = "fakes"))]
@@ -25,7 +25,6 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::Raw;
@@ -288,7 +287,7 @@ pub struct VirtBuilderRes {
 }
 
 impl VirtBuilderRes {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<VirtBuilderRes, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtBuilderRes, BuildError> {
         let raw = Raw::new("virt:builder", name, values);
         let params = raw.decode(BuilderParams::decode)?;
         Ok(VirtBuilderRes {
@@ -456,9 +455,10 @@ pub const VIRT_BUILDER: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     fn params(pairs: &[(&str, Value)]) -> BuilderParams {
-        let values: BTreeMap<String, Value> = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let values: ParamMap = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         Raw::new("virt:builder", "/img/vm.raw", &values).decode(BuilderParams::decode).unwrap()
     }
 

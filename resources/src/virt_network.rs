@@ -25,6 +25,7 @@
 //! `net-update --config`). Live-only DHCP edits by others raise no event and are repaired
 //! at the next check.
 
+use lang::params::ParamMap;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -649,7 +650,7 @@ fn valid_uuid(text: &str) -> bool {
 // Grouping
 
 /// One resource as grouping sees it: kind, name, params, `Meta:autogroup`.
-pub type GroupRes<'a> = (&'a str, &'a str, &'a BTreeMap<String, Value>, bool);
+pub type GroupRes<'a> = (&'a str, &'a str, &'a ParamMap, bool);
 
 pub fn is_member_kind(kind: &str) -> bool {
     matches!(kind, "virt:network:host" | "virt:network:range")
@@ -722,7 +723,7 @@ impl crate::typed::Fingerprint for MemberSpec {
 }
 
 impl MemberSpec {
-    pub fn decode(kind: &'static str, name: &str, values: &BTreeMap<String, Value>) -> Result<MemberSpec, BuildError> {
+    pub fn decode(kind: &'static str, name: &str, values: &ParamMap) -> Result<MemberSpec, BuildError> {
         let raw = Raw::new(kind, name, values);
         Ok(if kind == "virt:network:host" {
             let p = raw.decode(HostParams::decode)?;
@@ -776,7 +777,7 @@ pub struct NetworkMember {
 }
 
 impl NetworkMember {
-    pub fn build(kind: &str, name: &str, values: &BTreeMap<String, Value>) -> Result<NetworkMember, BuildError> {
+    pub fn build(kind: &str, name: &str, values: &ParamMap) -> Result<NetworkMember, BuildError> {
         let kind: &'static str = if kind == "virt:network:host" { "virt:network:host" } else { "virt:network:range" };
         Ok(NetworkMember {
             kind,
@@ -896,7 +897,7 @@ pub struct VirtNetwork {
 }
 
 impl VirtNetwork {
-    pub fn build(host: &Host, name: &str, values: &BTreeMap<String, Value>) -> Result<VirtNetwork, BuildError> {
+    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtNetwork, BuildError> {
         let raw = Raw::new("virt:network", name, values);
         let params = raw.decode(NetworkParams::decode)?;
         Ok(VirtNetwork { raw, params, members: Vec::new(), networks: host.networks.clone() })
@@ -1433,14 +1434,14 @@ Bridge:         virbr0
 
     #[test]
     fn members_group_by_name_or_into_the_only_network() {
-        let named = BTreeMap::from([("network".to_string(), Value::str("b"))]);
-        let none = BTreeMap::new();
+        let named = ParamMap::from([("network".to_string(), Value::str("b"))]);
+        let none = ParamMap::new();
         let res: Vec<GroupRes<'_>> = vec![
             ("virt:network", "a", &none, true),
             ("virt:network:host", "h1", &named, true),
             ("virt:network:range", "r1", &none, true),
         ];
-        assert_eq!(groups(&res), BTreeMap::from([(2, 0)]), "h1 names a network that is not there");
+        assert_eq!(groups(&res), std::collections::BTreeMap::from([(2, 0)]), "h1 names a network that is not there");
         let res: Vec<GroupRes<'_>> = vec![
             ("virt:network", "a", &none, true),
             ("virt:network", "b", &none, true),
@@ -1448,6 +1449,10 @@ Bridge:         virbr0
             ("virt:network:range", "r1", &none, true),
             ("virt:network:host", "h2", &named, false),
         ];
-        assert_eq!(groups(&res), BTreeMap::from([(2, 1)]), "no default with two networks; autogroup off");
+        assert_eq!(
+            groups(&res),
+            std::collections::BTreeMap::from([(2, 1)]),
+            "no default with two networks; autogroup off"
+        );
     }
 }

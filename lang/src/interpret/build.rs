@@ -5,9 +5,9 @@
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::output::{Output, ResDecl};
+use crate::params::ParamMap;
 use crate::resgraph::{Meta, Vertex};
 use crate::value::Value;
-use std::collections::BTreeMap;
 
 /// One vertex per declaration, `None` where building failed (already reported).
 pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
@@ -36,14 +36,13 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         }
         return Err(d);
     };
-    let mut params = BTreeMap::new();
-    for (name, value, span) in &decl.params {
+    for (name, _, span) in &decl.params {
         if kind.param(name).is_none() {
             let msg = format!("error building resource: field `{name}` does not exist in `{}` resource", decl.kind);
             return Err(Diagnostic::new(Stage::Interpret, msg, *span).with_code(Code::UnknownField));
         }
-        params.insert(name.clone(), value.clone());
     }
+    let params: ParamMap = decl.params.iter().map(|(name, value, _)| (name.clone(), value.clone())).collect();
     // In the keys' order; the last setting of a name is the one kept.
     let param_spans = params
         .keys()

@@ -6,7 +6,7 @@
 //! a newly received `data`); versions are a logical `Last-Modified` kept strictly increasing
 //! at one-second resolution so two quick updates are never conflated.
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -17,7 +17,6 @@ use engine::{ApplyCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, StatusCode};
-use lang::value::Value;
 use tokio::sync::watch;
 
 use super::{Content, Hub, Request, Response, Route};
@@ -64,7 +63,7 @@ struct Version {
 }
 
 impl HttpFile {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpFile, BuildError> {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpFile, BuildError> {
         let raw = Raw::new("http:server:file", name, values);
         let params = raw.decode(FileParams::decode)?;
         let public = if params.filename.is_empty() { name.to_string() } else { params.filename.clone() };
@@ -290,6 +289,7 @@ mod tests {
     use crate::common::payload;
     use crate::http::body_bytes;
     use crate::http::proxy::MemUpstream;
+    use lang::value::Value;
 
     fn file(name: &str, pairs: &[(&str, Value)]) -> HttpFile {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();

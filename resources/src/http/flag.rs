@@ -4,6 +4,7 @@
 //! its own key from the same POST. A POST wakes the resource so the new value is sent at
 //! once; check-apply reports a change whenever the value differs from the last one sent.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -50,7 +51,7 @@ pub struct FlagRoute {
 }
 
 impl HttpFlag {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpFlag, BuildError> {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpFlag, BuildError> {
         let raw = Raw::new("http:server:flag", name, values);
         let params = raw.decode(FlagParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };

@@ -8,6 +8,7 @@
 //! also brings https and keeps the upstream `Last-Modified` as the file's mtime), an
 //! in-memory map in tests ([`MemUpstream`]).
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -16,7 +17,6 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 use hyper::{Method, StatusCode};
-use lang::value::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Content, Hub, Request, Response, Route};
@@ -190,7 +190,7 @@ impl PathMap {
 }
 
 impl HttpProxy {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpProxy, BuildError> {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpProxy, BuildError> {
         let raw = Raw::new("http:server:proxy", name, values);
         let params = raw.decode(ProxyParams::decode)?;
         let map = PathMap {
@@ -395,6 +395,7 @@ pub const HTTP_SERVER_PROXY: crate::kind::Kind = crate::kind::Kind {
 mod tests {
     use super::*;
     use crate::http::body_bytes;
+    use lang::value::Value;
 
     fn map(path: &str, sub: &str, head: &str, cache: &str) -> PathMap {
         PathMap { path: path.into(), sub: sub.into(), head: head.into(), cache: cache.into() }

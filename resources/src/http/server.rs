@@ -5,7 +5,7 @@
 //! response; it also ends long polls) and `shutdown_timeout` (the graceful drain when the
 //! server stops; without one the drain waits for the engine's stop deadline).
 
-use std::collections::BTreeMap;
+use lang::params::ParamMap;
 use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
@@ -23,7 +23,6 @@ use hyper::service::service_fn;
 use hyper::{Method, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
-use lang::value::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -64,7 +63,7 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpServer, BuildError> {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpServer, BuildError> {
         let raw = Raw::new("http:server", name, values);
         let params = raw.decode(ServerParams::decode)?;
         Ok(HttpServer { raw, params, hub })
@@ -306,6 +305,7 @@ pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use lang::value::Value;
 
     fn build(pairs: &[(&str, Value)]) -> Result<HttpServer, BuildError> {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();

@@ -17,6 +17,7 @@
 //! unless the store URL has `?key=`. A value saved on the web is pushed to the store; a
 //! change in the store (by anyone else) replaces the displayed value.
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -89,7 +90,7 @@ pub struct UiRoute {
 }
 
 impl HttpUi {
-    pub fn build(hub: Arc<Hub>, name: &str, values: &BTreeMap<String, Value>) -> Result<HttpUi, BuildError> {
+    pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpUi, BuildError> {
         let raw = Raw::new("http:server:ui", name, values);
         let params = raw.decode(UiParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };
@@ -410,7 +411,7 @@ impl HttpUiInput {
         store_values: Arc<crate::value::ValueStore>,
         world: Arc<dyn engine::world::World>,
         name: &str,
-        values: &BTreeMap<String, Value>,
+        values: &ParamMap,
     ) -> Result<HttpUiInput, BuildError> {
         let raw = Raw::new(INPUT_KIND, name, values);
         let params = raw.decode(InputParams::decode)?;

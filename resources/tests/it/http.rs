@@ -4,8 +4,8 @@
 //! reads by a real UDP client.
 
 use crate::support;
+use lang::params::ParamMap;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +27,7 @@ type Res<'a> = (&'a str, &'a str, Vec<(&'a str, Value)>);
 fn graph(host: &Host, res: &[Res<'_>], sendrecv: &[(ResKey, &str, ResKey, &str)]) -> Graph {
     let mut g = Graph::new();
     for (kind, name, params) in res {
-        let params: BTreeMap<String, Value> = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        let params: ParamMap = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
         let r = build_with(host, kind, name, &params).unwrap_or_else(|e| panic!("{kind}[{name}]: {e}"));
         g.add_vertex(ResKey::new(*kind, *name), Meta::default(), r);
     }

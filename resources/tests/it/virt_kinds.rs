@@ -4,8 +4,8 @@
 //! notice changes made behind the engine's back.
 
 use crate::support;
+use lang::params::ParamMap;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -35,7 +35,7 @@ fn virt_host(root: &std::path::Path) -> (Host, Arc<FakeLibvirt>) {
     (Host { libvirt: libvirt.clone(), ..Host::sandbox(root) }, libvirt)
 }
 
-fn vm(state: &str, transient: bool, extra: &[(&str, Value)]) -> BTreeMap<String, Value> {
+fn vm(state: &str, transient: bool, extra: &[(&str, Value)]) -> ParamMap {
     let mut p = params(&[
         ("uri", s("qemu:///session")),
         ("cpus", int(1)),
@@ -236,7 +236,7 @@ async fn virt_watch_notices_a_domain_powered_off_behind_our_back() {
 // ---------------------------------------------------------------------------------------
 // virt:network
 
-fn net_params(extra: &[(&str, Value)]) -> BTreeMap<String, Value> {
+fn net_params(extra: &[(&str, Value)]) -> ParamMap {
     let mut p = params(&[
         ("state", s("up")),
         ("device", s("mgmtbr0")),
@@ -437,7 +437,7 @@ async fn network_validation_checks_the_grouped_members() {
 fn graph_building_groups_hosts_and_ranges_into_their_network() {
     use lang::resgraph::{Meta, ResGraph, Vertex};
     use lang::span::Span;
-    let vertex = |kind: &str, name: &str, p: BTreeMap<String, Value>| Vertex {
+    let vertex = |kind: &str, name: &str, p: ParamMap| Vertex {
         kind: kind.into(),
         name: name.into(),
         params: p,

@@ -3,13 +3,14 @@
 
 #![allow(dead_code)]
 
+use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use engine::{ApplyCtx, Engine, EngineConfig, Resource};
 use lang::value::Value;
 
-pub fn params(pairs: &[(&str, Value)]) -> BTreeMap<String, Value> {
+pub fn params(pairs: &[(&str, Value)]) -> ParamMap {
     pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
 }
 
