@@ -453,24 +453,21 @@ impl Runner {
                             o.confirm(&output);
                             o
                         });
-                        let applied = self.apply(output, &sources, &mut exports).await;
-                        if !applied && !self.applied {
-                            break Stop::FirstFailed;
-                        }
                         let last = dataflow.as_ref().is_some_and(Dataflow::is_fixed)
                             && last_output.is_none()
                             && candidate.is_none();
+                        // When this output is the program's last (no stream, nothing collected
+                        // from other hosts), `apply` lets the sources go once the resources are
+                        // built: no output and no diagnostic on them can come any more, so their
+                        // text (the program's size again) is not held through the swap. A reload
+                        // or a deploy brings its own; an edit of resources' params compiles
+                        // alone from the outline.
+                        let applied = self.apply(output, &mut sources, last, &mut exports).await;
+                        if !applied && !self.applied {
+                            break Stop::FirstFailed;
+                        }
                         // Later outputs would undo a patch: edits then compile whole.
                         outline = confirmed.filter(|_| last && applied);
-                        if last && !sources.is_empty() {
-                            // The program has no stream and collects nothing from other
-                            // hosts: no output and no diagnostic on these sources can come
-                            // any more, so their text (its size again) goes. A reload or a
-                            // deploy brings its own; an edit of resources' params compiles
-                            // alone from the outline.
-                            tracing::debug!("the program's last output is applied; letting its sources go");
-                            sources = SourceMap::new();
-                        }
                     }
                     Some(Err(d)) => {
                         self.metrics.dataflow_snapshot(false);
@@ -493,7 +490,7 @@ impl Runner {
                 _ = exports.changed() => {
                     if let Some(output) = last_output.clone().filter(|_| exports.known()) {
                         tracing::debug!(stale = exports.stale(), "other hosts' exports changed; interpreting again");
-                        if !self.apply(output, &sources, &mut exports).await && !self.applied {
+                        if !self.apply(output, &mut sources, false, &mut exports).await && !self.applied {
                             break Stop::FirstFailed;
                         }
                     }
@@ -757,7 +754,8 @@ impl Runner {
     async fn apply(
         &mut self,
         output: Arc<lang::output::Output>,
-        sources: &SourceMap,
+        sources: &mut SourceMap,
+        last: bool,
         exports: &mut exports::Exports,
     ) -> bool {
         tracing::debug!("output settled; interpreting");
@@ -791,6 +789,10 @@ impl Runner {
                 return false;
             }
         };
+        if last && !sources.is_empty() {
+            tracing::debug!("the program's last output is built; letting its sources go");
+            *sources = SourceMap::new();
+        }
         tracing::debug!("built; swapping");
         if self.metrics_addr.is_some() {
             timing::time_check_applies(&mut candidate, &self.metrics);
