@@ -18,17 +18,18 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_OPTION_PURGE_DELAY: i32 = 15;
 
 /// How long freed memory stays with the process before it goes back to the OS.
-const PURGE_DELAY_MS: std::ffi::c_long = 50;
+const PURGE_DELAY_MS: std::ffi::c_long = 10;
 
 fn main() -> ExitCode {
     // Keep freed pages for a moment before returning them to the OS. A run goes through
     // phases that each build a large structure and free the previous one (syntax tree,
     // function graph, output, resources); reusing those pages instead of faulting in
     // fresh ones saves page faults within a phase, while a phase's leftovers go back
-    // before the next phase peaks. At 10,000 files, 50 ms against the 1,000 ms this was:
-    // peak RSS 92.8 -> 72.2 MiB, an idempotent run 0.212 -> 0.219 s (still under the
-    // 0.232 s before issue 19's engine changes); mimalloc's own default is 10 ms.
-    // `MIMALLOC_PURGE_DELAY` in the environment still wins.
+    // before the next phase peaks. Set to 50 ms when the phases' structures were larger
+    // (peak RSS at 10,000 files 92.8 -> 72.2 MiB against 1,000 ms); once they shrank,
+    // 10 ms (mimalloc's own default, pinned here) took the one-shot run's peak at 100,000
+    // files from 260 to 238 MiB and at 10,000 from 50 to 45.5 MiB, at the same times
+    // (0 ms costs 3-5% of a run). `MIMALLOC_PURGE_DELAY` in the environment still wins.
     if cfg!(not(feature = "system-alloc")) && std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: a setter of mimalloc's global options, called before any other thread runs.
         #[allow(unsafe_code)]
