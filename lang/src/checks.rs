@@ -20,7 +20,8 @@ const MAX_DEPTH: usize = 64;
 pub fn constant(graph: &FuncGraph) -> Diagnostics {
     let mut diags = Diagnostics::new();
     for (i, node) in graph.nodes.iter().enumerate() {
-        let NodeKind::Construct { ty, checks, .. } = &node.kind else { continue };
+        let NodeKind::Construct(c) = &node.kind else { continue };
+        let (ty, checks) = (&c.ty, &c.checks);
         // Unreached constructions were never typed, nor will they run.
         if graph.types.get(i).is_none_or(Option::is_none) {
             continue;

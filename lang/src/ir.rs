@@ -164,28 +164,12 @@ pub enum NodeKind {
         params: Vec<ParamId>,
         body: NodeId,
     },
-    /// A value of a declared type (`vhost{name => "a"}`): `value` is a `Struct` node of
-    /// every attribute in declared order; unification types the node as that struct plus
-    /// the type's `tags` (nominal), and the `checks` (attribute checks, enums, invariants)
-    /// must hold for the value to exist.
-    Construct {
-        ty: String,
-        value: NodeId,
-        tags: Vec<String>,
-        checks: Vec<IrCheck>,
-    },
-    /// A call of an overloaded func (several `func` statements of one name in one scope,
-    /// every param typed). `candidates` are the lambdas of those whose param count fits,
-    /// in source order; `signatures` shows every overload, for the error when none fits.
-    /// Unification picks the first candidate whose params take the arguments' types and
-    /// rewrites this node into a [`NodeKind::CallValue`] of it: nothing after
-    /// unification sees a `Dispatch`.
-    Dispatch {
-        func: String,
-        candidates: Vec<NodeId>,
-        signatures: Vec<String>,
-        args: Vec<NodeId>,
-    },
+    /// A value of a declared type (`vhost{name => "a"}`), see [`ConstructNode`]. Boxed,
+    /// as is [`NodeKind::Dispatch`]: both are rare, and every node of a large program would
+    /// otherwise take their size.
+    Construct(Box<ConstructNode>),
+    /// A call of an overloaded func, see [`DispatchNode`].
+    Dispatch(Box<DispatchNode>),
     If {
         cond: NodeId,
         then: NodeId,
@@ -217,6 +201,32 @@ pub enum NodeKind {
         field: String,
         default: NodeId,
     },
+}
+
+/// A value of a declared type (`vhost{name => "a"}`): `value` is a `Struct` node of
+/// every attribute in declared order; unification types the node as that struct plus
+/// the type's `tags` (nominal), and the `checks` (attribute checks, enums, invariants)
+/// must hold for the value to exist.
+#[derive(Clone, Debug)]
+pub struct ConstructNode {
+    pub ty: String,
+    pub value: NodeId,
+    pub tags: Vec<String>,
+    pub checks: Vec<IrCheck>,
+}
+
+/// A call of an overloaded func (several `func` statements of one name in one scope,
+/// every param typed). `candidates` are the lambdas of those whose param count fits,
+/// in source order; `signatures` shows every overload, for the error when none fits.
+/// Unification picks the first candidate whose params take the arguments' types and
+/// rewrites the node into a [`NodeKind::CallValue`] of it: nothing after unification
+/// sees a `Dispatch`.
+#[derive(Clone, Debug)]
+pub struct DispatchNode {
+    pub func: String,
+    pub candidates: Vec<NodeId>,
+    pub signatures: Vec<String>,
+    pub args: Vec<NodeId>,
 }
 
 /// Output statements, after includes were inlined.

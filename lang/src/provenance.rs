@@ -346,8 +346,9 @@ impl<'a> Builder<'a> {
                 Some((func, sig)) => What::Overload(func.clone(), sig.clone()),
                 None => What::CallValue,
             },
-            NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => What::Inline(func.clone()),
-            NodeKind::Construct { ty, .. } => What::Construct(ty.clone()),
+            NodeKind::Inline { func, .. } => What::Inline(func.clone()),
+            NodeKind::Dispatch(d) => What::Inline(d.func.clone()),
+            NodeKind::Construct(c) => What::Construct(c.ty.clone()),
             NodeKind::Lambda { .. } => What::Lambda,
             NodeKind::If { .. } => What::If,
             NodeKind::Op { op: Op::Not, .. } => What::Operator("not".into()),
@@ -439,8 +440,8 @@ impl<'a> Builder<'a> {
                 v
             }
             NodeKind::Inline { body, .. } => vec![plain(*body, "body".into())],
-            NodeKind::Dispatch { args, .. } => numbered(args, "arg"),
-            NodeKind::Construct { value, .. } => vec![plain(*value, "attributes".into())],
+            NodeKind::Dispatch(d) => numbered(&d.args, "arg"),
+            NodeKind::Construct(c) => vec![plain(c.value, "attributes".into())],
             NodeKind::Lambda { body, .. } => vec![(*body, "body".into(), gates.to_vec(), true)],
             NodeKind::If { cond, then, els } => vec![
                 plain(*cond, "cond".into()),

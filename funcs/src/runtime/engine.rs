@@ -508,11 +508,11 @@ impl Engine {
             NodeKind::Field { field, .. } => format!("raised by the field access `->{field}`"),
             NodeKind::CallValue { .. } => "raised by a call of a function value".to_string(),
             NodeKind::Param(_) => "raised while binding a parameter".to_string(),
-            NodeKind::Construct { ty, .. } => format!("a value of type `{ty}` its checks reject"),
+            NodeKind::Construct(c) => format!("a value of type `{}` its checks reject", c.ty),
             _ => "raised by the runtime".to_string(),
         };
         let mut d = Diagnostic::new(Stage::Stream, f.err.message(), at.span).with_note(what);
-        if matches!(node.kind, NodeKind::Construct { .. }) {
+        if matches!(node.kind, NodeKind::Construct(_)) {
             // The next value may pass: the runtime keeps going (see `driver::drive`).
             d = d.with_code(lang::diag::Code::CheckFailed);
         } else if f.streamed {

@@ -108,8 +108,8 @@ impl Engine {
                 }
             }
             NodeKind::Inline { body, .. } => self.get(*body, env),
-            NodeKind::Construct { value, checks, .. } => self.construct(node, *value, checks, env),
-            NodeKind::Dispatch { func, .. } => fail(unresolved(func)),
+            NodeKind::Construct(c) => self.construct(node, c.value, &c.checks, env),
+            NodeKind::Dispatch(d) => fail(unresolved(&d.func)),
             NodeKind::Lambda { .. } => {
                 // The instance's own environment binds exactly the captured parameters
                 // (none for a static lambda), so equal closures compare equal.

@@ -74,10 +74,8 @@ pub(crate) fn children(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Call { args, .. } | NodeKind::Op { args, .. } => args.clone(),
         NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
         // Unification rewrites every dispatch into a `CallValue`; none reaches a runtime.
-        NodeKind::Dispatch { args, .. } => args.clone(),
-        NodeKind::Construct { value, checks, .. } => {
-            std::iter::once(*value).chain(checks.iter().map(|c| c.node)).collect()
-        }
+        NodeKind::Dispatch(d) => d.args.clone(),
+        NodeKind::Construct(c) => std::iter::once(c.value).chain(c.checks.iter().map(|c| c.node)).collect(),
         NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
         NodeKind::If { cond, then, els } => vec![*cond, *then, *els],
         NodeKind::Except { lhs, rhs } => vec![*lhs, *rhs],

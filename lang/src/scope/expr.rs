@@ -271,7 +271,12 @@ impl<'a> Ctx<'a> {
             );
             return self.error_node(span);
         }
-        let kind = NodeKind::Dispatch { func: func.name.name.clone(), candidates, signatures, args: args.positional };
+        let kind = NodeKind::Dispatch(Box::new(crate::ir::DispatchNode {
+            func: func.name.name.clone(),
+            candidates,
+            signatures,
+            args: args.positional,
+        }));
         self.graph.add(kind, span)
     }
 

@@ -238,7 +238,8 @@ impl<'a> Ctx<'a> {
         let checks = self.checks(&info, &fields);
         let tags = info.tags.clone();
         let value = self.graph.add(NodeKind::Struct(fields), span);
-        self.graph.add(NodeKind::Construct { ty: type_name, value, tags, checks }, span)
+        self.graph
+            .add(NodeKind::Construct(Box::new(crate::ir::ConstructNode { ty: type_name, value, tags, checks })), span)
     }
 
     /// The conditions on one value: each attribute's enum and check (over `$it`), then

@@ -11,7 +11,8 @@ impl Ctx<'_> {
     pub(super) fn resolve_dispatch(&mut self) -> bool {
         let Some(node) = self.dispatches.pop_front() else { return false };
         let graph = self.graph;
-        let NodeKind::Dispatch { func, candidates, signatures, args } = &graph.node(node).kind else { return true };
+        let NodeKind::Dispatch(d) = &graph.node(node).kind else { return true };
+        let crate::ir::DispatchNode { func, candidates, signatures, args } = &**d;
         let span = self.span(node);
         let arg_vars: Vec<_> = args.iter().map(|a| Ctx::var(*a)).collect();
         for (i, candidate) in candidates.iter().enumerate() {
@@ -40,9 +41,9 @@ impl Ctx<'_> {
 pub(crate) fn apply(graph: &mut crate::ir::FuncGraph, chosen: &[(NodeId, usize)]) {
     for &(node, i) in chosen {
         let kind = &mut graph.nodes[node.0 as usize].kind;
-        if let NodeKind::Dispatch { func, candidates, args, .. } = kind {
-            let callee = candidates[i];
-            let (func, args) = (std::mem::take(func), std::mem::take(args));
+        if let NodeKind::Dispatch(d) = kind {
+            let callee = d.candidates[i];
+            let (func, args) = (std::mem::take(&mut d.func), std::mem::take(&mut d.args));
             *kind = NodeKind::CallValue { callee, args };
             let signature = match graph.ty(callee) {
                 Some(ty) => super::report::signature(&func, ty),

@@ -228,8 +228,9 @@ impl<'a> Ctx<'a> {
                 self.has_type(v, &Type::Str, span, span);
             }
             NodeKind::Call { func, args } => self.call(node, func, args),
-            NodeKind::Dispatch { .. } => self.dispatches.push_back(node),
-            NodeKind::Construct { value, tags, checks, .. } => {
+            NodeKind::Dispatch(_) => self.dispatches.push_back(node),
+            NodeKind::Construct(c) => {
+                let crate::ir::ConstructNode { value, tags, checks, .. } = &**c;
                 // The value's struct plus the tags: a value of this declared type.
                 if let NodeKind::Struct(fields) = &graph.node(*value).kind {
                     let mut shape: Vec<(String, Var)> =
@@ -447,10 +448,8 @@ pub(crate) fn node_inputs(kind: &NodeKind) -> Vec<NodeId> {
         NodeKind::Map(entries) => entries.iter().flat_map(|(k, v)| [*k, *v]).collect(),
         NodeKind::Struct(fields) => fields.iter().map(|(_, v)| *v).collect(),
         NodeKind::Call { args, .. } => args.clone(),
-        NodeKind::Dispatch { candidates, args, .. } => args.iter().chain(candidates).copied().collect(),
-        NodeKind::Construct { value, checks, .. } => {
-            std::iter::once(*value).chain(checks.iter().map(|c| c.node)).collect()
-        }
+        NodeKind::Dispatch(d) => d.args.iter().chain(&d.candidates).copied().collect(),
+        NodeKind::Construct(c) => std::iter::once(c.value).chain(c.checks.iter().map(|c| c.node)).collect(),
         NodeKind::CallValue { callee, args } => std::iter::once(*callee).chain(args.iter().copied()).collect(),
         NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => vec![*body],
         NodeKind::If { cond, then, els } => vec![*cond, *then, *els],

@@ -124,10 +124,9 @@ fn describe_at(graph: &FuncGraph, node: NodeId, depth: usize) -> String {
                 quoted
             }
         }
-        NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } | NodeKind::Dispatch { func, .. } => {
-            format!("{func}(...)")
-        }
-        NodeKind::Construct { ty, .. } => format!("{ty}{{...}}"),
+        NodeKind::Call { func, .. } | NodeKind::Inline { func, .. } => format!("{func}(...)"),
+        NodeKind::Dispatch(d) => format!("{}(...)", d.func),
+        NodeKind::Construct(c) => format!("{}{{...}}", c.ty),
         NodeKind::CallValue { callee, .. } => format!("{}(...)", sub(callee)),
         NodeKind::Lambda { params, .. } => {
             let names: Vec<String> = params.iter().map(|p| format!("${}", graph.params[p.0 as usize].name)).collect();

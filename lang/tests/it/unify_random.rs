@@ -175,13 +175,13 @@ fn reachable(g: &FuncGraph) -> Vec<bool> {
                 stack.extend(args);
             }
             NodeKind::Inline { body, .. } | NodeKind::Lambda { body, .. } => stack.push(*body),
-            NodeKind::Construct { value, checks, .. } => {
-                stack.push(*value);
-                stack.extend(checks.iter().map(|c| c.node));
+            NodeKind::Construct(c) => {
+                stack.push(c.value);
+                stack.extend(c.checks.iter().map(|c| c.node));
             }
-            NodeKind::Dispatch { candidates, args, .. } => {
-                stack.extend(args);
-                stack.extend(candidates);
+            NodeKind::Dispatch(d) => {
+                stack.extend(&d.args);
+                stack.extend(&d.candidates);
             }
             NodeKind::If { cond, then, els } => stack.extend([*cond, *then, *els]),
             NodeKind::Except { lhs, rhs } => stack.extend([*lhs, *rhs]),
