@@ -59,15 +59,6 @@ impl ParamMap {
     pub fn keys(&self) -> impl Iterator<Item = &String> {
         self.0.iter().map(|(k, _)| k)
     }
-
-    pub fn values(&self) -> impl Iterator<Item = &Value> {
-        self.0.iter().map(|(_, v)| v)
-    }
-
-    /// Lets go of spare room (a map filled by inserts keeps what its growth left).
-    pub fn shrink_to_fit(&mut self) {
-        self.0.shrink_to_fit();
-    }
 }
 
 /// What iterating `&ParamMap` gives: `(name, value)` in name order.
@@ -88,6 +79,14 @@ impl IntoIterator for ParamMap {
 
     fn into_iter(self) -> Self::IntoIter {
         self.0.into_iter()
+    }
+}
+
+impl Extend<(String, Value)> for ParamMap {
+    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
+        for (k, v) in iter {
+            self.insert(k, v);
+        }
     }
 }
 
@@ -117,14 +116,6 @@ impl From<BTreeMap<String, Value>> for ParamMap {
 impl<const N: usize> From<[(String, Value); N]> for ParamMap {
     fn from(entries: [(String, Value); N]) -> ParamMap {
         entries.into_iter().collect()
-    }
-}
-
-impl Extend<(String, Value)> for ParamMap {
-    fn extend<I: IntoIterator<Item = (String, Value)>>(&mut self, iter: I) {
-        for (k, v) in iter {
-            self.insert(k, v);
-        }
     }
 }
 

@@ -51,6 +51,11 @@ pub fn run(opts: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // How long the graph must stay converged before the run ends (`None`: it never ends by
+    // itself). --noop checks once and reports; it does not keep watching.
+    let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
+    // A run that ends at its first converge: no live edit, no passive watch.
+    let first_converge = hold == Some(Duration::ZERO);
     let (registry, catalog) = compile::catalog(opts.hostname.as_deref());
     let given = match &opts.path {
         Some(path) => {
@@ -61,9 +66,8 @@ pub fn run(opts: RunArgs) -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // Live edits (the code watcher) compile an edit of resources' params alone; a run
-            // that ends at its first converge has none.
-            let outlined = !opts.no_watch && !opts.noop && opts.converged_timeout.is_none_or(|s| s > 0.0);
+            // Live edits (the code watcher) compile an edit of resources' params alone.
+            let outlined = !opts.no_watch && !opts.noop && !first_converge;
             match load(&program, &catalog, outlined) {
                 Ok(c) => {
                     if !opts.quiet {
@@ -132,15 +136,13 @@ pub fn run(opts: RunArgs) -> ExitCode {
     };
     let watch = !opts.no_watch && !opts.noop && matches!(start, Start::Program(_));
     let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
-    // --noop checks once and reports; it does not keep watching.
-    let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
     let config = EngineConfig {
         state_dir: state_dir.clone(),
         stop_timeout: SHUTDOWN_DEADLINE,
         apply_pool: Some(apply_rt.handle().clone()),
         // A run that ends at its first converge checks each file once, as a one-shot agent
         // does; following deploys, it waits for the fleet and keeps watching meanwhile.
-        one_shot: hold == Some(Duration::ZERO) && matches!(start, Start::Program(_)),
+        one_shot: first_converge && matches!(start, Start::Program(_)),
     };
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.watch_world(world);

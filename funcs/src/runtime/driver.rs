@@ -172,16 +172,13 @@ fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot
             let fixed = engine.is_fixed();
             // Said before the output goes out: its reader then knows it is the last.
             progress.fixed.store(fixed, Ordering::SeqCst);
-            if last.as_deref() != Some(&output) {
-                let output = Arc::new(output);
-                if fixed {
-                    return Driven::Fixed(Some(output));
-                }
+            let fresh = (last.as_deref() != Some(&output)).then(|| Arc::new(output));
+            if fixed {
+                return Driven::Fixed(fresh);
+            }
+            if let Some(output) = fresh {
                 out.send_replace(Some(Ok(Handoff::new(output.clone()))));
                 last = Some(output);
-            }
-            if fixed {
-                return Driven::Fixed(None);
             }
         }
         match events.recv() {

@@ -19,7 +19,7 @@ mod types;
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::span::{FileId, Span};
-use crate::syntax::ast::{Block, Stmt};
+use crate::syntax::ast::{Block, ResEntry, Stmt};
 use crate::syntax::token::{self, Tok};
 
 /// How deep expressions, types and blocks may nest before the parser gives up on them
@@ -38,8 +38,17 @@ pub(crate) type PResult<T> = Result<T, Fail>;
 
 /// Parses a whole file's tokens (which end with [`Tok::Eof`]).
 pub(crate) fn parse_tokens(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
-    let mut p =
-        Parser { text, tokens, pos: 0, file, diags: Diagnostics::new(), delims: Vec::new(), depth: 0, height: 0 };
+    let mut p = Parser {
+        text,
+        tokens,
+        pos: 0,
+        file,
+        diags: Diagnostics::new(),
+        delims: Vec::new(),
+        entries: Vec::new(),
+        depth: 0,
+        height: 0,
+    };
     let stmts = p.stmts(false);
     (stmts, p.diags)
 }
@@ -53,6 +62,11 @@ pub(crate) struct Parser<'t> {
     diags: Diagnostics,
     /// Opening delimiters not closed yet (for recovery and "unclosed" labels).
     delims: Vec<(Tok, Span)>,
+    /// The entries of the resource bodies being parsed, innermost last: each body is
+    /// gathered here and then moved out into a vector of exactly its size (grown one push
+    /// at a time, a body of three entries would keep room for four, and the allocator
+    /// keeps a block shrunk by less than half as it is).
+    entries: Vec<ResEntry>,
     /// Current nesting depth of expressions, types and blocks.
     depth: u32,
     /// Height of the tree being built at this point (nesting plus chain links).

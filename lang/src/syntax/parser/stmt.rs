@@ -309,7 +309,7 @@ impl Parser<'_> {
     /// `"{" { NL | entry } "}"`: the body of a resource, defaults, an override or a collector.
     fn res_body(&mut self) -> PResult<Vec<ResEntry>> {
         self.open(&Tok::LBrace)?;
-        let mut entries = Vec::new();
+        let first = self.entries.len();
         loop {
             self.skip_newlines();
             if self.at(&Tok::RBrace) || self.at(&Tok::Eof) {
@@ -318,7 +318,7 @@ impl Parser<'_> {
             let base = self.delims.len();
             let before = self.pos;
             match self.res_entry() {
-                Ok(entry) => entries.push(entry),
+                Ok(entry) => self.entries.push(entry),
                 Err(_) => {
                     self.recover_entry(base);
                     if self.pos == before {
@@ -327,10 +327,8 @@ impl Parser<'_> {
                 }
             }
         }
+        let entries: Vec<ResEntry> = self.entries.drain(first..).collect();
         self.close(&Tok::RBrace, "`}` or a resource field")?;
-        // A body of three entries would keep room for four: a quarter more for every
-        // resource of a large program, held until elaboration is over.
-        entries.shrink_to_fit();
         Ok(entries)
     }
 
