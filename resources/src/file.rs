@@ -23,8 +23,9 @@ use engine::{ApplyCtx, InitCtx, IoAt, Payload, ResError, Resource, Subscription,
 use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, ancestors, file_path, list_param};
-use crate::common::{Raw, res_error};
+use crate::common::{res_error, value_of};
 use crate::params::{BuildError, Params};
+use crate::text::Text;
 use crate::typed::Presence;
 use crate::util::fs::{
     TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
@@ -41,40 +42,86 @@ crate::params! {
     pub struct FileParams {
         /// Absolute path (from `path`, `dirname`, `basename` or the name); a trailing `/`
         /// means a directory.
-        pub path: String => resolved_path,
+        pub path: Text => resolved_path,
         /// Replaces the directory part of the path (ends in `/`).
-        pub dirname: String,
+        pub dirname: Text,
         /// Replaces the last component of the path.
-        pub basename: String,
+        pub basename: Text,
         /// Unset: never create or delete.
         pub state: Presence,
-        pub content: Option<String>,
-        pub source: String,
+        pub content: Option<Arc<str>>,
+        pub source: Text,
         pub fragments: Vec<String>,
-        pub owner: String,
-        pub group: String,
-        pub mode: String,
+        pub owner: Text,
+        pub group: Text,
+        pub mode: Text,
         pub recurse: bool,
         pub force: bool,
         pub purge: bool,
         pub symlink: bool,
-        pub selinux: Option<String>,
+        pub selinux: Option<Arc<str>>,
+    }
+}
+
+impl FileParams {
+    /// Values that decode back to these params: every field that is set, the resolved
+    /// `path` beside the `dirname` and `basename` it came from (resolving it again gives
+    /// the same path). The strings are shared, not copied.
+    fn values(&self) -> ParamMap {
+        let mut values = ParamMap::new();
+        let mut put = |field: &str, value: Value| values.insert(field.to_string(), value);
+        for (field, text) in [
+            ("path", &self.path),
+            ("dirname", &self.dirname),
+            ("basename", &self.basename),
+            ("source", &self.source),
+            ("owner", &self.owner),
+            ("group", &self.group),
+            ("mode", &self.mode),
+        ] {
+            if let Some(text) = text.shared() {
+                put(field, Value::Str(text.clone()));
+            }
+        }
+        if self.state != Presence::Unset {
+            put("state", Value::str(self.state.as_str()));
+        }
+        for (field, text) in [("content", &self.content), ("selinux", &self.selinux)] {
+            if let Some(text) = text {
+                put(field, Value::Str(text.clone()));
+            }
+        }
+        if !self.fragments.is_empty() {
+            put("fragments", Value::List(Arc::new(self.fragments.iter().map(Value::str).collect())));
+        }
+        for (field, flag) in
+            [("recurse", self.recurse), ("force", self.force), ("purge", self.purge), ("symlink", self.symlink)]
+        {
+            if flag {
+                put(field, Value::Bool(true));
+            }
+        }
+        values
     }
 }
 
 /// The path `path`, `dirname` and `basename` (or the name) make together.
-fn resolved_path(p: &Params<'_>, _field: &str) -> Result<String, BuildError> {
+fn resolved_path(p: &Params<'_>, _field: &str) -> Result<Text, BuildError> {
     let mut values = ParamMap::new();
     for field in ["path", "dirname", "basename"] {
         if let Some(text) = p.opt_str(field)? {
             values.insert(field.to_string(), Value::str(text));
         }
     }
-    Ok(file_path(p.name, &values))
+    Ok(Text::from(file_path(p.name, &values)))
 }
 
 pub struct File {
-    raw: Raw,
+    /// The resource's name, for messages.
+    name: Box<str>,
+    /// The only copy of the params a running file keeps: a received value is laid over
+    /// their values ([`FileParams::values`]), not over the raw values it was built from,
+    /// which the graph lets go.
     params: FileParams,
     /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
     spared: Vec<PathBuf>,
@@ -185,9 +232,8 @@ impl FileParams {
 
 impl File {
     pub fn build(name: &str, values: &ParamMap) -> Result<File, BuildError> {
-        let raw = Raw::new("file", name, values);
-        let params = raw.decode(FileParams::decode)?;
-        Ok(File { raw, params, spared: Vec::new(), verified: Arc::default(), sweeps: None })
+        let params = FileParams::decode(&Params::new("file", name, values)?)?;
+        Ok(File { name: name.into(), params, spared: Vec::new(), verified: Arc::default(), sweeps: None })
     }
 
     /// Has init sweep the file's directory (once per directory and `sweeps`) of the
@@ -338,7 +384,7 @@ impl Resource for File {
             symlink,
             selinux,
         } = &self.params;
-        let mut out = String::with_capacity(96 + path.len() + content.as_ref().map_or(0, String::len));
+        let mut out = String::with_capacity(96 + path.len() + content.as_ref().map_or(0, |c| c.len()));
         let mut field = |text: Option<&str>| match text {
             Some(text) => {
                 let _infallible = write!(out, "{}:", text.len());
@@ -369,7 +415,7 @@ impl Resource for File {
     /// owner. Directories and source-copied files are refused, as in mgmt.
     fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
         let p = &self.params;
-        let refuse = |why: &str| Err(ResError::new(format!("file[{}]: cannot reverse {why}", self.raw.name)));
+        let refuse = |why: &str| Err(ResError::new(format!("file[{}]: cannot reverse {why}", self.name)));
         if p.is_dir() {
             return refuse("a directory");
         }
@@ -382,7 +428,7 @@ impl Resource for File {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 values.insert("state".into(), Value::str("absent"));
             }
-            Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.raw.name))),
+            Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.name))),
             Ok(m) if !m.is_file() => return refuse("something that is not a regular file"),
             Ok(m) => {
                 let content = fs::read(path).at(path)?;
@@ -395,13 +441,19 @@ impl Resource for File {
                 values.insert("force".into(), Value::Bool(true));
             }
         }
-        let reverse = File::build(&self.raw.name, &values).map_err(|e| ResError::new(e.to_string()))?;
+        let reverse = File::build(&self.name, &values).map_err(|e| ResError::new(e.to_string()))?;
         Ok(Some(Box::new(reverse)))
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
         *lock(&self.verified) = None;
-        self.raw.recv(key, value, &mut self.params, FileParams::decode)
+        let mut values = self.params.values();
+        values.insert(key.to_string(), value_of(value)?.clone());
+        let new =
+            FileParams::decode(&Params::new("file", &self.name, &values).map_err(res_error)?).map_err(res_error)?;
+        let changed = new != self.params;
+        self.params = new;
+        Ok(changed)
     }
 }
 
@@ -418,7 +470,7 @@ impl File {
     }
 
     fn raw_error(&self, message: String) -> BuildError {
-        BuildError { kind: "file".into(), name: self.raw.name.clone(), field: None, message }
+        BuildError { kind: "file".into(), name: self.name.to_string(), field: None, message }
     }
 }
 

@@ -62,6 +62,7 @@ pub mod svc;
 pub mod sysctl;
 pub mod systemd;
 pub mod test_res;
+pub mod text;
 pub mod tftp;
 pub mod timer;
 pub mod typed;

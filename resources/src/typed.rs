@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use lang::value::Value;
 
 use crate::params::{BuildError, Fields, Params};
+use crate::text::Text;
 
 /// One param as a kind declares it: `(name, mcl type text, allowed values, whether leaving
 /// it out means the zero value of its type)`, where no allowed values means any value of
@@ -79,12 +80,32 @@ macro_rules! zero_when_absent {
     )*};
 }
 
-zero_when_absent!(String, bool, i64, u64, u32, u16, u8, i32, i16, i8, f64, Vec<String>, BTreeMap<String, String>);
+zero_when_absent!(String, Text, bool, i64, u64, u32, u16, u8, i32, i16, i8, f64, Vec<String>, BTreeMap<String, String>);
 
 impl ParamType for String {
     const TYPE: &'static str = "str";
     fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
         value.as_str().map(str::to_string).ok_or_else(|| wrong(p, field, "a str", value))
+    }
+}
+
+impl ParamType for Text {
+    const TYPE: &'static str = "str";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::Str(text) => Ok(Text::from(text.clone())),
+            other => Err(wrong(p, field, "a str", other)),
+        }
+    }
+}
+
+impl ParamType for std::sync::Arc<str> {
+    const TYPE: &'static str = "str";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        match value {
+            Value::Str(text) => Ok(text.clone()),
+            other => Err(wrong(p, field, "a str", other)),
+        }
     }
 }
 
@@ -219,6 +240,18 @@ pub fn fingerprint_str(text: &str, out: &mut String) {
 }
 
 impl Fingerprint for String {
+    fn fingerprint_into(&self, out: &mut String) {
+        fingerprint_str(self, out);
+    }
+}
+
+impl Fingerprint for Text {
+    fn fingerprint_into(&self, out: &mut String) {
+        fingerprint_str(self, out);
+    }
+}
+
+impl Fingerprint for std::sync::Arc<str> {
     fn fingerprint_into(&self, out: &mut String) {
         fingerprint_str(self, out);
     }

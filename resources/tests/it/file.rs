@@ -351,3 +351,45 @@ fn the_fingerprint_changes_with_every_param_and_only_then() {
         assert_ne!(fp(&base), fp(&pairs), "{changes:?} left the fingerprint alone");
     }
 }
+
+#[test]
+fn received_values_are_laid_over_the_params_the_file_keeps() {
+    use resources::payload;
+    let mut f = file(
+        "conf",
+        &[
+            ("dirname", s("/srv/app/")),
+            ("basename", s("app.conf")),
+            ("state", s("exists")),
+            ("content", s("one\n")),
+            ("fragments", strs(&["/srv/f1"])),
+            ("force", Value::Bool(true)),
+        ],
+    );
+    let built = f.fingerprint();
+    assert!(f.recv("mode", &payload(s("0600"))).unwrap(), "a new mode is a change");
+    assert_eq!(f.params().path.as_str(), "/srv/app/app.conf", "the path resolves as it did");
+    assert_eq!(f.params().content.as_deref(), Some("one\n"), "the content is kept");
+    assert_eq!(f.params().fragments, ["/srv/f1"]);
+    assert!(f.params().force);
+    assert_eq!(f.params().state, resources::typed::Presence::Exists);
+    assert!(!f.recv("mode", &payload(s("0600"))).unwrap(), "the same value again is no change");
+    assert!(f.recv("content", &payload(s("two\n"))).unwrap());
+    assert_eq!(f.params().mode.as_str(), "0600", "an earlier received value is kept");
+    assert!(f.recv("basename", &payload(s("other.conf"))).unwrap());
+    assert_eq!(f.params().path.as_str(), "/srv/app/other.conf");
+    assert!(f.recv("mode", &payload(Value::Int(1))).is_err(), "a value of the wrong type is refused");
+    assert_eq!(f.params().mode.as_str(), "0600", "and changes nothing");
+    let rebuilt = file(
+        "conf",
+        &[
+            ("dirname", s("/srv/app/")),
+            ("basename", s("app.conf")),
+            ("state", s("exists")),
+            ("content", s("one\n")),
+            ("fragments", strs(&["/srv/f1"])),
+            ("force", Value::Bool(true)),
+        ],
+    );
+    assert_eq!(rebuilt.fingerprint(), built);
+}
