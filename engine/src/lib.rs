@@ -173,7 +173,7 @@ impl Engine {
         tracing::info!(
             generation,
             vertices = running.vertices.len(),
-            edges = running.edges.len(),
+            edges = running.edge_count(),
             started = report.started.len(),
             stopped = report.stopped.len(),
             "graph swapped"
@@ -275,8 +275,10 @@ impl Engine {
         let running = self.running.lock().await;
         let failed = |k: &ResKey| running.vertices.get(k).is_some_and(|v| v.node.failure().is_some());
         let mut parents: BTreeMap<&ResKey, Vec<&ResKey>> = BTreeMap::new();
-        for (from, to) in running.edges.keys() {
-            parents.entry(to).or_default().push(from);
+        let links: Vec<(&ResKey, Arc<node::Links>)> =
+            running.vertices.iter().map(|(k, v)| (k, v.node.links())).collect();
+        for (to, links) in &links {
+            parents.entry(*to).or_default().extend(links.parents.iter().map(|l| &l.node.key));
         }
         let mut blame = BTreeMap::new();
         for (key, v) in &running.vertices {
@@ -357,7 +359,6 @@ impl Engine {
         // short. What is still running after that is cancelled.
         let pause = self.shared.close_gate(deadline / 2).await;
         let vertices: Vec<_> = std::mem::take(&mut running.vertices).into_values().collect();
-        running.edges.clear();
         let stopped = vertices.len();
         let left = deadline.saturating_sub(started.elapsed());
         let stragglers = swap::stop(&self.shared, vertices, left).await;

@@ -52,7 +52,7 @@ pub(crate) async fn patch(
     for ((v, old), links) in fresh.into_iter().zip(old_nodes).zip(old_links) {
         let node = Arc::new(Node::new(v.key.clone(), Digest::of(&v.res.fingerprint())));
         shared.converger.register(&node.converged);
-        relink(running, &old, &node, &links);
+        relink(&old, &node, &links);
         let meta = Arc::new(v.meta);
         workers.push(Worker::new(shared.clone(), node.clone(), meta.clone(), v.res));
         keys.push(v.key.clone());
@@ -101,8 +101,8 @@ fn prefill(running: &Running, v: &mut Vertex) {
 
 /// Puts `new` where `old` was: `new` gets `old`'s links, each neighbour's link to `old` now
 /// leads to `new`, and edges that notify get a fresh pending flag (as a swap gives every
-/// edge of a started vertex), in the neighbour's link and in the running edge.
-fn relink(running: &mut Running, old: &Arc<Node>, new: &Arc<Node>, links: &Links) {
+/// edge of a started vertex), in both links of the edge.
+fn relink(old: &Arc<Node>, new: &Arc<Node>, links: &Links) {
     let renewed = |list: &[Link]| -> Box<[Link]> {
         list.iter()
             .map(|l| Link { pending: l.pending.as_ref().map(|_| Arc::new(AtomicBool::new(false))), ..l.clone() })
@@ -112,10 +112,6 @@ fn relink(running: &mut Running, old: &Arc<Node>, new: &Arc<Node>, links: &Links
     let ends = parents.iter().map(|l| (l, false)).chain(children.iter().map(|l| (l, true)));
     for (link, old_is_parent) in ends {
         retarget(&link.node, old, new, &link.pending, old_is_parent);
-        let (from, to) = if old_is_parent { (new, &link.node) } else { (&link.node, new) };
-        if let Some(edge) = running.edges.get_mut(&(from.key.clone(), to.key.clone())) {
-            edge.pending = link.pending.clone();
-        }
     }
     new.set_links(Links { parents, children });
 }

@@ -21,7 +21,6 @@ use crate::worker::{Shared, Worker};
 #[derive(Default)]
 pub(crate) struct Running {
     pub(crate) vertices: BTreeMap<ResKey, RunningVertex>,
-    pub(crate) edges: BTreeMap<(ResKey, ResKey), RunningEdge>,
     /// Reversals captured when `Meta:reverse` vertices were first inited, waiting for
     /// their vertex to leave the graph (in memory: they do not survive a restart).
     pub(crate) pending_reversals: BTreeMap<ResKey, Box<dyn Resource>>,
@@ -37,6 +36,13 @@ pub(crate) struct RunningVertex {
     // worker is spawned again by whoever wakes it.
 }
 
+impl Running {
+    /// How many edges run: each is its child's link to a parent.
+    pub(crate) fn edge_count(&self) -> usize {
+        self.vertices.values().map(|v| v.node.links().parents.len()).sum()
+    }
+}
+
 impl RunningVertex {
     /// Asks the worker to stop: cancels its token (its watch and any step in flight) and
     /// wakes it, since an idle worker waits only for its wake-up signal (a parked one is
@@ -45,13 +51,6 @@ impl RunningVertex {
         self.node.cancel();
         self.node.wake();
     }
-}
-
-pub(crate) struct RunningEdge {
-    pub(crate) notify: bool,
-    /// Refresh pending; survives swaps that keep both endpoints and the edge.
-    pub(crate) pending: Option<Arc<AtomicBool>>,
-    pub(crate) sendrecv: Pairs,
 }
 
 /// What a successful swap did.
@@ -415,36 +414,40 @@ pub(crate) fn start(shared: &Shared, worker: Worker) {
 }
 
 /// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh
-/// flag of edges whose endpoints both stayed and whose notify flag did not change.
-fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: &Plan) {
-    // `edges` is in key order, so collecting builds the map in bulk.
-    let new_edges = edges
-        .into_iter()
-        .map(|((from, to), edge)| {
-            let kept = !plan.starts(&from) && !plan.starts(&to);
-            let old = if kept { running.edges.get(&(from.clone(), to.clone())) } else { None };
-            let pending = match old {
-                Some(old) if old.notify == edge.notify => old.pending.clone(),
-                _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
-            };
-            let sendrecv = (!edge.sendrecv.is_empty()).then(|| Arc::new(edge.sendrecv));
-            ((from, to), RunningEdge { notify: edge.notify, pending, sendrecv })
-        })
+/// flag of edges whose endpoints both stayed and whose notify flag did not change. The
+/// running edges are the links themselves (a child link carries the edge's pending flag and
+/// send/recv pairs): no table of them is kept beside.
+fn relink(running: &Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: &Plan) {
+    // The pending flags of the edges running now between vertices that stay (none at the
+    // first start), read before any link is replaced.
+    let kept: Vec<(&ResKey, Arc<Links>)> =
+        running.vertices.iter().filter(|(k, _)| !plan.starts(k)).map(|(k, v)| (k, v.node.links())).collect();
+    let old: FastMap<(&ResKey, &ResKey), Option<&Arc<AtomicBool>>> = kept
+        .iter()
+        .flat_map(|(from, links)| links.children.iter().map(move |l| ((*from, &l.node.key), l.pending.as_ref())))
+        .filter(|((_, to), _)| !plan.starts(to))
         .collect();
-    running.edges = new_edges;
     // Vertices by position: one hash lookup per edge end instead of ordered-map walks
     // comparing keys.
     let nodes: Vec<&Arc<Node>> = running.vertices.values().map(|v| &v.node).collect();
     let index: FastMap<&ResKey, usize> = running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
+    let ends: Vec<(usize, usize, Option<Arc<AtomicBool>>, Pairs)> = edges
+        .into_iter()
+        .filter_map(|((from, to), edge)| {
+            let pending = match old.get(&(&from, &to)) {
+                Some(old) if old.is_some() == edge.notify => old.cloned(),
+                _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
+            };
+            let sendrecv = (!edge.sendrecv.is_empty()).then(|| Arc::new(edge.sendrecv));
+            Some((*index.get(&from)?, *index.get(&to)?, pending, sendrecv))
+        })
+        .collect();
+    drop(old);
+    drop(kept);
     // Each vertex's lists get exactly their length: a vector's first push makes room for
     // four links, and most vertices have one parent or none.
-    let ends: Vec<(usize, usize, &RunningEdge)> = running
-        .edges
-        .iter()
-        .filter_map(|((from, to), edge)| Some((*index.get(from)?, *index.get(to)?, edge)))
-        .collect();
     let mut degrees = vec![(0usize, 0usize); nodes.len()];
-    for &(parent, child, _) in &ends {
+    for &(parent, child, ..) in &ends {
         degrees[child].0 += 1;
         degrees[parent].1 += 1;
     }
@@ -452,17 +455,84 @@ fn relink(running: &mut Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: 
         .into_iter()
         .map(|(parents, children)| (Vec::with_capacity(parents), Vec::with_capacity(children)))
         .collect();
-    for (parent, child, edge) in ends {
-        let link = |node: &Arc<Node>| Link {
-            node: node.clone(),
-            pending: edge.pending.clone(),
-            sendrecv: edge.sendrecv.clone(),
-        };
+    for (parent, child, pending, sendrecv) in ends {
+        let link = |node: &Arc<Node>| Link { node: node.clone(), pending: pending.clone(), sendrecv: sendrecv.clone() };
         links[child].0.push(link(nodes[parent]));
         links[parent].1.push(link(nodes[child]));
     }
     for (node, (parents, children)) in nodes.into_iter().zip(links) {
         // Exactly sized already: boxing does not move them.
         node.set_links(Links { parents: parents.into_boxed_slice(), children: children.into_boxed_slice() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::*;
+
+    fn running(names: &[&str]) -> Running {
+        let vertices = names
+            .iter()
+            .map(|n| {
+                let key = ResKey::new("test", n);
+                let node = Arc::new(Node::new(key.clone(), Digest::of(n)));
+                (key, RunningVertex { node, meta: Arc::new(Meta::default()) })
+            })
+            .collect();
+        Running { vertices, pending_reversals: BTreeMap::new(), reversal_keys: BTreeSet::new() }
+    }
+
+    fn edges(list: &[(&str, &str, bool)]) -> BTreeMap<(ResKey, ResKey), Edge> {
+        list.iter()
+            .map(|&(from, to, notify)| {
+                let (from, to) = (ResKey::new("test", from), ResKey::new("test", to));
+                ((from.clone(), to.clone()), Edge { from, to, notify, sendrecv: Vec::new() })
+            })
+            .collect()
+    }
+
+    fn plan(start: &[&str]) -> Plan {
+        Plan {
+            stop: Vec::new(),
+            start: Some(start.iter().map(|n| ResKey::new("test", n)).collect()),
+            unchanged: Vec::new(),
+        }
+    }
+
+    /// The pending flag of the edge from `from` to `to`, as the child's link and the
+    /// parent's link hold it (they must be one flag).
+    fn pending(running: &Running, from: &str, to: &str) -> Option<Arc<AtomicBool>> {
+        let node = |n: &str| running.vertices[&ResKey::new("test", n)].node.clone();
+        let down = node(from).links().children.iter().find(|l| *l.node.key.name == *to).unwrap().pending.clone();
+        let up = node(to).links().parents.iter().find(|l| *l.node.key.name == *from).unwrap().pending.clone();
+        assert_eq!(down.as_ref().map(Arc::as_ptr), up.as_ref().map(Arc::as_ptr), "both links share the flag");
+        down
+    }
+
+    #[test]
+    fn a_refresh_pending_on_a_kept_edge_survives_a_relink() {
+        let running = running(&["a", "b", "c"]);
+        relink(&running, edges(&[("a", "b", true), ("b", "c", true)]), &plan(&["a", "b", "c"]));
+        pending(&running, "a", "b").unwrap().store(true, Ordering::SeqCst);
+        pending(&running, "b", "c").unwrap().store(true, Ordering::SeqCst);
+        assert_eq!(running.edge_count(), 2);
+
+        // Nothing starts: both flags are kept, still set.
+        let before = pending(&running, "a", "b").unwrap();
+        relink(&running, edges(&[("a", "b", true), ("b", "c", true)]), &plan(&[]));
+        assert!(Arc::ptr_eq(&before, &pending(&running, "a", "b").unwrap()));
+        assert!(pending(&running, "b", "c").unwrap().load(Ordering::SeqCst));
+
+        // `c` is replaced: its edge gets a fresh flag; an edge that stops notifying has none.
+        relink(&running, edges(&[("a", "b", false), ("b", "c", true)]), &plan(&["c"]));
+        assert!(pending(&running, "a", "b").is_none());
+        assert!(!pending(&running, "b", "c").unwrap().load(Ordering::SeqCst));
+
+        // An edge that starts notifying again gets a flag of its own, unset.
+        relink(&running, edges(&[("a", "b", true)]), &plan(&[]));
+        assert!(!pending(&running, "a", "b").unwrap().load(Ordering::SeqCst));
+        assert_eq!(running.edge_count(), 1);
     }
 }
