@@ -116,7 +116,7 @@ pub(crate) struct Links {
     pub(crate) children: Box<[Link]>,
 }
 
-/// The send/recv pairs of an edge, shared by its running record and both of its links;
+/// The send/recv pairs of an edge, shared by both of its links (which are all the engine keeps of a running edge);
 /// `None` for the many edges that carry none.
 pub(crate) type Pairs = Option<Arc<Vec<SendRecv>>>;
 
