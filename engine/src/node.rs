@@ -116,8 +116,8 @@ pub(crate) struct Links {
     pub(crate) children: Box<[Link]>,
 }
 
-/// The send/recv pairs of an edge, shared by both of its links (which are all the engine keeps of a running edge);
-/// `None` for the many edges that carry none.
+/// The send/recv pairs of an edge, shared by both of its links (which are all the engine
+/// keeps of a running edge); `None` for the many edges that carry none.
 pub(crate) type Pairs = Option<Arc<Vec<SendRecv>>>;
 
 #[derive(Clone)]
