@@ -117,14 +117,15 @@ fn resolved_path(p: &Params<'_>, _field: &str) -> Result<Text, BuildError> {
 }
 
 pub struct File {
-    /// The resource's name, for messages.
-    name: Box<str>,
+    /// The resource's name, for messages (shared with the graph's key, and with the path
+    /// when the params leave the path to the name).
+    name: Arc<str>,
     /// The only copy of the params a running file keeps: a received value is laid over
     /// their values ([`FileParams::values`]), not over the raw values it was built from,
     /// which the graph lets go.
     params: FileParams,
     /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
-    spared: Vec<PathBuf>,
+    spared: Box<[PathBuf]>,
     /// The file as it was right after the last successful check-apply, for a file whose
     /// whole state comes from its params (literal content). A later check that finds the
     /// same inode with the same change time, size, mode and owner knows nothing touched it
@@ -232,8 +233,17 @@ impl FileParams {
 
 impl File {
     pub fn build(name: &str, values: &ParamMap) -> Result<File, BuildError> {
-        let params = FileParams::decode(&Params::new("file", name, values)?)?;
-        Ok(File { name: name.into(), params, spared: Vec::new(), verified: Arc::default(), sweeps: None })
+        File::build_named(Arc::from(name), values)
+    }
+
+    /// [`File::build`], keeping `name` as it is shared (the graph's key holds it), also as
+    /// the path when the path is the name, as it mostly is: one string, not three.
+    pub fn build_named(name: Arc<str>, values: &ParamMap) -> Result<File, BuildError> {
+        let mut params = FileParams::decode(&Params::new("file", &name, values)?)?;
+        if *params.path == *name {
+            params.path = Text::from(name.clone());
+        }
+        Ok(File { name, params, spared: Box::default(), verified: Arc::default(), sweeps: None })
     }
 
     /// Has init sweep the file's directory (once per directory and `sweeps`) of the
@@ -245,8 +255,9 @@ impl File {
 
     /// Tells a purging directory which paths other resources manage (mgmt spares them).
     pub fn spare(mut self, paths: impl IntoIterator<Item = PathBuf>) -> File {
-        self.spared = paths.into_iter().collect();
-        self.spared.sort();
+        let mut spared: Vec<PathBuf> = paths.into_iter().collect();
+        spared.sort();
+        self.spared = spared.into_boxed_slice();
         self
     }
 

@@ -127,7 +127,8 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
     for (i, key) in keys.iter().enumerate() {
         let v = &graph.vertices[i];
         let built = if v.kind == "file" {
-            crate::file::File::build(&v.name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
+            let name = if *key.name == *v.name { key.name.clone() } else { v.name.as_str().into() };
+            crate::file::File::build_named(name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
                 if !f.params().purge {
                     return Box::new(f) as Box<dyn engine::Resource>;
                 }

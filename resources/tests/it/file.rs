@@ -393,3 +393,13 @@ fn received_values_are_laid_over_the_params_the_file_keeps() {
     );
     assert_eq!(rebuilt.fingerprint(), built);
 }
+
+#[test]
+fn a_file_named_by_its_path_keeps_one_string_for_both() {
+    use std::sync::Arc;
+    let name: Arc<str> = Arc::from("/srv/app.conf");
+    let f = File::build_named(name.clone(), &params(&[("content", s("x"))])).unwrap();
+    assert!(Arc::ptr_eq(f.params().path.shared().unwrap(), &name), "the path is the name's string");
+    let other = File::build_named(name, &params(&[("path", s("/srv/other.conf"))])).unwrap();
+    assert_eq!(other.params().path.as_str(), "/srv/other.conf");
+}
