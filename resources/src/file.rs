@@ -31,7 +31,7 @@ use crate::util::fs::{
     TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
 };
 use crate::util::lock;
-use crate::util::watch::FileWatch;
+use crate::util::watch::{FileWatch, Spelt};
 
 mod quick;
 use quick::Quick;
@@ -337,10 +337,10 @@ impl Resource for File {
         targets.extend(p.fragments.iter().map(PathBuf::from));
         let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| self.verified.clone());
         let ctx = ctx.clone();
-        let call = move |targets: &[PathBuf]| {
+        let call = move |targets: &[Spelt]| {
             let unchanged = own.as_ref().is_some_and(|verified| {
                 let verified = *lock(verified);
-                verified.is_some() && verified == Stamp::of(&targets[0])
+                verified.is_some() && verified == Stamp::of(Path::new(&targets[0]))
             });
             if !unchanged {
                 ctx.event();

@@ -27,7 +27,7 @@
 //! lock never waits for the reader.
 
 use std::collections::HashSet;
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -48,40 +48,67 @@ pub struct FileWatch {
     wake: Arc<Signal>,
 }
 
-/// How the hub wakes a subscription.
-struct Signal {
-    how: Wake,
+/// A path as the hub keeps it: one shared string for a target (its subscription's list and
+/// the index of targets) and one for a watched directory (the watch table and every
+/// subscription watching through it), since a large graph watches many files of a few
+/// directories.
+pub type Spelt = Arc<OsStr>;
+
+/// How the hub wakes a subscription: one allocation holding the flag and the waker.
+struct Signal<W: ?Sized = dyn Wakes> {
     /// Set when an event may have moved the subscription's watch points (something on the
     /// way to a target was made or removed, a watch died), so the woken side re-resolves
     /// them. A change of a target itself, watched through its live parent, leaves the
     /// points as they are and costs no re-resolution.
     rearm: AtomicBool,
+    how: W,
 }
 
 /// A subscription is woken through a `Notify` its owner awaits ([`FileWatch::changed`]), or
 /// by a call, made on the watcher's thread with the hub locked ([`FileWatch::calling`]).
-enum Wake {
-    /// Holds at most one pending wake-up, so a burst of events coalesces into one.
-    Notify(Notify),
-    Call(Call),
+trait Wakes: Send + Sync {
+    /// Called with the subscription's targets (so a call need not keep its own copy).
+    fn wake(&self, targets: &[Spelt]);
+    /// The `Notify` a waiter awaits; `None` for a call.
+    fn notify(&self) -> Option<&Notify>;
 }
 
-/// Called with the subscription's targets (so the call need not keep its own copy).
-type Call = Box<dyn Fn(&[PathBuf]) + Send + Sync>;
-
-impl Signal {
-    fn new(how: Wake) -> Signal {
-        Signal { how, rearm: AtomicBool::new(false) }
+/// Holds at most one pending wake-up, so a burst of events coalesces into one.
+impl Wakes for Notify {
+    fn wake(&self, _: &[Spelt]) {
+        self.notify_one();
     }
 
-    fn wake(&self, rearm: bool, targets: &[PathBuf]) {
+    fn notify(&self) -> Option<&Notify> {
+        Some(self)
+    }
+}
+
+/// A call made on each change.
+struct Call<F>(F);
+
+impl<F: Fn(&[Spelt]) + Send + Sync> Wakes for Call<F> {
+    fn wake(&self, targets: &[Spelt]) {
+        (self.0)(targets);
+    }
+
+    fn notify(&self) -> Option<&Notify> {
+        None
+    }
+}
+
+impl<W: Wakes + 'static> Signal<W> {
+    fn new(how: W) -> Arc<Signal> {
+        Arc::new(Signal { rearm: AtomicBool::new(false), how })
+    }
+}
+
+impl Signal {
+    fn wake(&self, rearm: bool, targets: &[Spelt]) {
         if rearm {
             self.rearm.store(true, Ordering::Release);
         }
-        match &self.how {
-            Wake::Notify(notify) => notify.notify_one(),
-            Wake::Call(call) => call(targets),
-        }
+        self.how.wake(targets);
     }
 }
 
@@ -119,9 +146,9 @@ struct Hub {
 struct State {
     subs: Subs,
     /// Every watched directory (and every one a subscription wants, watched or not).
-    dirs: Map<OsString, DirWatch>,
+    dirs: Map<Spelt, DirWatch>,
     /// The path of each live watch, to name what an event is about.
-    by_wd: Map<WatchDescriptor, PathBuf>,
+    by_wd: Map<WatchDescriptor, Spelt>,
 }
 
 /// Why a directory is watched, and its watch.
@@ -144,7 +171,7 @@ struct DirWatch {
 #[derive(Default)]
 struct Subs {
     by_id: Map<u64, Sub>,
-    by_target: Map<OsString, Ids>,
+    by_target: Map<Spelt, Ids>,
     /// For every proper ancestor of a target, how many targets lie below it: an event on
     /// such a directory (removed, moved) concerns them all.
     above: Map<OsString, usize>,
@@ -159,11 +186,8 @@ struct Subs {
 impl Subs {
     fn insert(&mut self, id: u64, sub: Sub) {
         for target in &sub.targets {
-            self.by_target
-                .entry(target.clone().into_os_string())
-                .and_modify(|ids| ids.push(id))
-                .or_insert(Ids::One(id));
-            for dir in target.ancestors().skip(1) {
+            self.by_target.entry(target.clone()).and_modify(|ids| ids.push(id)).or_insert(Ids::One(id));
+            for dir in Path::new(target).ancestors().skip(1) {
                 match self.above.get_mut(dir.as_os_str()) {
                     Some(n) => *n += 1,
                     None => {
@@ -182,12 +206,12 @@ impl Subs {
         self.recursive -= usize::from(sub.depth == Depth::Tree);
         self.entries -= usize::from(sub.depth == Depth::Entries);
         for target in &sub.targets {
-            if let Some(ids) = self.by_target.get_mut(target.as_os_str())
+            if let Some(ids) = self.by_target.get_mut(target)
                 && ids.remove(id)
             {
-                self.by_target.remove(target.as_os_str());
+                self.by_target.remove(target);
             }
-            for dir in target.ancestors().skip(1) {
+            for dir in Path::new(target).ancestors().skip(1) {
                 if let Some(n) = self.above.get_mut(dir.as_os_str()) {
                     *n -= 1;
                     if *n == 0 {
@@ -330,13 +354,13 @@ pub struct PathEvent {
 }
 
 struct Sub {
-    targets: Vec<PathBuf>,
+    targets: Box<[Spelt]>,
     depth: Depth,
     wake: Arc<Signal>,
     /// Where the events go, for a subscription that asked for them.
     events: Option<mpsc::UnboundedSender<PathEvent>>,
     /// Directories this subscription holds watches on, with the recursion used.
-    points: Vec<(PathBuf, bool)>,
+    points: Box<[(Spelt, bool)]>,
     /// The points were last resolved with every target's parent watched.
     settled: bool,
 }
@@ -351,7 +375,7 @@ impl FileWatch {
     /// target count.
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
-        FileWatch::subscribe(targets, depth, Wake::Notify(Notify::new()), None)
+        FileWatch::subscribe(targets, depth, Signal::new(Notify::new()), None)
     }
 
     /// Watches `targets` as [`FileWatch::new`] does, but calls `call` on each change
@@ -363,16 +387,16 @@ impl FileWatch {
     pub fn calling(
         targets: Vec<PathBuf>,
         recursive: bool,
-        call: impl Fn(&[PathBuf]) + Send + Sync + 'static,
+        call: impl Fn(&[Spelt]) + Send + Sync + 'static,
     ) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
-        FileWatch::subscribe(targets, depth, Wake::Call(Box::new(call)), None)
+        FileWatch::subscribe(targets, depth, Signal::new(Call(call)), None)
     }
 
     /// Watches the directories `dirs` and their direct entries: a change of any entry (made,
     /// written, removed) counts, as does the directory's own.
     pub fn entries(dirs: Vec<PathBuf>) -> Result<FileWatch, ResError> {
-        FileWatch::subscribe(dirs, Depth::Entries, Wake::Notify(Notify::new()), None)
+        FileWatch::subscribe(dirs, Depth::Entries, Signal::new(Notify::new()), None)
     }
 
     /// Watches the directories `dirs` and their direct entries, and reports every event
@@ -380,26 +404,33 @@ impl FileWatch {
     /// (made again after a removal) names the directory.
     pub fn events(dirs: Vec<PathBuf>) -> Result<EventWatch, ResError> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let watch = FileWatch::subscribe(dirs, Depth::Entries, Wake::Notify(Notify::new()), Some(tx))?;
+        let watch = FileWatch::subscribe(dirs, Depth::Entries, Signal::new(Notify::new()), Some(tx))?;
         Ok(EventWatch { watch, rx })
     }
 
     fn subscribe(
         targets: Vec<PathBuf>,
         depth: Depth,
-        how: Wake,
+        wake: Arc<Signal>,
         events: Option<mpsc::UnboundedSender<PathEvent>>,
     ) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.inotify()?;
-        let wake = Arc::new(Signal::new(how));
         let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
         // Maps are keyed by the path's bytes (fast to hash), so every path is kept in one
         // spelling: no trailing or doubled slashes, no `.` components.
-        let targets = targets.iter().map(|t| t.components().collect()).collect();
-        lock(&hub.state)
-            .subs
-            .insert(id, Sub { targets, depth, wake: wake.clone(), events, points: Vec::new(), settled: false });
+        let mut state = lock(&hub.state);
+        let targets = targets
+            .iter()
+            .map(|t| {
+                let spelt: PathBuf = t.components().collect();
+                let known = state.subs.by_target.get_key_value(spelt.as_os_str());
+                known.map_or_else(|| Spelt::from(spelt.as_os_str()), |(k, _)| k.clone())
+            })
+            .collect();
+        let sub = Sub { targets, depth, wake: wake.clone(), events, points: Box::default(), settled: false };
+        state.subs.insert(id, sub);
+        drop(state);
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
     }
@@ -412,10 +443,10 @@ impl FileWatch {
     /// Waits for the next change (coalescing a burst), then re-resolves the watch points
     /// if the change may have moved them.
     pub async fn changed(&mut self) -> Result<(), ResError> {
-        match &self.wake.how {
-            Wake::Notify(notify) => notify.notified().await,
+        match self.wake.how.notify() {
+            Some(notify) => notify.notified().await,
             // Changes go to the call: there is nothing to wait for here.
-            Wake::Call(_) => std::future::pending().await,
+            None => std::future::pending().await,
         }
         self.rearm_if_moved()
     }
@@ -539,7 +570,7 @@ impl Hub {
             let State { subs, dirs, .. } = &mut *state;
             let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
             let (wanted, complete) = sub_points(dirs, sub);
-            let unmoved = wanted == sub.points;
+            let unmoved = *wanted == *sub.points;
             let watched_before = state.alive(&wanted);
             let same = unmoved && watched_before;
             let Some(sub) = state.subs.by_id.get_mut(&id) else { return Ok(()) };
@@ -547,7 +578,7 @@ impl Hub {
             if same {
                 return Ok(());
             }
-            let old = std::mem::replace(&mut sub.points, wanted.clone());
+            let old = std::mem::replace(&mut sub.points, wanted.clone().into_boxed_slice());
             state.acquire(inotify, &wanted);
             state.release(inotify, &old);
             // Every target's parent existed and was watched before the lookup: nothing can
@@ -569,18 +600,19 @@ impl Hub {
 
 impl State {
     /// Whether every point has a live watch.
-    fn alive(&self, points: &[(PathBuf, bool)]) -> bool {
-        points.iter().all(|(dir, _)| self.dirs.get(dir.as_os_str()).is_some_and(|d| d.wd.is_some()))
+    fn alive(&self, points: &[(Spelt, bool)]) -> bool {
+        points.iter().all(|(dir, _)| self.dirs.get(dir).is_some_and(|d| d.wd.is_some()))
     }
 
-    fn acquire(&mut self, inotify: &Inotify, points: &[(PathBuf, bool)]) {
+    fn acquire(&mut self, inotify: &Inotify, points: &[(Spelt, bool)]) {
         for (dir, recursive) in points {
-            let entry = self.dirs.entry(dir.clone().into_os_string()).or_default();
+            let entry = self.dirs.entry(dir.clone()).or_default();
             if *recursive {
                 entry.recursive += 1;
             } else {
                 entry.plain += 1;
             }
+            let dir = Path::new(dir);
             self.watch(inotify, dir);
             if *recursive {
                 self.watch_below(inotify, dir);
@@ -588,15 +620,16 @@ impl State {
         }
     }
 
-    fn release(&mut self, inotify: &Inotify, points: &[(PathBuf, bool)]) {
+    fn release(&mut self, inotify: &Inotify, points: &[(Spelt, bool)]) {
         for (dir, recursive) in points {
-            let Some(entry) = self.dirs.get_mut(dir.as_os_str()) else { continue };
+            let Some(entry) = self.dirs.get_mut(dir) else { continue };
             if *recursive {
                 entry.recursive = entry.recursive.saturating_sub(1);
             } else {
                 entry.plain = entry.plain.saturating_sub(1);
             }
             let unrooted = *recursive && entry.recursive == 0;
+            let dir = Path::new(dir);
             self.drop_unneeded(inotify, dir);
             if unrooted {
                 let below: Vec<PathBuf> =
@@ -633,16 +666,21 @@ impl State {
 
     /// Gives `dir` a live watch if it has none.
     fn watch(&mut self, inotify: &Inotify, dir: &Path) {
-        let entry = self.dirs.entry(dir.as_os_str().to_owned()).or_default();
+        if !self.dirs.contains_key(dir.as_os_str()) {
+            self.dirs.insert(Spelt::from(dir.as_os_str()), DirWatch::default());
+        }
+        let Some((spelt, entry)) = self.dirs.get_key_value(dir.as_os_str()) else { return };
         if entry.wd.is_some() {
             return;
         }
+        let spelt = spelt.clone();
+        let Some(entry) = self.dirs.get_mut(dir.as_os_str()) else { return };
         match inotify.add_watch(dir, MASK) {
             Ok(wd) => {
                 entry.wd = Some(wd);
                 // Two paths of one directory (a bind mount) share its watch; the later
                 // path names its events.
-                self.by_wd.insert(wd, dir.to_path_buf());
+                self.by_wd.insert(wd, spelt);
             }
             // The directory may have vanished meanwhile (the next event re-arms); anything
             // else (e.g. the inotify watch limit) means missed events.
@@ -671,7 +709,7 @@ impl State {
     /// Marks the watch `wd` dead (its directory was removed or moved away) along with the
     /// watches below it, which can no longer be trusted to name their paths.
     fn forget(&mut self, inotify: &Inotify, wd: WatchDescriptor) -> Option<PathBuf> {
-        let path = self.by_wd.remove(&wd)?;
+        let path = PathBuf::from(&*self.by_wd.remove(&wd)?);
         let below: Vec<PathBuf> = self.dirs.keys().map(PathBuf::from).filter(|d| d.starts_with(&path)).collect();
         for d in below {
             let Some(entry) = self.dirs.get_mut(d.as_os_str()) else { continue };
@@ -698,7 +736,7 @@ impl State {
                 sub.wake.wake(true, &sub.targets);
                 // One per subscription, naming its first target: the loss concerns them all.
                 if let (Some(events), Some(target)) = (&sub.events, sub.targets.first()) {
-                    let _ = events.send(PathEvent { path: target.clone(), change: Change::Lost });
+                    let _ = events.send(PathEvent { path: PathBuf::from(&**target), change: Change::Lost });
                 }
             }
             for dir in self.dirs.values_mut() {
@@ -706,7 +744,7 @@ impl State {
             }
             return;
         }
-        if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path.as_os_str()))
+        if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path))
             && !dir.absent.is_empty()
         {
             match &event.name {
@@ -729,8 +767,8 @@ impl State {
         } else {
             let Some(dir) = self.by_wd.get(&event.wd) else { return };
             match &event.name {
-                Some(name) => dir.join(name),
-                None => dir.clone(),
+                Some(name) => Path::new(dir).join(name),
+                None => PathBuf::from(&**dir),
             }
         };
         let new_dir = mask.contains(AddWatchFlags::IN_ISDIR)
@@ -786,11 +824,11 @@ const REARM_ROUNDS: usize = 8;
 
 /// The watch points a subscription needs now, without repeats, and whether every target's
 /// parent exists (so each is watched through its own parent).
-fn sub_points(dirs: &mut Map<OsString, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, bool)>, bool) {
-    let mut wanted: Vec<(PathBuf, bool)> = Vec::new();
+fn sub_points(dirs: &mut Map<Spelt, DirWatch>, sub: &Sub) -> (Vec<(Spelt, bool)>, bool) {
+    let mut wanted: Vec<(Spelt, bool)> = Vec::new();
     let mut complete = true;
     for target in &sub.targets {
-        let (points, exists) = watch_points(dirs, target, sub.depth);
+        let (points, exists) = watch_points(dirs, Path::new(target), sub.depth);
         complete &= exists;
         for point in points {
             if !wanted.contains(&point) {
@@ -812,22 +850,22 @@ fn sub_points(dirs: &mut Map<OsString, DirWatch>, sub: &Sub) -> (Vec<(PathBuf, b
 /// exist yet, the nearest existing ancestor is watched, to see the path being made. A
 /// directory with a live watch exists (its removal kills the watch), so only the others
 /// are looked up.
-fn watch_points(dirs: &mut Map<OsString, DirWatch>, target: &Path, depth: Depth) -> (Vec<(PathBuf, bool)>, bool) {
+fn watch_points(dirs: &mut Map<Spelt, DirWatch>, target: &Path, depth: Depth) -> (Vec<(Spelt, bool)>, bool) {
     let mut points = Vec::new();
     if depth != Depth::Target && is_dir(dirs, target) {
-        points.push((target.to_path_buf(), depth == Depth::Tree));
+        points.push((spelt(dirs, target), depth == Depth::Tree));
     }
     let Some(parent) = target.parent() else {
         // The root directory: nothing above it to watch through.
         if points.is_empty() && is_dir(dirs, target) {
-            points.push((target.to_path_buf(), false));
+            points.push((spelt(dirs, target), false));
         }
         return (points, true);
     };
     let mut ancestor = Some(parent);
     while let Some(dir) = ancestor {
         if is_dir(dirs, dir) {
-            points.push((dir.to_path_buf(), false));
+            points.push((spelt(dirs, dir), false));
             return (points, dir == parent);
         }
         ancestor = dir.parent();
@@ -835,10 +873,16 @@ fn watch_points(dirs: &mut Map<OsString, DirWatch>, target: &Path, depth: Depth)
     (points, false)
 }
 
+/// `dir` spelt as the watch table already keeps it, when it does: the points of the
+/// thousands of files of one directory share one string.
+fn spelt(dirs: &Map<Spelt, DirWatch>, dir: &Path) -> Spelt {
+    dirs.get_key_value(dir.as_os_str()).map_or_else(|| Spelt::from(dir.as_os_str()), |(k, _)| k.clone())
+}
+
 /// Whether `path` is a directory, answered from the watches where they know: a watched
 /// directory exists, and an entry of a watched directory found missing earlier is still
 /// missing if no event has named it since.
-fn is_dir(dirs: &mut Map<OsString, DirWatch>, path: &Path) -> bool {
+fn is_dir(dirs: &mut Map<Spelt, DirWatch>, path: &Path) -> bool {
     if dirs.get(path.as_os_str()).is_some_and(|d| d.wd.is_some()) {
         return true;
     }
@@ -931,8 +975,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("shared");
         let (tx, mut calls) = mpsc::unbounded_channel();
-        let called = move |targets: &[PathBuf]| {
-            let _ = tx.send(targets.to_vec());
+        let called = move |targets: &[Spelt]| {
+            let _ = tx.send(targets.iter().map(|t| PathBuf::from(&**t)).collect::<Vec<_>>());
         };
         // Spelt with a trailing `/.`: the call gets the hub's spelling.
         let dotted = PathBuf::from(format!("{}/./shared", dir.path().display()));
