@@ -143,8 +143,10 @@ pub(crate) struct Worker {
     /// The last apply-mode run succeeded and no event or received value changed anything
     /// since (engine.md 1.6).
     state_ok: bool,
-    /// Params changed by send/recv since the last successful check-apply (sticky).
-    recv_changed: BTreeSet<String>,
+    /// Params changed by send/recv since the last successful check-apply (sticky). Boxed:
+    /// most resources receive nothing, and a parked worker keeps this field.
+    #[allow(clippy::box_collection, reason = "a pointer in every worker instead of a set's 24 bytes")]
+    recv_changed: Option<Box<BTreeSet<String>>>,
     /// Boxed: few resources have a rate limit, and every worker's task holds this field.
     limiter: Option<Box<Bucket>>,
 }
@@ -152,7 +154,7 @@ pub(crate) struct Worker {
 impl Worker {
     pub(crate) fn new(shared: Arc<Shared>, node: Arc<Node>, meta: Arc<Meta>, res: Box<dyn Resource>) -> Worker {
         let limiter = meta.limit.is_finite().then(|| Box::new(Bucket::new(meta.limit, meta.burst)));
-        Worker { shared, node, meta, res, state_ok: false, recv_changed: BTreeSet::new(), limiter }
+        Worker { shared, node, meta, res, state_ok: false, recv_changed: None, limiter }
     }
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
@@ -352,7 +354,7 @@ impl Worker {
         } else {
             let mut ctx = ApplyCtx {
                 refresh: refresh && refreshable,
-                recv_changed: self.recv_changed.clone(),
+                recv_changed: self.recv_changed.as_deref().cloned().unwrap_or_default(),
                 cancel: self.node.token(),
                 reports: Vec::new(),
                 exit: Some(self.shared.exit.clone()),
@@ -382,7 +384,7 @@ impl Worker {
         };
 
         if ran {
-            self.recv_changed.clear();
+            self.recv_changed = None;
             *lock(&self.node.sends) = self.res.sends().map(Box::new);
         }
         if !noop {
@@ -463,7 +465,7 @@ impl Worker {
                 })?;
                 if self.res.recv(&sr.recv, value)? {
                     tracing::debug!(resource = %self.node.key, param = %sr.recv, "received a new value");
-                    self.recv_changed.insert(sr.recv.clone());
+                    self.recv_changed.get_or_insert_default().insert(sr.recv.clone());
                     changed = true;
                 }
             }
@@ -814,5 +816,12 @@ mod tests {
             let size = std::mem::size_of_val(&future);
             assert!(size <= 400, "a worker's future takes {size} bytes");
         });
+    }
+
+    /// An idle worker whose resource watches by subscription is only this box in its node.
+    #[test]
+    fn a_parked_worker_stays_small() {
+        let size = std::mem::size_of::<Parked>();
+        assert!(size <= 96, "a parked worker takes {size} bytes");
     }
 }

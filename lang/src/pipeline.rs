@@ -178,6 +178,40 @@ mod tests {
     }
 
     #[test]
+    fn equal_short_literals_share_one_string() {
+        let mut catalog = Catalog::new();
+        catalog.add_resource(ResourceDecl {
+            kind: "file".into(),
+            params: vec![ParamDecl::new("content", Type::Str), ParamDecl::new("mode", Type::Str)],
+            sends: Vec::new(),
+            can_recv: false,
+        });
+        let long = "x".repeat(40);
+        let src = format!(
+            "file \"/a\" {{ mode => \"0644\", content => \"{long}\", }}\n\
+             file \"/b\" {{ mode => \"0644\", content => \"{long}\", }}\n"
+        );
+        let out = compile("/main.mcl", &MemLoader::new().with("/main.mcl", &src), &catalog);
+        let graph = out.graph.expect("compiles");
+        let strs = |text: &str| -> Vec<std::sync::Arc<str>> {
+            graph
+                .nodes
+                .iter()
+                .filter_map(|n| match &n.kind {
+                    crate::ir::NodeKind::Const(crate::value::Value::Str(s)) if &**s == text => Some(s.clone()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let modes = strs("0644");
+        assert_eq!(modes.len(), 2);
+        assert!(std::sync::Arc::ptr_eq(&modes[0], &modes[1]), "one string for both modes");
+        let contents = strs(&long);
+        assert_eq!(contents.len(), 2);
+        assert!(!std::sync::Arc::ptr_eq(&contents[0], &contents[1]), "long literals are not looked up");
+    }
+
+    #[test]
     fn errors_carry_stable_codes() {
         let cases = [
             ("$x = 1 +\n", Code::Syntax),

@@ -111,6 +111,7 @@ pub fn resolve_with(
         any_defaults: false,
         declared: Vec::new(),
         names: names::Names::new(naming),
+        short_strs: std::collections::HashSet::new(),
     };
     let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
     ctx.graph.stmts = stmts;
@@ -206,6 +207,9 @@ struct Ctx<'a> {
     declared: Vec<types::Declared<'a>>,
     /// What each name used resolved to, for editors.
     names: names::Names,
+    /// Short string literals, made once each: the `"exists"` and `"0644"` of a hundred
+    /// thousand resources are one string (see [`Ctx::str_value`]).
+    short_strs: std::collections::HashSet<std::sync::Arc<str>>,
 }
 
 impl<'a> Ctx<'a> {

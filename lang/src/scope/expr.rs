@@ -14,19 +14,40 @@ use crate::value::Value;
 /// The internal function that makes a module-relative deploy path root-relative.
 const MODULE_PATH: &str = "_deploy_module_path";
 
+/// The longest string literal [`Ctx::str_value`] shares: keywords, modes, states and
+/// names repeat across resources; paths and contents mostly do not, and keeping those in
+/// the table would only cost it room.
+const SHARED_LITERAL: usize = 24;
+
 impl<'a> Ctx<'a> {
+    /// A string literal's value; a short one is shared with every equal literal.
+    fn str_value(&mut self, text: &str) -> Value {
+        if text.len() > SHARED_LITERAL {
+            return Value::str(text);
+        }
+        if let Some(shared) = self.short_strs.get(text) {
+            return Value::Str(shared.clone());
+        }
+        let shared: std::sync::Arc<str> = text.into();
+        self.short_strs.insert(shared.clone());
+        Value::Str(shared)
+    }
+
     pub(super) fn expr(&mut self, fid: FrameId, expr: &'a ast::Expr) -> NodeId {
         let span = expr.span;
         let kind = match &expr.kind {
             ExprKind::Bool(b) => NodeKind::Const(Value::Bool(*b)),
             ExprKind::Int(i) => NodeKind::Const(Value::Int(*i)),
             ExprKind::Float(f) => NodeKind::Const(Value::Float(*f)),
-            ExprKind::RawStr(s) | ExprKind::Str(s) => NodeKind::Const(Value::str(s)),
+            ExprKind::RawStr(s) | ExprKind::Str(s) => NodeKind::Const(self.str_value(s)),
             ExprKind::Interp(parts) => {
                 let mut nodes = Vec::with_capacity(parts.len());
                 for part in parts {
                     nodes.push(match part {
-                        InterpPart::Lit(s) => self.graph.add(NodeKind::Const(Value::str(s)), span),
+                        InterpPart::Lit(s) => {
+                            let value = self.str_value(s);
+                            self.graph.add(NodeKind::Const(value), span)
+                        }
                         InterpPart::Var(name) => self.var(fid, name, name.span),
                     });
                 }
