@@ -28,7 +28,9 @@ pub struct Vertex {
     /// the kind's field. A slice, not a second map keyed by copies of the names: at 100,000
     /// resources the map weighed tens of megabytes at the run's peak.
     pub param_spans: Box<[Span]>,
-    pub meta: Meta,
+    /// Shared: nearly every resource has the default metaparams, which all of them then
+    /// hold as one value (see [`Meta::shared_default`]).
+    pub meta: std::sync::Arc<Meta>,
     /// Rebuilt by `collect` from exported data.
     pub collected: bool,
     /// The resource statement.
@@ -87,6 +89,14 @@ pub struct Meta {
     pub autogroup: bool,
     /// Puppet's tags (`Meta:tags`), for collectors; only set one by one.
     pub tags: Vec<String>,
+}
+
+impl Meta {
+    /// The default metaparams, one value for the whole process.
+    pub fn shared_default() -> std::sync::Arc<Meta> {
+        static DEFAULT: std::sync::OnceLock<std::sync::Arc<Meta>> = std::sync::OnceLock::new();
+        DEFAULT.get_or_init(|| std::sync::Arc::new(Meta::default())).clone()
+    }
 }
 
 impl Default for Meta {

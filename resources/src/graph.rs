@@ -247,7 +247,7 @@ mod tests {
             name: name.into(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
             param_spans: Box::default(),
-            meta: LangMeta::default(),
+            meta: LangMeta::shared_default(),
             collected: false,
             span: Span::default(),
         }
@@ -256,7 +256,7 @@ mod tests {
     #[test]
     fn kind_validation_and_widths_become_interpret_errors() {
         let mut hidden = vertex("test", "h", &[("validatebool", Value::Bool(true))]);
-        hidden.meta.hidden = true;
+        std::sync::Arc::make_mut(&mut hidden.meta).hidden = true;
         let graph = ResGraph {
             vertices: vec![
                 vertex("test", "a", &[("validatebool", Value::Bool(true))]),
@@ -276,7 +276,7 @@ mod tests {
     #[test]
     fn autoedges_respect_the_metaparam_and_existing_edges() {
         let mut off = vertex("file", "/tmp/d/off", &[]);
-        off.meta.autoedge = false;
+        std::sync::Arc::make_mut(&mut off.meta).autoedge = false;
         let mut graph = ResGraph {
             vertices: vec![vertex("file", "/tmp/d/", &[]), vertex("file", "/tmp/d/a", &[]), off],
             edges: Vec::new(),

@@ -63,6 +63,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         // Collected resources are not exported again (spec 3.10).
         meta.export.clear();
     }
+    let meta = if meta == Meta::default() { Meta::shared_default() } else { std::sync::Arc::new(meta) };
     let vertex = Vertex {
         kind: decl.kind.clone(),
         name: decl.name.clone(),

@@ -442,7 +442,7 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
         name: name.into(),
         params: p,
         param_spans: Box::default(),
-        meta: Meta::default(),
+        meta: Meta::shared_default(),
         collected: false,
         span: Span::default(),
     };
