@@ -355,17 +355,15 @@ fn the_fingerprint_changes_with_every_param_and_only_then() {
 #[test]
 fn received_values_are_laid_over_the_params_the_file_keeps() {
     use resources::payload;
-    let mut f = file(
-        "conf",
-        &[
-            ("dirname", s("/srv/app/")),
-            ("basename", s("app.conf")),
-            ("state", s("exists")),
-            ("content", s("one\n")),
-            ("fragments", strs(&["/srv/f1"])),
-            ("force", Value::Bool(true)),
-        ],
-    );
+    let pairs = [
+        ("dirname", s("/srv/app/")),
+        ("basename", s("app.conf")),
+        ("state", s("exists")),
+        ("content", s("one\n")),
+        ("fragments", strs(&["/srv/f1"])),
+        ("force", Value::Bool(true)),
+    ];
+    let mut f = file("conf", &pairs);
     let built = f.fingerprint();
     assert!(f.recv("mode", &payload(s("0600"))).unwrap(), "a new mode is a change");
     assert_eq!(f.params().path.as_str(), "/srv/app/app.conf", "the path resolves as it did");
@@ -380,17 +378,7 @@ fn received_values_are_laid_over_the_params_the_file_keeps() {
     assert_eq!(f.params().path.as_str(), "/srv/app/other.conf");
     assert!(f.recv("mode", &payload(Value::Int(1))).is_err(), "a value of the wrong type is refused");
     assert_eq!(f.params().mode.as_str(), "0600", "and changes nothing");
-    let rebuilt = file(
-        "conf",
-        &[
-            ("dirname", s("/srv/app/")),
-            ("basename", s("app.conf")),
-            ("state", s("exists")),
-            ("content", s("one\n")),
-            ("fragments", strs(&["/srv/f1"])),
-            ("force", Value::Bool(true)),
-        ],
-    );
+    let rebuilt = file("conf", &pairs);
     assert_eq!(rebuilt.fingerprint(), built);
 }
 
