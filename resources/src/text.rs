@@ -8,7 +8,7 @@ use std::sync::Arc;
 /// copy is made when decoding), or nothing for the empty string, which then costs no
 /// allocation. It reads as a `&str` (`""` when empty), in 16 bytes where a `String` takes 24
 /// plus its own copy of the text.
-#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Text(Option<Arc<str>>);
 
 impl Text {

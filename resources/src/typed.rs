@@ -92,10 +92,7 @@ impl ParamType for String {
 impl ParamType for Text {
     const TYPE: &'static str = "str";
     fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
-        match value {
-            Value::Str(text) => Ok(Text::from(text.clone())),
-            other => Err(wrong(p, field, "a str", other)),
-        }
+        std::sync::Arc::<str>::from_value(p, field, value).map(Text::from)
     }
 }
 

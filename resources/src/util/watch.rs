@@ -666,15 +666,11 @@ impl State {
 
     /// Gives `dir` a live watch if it has none.
     fn watch(&mut self, inotify: &Inotify, dir: &Path) {
-        if !self.dirs.contains_key(dir.as_os_str()) {
-            self.dirs.insert(Spelt::from(dir.as_os_str()), DirWatch::default());
-        }
-        let Some((spelt, entry)) = self.dirs.get_key_value(dir.as_os_str()) else { return };
+        let spelt = spelt(&self.dirs, dir);
+        let entry = self.dirs.entry(spelt.clone()).or_default();
         if entry.wd.is_some() {
             return;
         }
-        let spelt = spelt.clone();
-        let Some(entry) = self.dirs.get_mut(dir.as_os_str()) else { return };
         match inotify.add_watch(dir, MASK) {
             Ok(wd) => {
                 entry.wd = Some(wd);
