@@ -13,6 +13,7 @@
 //! package manager's file lists.
 
 use lang::params::ParamMap;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use engine::fasthash::FastMap as HashMap;
@@ -25,8 +26,9 @@ pub type AutoRes<'a> = (&'a str, &'a str, &'a ParamMap);
 /// Edges `(from, to)` by index into the resources.
 pub type Edges = BTreeSet<(usize, usize)>;
 
-/// Records what resource `idx` (`name`, `params`) offers others.
-pub type ProvideFn = fn(&mut Index<'_>, usize, &str, &ParamMap);
+/// Records what resource `idx` (`name`, `params`) offers others; the index may borrow
+/// from both for as long as it lives.
+pub type ProvideFn = for<'a> fn(&mut Index<'a>, usize, &'a str, &'a ParamMap);
 
 /// Adds the edges resource `idx` needs from what the index holds.
 pub type RequireFn = fn(&Index<'_>, usize, &str, &ParamMap, &mut Edges);
@@ -70,7 +72,7 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     #[cfg(debug_assertions)]
     let res: Vec<AutoRes<'_>> =
         res.iter().zip(&shown).map(|((kind, name, _), params)| (*kind, *name, params)).collect();
-    let mut index = Index::default();
+    let mut index = Index { by_key: HashMap::with_capacity_and_hasher(res.len(), Default::default()), ..Index::default() };
     for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
         index.by_key.entry((kind, name)).or_insert(idx);
         if let Some(provides) = rules.provides {
@@ -87,16 +89,17 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
 }
 
 /// The path a `file` resource manages: `path` (default the name), with `dirname` /
-/// `basename` overriding the directory or the last component.
-pub fn file_path(name: &str, params: &ParamMap) -> String {
-    let mut path = str_param(params, "path").unwrap_or(name).to_string();
+/// `basename` overriding the directory or the last component. Borrowed unless one of
+/// those two rewrites it.
+pub fn file_path<'a>(name: &'a str, params: &'a ParamMap) -> Cow<'a, str> {
+    let mut path = Cow::Borrowed(str_param(params, "path").unwrap_or(name));
     if let Some(dirname) = str_param(params, "dirname").filter(|s| !s.is_empty()) {
         let (_, base) = split_last(&path);
-        path = format!("{dirname}{base}");
+        path = Cow::Owned(format!("{dirname}{base}"));
     }
     if let Some(basename) = str_param(params, "basename").filter(|s| !s.is_empty()) {
         let (dir, _) = split_last(&path);
-        path = format!("{dir}{basename}");
+        path = Cow::Owned(format!("{dir}{basename}"));
     }
     path
 }
@@ -105,7 +108,7 @@ pub fn file_path(name: &str, params: &ParamMap) -> String {
 #[derive(Default)]
 pub struct Index<'a> {
     /// `file` resources by managed path (directories keep their trailing `/`).
-    files: HashMap<String, usize>,
+    files: HashMap<Cow<'a, str>, usize>,
     /// `(kind, name)` to index for every resource.
     by_key: HashMap<(&'a str, &'a str), usize>,
     /// `group` resources by their `gid` param.
@@ -116,13 +119,13 @@ pub struct Index<'a> {
     archives: HashMap<String, usize>,
 }
 
-impl Index<'_> {
+impl<'a> Index<'a> {
     /// The `file` resource managing `path` (a directory with its trailing `/`).
     pub fn file(&self, path: &str) -> Option<usize> {
         self.files.get(path).copied()
     }
 
-    pub fn add_file(&mut self, path: String, idx: usize) {
+    pub fn add_file(&mut self, path: Cow<'a, str>, idx: usize) {
         self.files.entry(path).or_insert(idx);
     }
 
@@ -159,7 +162,9 @@ impl Index<'_> {
 
     /// Every `file` and archive resource whose path is `dir` or lies inside it.
     pub fn producers_within<'s>(&'s self, dir: &'s str) -> impl Iterator<Item = usize> + 's {
-        self.files.iter().chain(&self.archives).filter(move |(path, _)| within(path, dir)).map(|(_, &idx)| idx)
+        let files = self.files.iter().map(|(path, &idx)| (&**path, idx));
+        let archives = self.archives.iter().map(|(path, &idx)| (path.as_str(), idx));
+        files.chain(archives).filter(move |(path, _)| within(path, dir)).map(|(_, idx)| idx)
     }
 }
 
@@ -172,14 +177,14 @@ fn within(path: &str, input: &str) -> bool {
 
 /// Ancestor directories of `path`, nearest first, each with a trailing `/`:
 /// `/a/b/c` and `/a/b/c/` both give `/a/b/`, `/a/`, `/`.
-pub fn ancestors(path: &str) -> Vec<String> {
-    let mut out = Vec::new();
+pub fn ancestors(path: &str) -> impl Iterator<Item = &str> {
     let mut cur = path.trim_end_matches('/');
-    while let Some(pos) = cur.rfind('/') {
-        out.push(cur[..=pos].to_string());
+    std::iter::from_fn(move || {
+        let pos = cur.rfind('/')?;
+        let dir = &cur[..=pos];
         cur = &cur[..pos];
-    }
-    out
+        Some(dir)
+    })
 }
 
 /// Splits `/a/b/c` into (`/a/b/`, `c`) and `/a/b/` into (`/a/`, `b/`).

@@ -113,7 +113,7 @@ fn resolved_path(p: &Params<'_>, _field: &str) -> Result<Text, BuildError> {
             values.insert(field.to_string(), Value::str(text));
         }
     }
-    Ok(Text::from(file_path(p.name, &values)))
+    Ok(Text::from(file_path(p.name, &values).into_owned()))
 }
 
 pub struct File {
@@ -785,7 +785,7 @@ fn mode(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> 
 }
 
 /// A `file` provides its path.
-fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
+fn provides<'a>(index: &mut Index<'a>, idx: usize, name: &'a str, params: &'a ParamMap) {
     index.add_file(file_path(name, params), idx);
 }
 
@@ -793,7 +793,7 @@ fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
 /// in turn) and after every managed fragment source.
 fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges: &mut Edges) {
     let path = file_path(name, params);
-    if let Some(dir) = ancestors(&path).into_iter().find_map(|dir| index.file(&dir)) {
+    if let Some(dir) = ancestors(&path).find_map(|dir| index.file(dir)) {
         edges.insert((dir, idx));
     }
     for frag in list_param(params, "fragments") {

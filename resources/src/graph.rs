@@ -6,6 +6,7 @@
 use engine::{Graph, ResKey};
 use lang::diag::{Diagnostic, Diagnostics, Stage};
 use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, Vertex};
+use lang::value::Value;
 
 use std::collections::BTreeMap;
 
@@ -114,13 +115,19 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let mut diags = Diagnostics::new();
-    // Sorted component-wise, so the paths below a directory form one contiguous run.
-    let file_paths: std::collections::BTreeSet<std::path::PathBuf> = graph
-        .vertices
-        .iter()
-        .filter(|v| v.kind == "file")
-        .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
-        .collect();
+    // Sorted component-wise, so the paths below a directory form one contiguous run. Only a
+    // purging directory reads them.
+    let purging = |v: &Vertex| v.kind == "file" && matches!(v.params.get("purge"), Some(Value::Bool(true)));
+    let file_paths: std::collections::BTreeSet<std::path::PathBuf> = if graph.vertices.iter().any(purging) {
+        graph
+            .vertices
+            .iter()
+            .filter(|v| v.kind == "file")
+            .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
+            .collect()
+    } else {
+        Default::default()
+    };
     let groups = network_groups(&graph);
     let keys = keys(&graph);
     let grouped: std::collections::BTreeSet<usize> = groups.iter().flat_map(|(m, n)| [*m, *n]).collect();
