@@ -139,7 +139,7 @@ impl Node {
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
-            links: RwLock::new(Arc::new(Links::default())),
+            links: RwLock::new(no_links()),
             converged: Slot::default(),
             sends: Mutex::new(None),
             fingerprint: Mutex::new(fingerprint),
@@ -226,7 +226,8 @@ impl Node {
     }
 
     pub(crate) fn set_links(&self, links: Links) {
-        *self.links.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(links);
+        let links = if links.parents.is_empty() && links.children.is_empty() { no_links() } else { Arc::new(links) };
+        *self.links.write().unwrap_or_else(|e| e.into_inner()) = links;
     }
 
     /// Whether, as a parent, this vertex lets a child whose last run was at `child_ts` run
@@ -266,6 +267,12 @@ impl Node {
 /// graph of thousands of resources need not keep thousands of parameter dumps around.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Digest(u64, u64);
+
+/// The links of a vertex without edges: one value for the process.
+fn no_links() -> Arc<Links> {
+    static NONE: std::sync::OnceLock<Arc<Links>> = std::sync::OnceLock::new();
+    NONE.get_or_init(|| Arc::new(Links::default())).clone()
+}
 
 impl Digest {
     pub(crate) fn of(fingerprint: &str) -> Digest {

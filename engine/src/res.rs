@@ -245,6 +245,21 @@ impl ApplyCtx {
     }
 }
 
+/// A resource that is always in its state, for the unit tests of the graph and the worker.
+#[cfg(test)]
+pub(crate) struct Nothing;
+
+#[cfg(test)]
+#[async_trait::async_trait]
+impl Resource for Nothing {
+    async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
+        Ok(true)
+    }
+    fn fingerprint(&self) -> String {
+        String::new()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

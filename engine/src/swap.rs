@@ -94,6 +94,9 @@ struct Plan {
     /// candidate starts (nothing runs yet).
     start: Option<FastSet<ResKey>>,
     unchanged: Vec<ResKey>,
+    /// The unchanged vertices that are not in the candidate (reversals kept running until
+    /// they succeed): they keep no edge.
+    outside: Vec<ResKey>,
 }
 
 impl Plan {
@@ -103,18 +106,18 @@ impl Plan {
 }
 
 /// Checks the candidate: structure, metaparams, names, then each resource's own validation
-/// (skipped for hidden ones). Collects every problem.
-pub(crate) fn validate(graph: &Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) -> Result<(), SwapError> {
+/// (skipped for hidden ones). Collects every problem. Takes the edges out of the graph:
+/// merged, when there is no problem.
+pub(crate) fn validate(graph: &mut Graph) -> Result<Vec<Edge>, SwapError> {
     let mut problems = Vec::new();
-    if let Err(e) = graph.check_with(edges) {
-        problems.push(Rejection::Graph(e));
-    }
+    let edges = graph.take_merged_edges().and_then(|edges| graph.check_with(&edges).map(|()| edges));
+    let edges = edges.map_err(|e| problems.push(Rejection::Graph(e))).unwrap_or_default();
     for v in &graph.vertices {
         if let Some(r) = validate_vertex(v) {
             problems.push(r);
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(SwapError::Rejected(problems)) }
+    if problems.is_empty() { Ok(edges) } else { Err(SwapError::Rejected(problems)) }
 }
 
 pub(crate) fn validate_vertex(v: &Vertex) -> Option<Rejection> {
@@ -142,11 +145,13 @@ pub(crate) fn validate_vertex(v: &Vertex) -> Option<Rejection> {
 
 /// Fills candidate receivers with what the running senders currently hold, so a receiver
 /// whose param was set at runtime does not look changed (engine.md 1.12).
-pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &BTreeMap<(ResKey, ResKey), Edge>) {
-    for ((from, to), edge) in edges.iter().filter(|(_, e)| !e.sendrecv.is_empty()) {
-        let Some(sender) = running.vertices.get(from) else { continue };
-        let Some(receiver) = graph.vertices.iter_mut().find(|v| &v.key == to) else { continue };
-        receive_held(&sender.node, &edge.sendrecv, receiver.res.as_mut());
+pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &[Edge]) {
+    if running.vertices.is_empty() {
+        return;
+    }
+    for edge in edges.iter().filter(|e| !e.sendrecv.is_empty()) {
+        let Some(sender) = running.vertices.get(&graph.vertices[edge.from].key) else { continue };
+        receive_held(&sender.node, &edge.sendrecv, graph.vertices[edge.to].res.as_mut());
     }
 }
 
@@ -166,21 +171,25 @@ pub(crate) fn receive_held(sender: &Node, pairs: &[SendRecv], receiver: &mut dyn
 fn plan(running: &Running, graph: &Graph, keep: &BTreeSet<ResKey>) -> Plan {
     if running.vertices.is_empty() {
         // The first graph: nothing to compare with.
-        return Plan { stop: Vec::new(), start: None, unchanged: Vec::new() };
+        return Plan { stop: Vec::new(), start: None, unchanged: Vec::new(), outside: Vec::new() };
     }
     let mut stop = Vec::new();
     let mut unchanged = Vec::new();
+    let mut outside = Vec::new();
     let candidate: FastMap<&ResKey, &Vertex> = graph.vertices.iter().map(|v| (&v.key, v)).collect();
     for (key, old) in &running.vertices {
         match candidate.get(key) {
             Some(new) if same(old, new) => unchanged.push(key.clone()),
-            None if keep.contains(key) => unchanged.push(key.clone()),
+            None if keep.contains(key) => {
+                unchanged.push(key.clone());
+                outside.push(key.clone());
+            }
             _ => stop.push(key.clone()),
         }
     }
     let kept: FastSet<&ResKey> = unchanged.iter().collect();
     let start = candidate.into_keys().filter(|key| !kept.contains(key)).cloned().collect();
-    Plan { stop, start: Some(start), unchanged }
+    Plan { stop, start: Some(start), unchanged, outside }
 }
 
 pub(crate) fn same(old: &RunningVertex, new: &Vertex) -> bool {
@@ -191,11 +200,13 @@ pub(crate) fn same(old: &RunningVertex, new: &Vertex) -> bool {
 }
 
 /// What [`init_new`] produced: the inited vertices with their captured reversals, and
-/// the candidate's edges.
+/// what the candidate's positions hold.
 struct Inited {
     vertices: Vec<Vertex>,
     reversals: Reversals,
-    edges: BTreeMap<(ResKey, ResKey), Edge>,
+    /// The candidate's positions whose running vertex is kept, with its key, in order; the
+    /// inited vertices fill the others, in order.
+    kept: Vec<(usize, ResKey)>,
 }
 
 /// The reversals captured by inits (`Meta:reverse`), by key.
@@ -205,14 +216,11 @@ pub(crate) type Reversals = Vec<(ResKey, Box<dyn Resource>)>;
 pub(crate) type InitFailure = (SwapError, Vec<Vertex>);
 
 /// Runs `init` on every vertex to start (see [`init_all`]).
-async fn init_new(
-    state_dir: &Path,
-    graph: Graph,
-    edges: BTreeMap<(ResKey, ResKey), Edge>,
-    plan: &Plan,
-) -> Result<Inited, InitFailure> {
+async fn init_new(state_dir: &Path, graph: Graph, plan: &Plan) -> Result<Inited, InitFailure> {
+    let kept = graph.vertices.iter().enumerate().filter(|(_, v)| !plan.starts(&v.key)).map(|(i, v)| (i, v.key.clone()));
+    let kept = kept.collect();
     let (vertices, reversals) = init_all(state_dir, graph.vertices.into_iter().filter(|v| plan.starts(&v.key))).await?;
-    Ok(Inited { vertices, reversals, edges })
+    Ok(Inited { vertices, reversals, kept })
 }
 
 /// Runs `init` on each vertex in turn; on a failure cleans up those already inited and
@@ -221,10 +229,13 @@ pub(crate) async fn init_all(
     state_dir: &Path,
     mut vertices: impl Iterator<Item = Vertex> + Send,
 ) -> Result<(Vec<Vertex>, Reversals), InitFailure> {
-    let mut inited: Vec<Vertex> = Vec::new();
+    let mut inited: Vec<Vertex> = Vec::with_capacity(vertices.size_hint().0);
     let mut reversals = Vec::new();
+    // One context, its key set for each vertex in turn.
+    let mut ctx = InitCtx { key: ResKey::new("", ""), var_dir: None, state_dir: state_dir.to_path_buf() };
     for mut v in vertices.by_ref() {
-        match init_one(state_dir, &mut v).await {
+        ctx.key = v.key.clone();
+        match init_one(&ctx, &mut v).await {
             Ok(reversal) => {
                 reversals.extend(reversal.map(|r| (v.key.clone(), r)));
                 inited.push(v);
@@ -246,9 +257,8 @@ pub(crate) async fn init_all(
 }
 
 /// Inits one new vertex; its reversal when it asks for one (`Meta:reverse`).
-async fn init_one(state_dir: &Path, v: &mut Vertex) -> Result<Option<Box<dyn Resource>>, ResError> {
-    let ctx = InitCtx { key: v.key.clone(), var_dir: None, state_dir: state_dir.to_path_buf() };
-    v.res.init(&ctx).await?;
+async fn init_one(ctx: &InitCtx, v: &mut Vertex) -> Result<Option<Box<dyn Resource>>, ResError> {
+    v.res.init(ctx).await?;
     if v.meta.reverse { v.res.reversal() } else { Ok(None) }
 }
 
@@ -256,6 +266,9 @@ async fn init_one(state_dir: &Path, v: &mut Vertex) -> Result<Option<Box<dyn Res
 /// the running reversals that must keep running because they have not succeeded yet.
 /// Returns the keys of the injected reversals and of the kept ones.
 fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKey>, BTreeSet<ResKey>) {
+    if running.reversal_keys.is_empty() && running.pending_reversals.is_empty() {
+        return Default::default();
+    }
     let candidate: BTreeSet<ResKey> = graph.vertices.iter().map(|v| v.key.clone()).collect();
     let keep: BTreeSet<ResKey> = running
         .reversal_keys
@@ -321,13 +334,13 @@ pub(crate) async fn swap(
     stop_timeout: Duration,
     generation: u64,
 ) -> Result<SwapReport, SwapError> {
-    // Merged once: injected reversals bring no edges, and prefilling changes no edge.
-    let edges = graph.merged_edges();
-    validate(&graph, &edges)?;
+    // Merged once: injected reversals bring no edges (they are added after every position
+    // the edges name), and prefilling changes no edge.
+    let edges = validate(&mut graph)?;
     let (injected, keep) = inject_reversals(running, &mut graph);
     prefill(running, &mut graph, &edges);
     let plan = plan(running, &graph, &keep);
-    let Inited { vertices: fresh, reversals, edges } = match init_new(state_dir, graph, edges, &plan).await {
+    let Inited { vertices: fresh, reversals, kept } = match init_new(state_dir, graph, &plan).await {
         Ok(inited) => inited,
         Err((error, handed_back)) => {
             for v in handed_back.into_iter().filter(|v| injected.contains(&v.key)) {
@@ -359,6 +372,7 @@ pub(crate) async fn swap(
     let mut started = Vec::with_capacity(fresh.len());
     let mut workers = Vec::with_capacity(fresh.len());
     let mut entries = Vec::with_capacity(fresh.len());
+    let mut fresh_nodes = Vec::with_capacity(fresh.len());
     // Resources declared together mostly have equal metaparams (nearly always the
     // defaults): consecutive equal ones share one copy.
     let mut last_meta: Option<Arc<Meta>> = None;
@@ -371,6 +385,7 @@ pub(crate) async fn swap(
         };
         let worker = Worker::new(shared.clone(), node.clone(), meta.clone(), v.res);
         workers.push(worker);
+        fresh_nodes.push(node.clone());
         started.push(v.key.clone());
         entries.push((v.key, RunningVertex { node, meta }));
     }
@@ -382,7 +397,10 @@ pub(crate) async fn swap(
         running.vertices.extend(entries);
     }
     // Before the workers start: the candidate's edges are the largest thing the swap holds.
-    relink(running, edges, &plan);
+    let any_kept = !kept.is_empty();
+    let nodes = candidate_nodes(running, kept, fresh_nodes);
+    relink(running, &nodes, any_kept, edges, &plan.outside);
+    drop(nodes);
     lock(&shared.retries).retain(|key, _| running.vertices.contains_key(key));
     // The new workers start once the gate is open: one that met it would go back to waiting
     // (and, watching by subscription, park) only to be woken when the swap ends.
@@ -413,54 +431,75 @@ pub(crate) fn start(shared: &Shared, worker: Worker) {
     control.run = Run::Task(Some(shared.spawn(worker.run(first))));
 }
 
-/// Rebuilds every vertex's links from the candidate's edges, keeping the pending-refresh
-/// flag of edges whose endpoints both stayed and whose notify flag did not change. The
-/// running edges are the links themselves (a child link carries the edge's pending flag and
+/// The node at each position of the candidate: the `kept` ones found by key, the `fresh`
+/// ones filling the other positions in order.
+fn candidate_nodes(running: &Running, kept: Vec<(usize, ResKey)>, fresh: Vec<Arc<Node>>) -> Vec<Arc<Node>> {
+    if kept.is_empty() {
+        return fresh;
+    }
+    // One hash lookup per kept vertex instead of ordered-map walks comparing keys.
+    let index: FastMap<&ResKey, &Arc<Node>> = running.vertices.iter().map(|(k, v)| (k, &v.node)).collect();
+    let mut nodes = Vec::with_capacity(kept.len() + fresh.len());
+    let mut fresh = fresh.into_iter();
+    for (at, key) in kept {
+        nodes.extend(fresh.by_ref().take(at - nodes.len()));
+        // Kept vertices are the plan's unchanged ones, which stay in the table.
+        debug_assert!(index.contains_key(&key), "{key} is kept but not running");
+        nodes.extend(index.get(&key).map(|node| Arc::clone(node)));
+    }
+    nodes.extend(fresh);
+    nodes
+}
+
+/// Rebuilds the links of the candidate's vertices (`nodes`, by position; `kept` when some
+/// were running before) from its edges, keeping the pending-refresh flag of edges whose
+/// endpoints both stayed and whose notify flag did not change; the kept vertices `outside` the candidate lose theirs. The running
+/// edges are the links themselves (a child link carries the edge's pending flag and
 /// send/recv pairs): no table of them is kept beside.
-fn relink(running: &Running, edges: BTreeMap<(ResKey, ResKey), Edge>, plan: &Plan) {
+fn relink(running: &Running, nodes: &[Arc<Node>], kept: bool, edges: Vec<Edge>, outside: &[ResKey]) {
     // The pending flags of the edges running now between vertices that stay (none at the
-    // first start), read before any link is replaced.
-    let kept: Vec<(&ResKey, Arc<Links>)> =
-        running.vertices.iter().filter(|(k, _)| !plan.starts(k)).map(|(k, v)| (k, v.node.links())).collect();
-    let old: FastMap<(&ResKey, &ResKey), Option<&Arc<AtomicBool>>> = kept
-        .iter()
-        .flat_map(|(from, links)| links.children.iter().map(move |l| ((*from, &l.node.key), l.pending.as_ref())))
-        .filter(|((_, to), _)| !plan.starts(to))
-        .collect();
-    // Vertices by position: one hash lookup per edge end instead of ordered-map walks
-    // comparing keys.
-    let nodes: Vec<&Arc<Node>> = running.vertices.values().map(|v| &v.node).collect();
-    let index: FastMap<&ResKey, usize> = running.vertices.keys().enumerate().map(|(i, k)| (k, i)).collect();
-    let ends: Vec<(usize, usize, Option<Arc<AtomicBool>>, Pairs)> = edges
-        .into_iter()
-        .filter_map(|((from, to), edge)| {
-            let pending = match old.get(&(&from, &to)) {
-                Some(old) if old.is_some() == edge.notify => old.cloned(),
-                _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
-            };
-            let sendrecv = (!edge.sendrecv.is_empty()).then(|| Arc::new(edge.sendrecv));
-            Some((*index.get(&from)?, *index.get(&to)?, pending, sendrecv))
-        })
-        .collect();
-    drop(old);
-    drop(kept);
+    // first start), read before any link is replaced. A kept vertex is the same node before
+    // and after, so a pair of node addresses names a kept edge: the old links hold every
+    // node they point to, so no address is reused while this map lives.
+    let mut old: FastMap<(*const Node, *const Node), Option<Arc<AtomicBool>>> = FastMap::default();
+    let current: FastSet<*const Node> = if kept { nodes.iter().map(Arc::as_ptr).collect() } else { FastSet::default() };
+    for node in nodes.iter().filter(|_| kept) {
+        for link in node.links().children.iter() {
+            if current.contains(&Arc::as_ptr(&link.node)) {
+                old.insert((Arc::as_ptr(node), Arc::as_ptr(&link.node)), link.pending.clone());
+            }
+        }
+    }
+    drop(current);
+    for key in outside {
+        if let Some(v) = running.vertices.get(key) {
+            v.node.set_links(Links::default());
+        }
+    }
     // Each vertex's lists get exactly their length: a vector's first push makes room for
     // four links, and most vertices have one parent or none.
     let mut degrees = vec![(0usize, 0usize); nodes.len()];
-    for &(parent, child, ..) in &ends {
-        degrees[child].0 += 1;
-        degrees[parent].1 += 1;
+    for edge in &edges {
+        degrees[edge.to].0 += 1;
+        degrees[edge.from].1 += 1;
     }
     let mut links: Vec<(Vec<Link>, Vec<Link>)> = degrees
         .into_iter()
         .map(|(parents, children)| (Vec::with_capacity(parents), Vec::with_capacity(children)))
         .collect();
-    for (parent, child, pending, sendrecv) in ends {
+    for edge in edges {
+        let (parent, child) = (&nodes[edge.from], &nodes[edge.to]);
+        let pending = match old.get(&(Arc::as_ptr(parent), Arc::as_ptr(child))) {
+            Some(old) if old.is_some() == edge.notify => old.clone(),
+            _ => edge.notify.then(|| Arc::new(AtomicBool::new(false))),
+        };
+        let sendrecv: Pairs = (!edge.sendrecv.is_empty()).then(|| Arc::new(edge.sendrecv));
         let link = |node: &Arc<Node>| Link { node: node.clone(), pending: pending.clone(), sendrecv: sendrecv.clone() };
-        links[child].0.push(link(nodes[parent]));
-        links[parent].1.push(link(nodes[child]));
+        links[edge.to].0.push(link(parent));
+        links[edge.from].1.push(link(child));
     }
-    for (node, (parents, children)) in nodes.into_iter().zip(links) {
+    drop(old);
+    for (node, (parents, children)) in nodes.iter().zip(links) {
         // Exactly sized already: boxing does not move them.
         node.set_links(Links { parents: parents.into_boxed_slice(), children: children.into_boxed_slice() });
     }
@@ -484,21 +523,24 @@ mod tests {
         Running { vertices, pending_reversals: BTreeMap::new(), reversal_keys: BTreeSet::new() }
     }
 
-    fn edges(list: &[(&str, &str, bool)]) -> BTreeMap<(ResKey, ResKey), Edge> {
+    /// Positions of the vertices named `a`, `b`, `c`... in `running` (in name order).
+    fn edges(list: &[(&str, &str, bool)]) -> Vec<Edge> {
+        let at = |n: &str| usize::from(n.as_bytes()[0] - b'a');
         list.iter()
-            .map(|&(from, to, notify)| {
-                let (from, to) = (ResKey::new("test", from), ResKey::new("test", to));
-                ((from.clone(), to.clone()), Edge { from, to, notify, sendrecv: Vec::new() })
-            })
+            .map(|&(from, to, notify)| Edge { from: at(from), to: at(to), notify, sendrecv: Vec::new() })
             .collect()
     }
 
-    fn plan(start: &[&str]) -> Plan {
-        Plan {
-            stop: Vec::new(),
-            start: Some(start.iter().map(|n| ResKey::new("test", n)).collect()),
-            unchanged: Vec::new(),
-        }
+    fn relink_all(running: &Running, list: &[(&str, &str, bool)], kept: bool) {
+        let nodes: Vec<Arc<Node>> = running.vertices.values().map(|v| v.node.clone()).collect();
+        relink(running, &nodes, kept, edges(list), &[]);
+    }
+
+    /// Replaces the node of `name` by a new one, as a swap that starts it does.
+    fn replace(running: &mut Running, name: &str) {
+        let key = ResKey::new("test", name);
+        let node = Arc::new(Node::new(key.clone(), Digest::of(name)));
+        running.vertices.insert(key, RunningVertex { node, meta: Arc::new(Meta::default()) });
     }
 
     /// The pending flag of the edge from `from` to `to`, as the child's link and the
@@ -513,25 +555,26 @@ mod tests {
 
     #[test]
     fn a_refresh_pending_on_a_kept_edge_survives_a_relink() {
-        let running = running(&["a", "b", "c"]);
-        relink(&running, edges(&[("a", "b", true), ("b", "c", true)]), &plan(&["a", "b", "c"]));
+        let mut running = running(&["a", "b", "c"]);
+        relink_all(&running, &[("a", "b", true), ("b", "c", true)], false);
         pending(&running, "a", "b").unwrap().store(true, Ordering::SeqCst);
         pending(&running, "b", "c").unwrap().store(true, Ordering::SeqCst);
         assert_eq!(running.edge_count(), 2);
 
         // Nothing starts: both flags are kept, still set.
         let before = pending(&running, "a", "b").unwrap();
-        relink(&running, edges(&[("a", "b", true), ("b", "c", true)]), &plan(&[]));
+        relink_all(&running, &[("a", "b", true), ("b", "c", true)], true);
         assert!(Arc::ptr_eq(&before, &pending(&running, "a", "b").unwrap()));
         assert!(pending(&running, "b", "c").unwrap().load(Ordering::SeqCst));
 
         // `c` is replaced: its edge gets a fresh flag; an edge that stops notifying has none.
-        relink(&running, edges(&[("a", "b", false), ("b", "c", true)]), &plan(&["c"]));
+        replace(&mut running, "c");
+        relink_all(&running, &[("a", "b", false), ("b", "c", true)], true);
         assert!(pending(&running, "a", "b").is_none());
         assert!(!pending(&running, "b", "c").unwrap().load(Ordering::SeqCst));
 
         // An edge that starts notifying again gets a flag of its own, unset.
-        relink(&running, edges(&[("a", "b", true)]), &plan(&[]));
+        relink_all(&running, &[("a", "b", true)], true);
         assert!(!pending(&running, "a", "b").unwrap().load(Ordering::SeqCst));
         assert_eq!(running.edge_count(), 1);
     }

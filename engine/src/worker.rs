@@ -787,18 +787,7 @@ impl Received {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Nothing;
-
-    #[async_trait::async_trait]
-    impl Resource for Nothing {
-        async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {
-            Ok(true)
-        }
-        fn fingerprint(&self) -> String {
-            String::new()
-        }
-    }
+    use crate::res::Nothing;
 
     /// Every resource's worker is a task for as long as the graph runs: its future is
     /// memory paid per resource (tokio rounds a task up to 128-byte lines, so 400 bytes of

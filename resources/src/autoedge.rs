@@ -72,7 +72,8 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     #[cfg(debug_assertions)]
     let res: Vec<AutoRes<'_>> =
         res.iter().zip(&shown).map(|((kind, name, _), params)| (*kind, *name, params)).collect();
-    let mut index = Index { by_key: HashMap::with_capacity_and_hasher(res.len(), Default::default()), ..Index::default() };
+    let mut index =
+        Index { by_key: HashMap::with_capacity_and_hasher(res.len(), Default::default()), ..Index::default() };
     for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
         index.by_key.entry((kind, name)).or_insert(idx);
         if let Some(provides) = rules.provides {

@@ -168,11 +168,11 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
     if !diags.is_empty() {
         return Err(diags);
     }
+    // Every vertex was added, in order: the engine graph's positions are the interpreter's.
     for e in &graph.edges {
-        let (from, to) = (keys[e.from].clone(), keys[e.to].clone());
-        out.add_edge(from.clone(), to.clone(), e.notify);
+        out.add_edge_at(e.from, e.to, e.notify);
         for sr in &e.send_recv {
-            out.add_sendrecv(from.clone(), &sr.send, to.clone(), &sr.recv);
+            out.add_sendrecv_at(e.from, &sr.send, e.to, &sr.recv);
         }
     }
     Ok(out)
