@@ -72,10 +72,11 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     #[cfg(debug_assertions)]
     let res: Vec<AutoRes<'_>> =
         res.iter().zip(&shown).map(|((kind, name, _), params)| (*kind, *name, params)).collect();
-    let mut index =
-        Index { by_key: HashMap::with_capacity_and_hasher(res.len(), Default::default()), ..Index::default() };
+    let mut index = Index { paths: vec![None; res.len()], ..Index::default() };
     for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
-        index.by_key.entry((kind, name)).or_insert(idx);
+        if FOUND_BY_NAME.contains(kind) {
+            index.by_key.entry((kind, name)).or_insert(idx);
+        }
         if let Some(provides) = rules.provides {
             provides(&mut index, idx, name, params);
         }
@@ -105,12 +106,17 @@ pub fn file_path<'a>(name: &'a str, params: &'a ParamMap) -> Cow<'a, str> {
     path
 }
 
+/// The kinds whose resources rules look up by name ([`Index::resource`]).
+const FOUND_BY_NAME: &[&str] = &["user", "group"];
+
 /// What the resources of a graph provide, for the rules that ask.
 #[derive(Default)]
 pub struct Index<'a> {
     /// `file` resources by managed path (directories keep their trailing `/`).
     files: HashMap<Cow<'a, str>, usize>,
-    /// `(kind, name)` to index for every resource.
+    /// The path each `file` resource manages, by index.
+    paths: Vec<Option<Cow<'a, str>>>,
+    /// `(kind, name)` to index for the resources of the kinds [`FOUND_BY_NAME`].
     by_key: HashMap<(&'a str, &'a str), usize>,
     /// `group` resources by their `gid` param.
     groups_by_gid: HashMap<i64, usize>,
@@ -126,11 +132,20 @@ impl<'a> Index<'a> {
         self.files.get(path).copied()
     }
 
+    /// Records that resource `idx` is a `file` managing `path`.
     pub fn add_file(&mut self, path: Cow<'a, str>, idx: usize) {
+        if let Some(slot) = self.paths.get_mut(idx) {
+            *slot = Some(path.clone());
+        }
         self.files.entry(path).or_insert(idx);
     }
 
-    /// The resource `kind[name]`.
+    /// The path the `file` resource `idx` manages, as it provided it.
+    pub fn path_of(&self, idx: usize) -> Option<&str> {
+        self.paths.get(idx)?.as_deref()
+    }
+
+    /// The resource `kind[name]`, for the kinds [`FOUND_BY_NAME`].
     pub fn resource(&self, kind: &str, name: &str) -> Option<usize> {
         self.by_key.get(&(kind, name)).copied()
     }

@@ -792,7 +792,7 @@ fn provides<'a>(index: &mut Index<'a>, idx: usize, name: &'a str, params: &'a Pa
 /// A `file` comes after its nearest managed ancestor directory (which comes after its own,
 /// in turn) and after every managed fragment source.
 fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges: &mut Edges) {
-    let path = file_path(name, params);
+    let path = index.path_of(idx).map_or_else(|| file_path(name, params), std::borrow::Cow::Borrowed);
     if let Some(dir) = ancestors(&path).find_map(|dir| index.file(dir)) {
         edges.insert((dir, idx));
     }

@@ -24,7 +24,7 @@ pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics
 }
 
 fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
-    let key = format!("{}[{}]", decl.kind, decl.name);
+    let key = || format!("{}[{}]", decl.kind, decl.name);
     let Some(kind) = catalog.resource(&decl.kind) else {
         let msg = format!(
             "error building resource: cannot create resource kind `{}` with name `{}`: no resource kind `{}` available",
@@ -53,7 +53,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         set_meta(&mut meta, name, value).map_err(|reason| {
             Diagnostic::new(
                 Stage::Interpret,
-                format!("{key} did not Validate: invalid meta param `{name}`: {reason}"),
+                format!("{} did not Validate: invalid meta param `{name}`: {reason}", key()),
                 *span,
             )
             .with_code(Code::InvalidResource)
@@ -74,7 +74,7 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         span: decl.span,
     };
     validate(&vertex).map_err(|reason| {
-        Diagnostic::new(Stage::Interpret, format!("{key} did not Validate: {reason}"), decl.span)
+        Diagnostic::new(Stage::Interpret, format!("{} did not Validate: {reason}", key()), decl.span)
             .with_code(Code::InvalidResource)
     })?;
     Ok(vertex)

@@ -12,25 +12,34 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Resolves every edge of `out` and stores them in `graph.edges`, sorted.
 pub(super) fn add_all(out: &Output, placed: &[Option<Placement>], graph: &mut ResGraph, diags: &mut Diagnostics) {
-    let mut lookup: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
-    for (i, v) in graph.vertices.iter().enumerate() {
-        lookup.entry((v.kind.as_str(), v.name.as_str())).or_default().push(i);
-    }
-    let mut failed: HashSet<(String, String)> = HashSet::new();
-    for (decl, place) in out.resources.iter().zip(placed) {
-        match place {
-            None => {
-                failed.insert((decl.kind.clone(), decl.name.clone()));
+    // Made on the first edge: most resources have none, and a program of plain resources
+    // needs neither table.
+    let tables = std::cell::OnceCell::new();
+    let tables = || {
+        tables.get_or_init(|| {
+            let mut lookup: HashMap<(&str, &str), Vec<usize>> = HashMap::with_capacity(graph.vertices.len());
+            for (i, v) in graph.vertices.iter().enumerate() {
+                lookup.entry((v.kind.as_str(), v.name.as_str())).or_default().push(i);
             }
-            Some(Placement::Failed { kind, name }) => {
-                failed.insert((kind.clone(), name.clone()));
+            let mut failed: HashSet<(String, String)> = HashSet::new();
+            for (decl, place) in out.resources.iter().zip(placed) {
+                match place {
+                    None => {
+                        failed.insert((decl.kind.clone(), decl.name.clone()));
+                    }
+                    Some(Placement::Failed { kind, name }) => {
+                        failed.insert((kind.clone(), name.clone()));
+                    }
+                    Some(Placement::Vertex(_)) => {}
+                }
             }
-            Some(Placement::Vertex(_)) => {}
-        }
-    }
+            (lookup, failed)
+        })
+    };
     let mut acc: BTreeMap<(usize, usize), Edge> = BTreeMap::new();
     let resolve = |kind: &str, name: &str, span: Span, diags: &mut Diagnostics| -> Vec<usize> {
         let kind = kind.to_lowercase();
+        let (lookup, failed) = tables();
         match lookup.get(&(kind.as_str(), name)) {
             Some(found) => found.clone(),
             None => {

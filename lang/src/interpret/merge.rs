@@ -41,7 +41,8 @@ pub(super) fn place_all(
     graph: &mut ResGraph,
     diags: &mut Diagnostics,
 ) -> Vec<Option<Placement>> {
-    let mut by_key: HashMap<(String, String), Vec<usize>> = HashMap::new();
+    let mut by_key = ByKey::with_capacity(built.len());
+    graph.vertices.reserve(built.len());
     let mut exports: HashMap<(String, String, String), usize> = HashMap::new();
     let mut placed = Vec::with_capacity(built.len());
     for vertex in built {
@@ -49,19 +50,21 @@ pub(super) fn place_all(
             placed.push(None);
             continue;
         };
-        let key = (vertex.kind.clone(), vertex.name.clone());
-        let failed = Placement::Failed { kind: key.0.clone(), name: key.1.clone() };
+        let failed = |v: &Vertex| Some(Placement::Failed { kind: v.kind.clone(), name: v.name.clone() });
         if let Some(d) = check_exports(&vertex, graph, &exports) {
             diags.push(d);
-            placed.push(Some(failed));
+            placed.push(failed(&vertex));
             continue;
         }
-        let same_name = by_key.get(&key).cloned().unwrap_or_default();
-        let twin = if vertex.hidden() {
-            // Identical hidden resources merge; differing ones are all kept.
-            same_name.iter().copied().find(|&i| graph.vertices[i].hidden() && graph.vertices[i].same_as(&vertex))
-        } else {
-            same_name.iter().copied().find(|&i| !graph.vertices[i].hidden())
+        let hash = ByKey::hash(&vertex);
+        let twin = {
+            let mut same_name = by_key.same(hash, &vertex, graph);
+            if vertex.hidden() {
+                // Identical hidden resources merge; differing ones are all kept.
+                same_name.find(|&i| graph.vertices[i].hidden() && graph.vertices[i].same_as(&vertex))
+            } else {
+                same_name.find(|&i| !graph.vertices[i].hidden())
+            }
         };
         let index = match twin {
             Some(i) if graph.vertices[i].same_as(&vertex) => i,
@@ -79,25 +82,70 @@ pub(super) fn place_all(
                         .with_label(vertex.span, "declared again here, differently")
                         .with_note("duplicates of a resource must be identical (all params and meta params)");
                     diags.push(d);
-                    placed.push(Some(failed));
+                    placed.push(failed(&vertex));
                     continue;
                 }
             },
-            None => push(graph, &mut by_key, vertex),
+            None => {
+                let index = graph.vertices.len();
+                by_key.push(hash, index);
+                graph.vertices.push(vertex);
+                index
+            }
         };
-        for host in graph.vertices[index].export().to_vec() {
-            exports.entry((key.0.clone(), key.1.clone(), host)).or_insert(index);
+        let v = &graph.vertices[index];
+        for host in v.export() {
+            exports.entry((v.kind.clone(), v.name.clone(), host.clone())).or_insert(index);
         }
         placed.push(Some(Placement::Vertex(index)));
     }
     placed
 }
 
-fn push(graph: &mut ResGraph, by_key: &mut HashMap<(String, String), Vec<usize>>, vertex: Vertex) -> usize {
-    let index = graph.vertices.len();
-    by_key.entry((vertex.kind.clone(), vertex.name.clone())).or_default().push(index);
-    graph.vertices.push(vertex);
-    index
+/// The graph's vertices by kind and name, without a string per vertex: the first and last
+/// vertex of each hash of the two, and after each vertex the next one of its hash (in the
+/// order they were added).
+struct ByKey {
+    /// Hash -> (first, last) vertex with it.
+    ends: HashMap<u64, (usize, usize)>,
+    /// Vertex -> the next vertex of the same hash ([`usize::MAX`] for none).
+    next: Vec<usize>,
+}
+
+impl ByKey {
+    fn with_capacity(n: usize) -> ByKey {
+        ByKey { ends: HashMap::with_capacity(n), next: Vec::with_capacity(n) }
+    }
+
+    fn hash(v: &Vertex) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (&v.kind, &v.name).hash(&mut h);
+        h.finish()
+    }
+
+    /// Adds vertex `index` (the graph's next) with `hash`.
+    fn push(&mut self, hash: u64, index: usize) {
+        self.next.resize(index + 1, usize::MAX);
+        match self.ends.get_mut(&hash) {
+            Some((_, last)) => {
+                self.next[*last] = index;
+                *last = index;
+            }
+            None => {
+                self.ends.insert(hash, (index, index));
+            }
+        }
+    }
+
+    /// The vertices of `graph` with the kind and name of `v` (whose hash is `hash`), in the
+    /// order they were added.
+    fn same<'g>(&'g self, hash: u64, v: &'g Vertex, graph: &'g ResGraph) -> impl Iterator<Item = usize> + 'g {
+        let first = self.ends.get(&hash).map_or(usize::MAX, |&(first, _)| first);
+        std::iter::successors(Some(first), |&i| self.next.get(i).copied())
+            .take_while(|&i| i != usize::MAX)
+            .filter(move |&i| graph.vertices[i].kind == v.kind && graph.vertices[i].name == v.name)
+    }
 }
 
 /// Two resources exported to the same host under one kind and name must be identical.
