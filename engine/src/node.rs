@@ -108,6 +108,9 @@ pub(crate) enum Run {
 pub(crate) trait Resume: Send {
     /// Spawns the worker again, as a task that first looks at the wake-up that resumed it.
     fn resume(self: Box<Self>) -> JoinHandle<()>;
+    /// Stops the worker (it was told to): at once when its stop need not wait, else as a
+    /// task, whose handle it returns.
+    fn stop(self: Box<Self>) -> Option<JoinHandle<()>>;
 }
 
 #[derive(Clone, Default)]
@@ -169,11 +172,23 @@ impl Node {
     /// for a signal, so either it sees this one or it parked before this takes the lock.
     pub(crate) fn wake(&self) {
         self.wake.notify_one();
-        let mut control = lock(&self.control);
-        if matches!(control.run, Run::Parked(_))
-            && let Run::Parked(parked) = std::mem::replace(&mut control.run, Run::Task(None))
-        {
-            control.run = Run::Task(Some(parked.resume()));
+        let parked = {
+            let mut control = lock(&self.control);
+            if !matches!(control.run, Run::Parked(_)) {
+                return;
+            }
+            let Run::Parked(parked) = std::mem::replace(&mut control.run, Run::Task(None)) else { return };
+            if !self.is_stopped() {
+                control.run = Run::Task(Some(parked.resume()));
+                return;
+            }
+            parked
+        };
+        // Told to stop: a parked worker has no step in flight, so it stops here, outside
+        // the lock (stopping takes it), and becomes a task only if its stop has to wait. A
+        // stopped worker never parks again, so no handle is needed before it runs.
+        if let Some(handle) = parked.stop() {
+            lock(&self.control).run = Run::Task(Some(handle));
         }
     }
 

@@ -662,6 +662,18 @@ impl Resume for Parked {
         let shared = worker.shared.clone();
         shared.spawn(worker.serve(between))
     }
+
+    /// What the resumed worker would do first, since it was told to stop; most stops (a
+    /// subscription dropped, nothing to clean up) finish in one poll, without a task.
+    fn stop(self: Box<Self>) -> Option<tokio::task::JoinHandle<()>> {
+        let Parked { worker, between } = *self;
+        let shared = worker.shared.clone();
+        let mut stopping = Box::pin(worker.stop(between.watch));
+        match stopping.as_mut().now_or_never() {
+            Some(()) => None,
+            None => Some(shared.spawn(stopping)),
+        }
+    }
 }
 
 /// The watch, polled inside the worker's task, or a handle to it on the engine's runtime

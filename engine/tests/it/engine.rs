@@ -739,8 +739,8 @@ async fn a_subscription_watches_and_a_failed_refresh_or_subscribe_restarts_it() 
 }
 
 /// An idle worker whose resource watches by subscription keeps no task: it parks in its
-/// node, an event spawns it again (it runs, then parks again), and a stop spawns it to
-/// clean up. A worker with a watch future keeps its task. Counted on the runtime the
+/// node, an event spawns it again (it runs, then parks again), and a stop cleans it up
+/// (at once, without a task, as nothing here waits). A worker with a watch future keeps its task. Counted on the runtime the
 /// workers run on; each subscription of the test's resources has a task of its own.
 #[tokio::test]
 async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop() {
@@ -778,7 +778,7 @@ async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop(
     assert_eq!(tasks(), settled, "tasks once settled");
     assert_eq!(log.count("s4"), 1, "the others stayed parked");
 
-    // A stop resumes each parked worker, which cleans up and drops its subscription.
+    // A stop ends each parked worker, which cleans up and drops its subscription.
     let report = engine.shutdown(WAIT).await;
     assert!(report.stragglers.is_empty());
     for probe in &probes {
@@ -786,6 +786,27 @@ async fn an_idle_worker_watching_by_subscription_parks_until_an_event_or_a_stop(
     }
     assert!(probes[..N].iter().all(|p| p.watch_dropped.load(Ordering::SeqCst)));
     assert_eq!(tasks(), before, "every worker and subscription task is gone");
+}
+
+/// A stopped parked worker stops without a task of its own when it can (above); one whose
+/// cleanup has to wait becomes a task again, and a shutdown awaits it.
+#[tokio::test]
+async fn a_parked_worker_whose_cleanup_waits_is_awaited_at_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = support::inline_engine(&dir);
+    let log = Log::default();
+    let mut slow = Scripted::new("slow", &log);
+    slow.subscribed = true;
+    slow.cleanup_wait = Duration::from_millis(100);
+    let probe = slow.probe();
+    engine.apply(graph(vec![slow], &[])).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    let started = std::time::Instant::now();
+    let report = engine.shutdown(WAIT).await;
+    assert!(report.stragglers.is_empty());
+    assert_eq!(probe.cleanups.load(Ordering::SeqCst), 1, "cleaned up before the shutdown returned");
+    assert!(started.elapsed() >= Duration::from_millis(100), "the shutdown waited for the cleanup");
+    assert!(probe.watch_dropped.load(Ordering::SeqCst));
 }
 
 /// A parked worker keeps no cancellation token; the run an event resumes gets one, and a

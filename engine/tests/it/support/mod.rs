@@ -89,6 +89,8 @@ pub struct Scripted {
     pub passive_watch: bool,
     /// Watch through a subscription ([`Resource::subscribe`]) instead of a future.
     pub subscribed: bool,
+    /// Waits this long in cleanup before counting it (a slow teardown).
+    pub cleanup_wait: Duration,
 }
 
 /// A subscription: a task of the test's own that calls the context on each trigger, and a
@@ -134,6 +136,7 @@ impl Scripted {
             reversible: false,
             passive_watch: false,
             subscribed: false,
+            cleanup_wait: Duration::ZERO,
         }
     }
     pub fn changing(self) -> Scripted {
@@ -258,6 +261,9 @@ impl Resource for Scripted {
     }
 
     async fn cleanup(&mut self) -> Result<(), ResError> {
+        if !self.cleanup_wait.is_zero() {
+            tokio::time::sleep(self.cleanup_wait).await;
+        }
         self.probe.cleanups.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
