@@ -231,9 +231,25 @@ pub trait Fingerprint {
 
 /// Writes `text` length-prefixed: `3:abc`.
 pub fn fingerprint_str(text: &str, out: &mut String) {
-    use std::fmt::Write as _;
-    let _infallible = write!(out, "{}:", text.len());
+    push_decimal(out, text.len() as u64);
+    out.push(':');
     out.push_str(text);
+}
+
+/// Appends `n` in decimal, as `write!(out, "{n}")` does, without the formatting machinery
+/// (a fingerprint is made for every resource of every swap).
+pub fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 impl Fingerprint for String {
@@ -585,6 +601,15 @@ mod tests {
         let v = values(pairs);
         let p = Params::unchecked("sample", "s1", &v);
         Sample::decode(&p)
+    }
+
+    #[test]
+    fn decimals_are_written_as_format_writes_them() {
+        for n in [0, 7, 10, 99, 100, 12_345, u64::from(u32::MAX), u64::MAX] {
+            let mut out = String::from("x");
+            push_decimal(&mut out, n);
+            assert_eq!(out, format!("x{n}"));
+        }
     }
 
     #[test]
