@@ -66,6 +66,13 @@ impl Graph {
         Graph::default()
     }
 
+    /// Makes room for `vertices` more vertices and `edges` more edges (added by position):
+    /// a builder that knows its sizes keeps the graph exactly that big.
+    pub fn reserve(&mut self, vertices: usize, edges: usize) {
+        self.vertices.reserve_exact(vertices);
+        self.edges.reserve_exact(edges);
+    }
+
     pub fn add_vertex(&mut self, key: ResKey, meta: Meta, res: Box<dyn Resource>) {
         self.vertices.push(Vertex { key, meta, res });
     }

@@ -114,6 +114,8 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 /// at a large graph's peak.
 pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
+    let send_recv: usize = graph.edges.iter().map(|e| e.send_recv.len()).sum();
+    out.reserve(graph.vertices.len(), graph.edges.len() + send_recv);
     let mut diags = Diagnostics::new();
     // Sorted component-wise, so the paths below a directory form one contiguous run. Only a
     // purging directory reads them.
