@@ -83,8 +83,7 @@ impl Graph {
 
     /// Adds the dependency edge `from -> to` carrying `from.send` into `to.recv`.
     pub fn add_sendrecv(&mut self, from: ResKey, send: &str, to: ResKey, recv: &str) {
-        let sendrecv = vec![SendRecv { send: send.to_string(), recv: recv.to_string() }];
-        self.keyed.push(KeyedEdge { from, to, notify: false, sendrecv });
+        self.keyed.push(KeyedEdge { from, to, notify: false, sendrecv: pair(send, recv) });
     }
 
     /// [`Graph::add_edge`] between the vertices added `from`-th and `to`-th (from 0).
@@ -94,8 +93,7 @@ impl Graph {
 
     /// [`Graph::add_sendrecv`] between the vertices added `from`-th and `to`-th (from 0).
     pub fn add_sendrecv_at(&mut self, from: usize, send: &str, to: usize, recv: &str) {
-        let sendrecv = vec![SendRecv { send: send.to_string(), recv: recv.to_string() }];
-        self.edges.push(Edge { from, to, notify: false, sendrecv });
+        self.edges.push(Edge { from, to, notify: false, sendrecv: pair(send, recv) });
     }
 
     /// How many edges were added (before merging those between the same pair).
@@ -191,6 +189,11 @@ impl Graph {
         keys.sort();
         Err(GraphError::Cycle(keys))
     }
+}
+
+/// The one send/recv pair of an edge added with it.
+fn pair(send: &str, recv: &str) -> Vec<SendRecv> {
+    vec![SendRecv { send: send.to_string(), recv: recv.to_string() }]
 }
 
 /// Kahn's algorithm over `n` vertices and the `arcs` between their positions: the vertices

@@ -110,8 +110,13 @@ impl Plan {
 /// merged, when there is no problem.
 pub(crate) fn validate(graph: &mut Graph) -> Result<Vec<Edge>, SwapError> {
     let mut problems = Vec::new();
-    let edges = graph.take_merged_edges().and_then(|edges| graph.check_with(&edges).map(|()| edges));
-    let edges = edges.map_err(|e| problems.push(Rejection::Graph(e))).unwrap_or_default();
+    let edges = match graph.take_merged_edges().and_then(|edges| graph.check_with(&edges).map(|()| edges)) {
+        Ok(edges) => edges,
+        Err(e) => {
+            problems.push(Rejection::Graph(e));
+            Vec::new()
+        }
+    };
     for v in &graph.vertices {
         if let Some(r) = validate_vertex(v) {
             problems.push(r);
@@ -229,7 +234,7 @@ pub(crate) async fn init_all(
     state_dir: &Path,
     mut vertices: impl Iterator<Item = Vertex> + Send,
 ) -> Result<(Vec<Vertex>, Reversals), InitFailure> {
-    let mut inited: Vec<Vertex> = Vec::with_capacity(vertices.size_hint().0);
+    let mut inited: Vec<Vertex> = Vec::new();
     let mut reversals = Vec::new();
     // One context, its key set for each vertex in turn.
     let mut ctx = InitCtx { key: ResKey::new("", ""), var_dir: None, state_dir: state_dir.to_path_buf() };
