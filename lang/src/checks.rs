@@ -23,7 +23,7 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
         let NodeKind::Construct(c) = &node.kind else { continue };
         let (ty, checks) = (&c.ty, &c.checks);
         // Unreached constructions were never typed, nor will they run.
-        if graph.types.get(i).is_none_or(Option::is_none) {
+        if graph.types.get(i).is_none() {
             continue;
         }
         for check in checks {

@@ -10,6 +10,10 @@
 //! to the loop variables the same way. A node that (transitively) depends on a `Param` is
 //! *dynamic*: it has a value per environment, not one value.
 
+mod node_types;
+
+pub use node_types::NodeTypes;
+
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
 use crate::types::Type;
@@ -41,7 +45,7 @@ pub struct FuncGraph {
     pub stmts: Vec<IrStmt>,
     /// Filled by unification: the concrete type of every node reachable from `stmts` or
     /// `checked` (`None` for nodes nothing uses, which are never type-checked).
-    pub types: Vec<Option<Type>>,
+    pub types: NodeTypes,
     /// Every elaboration of a class body by an `include`, in order: an error inside a class
     /// included three times is reported once, naming the includes.
     pub includes: Vec<IrInclude>,
@@ -80,7 +84,7 @@ impl FuncGraph {
         &self.nodes[id.0 as usize]
     }
     pub fn ty(&self, id: NodeId) -> Option<&Type> {
-        self.types.get(id.0 as usize).and_then(|t| t.as_ref())
+        self.types.get(id.0 as usize)
     }
     pub fn add(&mut self, kind: NodeKind, span: Span) -> NodeId {
         self.nodes.push(Node { kind, span });

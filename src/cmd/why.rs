@@ -253,11 +253,10 @@ fn key(n: NodeId) -> String {
 /// A copy of `graph` with a probe statement after each located resource statement.
 fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> FuncGraph {
     let mut g = graph.clone();
-    g.types.resize(g.nodes.len(), None);
+    g.types.resize(g.nodes.len());
     let add = |g: &mut FuncGraph, kind: NodeKind, ty: Option<Type>, span: Span| {
         let id = g.add(kind, span);
-        g.types.resize(g.nodes.len(), None);
-        g.types[id.0 as usize] = ty;
+        g.types.set(id.0 as usize, ty);
         id
     };
     let marker = add(&mut g, NodeKind::Const(Value::str(FAILED)), Some(Type::Str), Span::default());

@@ -218,7 +218,7 @@ impl Engine {
 
     /// The instance of `node` for `env`, created on first use.
     fn inst_for(&self, node: NodeId, env: &Env) -> Result<InstId, Failure> {
-        let free = &self.info.free[node.0 as usize];
+        let free = self.info.free(node);
         let mut st = self.st.borrow_mut();
         if free.is_empty() {
             let id = self.statics[node.0 as usize];

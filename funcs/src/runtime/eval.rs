@@ -46,7 +46,7 @@ impl Engine {
                 self.with_all(args, env, |vals| from_result(ops::apply_op(op, &vals), node))
             }
             NodeKind::Call { func, args } => {
-                let Some(call) = self.info.calls[node.0 as usize].as_ref() else {
+                let Some(call) = self.info.call(node) else {
                     return fail(FuncError::fatal("call site without call information"));
                 };
                 match call.imp {

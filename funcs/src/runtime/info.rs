@@ -10,14 +10,18 @@ use lang::types::Type;
 use crate::api::FuncImpl;
 use crate::registry::Registry;
 
-/// Precomputed, immutable side tables indexed by node.
+/// Precomputed, immutable side tables indexed by node. A large program has hundreds of
+/// thousands of nodes, nearly all static and few of them calls: each node pays an index
+/// into each table, not a slot of its own.
 pub(crate) struct GraphInfo {
+    /// Node → index into `free_sets` (0: the empty set).
+    free_of: Vec<u32>,
     /// The parameters a node depends on that are not bound inside it, sorted. Empty
     /// means the node is static: it has a single value, whatever the environment.
-    pub free: Vec<Box<[ParamId]>>,
-    /// For `Call` nodes: what is being called. Boxed: most nodes are not calls, and each
-    /// pays only a pointer.
-    pub calls: Vec<Option<Box<CallInfo>>>,
+    free_sets: Vec<Box<[ParamId]>>,
+    /// Node → 1 + index into `calls` (0: not a call).
+    call_of: Vec<u32>,
+    calls: Vec<CallInfo>,
 }
 
 /// A call site of a built-in.
@@ -35,26 +39,37 @@ pub(crate) struct CycleAt(pub NodeId);
 
 impl GraphInfo {
     pub fn build(graph: &FuncGraph, registry: &Registry) -> Result<GraphInfo, CycleAt> {
-        let free = free_params(graph)?;
-        let calls = graph
-            .nodes
-            .iter()
-            .enumerate()
-            .map(|(i, node)| match &node.kind {
-                NodeKind::Call { func, args } => Some(Box::new(CallInfo {
+        let (free_of, free_sets) = free_params(graph)?;
+        let mut call_of = vec![0; graph.nodes.len()];
+        let mut calls = Vec::new();
+        for (i, node) in graph.nodes.iter().enumerate() {
+            if let NodeKind::Call { func, args } = &node.kind {
+                calls.push(CallInfo {
                     imp: registry.get(func).map(|b| b.imp),
                     arg_types: args.iter().map(|a| type_of(graph, *a)).collect(),
                     ret_type: type_of(graph, NodeId(i as u32)),
-                })),
-                _ => None,
-            })
-            .collect();
-        Ok(GraphInfo { free, calls })
+                });
+                call_of[i] = calls.len() as u32;
+            }
+        }
+        Ok(GraphInfo { free_of, free_sets, call_of, calls })
+    }
+
+    /// The parameters `node` depends on that are not bound inside it, sorted; empty when
+    /// the node is static.
+    pub fn free(&self, node: NodeId) -> &[ParamId] {
+        &self.free_sets[self.free_of[node.0 as usize] as usize]
+    }
+
+    /// What a `Call` node calls (`None` for other nodes).
+    pub fn call(&self, node: NodeId) -> Option<&CallInfo> {
+        let at = self.call_of[node.0 as usize];
+        (at > 0).then(|| &self.calls[at as usize - 1])
     }
 
     #[cfg(test)]
     pub fn is_static(&self, node: NodeId) -> bool {
-        self.free[node.0 as usize].is_empty()
+        self.free(node).is_empty()
     }
 }
 
@@ -86,8 +101,8 @@ pub(crate) fn children(kind: &NodeKind) -> Vec<NodeId> {
 }
 
 /// Free parameters of every node, by an iterative post-order walk (graphs can be deep
-/// chains; no recursion here).
-fn free_params(graph: &FuncGraph) -> Result<Vec<Box<[ParamId]>>, CycleAt> {
+/// chains; no recursion here): node → index into the sets, whose first is the empty one.
+fn free_params(graph: &FuncGraph) -> Result<(Vec<u32>, Vec<Box<[ParamId]>>), CycleAt> {
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         New,
@@ -96,7 +111,8 @@ fn free_params(graph: &FuncGraph) -> Result<Vec<Box<[ParamId]>>, CycleAt> {
     }
     let n = graph.nodes.len();
     let mut state = vec![State::New; n];
-    let mut free: Vec<Box<[ParamId]>> = vec![Box::from([]); n];
+    let mut free_of = vec![0u32; n];
+    let mut sets: Vec<Box<[ParamId]>> = vec![Box::from([])];
     for root in 0..n {
         if state[root] != State::New {
             continue;
@@ -108,14 +124,20 @@ fn free_params(graph: &FuncGraph) -> Result<Vec<Box<[ParamId]>>, CycleAt> {
                 let kind = &graph.nodes[i].kind;
                 let mut set: Vec<ParamId> = match kind {
                     NodeKind::Param(p) => vec![*p],
-                    _ => children(kind).iter().flat_map(|c| free[c.0 as usize].iter().copied()).collect(),
+                    _ => children(kind)
+                        .iter()
+                        .flat_map(|c| sets[free_of[c.0 as usize] as usize].iter().copied())
+                        .collect(),
                 };
                 if let NodeKind::Lambda { params, .. } = kind {
                     set.retain(|p| !params.contains(p));
                 }
-                set.sort_unstable();
-                set.dedup();
-                free[i] = set.into_boxed_slice();
+                if !set.is_empty() {
+                    set.sort_unstable();
+                    set.dedup();
+                    free_of[i] = sets.len() as u32;
+                    sets.push(set.into_boxed_slice());
+                }
                 state[i] = State::Done;
                 continue;
             }
@@ -139,7 +161,7 @@ fn free_params(graph: &FuncGraph) -> Result<Vec<Box<[ParamId]>>, CycleAt> {
             }
         }
     }
-    Ok(free)
+    Ok((free_of, sets))
 }
 
 #[cfg(test)]
@@ -164,8 +186,9 @@ mod tests {
         let outer = g.add(NodeKind::Lambda { params: vec![x], body: inner }, Span::default());
         let info = GraphInfo::build(&g, &Registry::new()).expect("no cycle");
         assert!(info.is_static(one));
-        assert_eq!(&*info.free[sum.0 as usize], &[x, y]);
-        assert_eq!(&*info.free[inner.0 as usize], &[x]);
+        assert_eq!(info.free(sum), &[x, y]);
+        assert_eq!(info.free(inner), &[x]);
+        assert!(info.call(sum).is_none());
         assert!(info.is_static(outer));
     }
 

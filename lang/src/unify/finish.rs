@@ -6,6 +6,7 @@ use super::infer::Ctx;
 use super::report::{self, describe_node};
 use super::table::{Var, rename_vars};
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
+use crate::ir::NodeTypes;
 use crate::types::Type;
 use std::collections::HashSet;
 
@@ -51,8 +52,8 @@ impl Ctx<'_> {
 
     /// Reads the solved types back; leftover variables are ambiguities, reported once per
     /// variable at the first (innermost) expression that has it.
-    pub(crate) fn finish(mut self) -> (Vec<Option<Type>>, Diagnostics) {
-        let mut types = vec![None; self.graph.nodes.len()];
+    pub(crate) fn finish(mut self) -> (NodeTypes, Diagnostics) {
+        let mut types = NodeTypes::untyped(self.graph.nodes.len());
         let mut reported: HashSet<Var> = HashSet::new();
         for node in std::mem::take(&mut self.order) {
             let v = Self::var(node);
@@ -60,7 +61,7 @@ impl Ctx<'_> {
             if ty.is_concrete() {
                 let mut ty = ty;
                 ty.erase_tags();
-                types[node.0 as usize] = Some(ty);
+                types.set(node.0 as usize, Some(ty));
                 continue;
             }
             if self.table.is_poisoned(v) {

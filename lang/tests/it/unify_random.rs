@@ -206,11 +206,11 @@ proptest! {
         prop_assert!(diags.iter().all(|d| d.stage == lang::diag::Stage::Unify && d.span.is_some()));
         let seen = reachable(&b.g);
         for (i, reached) in seen.iter().enumerate() {
-            let ty = &b.g.types[i];
+            let ty = b.g.types.get(i);
             if !reached {
                 prop_assert!(ty.is_none(), "unreachable node {i} typed");
             } else if diags.is_empty() {
-                prop_assert!(ty.as_ref().is_some_and(|t| t.is_concrete()), "node {i} untyped without errors");
+                prop_assert!(ty.is_some_and(|t| t.is_concrete()), "node {i} untyped without errors");
             }
         }
         let _ = lang::graph_check::check(&b.g);

@@ -259,8 +259,7 @@ impl G {
     pub fn node(&mut self, kind: NodeKind, ty: Type) -> NodeId {
         let next = NodeId(self.g.nodes.len() as u32);
         let id = self.g.add(kind, G::span_of(next));
-        self.g.types.resize(self.g.nodes.len(), None);
-        self.g.types[id.0 as usize] = Some(ty);
+        self.g.types.set(id.0 as usize, Some(ty));
         id
     }
 
