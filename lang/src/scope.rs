@@ -90,7 +90,8 @@ pub fn resolve_with(
     let mut graph = FuncGraph::default();
     graph.nodes.reserve_exact(exprs);
     let static_recursion = diags.iter().any(|d| d.code == Some(Code::ScopeRecursion));
-    let loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
+    let mut loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
+    let plain = stmt::take_plain(&mut loaded.files[0].stmts);
     let mut ctx = Ctx {
         catalog,
         sources,
@@ -113,7 +114,7 @@ pub fn resolve_with(
         names: names::Names::new(naming),
         short_strs: std::collections::HashSet::new(),
     };
-    let stmts = ctx.block(FrameId(0), &loaded.files[0].stmts);
+    let stmts = ctx.block_with(FrameId(0), &loaded.files[0].stmts, plain);
     ctx.graph.stmts = stmts;
     ctx.graph.names = std::mem::take(&mut ctx.names).finish(&ctx.frames);
     let mut diags = sorted(ctx.diags);

@@ -33,13 +33,28 @@ impl<'a> Ctx<'a> {
         Value::Str(shared)
     }
 
+    /// The value of a literal (`None` for any other expression; see [`is_literal`]). Lowering one keeps no
+    /// reference to its syntax, so a statement of literals can be dropped once lowered
+    /// ([`super::stmt::take_plain`]).
+    pub(super) fn literal(&mut self, kind: &ExprKind) -> Option<Value> {
+        Some(match kind {
+            ExprKind::Bool(b) => Value::Bool(*b),
+            ExprKind::Int(i) => Value::Int(*i),
+            ExprKind::Float(f) => Value::Float(*f),
+            ExprKind::RawStr(s) | ExprKind::Str(s) => self.str_value(s),
+            _ => return None,
+        })
+    }
+
     pub(super) fn expr(&mut self, fid: FrameId, expr: &'a ast::Expr) -> NodeId {
         let span = expr.span;
+        if let Some(value) = self.literal(&expr.kind) {
+            return self.graph.add(NodeKind::Const(value), span);
+        }
         let kind = match &expr.kind {
-            ExprKind::Bool(b) => NodeKind::Const(Value::Bool(*b)),
-            ExprKind::Int(i) => NodeKind::Const(Value::Int(*i)),
-            ExprKind::Float(f) => NodeKind::Const(Value::Float(*f)),
-            ExprKind::RawStr(s) | ExprKind::Str(s) => NodeKind::Const(self.str_value(s)),
+            ExprKind::Bool(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::RawStr(_) | ExprKind::Str(_) => {
+                unreachable!("lowered as literals above")
+            }
             ExprKind::Interp(parts) => {
                 let mut nodes = Vec::with_capacity(parts.len());
                 for part in parts {
@@ -350,4 +365,9 @@ impl<'a> Ctx<'a> {
         }
         self.set_func(owner, key, |f| f.active -= 1);
     }
+}
+
+/// Whether [`Ctx::literal`] lowers an expression of this kind.
+pub(super) fn is_literal(kind: &ExprKind) -> bool {
+    matches!(kind, ExprKind::Bool(_) | ExprKind::Int(_) | ExprKind::Float(_) | ExprKind::RawStr(_) | ExprKind::Str(_))
 }

@@ -2,6 +2,7 @@
 //! statements into [`IrStmt`]s, and inlining class includes.
 
 use super::args::Callee;
+use super::expr::is_literal;
 use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, TypeEntry, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
 use super::{Ctx, Hit};
@@ -18,10 +19,16 @@ use std::collections::{BTreeMap, BTreeSet};
 impl<'a> Ctx<'a> {
     /// A block instance: a new frame under `parent`, its definitions, its output.
     pub(super) fn block(&mut self, parent: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
+        self.block_with(parent, stmts, Vec::new())
+    }
+
+    /// [`Ctx::block`] of statements from which [`take_plain`] took the plain resources:
+    /// each is lowered in its place, then dropped.
+    pub(super) fn block_with(&mut self, parent: FrameId, stmts: &'a [ast::Stmt], plain: Vec<Plain>) -> Vec<IrStmt> {
         let fid = self.new_frame(Frame::child(parent));
         self.declare(fid, stmts);
         self.force_binds_in_order(fid, stmts);
-        let out = self.block_stmts(fid, stmts);
+        let out = self.block_stmts(fid, stmts, plain);
         self.finish(fid);
         out
     }
@@ -168,16 +175,23 @@ impl<'a> Ctx<'a> {
     }
 
     /// The output statements of a block, in order (includes inlined).
-    pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt]) -> Vec<IrStmt> {
+    pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt], plain: Vec<Plain>) -> Vec<IrStmt> {
         // About a statement out per statement in (a resource, an edge); doubling its way up
         // would copy a large program's statements several times, and hold two copies at once.
-        let mut out = Vec::with_capacity(stmts.len());
+        let mut out = Vec::with_capacity(stmts.len() + plain.len());
         let mut nodes = Vec::new();
-        for stmt in stmts {
+        let mut plain = plain.into_iter().peekable();
+        for (at, stmt) in stmts.iter().enumerate() {
+            while let Some(p) = plain.next_if(|p| p.before == at) {
+                self.plain_resource(fid, *p.stmt, &mut out);
+            }
             match &stmt.kind {
                 StmtKind::Node { matchers, body } => nodes.push((stmt, matchers.as_slice(), body)),
                 _ => self.stmt(fid, stmt, &mut out),
             }
+        }
+        for p in plain {
+            self.plain_resource(fid, *p.stmt, &mut out);
         }
         if !nodes.is_empty() {
             out.extend(self.nodes(fid, &nodes));
@@ -339,7 +353,34 @@ impl<'a> Ctx<'a> {
     }
 
     fn resource(&mut self, fid: FrameId, res: &'a ast::Resource, stmt: &'a ast::Stmt) -> IrResource {
-        let name = self.expr(fid, &res.name);
+        self.resource_with(fid, res, stmt.span, &mut |ctx, e| ctx.expr(fid, e), &mut |ctx, h| ctx.edge_half(fid, h))
+    }
+
+    /// A resource [`take_plain`] took out, lowered from its literals; the statement is
+    /// dropped on return.
+    fn plain_resource(&mut self, fid: FrameId, stmt: ast::Stmt, out: &mut Vec<IrStmt>) {
+        let StmtKind::Resource(res) = &stmt.kind else { return };
+        let mut literal = |ctx: &mut Self, e: &ast::Expr| {
+            let value = ctx.literal(&e.kind).expect("`take_plain` takes resources of literals only");
+            ctx.graph.add(NodeKind::Const(value), e.span)
+        };
+        let mut no_edges = |_: &mut Self, _: &ast::EdgeHalf| -> IrEdgeHalf {
+            unreachable!("`take_plain` takes resources without edges only")
+        };
+        out.push(IrStmt::Resource(self.resource_with(fid, res, stmt.span, &mut literal, &mut no_edges)));
+    }
+
+    /// A resource statement's IR, lowering its expressions with `lower` and the targets
+    /// of its edges with `half` (whose syntax may live shorter than the context's).
+    fn resource_with<'s>(
+        &mut self,
+        fid: FrameId,
+        res: &'s ast::Resource,
+        span: Span,
+        lower: &mut dyn FnMut(&mut Self, &'s ast::Expr) -> NodeId,
+        half: &mut dyn FnMut(&mut Self, &'s ast::EdgeHalf) -> IrEdgeHalf,
+    ) -> IrResource {
+        let name = lower(self, &res.name);
         // Sized to the body's fields: pushed one by one, three would keep room for four, a
         // quarter more of every resource's fields held as long as the function graph.
         let written = res.entries.iter().filter(|e| matches!(e.kind, ResEntryKind::Field { .. })).count();
@@ -349,8 +390,8 @@ impl<'a> Ctx<'a> {
         for entry in &res.entries {
             match &entry.kind {
                 ResEntryKind::Field { name: field, cond, value } => {
-                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
-                    let value = self.expr(fid, value);
+                    let cond = cond.as_ref().map(|c| lower(self, c));
+                    let value = lower(self, value);
                     fields.push(IrField {
                         origin: Default::default(),
                         name: field.name.clone(),
@@ -374,13 +415,13 @@ impl<'a> Ctx<'a> {
                             continue;
                         }
                     };
-                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
-                    let target = self.edge_half(fid, target);
+                    let cond = cond.as_ref().map(|c| lower(self, c));
+                    let target = half(self, target);
                     edges.push(IrBodyEdge { prop, cond, target, span: entry.span });
                 }
                 ResEntryKind::Meta { name: meta, cond, value } => {
-                    let cond = cond.as_ref().map(|c| self.expr(fid, c));
-                    let value = self.expr(fid, value);
+                    let cond = cond.as_ref().map(|c| lower(self, c));
+                    let value = lower(self, value);
                     metas.push(IrMeta { name: meta.as_ref().map(|m| m.name.clone()), value, cond, span: entry.span });
                 }
                 // The init stage rejects appends outside overrides.
@@ -419,7 +460,7 @@ impl<'a> Ctx<'a> {
             collect: res.collect,
             virtuality: res.virtuality,
             classes: self.enclosing_classes(fid),
-            span: stmt.span,
+            span,
         }
     }
 
@@ -656,7 +697,7 @@ impl<'a> Ctx<'a> {
         self.graph.includes.push(IrInclude { class: class.clone(), body: body.span, chain });
         self.with_class_active(owner, &key, 1);
         self.force_binds_in_order(body_frame, &body.stmts);
-        let out = self.block_stmts(body_frame, &body.stmts);
+        let out = self.block_stmts(body_frame, &body.stmts, Vec::new());
         // Included for nothing: no resource, edge or check comes out, and no `as` name
         // lets its binds be read.
         if out.is_empty() && matches!(stmt.kind, StmtKind::Include { alias: None, .. }) {
@@ -682,4 +723,45 @@ fn default_key(entry: &ast::ResEntry) -> Option<String> {
         ResEntryKind::Meta { name: Some(name), .. } => Some(format!("Meta:{}", name.name)),
         _ => None,
     }
+}
+
+/// A resource statement taken out of its block by [`take_plain`].
+pub(super) struct Plain {
+    /// How many of the block's remaining statements come before it.
+    before: usize,
+    /// Boxed: each frees its own memory once lowered.
+    stmt: Box<ast::Stmt>,
+}
+
+/// Takes the plain resources out of `stmts`: those whose name and values are literals,
+/// with no condition and no edge. Lowering one keeps no reference to its syntax, so
+/// [`Ctx::block_with`] drops each once lowered: a large program's syntax tree and function
+/// graph are never both whole. The other statements stay, in order.
+pub(super) fn take_plain(stmts: &mut Vec<ast::Stmt>) -> Vec<Plain> {
+    let count = stmts.iter().filter(|s| is_plain(s)).count();
+    if count == 0 {
+        return Vec::new();
+    }
+    let mut kept = Vec::with_capacity(stmts.len() - count);
+    let mut plain = Vec::with_capacity(count);
+    for stmt in std::mem::take(stmts) {
+        if is_plain(&stmt) {
+            plain.push(Plain { before: kept.len(), stmt: Box::new(stmt) });
+        } else {
+            kept.push(stmt);
+        }
+    }
+    *stmts = kept;
+    plain
+}
+
+fn is_plain(stmt: &ast::Stmt) -> bool {
+    let StmtKind::Resource(res) = &stmt.kind else { return false };
+    is_literal(&res.name.kind)
+        && res.entries.iter().all(|e| match &e.kind {
+            ResEntryKind::Field { cond: None, value, .. } | ResEntryKind::Meta { cond: None, value, .. } => {
+                is_literal(&value.kind)
+            }
+            _ => false,
+        })
 }

@@ -491,3 +491,49 @@ fn cycle_labels_name_both_ends() {
     let out = resolve("func f() {\n\tf()\n}\n");
     assert_eq!(out.diags[0].labels[0].message, "func `f` refers to itself here");
 }
+
+#[test]
+fn resources_of_literals_keep_their_place_and_their_defaults() {
+    // The top level's resources of literals are lowered apart from the other statements
+    // (and dropped as they go); the output keeps source order, and defaults reach them.
+    let out = resolve(
+        "$n = \"b\"\n\
+         test \"a\" { anotherstr => \"1\", }\n\
+         Test { int64 => 7, }\n\
+         test $n { anotherstr => \"2\", }\n\
+         test \"c\" { anotherstr => \"3\", Meta:noop => true, }\n\
+         Test[\"a\"] -> Test[\"c\"]\n\
+         test \"d\" { Before => Test[\"a\"], }\n\
+         test \"e\" { anotherstr => \"5\", }\n",
+    );
+    out.ok();
+    let lines: Vec<String> = out
+        .graph
+        .stmts
+        .iter()
+        .map(|s| match s {
+            IrStmt::Resource(r) => {
+                // `$n` is its bind's constant node.
+                let NodeKind::Const(name) = out.kind(r.name) else { panic!("name not constant") };
+                let fields: Vec<String> =
+                    r.fields.iter().map(|f| format!("{}={:?}/{:?}", f.name, out.kind(f.value), f.origin)).collect();
+                format!("res {name} {} metas={} edges={}", fields.join(" "), r.metas.len(), r.edges.len())
+            }
+            IrStmt::Defaults { kind, .. } => format!("defaults {kind}"),
+            IrStmt::Edge(_) => "edge".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "res \"a\" anotherstr=Const(Str(\"1\"))/Written int64=Const(Int(7))/Default metas=0 edges=0",
+            "defaults test",
+            "res \"b\" anotherstr=Const(Str(\"2\"))/Written int64=Const(Int(7))/Default metas=0 edges=0",
+            "res \"c\" anotherstr=Const(Str(\"3\"))/Written int64=Const(Int(7))/Default metas=1 edges=0",
+            "edge",
+            "res \"d\" int64=Const(Int(7))/Default metas=0 edges=1",
+            "res \"e\" anotherstr=Const(Str(\"5\"))/Written int64=Const(Int(7))/Default metas=0 edges=0",
+        ]
+    );
+}
