@@ -14,14 +14,19 @@ use crate::registry::Registry;
 /// thousands of nodes, nearly all static and few of them calls: each node pays an index
 /// into each table, not a slot of its own.
 pub(crate) struct GraphInfo {
-    /// Node → index into `free_sets` (0: the empty set).
-    free_of: Vec<u32>,
-    /// The parameters a node depends on that are not bound inside it, sorted. Empty
-    /// means the node is static: it has a single value, whatever the environment.
-    free_sets: Vec<Box<[ParamId]>>,
+    free: FreeParams,
     /// Node → 1 + index into `calls` (0: not a call).
     call_of: Vec<u32>,
     calls: Vec<CallInfo>,
+}
+
+/// The parameters each node depends on that are not bound inside it, sorted. Empty means
+/// the node is static: it has a single value, whatever the environment.
+struct FreeParams {
+    /// Node → index into `sets`.
+    of: Vec<u32>,
+    /// The empty set, then one set per node that depends on a parameter.
+    sets: Vec<Box<[ParamId]>>,
 }
 
 /// A call site of a built-in.
@@ -39,7 +44,7 @@ pub(crate) struct CycleAt(pub NodeId);
 
 impl GraphInfo {
     pub fn build(graph: &FuncGraph, registry: &Registry) -> Result<GraphInfo, CycleAt> {
-        let (free_of, free_sets) = free_params(graph)?;
+        let free = free_params(graph)?;
         let mut call_of = vec![0; graph.nodes.len()];
         let mut calls = Vec::new();
         for (i, node) in graph.nodes.iter().enumerate() {
@@ -52,13 +57,13 @@ impl GraphInfo {
                 call_of[i] = calls.len() as u32;
             }
         }
-        Ok(GraphInfo { free_of, free_sets, call_of, calls })
+        Ok(GraphInfo { free, call_of, calls })
     }
 
     /// The parameters `node` depends on that are not bound inside it, sorted; empty when
     /// the node is static.
     pub fn free(&self, node: NodeId) -> &[ParamId] {
-        &self.free_sets[self.free_of[node.0 as usize] as usize]
+        &self.free.sets[self.free.of[node.0 as usize] as usize]
     }
 
     /// What a `Call` node calls (`None` for other nodes).
@@ -101,8 +106,8 @@ pub(crate) fn children(kind: &NodeKind) -> Vec<NodeId> {
 }
 
 /// Free parameters of every node, by an iterative post-order walk (graphs can be deep
-/// chains; no recursion here): node → index into the sets, whose first is the empty one.
-fn free_params(graph: &FuncGraph) -> Result<(Vec<u32>, Vec<Box<[ParamId]>>), CycleAt> {
+/// chains; no recursion here).
+fn free_params(graph: &FuncGraph) -> Result<FreeParams, CycleAt> {
     #[derive(Clone, Copy, PartialEq)]
     enum State {
         New,
@@ -161,7 +166,7 @@ fn free_params(graph: &FuncGraph) -> Result<(Vec<u32>, Vec<Box<[ParamId]>>), Cyc
             }
         }
     }
-    Ok((free_of, sets))
+    Ok(FreeParams { of: free_of, sets })
 }
 
 #[cfg(test)]
