@@ -56,6 +56,7 @@ mod meta;
 mod node;
 mod patch;
 mod res;
+mod starts;
 mod swap;
 mod worker;
 pub mod world;
@@ -147,6 +148,7 @@ impl Engine {
             exit: Arc::new(watch::Sender::new(None)),
             failed_for_good: watch::Sender::new(0),
             exiting: AtomicBool::new(false),
+            starts: Arc::default(),
             apply_pool: config.apply_pool.clone(),
             one_shot: config.one_shot,
             watch_rt: tokio::runtime::Handle::try_current().ok(),
@@ -384,8 +386,21 @@ impl Drop for Engine {
 mod layering {
     /// The engine's modules, bottom first: each may use only the ones before it (see
     /// `key.rs`). A `use crate::x` against this order is an import loop in the making.
-    const ORDER: &[&str] =
-        &["world", "fasthash", "meta", "key", "event", "converger", "node", "res", "graph", "worker", "swap", "patch"];
+    const ORDER: &[&str] = &[
+        "world",
+        "fasthash",
+        "meta",
+        "key",
+        "event",
+        "converger",
+        "node",
+        "res",
+        "graph",
+        "starts",
+        "worker",
+        "swap",
+        "patch",
+    ];
 
     #[test]
     fn modules_only_use_the_ones_below_them() {

@@ -17,6 +17,9 @@ use crate::node::{Digest, Link, Links, Node, Pairs, Run, lock};
 use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
+/// Workers started between two looks at the room left for first passes.
+const START_BATCH: usize = 256;
+
 /// The running graph: one record per vertex, one per edge.
 #[derive(Default)]
 pub(crate) struct Running {
@@ -410,7 +413,11 @@ pub(crate) async fn swap(
     // The new workers start once the gate is open: one that met it would go back to waiting
     // (and, watching by subscription, park) only to be woken when the swap ends.
     drop(pause);
-    for worker in workers {
+    // A batch at a time, each once there is room: see `Starts`.
+    for (at, worker) in workers.into_iter().enumerate() {
+        if at % START_BATCH == 0 {
+            shared.starts.room().await;
+        }
         start(shared, worker);
     }
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it

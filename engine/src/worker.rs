@@ -25,6 +25,7 @@ use crate::key::{ResError, ResKey};
 use crate::meta::{Meta, parse_sema};
 use crate::node::{Link, Links, Node, Resume, WorkerState, lock};
 use crate::res::{ApplyCtx, Resource, Subscription, WatchCtx};
+use crate::starts::{FirstPass, Starts};
 
 /// Engine-wide state the workers share.
 pub(crate) struct Shared {
@@ -63,6 +64,8 @@ pub(crate) struct Shared {
     pub(crate) watch_rt: Option<tokio::runtime::Handle>,
     /// `EngineConfig::one_shot`: passive watches are not started.
     pub(crate) one_shot: bool,
+    /// Workers started and still in their first pass, which bound a swap's starts.
+    pub(crate) starts: Arc<Starts>,
 }
 
 impl Shared {
@@ -161,12 +164,10 @@ impl Worker {
     /// the watch and clean up.
     pub(crate) fn run(self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
         let watch_budget = self.meta.retry;
-        self.serve(Between {
-            watch: first_watch.map(|FirstWatch(watch)| watch),
-            watch_budget,
-            started: false,
-            fresh: true,
-        })
+        let first_pass = self.shared.starts.begin();
+        let between =
+            Between { watch: first_watch.map(|FirstWatch(watch)| watch), watch_budget, started: false, fresh: true };
+        self.serve(between, Some(first_pass))
     }
 
     /// The worker's loop, from its start or from where it parked.
@@ -177,11 +178,17 @@ impl Worker {
     /// watch is a subscription has nothing to poll at all: instead of waiting, it parks in
     /// its node and its task ends (see [`Node::wake`]).
     #[allow(clippy::manual_async_fn, reason = "an async fn would hold its arguments twice")]
-    fn serve(mut self, mut between: Between) -> impl Future<Output = ()> + Send + 'static {
+    /// `first_pass` is held until the worker first goes idle (see [`Starts`]).
+    fn serve(
+        mut self,
+        mut between: Between,
+        first_pass: Option<FirstPass>,
+    ) -> impl Future<Output = ()> + Send + 'static {
         // An `async move` block, not an `async fn`: the latter would copy `self` from its
         // argument into a local of the future, holding it twice for the worker's life. The
         // loop's state is used in place in `between` for the same reason.
         async move {
+            let mut first_pass = first_pass;
             if between.fresh {
                 between.fresh = false;
                 self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
@@ -202,6 +209,7 @@ impl Worker {
                         // A wake-up that came meanwhile is taken here, under the lock
                         // `Node::wake` takes after signalling: none is lost.
                         if !node.is_stopped() && node.wake.notified().now_or_never().is_none() {
+                            drop(first_pass.take());
                             control.park(Box::new(Parked { worker: self, between }));
                             return;
                         }
@@ -212,6 +220,7 @@ impl Worker {
                     let ended = if woken {
                         None
                     } else {
+                        drop(first_pass.take());
                         tokio::select! {
                             biased;
                             joined = wait_watch(&mut between.watch) => Some(joined),
@@ -660,7 +669,7 @@ impl Resume for Parked {
     fn resume(self: Box<Self>) -> tokio::task::JoinHandle<()> {
         let Parked { worker, between } = *self;
         let shared = worker.shared.clone();
-        shared.spawn(worker.serve(between))
+        shared.spawn(worker.serve(between, None))
     }
 
     /// What the resumed worker would do first, since it was told to stop; most stops (a
