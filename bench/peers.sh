@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the shared peer-benchmark kit (../shared/bench, see its README.md) for tend and the
-# physical-limit baselines in one session, with a release build of tend on PATH. The kit is
+# physical-limit baselines in one session, with tend built as shipped (`--profile dist`, whole-
+# program optimization; TEND_PROFILE=release for a quicker build) on PATH. The kit is
 # used as it is: results go to bench/results/ in this repository, never into the kit.
 #
 #   bench/peers.sh                       # scenarios 1-4, N = 1000,10000, chain 1000
@@ -14,12 +15,13 @@ if [[ ! -f "$kit/harness.py" ]]; then
     echo "peer benchmark kit not found at $kit (set TEND_BENCH_KIT)" >&2
     exit 2
 fi
-cargo build --release --manifest-path "$repo/Cargo.toml" --bin tend
+profile="${TEND_PROFILE:-dist}"
+cargo build --profile "$profile" --manifest-path "$repo/Cargo.toml" --bin tend
 out="$repo/bench/results/results.json"
 mkdir -p "$(dirname "$out")"
 cd "$kit"
 # The machine is shared: do not wait minutes for it to go idle, repeat a disturbed run once.
-PATH="$repo/target/release:$PATH" python3 harness.py run \
+PATH="$repo/target/$profile:$PATH" python3 harness.py run \
     --tools tend,baseline-c,baseline-py \
     --n 1000,10000 --chain-n 1000 \
     --quiet-wait 2 --retries 1 \
