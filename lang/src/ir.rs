@@ -304,7 +304,8 @@ pub struct IrResource {
 pub struct IrField {
     /// Where the field came from.
     pub origin: Origin,
-    pub name: String,
+    /// Shared by every field of this name in the program.
+    pub name: std::sync::Arc<str>,
     pub value: NodeId,
     /// `cond ?: value`: the field counts as omitted when `cond` is false.
     pub cond: Option<NodeId>,

@@ -202,7 +202,7 @@ impl Plan {
         for f in &r.fields {
             let cond = f.cond.map(|c| b.tree(c, "condition", &[]));
             let gates: Vec<Gate> = f.cond.map(|c| vec![(c, true)]).unwrap_or_default();
-            params.push((f.name.clone(), false, f.span, cond, b.tree(f.value, "value", &gates)));
+            params.push((f.name.to_string(), false, f.span, cond, b.tree(f.value, "value", &gates)));
         }
         for m in &r.metas {
             let cond = m.cond.map(|c| b.tree(c, "condition", &[]));
@@ -296,7 +296,7 @@ fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> Fu
             };
             let ty = graph.ty(*node).cloned();
             let value = add(&mut g, NodeKind::Except { lhs: *node, rhs: marker }, ty, span);
-            fields.push(IrField { origin: Default::default(), name: key(*node), value, cond, span });
+            fields.push(IrField { origin: Default::default(), name: key(*node).into(), value, cond, span });
         }
         // The loop variables of every enclosing `for`.
         for enc in &l.enclosing {
@@ -305,7 +305,7 @@ fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> Fu
                     let node = add(&mut g, NodeKind::Param(*p), None, *span);
                     fields.push(IrField {
                         origin: Default::default(),
-                        name: format!("p{}", p.0),
+                        name: format!("p{}", p.0).into(),
                         value: node,
                         cond: None,
                         span: *span,

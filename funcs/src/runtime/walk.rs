@@ -167,9 +167,9 @@ impl Walker<'_> {
                 && let Some(v) = self.value(f.value, env)?
             {
                 if f.origin == Origin::Default {
-                    defaulted.push(f.name.clone());
+                    defaulted.push(f.name.to_string());
                 }
-                params.push((f.name.clone(), v, f.span));
+                params.push((f.name.to_string(), v, f.span));
             }
         }
         let mut metas = Vec::new();

@@ -25,12 +25,17 @@ impl<'a> Ctx<'a> {
         if text.len() > SHARED_LITERAL {
             return Value::str(text);
         }
+        Value::Str(self.shared_str(text))
+    }
+
+    /// One copy of `text` for the whole program (a short literal, a field's name).
+    pub(super) fn shared_str(&mut self, text: &str) -> std::sync::Arc<str> {
         if let Some(shared) = self.short_strs.get(text) {
-            return Value::Str(shared.clone());
+            return shared.clone();
         }
         let shared: std::sync::Arc<str> = text.into();
         self.short_strs.insert(shared.clone());
-        Value::Str(shared)
+        shared
     }
 
     /// The value of a literal (`None` for any other expression; see [`is_literal`]). Lowering one keeps no

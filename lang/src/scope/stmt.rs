@@ -394,7 +394,7 @@ impl<'a> Ctx<'a> {
                     let value = lower(self, value);
                     fields.push(IrField {
                         origin: Default::default(),
-                        name: field.name.clone(),
+                        name: self.shared_str(&field.name),
                         value,
                         cond,
                         span: entry.span,
@@ -431,7 +431,7 @@ impl<'a> Ctx<'a> {
         // Defaults of the enclosing blocks, innermost first: a param the body sets wins,
         // and an inner default wins over an outer one. (Most programs have none: then no
         // frame is walked and nothing is allocated.)
-        let mut given: BTreeSet<String> = BTreeSet::new();
+        let mut given: BTreeSet<std::sync::Arc<str>> = BTreeSet::new();
         let mut given_metas: BTreeSet<String> = BTreeSet::new();
         if self.any_defaults {
             given.extend(fields.iter().map(|f| f.name.clone()));
@@ -549,14 +549,14 @@ impl<'a> Ctx<'a> {
         &mut self,
         fid: FrameId,
         entries: &'a [ast::ResEntry],
-        given: &BTreeSet<String>,
+        given: &BTreeSet<std::sync::Arc<str>>,
         given_metas: &BTreeSet<String>,
     ) -> (Vec<IrField>, Vec<IrMeta>) {
         let mut fields = Vec::new();
         let mut metas = Vec::new();
         for entry in entries {
             let (cond, value) = match &entry.kind {
-                ResEntryKind::Field { name, .. } if given.contains(&name.name) => continue,
+                ResEntryKind::Field { name, .. } if given.contains(name.name.as_str()) => continue,
                 ResEntryKind::Meta { name: Some(name), .. } if given_metas.contains(&name.name) => continue,
                 ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { name: Some(_), cond, value } => {
                     (cond, value)
@@ -577,7 +577,7 @@ impl<'a> Ctx<'a> {
             match &entry.kind {
                 ResEntryKind::Field { name, .. } => fields.push(IrField {
                     origin: Origin::Default,
-                    name: name.name.clone(),
+                    name: self.shared_str(&name.name),
                     value,
                     cond,
                     span: entry.span,
