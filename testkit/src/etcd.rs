@@ -7,6 +7,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// One etcd member (or a member of a cluster made by [`Etcd::cluster`]).
@@ -22,9 +23,23 @@ pub struct Etcd {
     child: Option<Child>,
 }
 
-/// A free loopback port (bound, then released for etcd to take).
+/// A free loopback port (bound, then released for etcd to take), never the same twice in a
+/// process. Taken below Linux's ephemeral range (32768 and up), where the kernel picks the local
+/// port of every outgoing connection: one of those could take the port between this check and
+/// etcd's bind ("address already in use"). The start depends on the PID, so test binaries
+/// running at once are unlikely to meet.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id() % 600 * 20;
+    for _ in 0..SPAN {
+        let port = (FIRST + (start + NEXT.fetch_add(1, Ordering::SeqCst)) % SPAN) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free loopback port between {FIRST} and {}", FIRST + SPAN)
 }
 
 /// Whether an `etcd` binary is on the PATH; prints why a test is skipped when not, and
