@@ -177,18 +177,18 @@ impl Worker {
     /// is paid for by every resource of the graph, for as long as it runs. A worker whose
     /// watch is a subscription has nothing to poll at all: instead of waiting, it parks in
     /// its node and its task ends (see [`Node::wake`]).
-    #[allow(clippy::manual_async_fn, reason = "an async fn would hold its arguments twice")]
+    ///
     /// `first_pass` is held until the worker first goes idle (see [`Starts`]).
+    #[allow(clippy::manual_async_fn, reason = "an async fn would hold its arguments twice")]
     fn serve(
         mut self,
         mut between: Between,
-        first_pass: Option<FirstPass>,
+        mut first_pass: Option<FirstPass>,
     ) -> impl Future<Output = ()> + Send + 'static {
         // An `async move` block, not an `async fn`: the latter would copy `self` from its
         // argument into a local of the future, holding it twice for the worker's life. The
         // loop's state is used in place in `between` for the same reason.
         async move {
-            let mut first_pass = first_pass;
             if between.fresh {
                 between.fresh = false;
                 self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
