@@ -126,8 +126,9 @@ pub struct File {
     params: FileParams,
     /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
     spared: Box<[PathBuf]>,
-    /// The file as it was right after the last successful check-apply, for a file whose
-    /// whole state comes from its params (literal content). A later check that finds the
+    /// The file as the last successful check-apply proved it right (see
+    /// [`File::full_check`]), for a file whose whole state comes from its params (literal
+    /// content). A later check that finds the
     /// same inode with the same change time, size, mode and owner knows nothing touched it
     /// and skips reading it: this is what the check after the resource's own write (woken
     /// by its own watch) finds. Shared with the watch, which drops a wake-up when the file
@@ -360,14 +361,14 @@ impl Resource for File {
         if cacheable && p.owner.is_empty() && p.group.is_empty() {
             let desired = p.content.as_deref().unwrap_or_default().as_bytes();
             let (right, stamp) = match quick::check(Path::new(&p.path), desired, &p.mode) {
-                Quick::Right(stamp) => (true, stamp),
+                Quick::Right(stamp) => (true, Some(stamp)),
                 Quick::Created(stamp) => {
                     ctx.report(format!("created ({} bytes)", desired.len()));
                     (false, stamp)
                 }
                 Quick::Other => return self.full_check(ctx, apply, cacheable),
             };
-            *lock(&self.verified) = Some(stamp);
+            *lock(&self.verified) = stamp;
             return Ok(right);
         }
         self.full_check(ctx, apply, cacheable)
@@ -472,13 +473,19 @@ impl Resource for File {
 }
 
 impl File {
-    /// Every sub-check in order (see the module docs); records the stamp when `cacheable`.
+    /// Every sub-check in order (see the module docs). When `cacheable` and the file was
+    /// found right, records its stamp as taken before the checks read it: a write that
+    /// lands during or after them changes the stamp, so it is never taken for verified. A
+    /// check that changed the file records none (a stamp taken after its write could be
+    /// that of someone else's write landing just after it); the watch's event for its own
+    /// write brings the check that records one.
     fn full_check(&mut self, ctx: &mut ApplyCtx, apply: bool, cacheable: bool) -> Result<bool, ResError> {
         let p = &self.params;
+        let before = if cacheable { Stamp::of(Path::new(&p.path)) } else { None };
         let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: &self.spared };
         check(p, &mut run).map_err(|e| ResError { message: format!("file[{}]: {}", p.path, e.message), ..e })?;
-        if cacheable {
-            *lock(&self.verified) = Stamp::of(Path::new(&p.path));
+        if run.ok {
+            *lock(&self.verified) = before;
         }
         Ok(run.ok)
     }
@@ -819,3 +826,64 @@ pub const FILE: crate::kind::Kind = crate::kind::Kind {
     },
     build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use lang::value::Value;
+
+    fn file(path: &Path, content: &str) -> File {
+        let params: lang::params::ParamMap = [("state", "exists"), ("content", content)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), Value::str(v)))
+            .collect();
+        File::build(path.to_str().unwrap(), &params).expect("builds")
+    }
+
+    async fn check(f: &mut File) -> bool {
+        f.check_apply(&mut ApplyCtx::detached(), true).await.expect("checks")
+    }
+
+    fn verified(f: &File) -> Option<Stamp> {
+        *lock(&f.verified)
+    }
+
+    /// The stamp lets the watch drop events and the next check skip the read, so it must
+    /// describe a state the check saw right. One taken after the check's own write could
+    /// be that of a write landing just after it (the daemon test's drift did, under load),
+    /// which would then go unrepaired for good.
+    #[tokio::test]
+    async fn a_stamp_is_only_kept_for_a_file_the_check_found_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf");
+        std::fs::write(&path, "old, longer").unwrap();
+        let mut f = file(&path, "new");
+
+        assert!(!check(&mut f).await, "the content was changed");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        assert_eq!(verified(&f), None, "no stamp after a write of its own");
+
+        assert!(check(&mut f).await, "found right");
+        assert_eq!(verified(&f), Stamp::of(&path), "the file as it was found right");
+
+        // Drift written while no stamp is kept is seen and repaired.
+        std::fs::write(&path, "drift").unwrap();
+        assert!(!check(&mut f).await, "the drift was repaired");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    }
+
+    /// A file the short path creates is stamped from its own open file, so a write landing
+    /// right after the creation still differs from the stamp.
+    #[tokio::test]
+    async fn a_created_file_is_stamped_as_it_was_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("fresh");
+        let mut f = file(&path, "made");
+        assert!(!check(&mut f).await, "created");
+        let made = verified(&f).expect("O_TMPFILE works in the test's directory: a stamp from the open file");
+        std::fs::write(&path, "gone").unwrap();
+        assert_ne!(Some(made), Stamp::of(&path), "a later write of the same size changes the stamp");
+        assert!(!check(&mut f).await, "the later write was repaired");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "made");
+    }
+}

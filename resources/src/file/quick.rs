@@ -15,8 +15,9 @@ use crate::util::fs::{create_file, parse_mode};
 pub(super) enum Quick {
     /// Already right; the file as it was checked.
     Right(Stamp),
-    /// Was missing and has been created whole; the new file.
-    Created(Stamp),
+    /// Was missing and has been created whole; the new file, when its stamp is known to be
+    /// that of this write (see [`create_file`]).
+    Created(Option<Stamp>),
     /// Anything else (wrong content or mode, not a regular file, a symlink, an error):
     /// the full check decides, and reports.
     Other,
@@ -38,7 +39,7 @@ pub(super) fn check(path: &Path, desired: &[u8], mode: &str) -> Quick {
                 return Quick::Other;
             };
             match create_file(path, desired, Some(mode)) {
-                Ok(meta) => Quick::Created(Stamp::from_meta(&meta)),
+                Ok(meta) => Quick::Created(meta.as_ref().map(Stamp::from_meta)),
                 // The parent is missing, or the write failed: the full check says why.
                 Err(_) => Quick::Other,
             }

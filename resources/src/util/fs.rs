@@ -188,15 +188,15 @@ fn umask() -> Option<u32> {
 
 /// Creates `path`, known to be absent a moment ago, with `data` and `mode` (0644 if
 /// `None`), atomically as [`atomic_write`] does, and returns the new file's metadata: the
-/// caller learns what it made without looking the path up again.
-pub fn create_file(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<fs::Metadata> {
+/// caller learns what it made without looking the path up again. The metadata is taken
+/// from the open file and is that of this write alone: `None` when another write changed
+/// the file once it had its name, or when the filesystem made it be written the usual way
+/// (looking the path up after the write could describe someone else's).
+pub fn create_file(path: &Path, data: &[u8], mode: Option<u32>) -> io::Result<Option<fs::Metadata>> {
     let dir = dir_of(path);
     match create_unnamed(dir, path, mode, |file: &mut fs::File| file.write_all(data))? {
         Unnamed::Done(meta) => Ok(meta),
-        Unnamed::Unsupported(_) => {
-            atomic_write(path, data, mode)?;
-            fs::symlink_metadata(path)
-        }
+        Unnamed::Unsupported(_) => atomic_write(path, data, mode).map(|()| None),
     }
 }
 
@@ -207,8 +207,9 @@ fn dir_of(path: &Path) -> &Path {
 
 /// What [`create_unnamed`] did.
 enum Unnamed<F> {
-    /// Created; the new file's metadata, taken from the open file once it had its name.
-    Done(fs::Metadata),
+    /// Created; the new file's metadata, taken from the open file once it had its name
+    /// (`None` if something changed it in between, see [`named`]).
+    Done(Option<fs::Metadata>),
     /// The filesystem (or a missing `/proc`) does not allow it: the caller writes the file
     /// the usual way, with the untouched `fill`.
     Unsupported(F),
@@ -234,9 +235,10 @@ where
         file.set_permissions(fs::Permissions::from_mode(mode))?;
     }
     file.sync_all()?;
+    let made = file.metadata()?;
     let link = |to: &Path| link_unnamed(&file, to);
     match link(path) {
-        Ok(()) => Ok(Unnamed::Done(file.metadata()?)),
+        Ok(()) => Ok(Unnamed::Done(named(&made, file.metadata()?))),
         // Something appeared at the path meanwhile: name the finished file next to it and
         // rename it over, as a replacement would.
         Err(Errno::EEXIST) => {
@@ -245,10 +247,18 @@ where
             fs::rename(&temp, path).inspect_err(|_| {
                 let _cleanup = fs::remove_file(&temp);
             })?;
-            Ok(Unnamed::Done(file.metadata()?))
+            Ok(Unnamed::Done(named(&made, file.metadata()?)))
         }
         Err(e) => Err(io::Error::from(e)),
     }
+}
+
+/// The metadata of a file just named, `after` its naming, if naming is all that happened to
+/// it since `made`: a write, chmod or chown landing once it had a name (under a watch that
+/// must see it) makes it `None` rather than pass for the file as made.
+fn named(made: &fs::Metadata, after: fs::Metadata) -> Option<fs::Metadata> {
+    let content = |m: &fs::Metadata| (m.size(), m.mtime(), m.mtime_nsec(), m.mode(), m.uid(), m.gid());
+    (content(made) == content(&after)).then_some(after)
 }
 
 /// Whether `linkat(fd, "", …, AT_EMPTY_PATH)` may name an unnamed file here: Linux 6.10
@@ -424,11 +434,26 @@ mod tests {
     }
 
     #[test]
+    fn a_file_changed_once_named_has_no_metadata_of_its_making() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        fs::write(&path, "made").unwrap();
+        let made = fs::metadata(&path).unwrap();
+        fs::hard_link(&path, dir.path().join("g")).unwrap();
+        assert!(named(&made, fs::metadata(&path).unwrap()).is_some(), "a new name alone keeps it");
+        fs::write(&path, "drft").unwrap();
+        assert!(named(&made, fs::metadata(&path).unwrap()).is_none(), "a write of the same size");
+        let made = fs::metadata(&path).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(named(&made, fs::metadata(&path).unwrap()).is_none(), "a chmod");
+    }
+
+    #[test]
     fn a_created_file_has_its_mode_whatever_the_umask_lets_through() {
         let dir = tempfile::tempdir().unwrap();
         for (i, mode) in [0o644, 0o666, 0o600, 0o4755, 0o777, 0o000].into_iter().enumerate() {
             let path = dir.path().join(format!("f{i}"));
-            let meta = create_file(&path, b"x", Some(mode)).unwrap();
+            let meta = create_file(&path, b"x", Some(mode)).unwrap().expect("O_TMPFILE works in the test's directory");
             assert_eq!(meta.mode() & 0o7777, mode, "reported mode of {mode:o}");
             assert_eq!(fs::metadata(&path).unwrap().mode() & 0o7777, mode, "mode of {mode:o}");
             assert_eq!(fs::read(&path).unwrap(), b"x");
