@@ -10,8 +10,8 @@
 //! again ([`Node::wake`]).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
@@ -20,6 +20,9 @@ use tokio_util::sync::CancellationToken;
 use crate::converger::{Converger, Slot};
 
 use crate::key::{Payload, ResError, ResKey, SendRecv};
+
+// A node and its `Arc`'s two counts fill mimalloc's 192-byte class: every vertex has one.
+const _: () = assert!(std::mem::size_of::<Node>() + 16 <= 192);
 
 pub(crate) struct Node {
     pub(crate) key: ResKey,
@@ -41,16 +44,19 @@ pub(crate) struct Node {
     /// poke its children) when they answer, so children need not back-poke it again. This
     /// keeps startup of a long chain linear instead of quadratic.
     pub(crate) waiting: AtomicBool,
-    /// Replaced whole on a swap; readers take a cheap `Arc` clone.
-    pub(crate) links: RwLock<Arc<Links>>,
+    /// Replaced whole on a swap; readers take a cheap `Arc` clone (under a mutex: a read
+    /// lock would cost every node 8 bytes more).
+    links: Mutex<Arc<Links>>,
     /// This vertex's converged flag.
     pub(crate) converged: Slot,
-    /// The latest values published by a run of check-apply (boxed: most kinds send nothing).
-    #[allow(clippy::box_collection, reason = "a pointer in every node instead of a map's 24 bytes")]
-    pub(crate) sends: Mutex<Option<Box<BTreeMap<String, Payload>>>>,
-    /// The resource's current fingerprint (changes when send/recv changes a param).
-    pub(crate) fingerprint: Mutex<Digest>,
-    pub(crate) state: Mutex<WorkerState>,
+    /// What few nodes hold: the latest sends, the error of a failing worker.
+    rare: Mutex<Option<Box<Rare>>>,
+    /// The resource's current fingerprint (changes when send/recv changes a param), as the
+    /// two words of its [`Digest`]: only the worker writes it, and a read torn by that write
+    /// can only make a swap replace the resource for nothing.
+    fingerprint: [AtomicU64; 2],
+    /// [`WorkerState`] as [`StateCode`]; a state with an error keeps it in `rare`.
+    state: AtomicU8,
     /// A run has succeeded at least once.
     pub(crate) succeeded: AtomicBool,
     /// Its sends are not what it would send: in noop mode it would have changed (or it
@@ -142,11 +148,11 @@ impl Node {
             event_pending: AtomicBool::new(false),
             wake_seq: AtomicU64::new(0),
             waiting: AtomicBool::new(false),
-            links: RwLock::new(no_links()),
+            links: Mutex::new(no_links()),
             converged: Slot::default(),
-            sends: Mutex::new(None),
-            fingerprint: Mutex::new(fingerprint),
-            state: Mutex::new(WorkerState::Starting),
+            rare: Mutex::new(None),
+            fingerprint: [AtomicU64::new(fingerprint.0), AtomicU64::new(fingerprint.1)],
+            state: AtomicU8::new(StateCode::Starting as u8),
             succeeded: AtomicBool::new(false),
             sends_guessed: AtomicBool::new(false),
         }
@@ -237,12 +243,12 @@ impl Node {
     }
 
     pub(crate) fn links(&self) -> Arc<Links> {
-        self.links.read().unwrap_or_else(|e| e.into_inner()).clone()
+        lock(&self.links).clone()
     }
 
     pub(crate) fn set_links(&self, links: Links) {
         let links = if links.parents.is_empty() && links.children.is_empty() { no_links() } else { Arc::new(links) };
-        *self.links.write().unwrap_or_else(|e| e.into_inner()) = links;
+        *lock(&self.links) = links;
     }
 
     /// Whether, as a parent, this vertex lets a child whose last run was at `child_ts` run
@@ -258,22 +264,127 @@ impl Node {
     /// Whether every parent lets this vertex run now (see [`Node::satisfies`]).
     pub(crate) fn parents_newer(&self) -> bool {
         let mine = self.ts();
-        self.links.read().unwrap_or_else(|e| e.into_inner()).parents.iter().all(|p| p.node.satisfies(mine))
+        lock(&self.links).parents.iter().all(|p| p.node.satisfies(mine))
     }
 
+    /// Sets the worker's state; only the worker calls it. A state with an error is stored
+    /// (and one left) under `rare`'s lock, so a reader holding that lock finds the error of
+    /// an error code.
     pub(crate) fn set_state(&self, state: WorkerState) {
-        *lock(&self.state) = state;
+        let code = StateCode::of(&state) as u8;
+        if StateCode::errs(code) {
+            let mut rare = lock(&self.rare);
+            rare.get_or_insert_default().errored = Some(state);
+            self.state.store(code, Ordering::SeqCst);
+        } else if StateCode::errs(self.state.load(Ordering::SeqCst)) {
+            let mut rare = lock(&self.rare);
+            self.state.store(code, Ordering::SeqCst);
+            Rare::update(&mut rare, |r| r.errored = None);
+        } else {
+            self.state.store(code, Ordering::SeqCst);
+        }
     }
 
     pub(crate) fn state(&self) -> WorkerState {
-        lock(&self.state).clone()
+        let code = self.state.load(Ordering::SeqCst);
+        if StateCode::errs(code) {
+            let rare = lock(&self.rare);
+            let code = self.state.load(Ordering::SeqCst);
+            if let Some(errored) = rare.as_ref().and_then(|r| r.errored.clone()).filter(|_| StateCode::errs(code)) {
+                return errored;
+            }
+            return StateCode::plain(code);
+        }
+        StateCode::plain(code)
     }
 
     /// The last error of a worker that stopped for good after exhausting its retries.
     pub(crate) fn failure(&self) -> Option<String> {
-        match &*lock(&self.state) {
+        if self.state.load(Ordering::SeqCst) != StateCode::Failed as u8 {
+            return None;
+        }
+        match self.state() {
             WorkerState::Failed { error } => Some(error.to_string()),
             _ => None,
+        }
+    }
+
+    /// The latest values published by a run of check-apply.
+    pub(crate) fn sends(&self) -> Option<BTreeMap<String, Payload>> {
+        lock(&self.rare).as_ref().and_then(|r| r.sends.clone())
+    }
+
+    pub(crate) fn set_sends(&self, sends: Option<BTreeMap<String, Payload>>) {
+        let mut rare = lock(&self.rare);
+        if sends.is_some() || rare.is_some() {
+            Rare::update(&mut rare, |r| r.sends = sends);
+        }
+    }
+
+    pub(crate) fn fingerprint(&self) -> Digest {
+        Digest(self.fingerprint[0].load(Ordering::SeqCst), self.fingerprint[1].load(Ordering::SeqCst))
+    }
+
+    pub(crate) fn set_fingerprint(&self, digest: Digest) {
+        self.fingerprint[0].store(digest.0, Ordering::SeqCst);
+        self.fingerprint[1].store(digest.1, Ordering::SeqCst);
+    }
+}
+
+/// What few nodes hold, boxed out of every node.
+#[derive(Default)]
+struct Rare {
+    sends: Option<BTreeMap<String, Payload>>,
+    /// The state, while it is one with an error.
+    errored: Option<WorkerState>,
+}
+
+impl Rare {
+    /// Changes the (made if need be) box, and drops it once it holds nothing.
+    fn update(rare: &mut Option<Box<Rare>>, change: impl FnOnce(&mut Rare)) {
+        change(rare.get_or_insert_default());
+        if rare.as_ref().is_some_and(|r| r.sends.is_none() && r.errored.is_none()) {
+            *rare = None;
+        }
+    }
+}
+
+/// A [`WorkerState`] in the byte a node keeps.
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum StateCode {
+    Starting,
+    Waiting,
+    Applying,
+    Idle,
+    Retrying,
+    Failed,
+}
+
+impl StateCode {
+    fn of(state: &WorkerState) -> StateCode {
+        match state {
+            WorkerState::Starting => StateCode::Starting,
+            WorkerState::Waiting => StateCode::Waiting,
+            WorkerState::Applying => StateCode::Applying,
+            WorkerState::Idle => StateCode::Idle,
+            WorkerState::Retrying { .. } => StateCode::Retrying,
+            WorkerState::Failed { .. } => StateCode::Failed,
+        }
+    }
+
+    /// Whether the state of `code` carries an error.
+    fn errs(code: u8) -> bool {
+        code == StateCode::Retrying as u8 || code == StateCode::Failed as u8
+    }
+
+    /// The state of a code without an error.
+    fn plain(code: u8) -> WorkerState {
+        match code {
+            0 => WorkerState::Starting,
+            1 => WorkerState::Waiting,
+            2 => WorkerState::Applying,
+            _ => WorkerState::Idle,
         }
     }
 }
@@ -313,7 +424,35 @@ mod tests {
     #[test]
     fn a_node_stays_small() {
         let size = std::mem::size_of::<super::Node>();
-        assert!(size <= 232, "a node takes {size} bytes");
+        assert!(size <= 176, "a node takes {size} bytes");
+    }
+
+    /// The state lives in a byte and its error in the rare box, which is gone once nothing
+    /// needs it.
+    #[test]
+    fn a_state_keeps_its_error_and_lets_it_go() {
+        use super::*;
+        use crate::key::ResError;
+        let node = Node::new(ResKey::new("file", "/x"), Digest::of("params"));
+        assert_eq!(node.state(), WorkerState::Starting);
+        node.set_state(WorkerState::Retrying { error: "busy".into() });
+        assert_eq!(node.state(), WorkerState::Retrying { error: "busy".into() });
+        assert_eq!(node.failure(), None, "retrying is no failure");
+        node.set_state(WorkerState::Idle);
+        assert_eq!(node.state(), WorkerState::Idle);
+        assert!(lock(&node.rare).is_none(), "the error's box is dropped");
+
+        node.set_sends(Some(BTreeMap::from([("out".to_string(), Arc::new(1_i64) as Payload)])));
+        node.set_state(WorkerState::Failed { error: ResError::new("gone") });
+        assert_eq!(node.failure().as_deref(), Some("gone"));
+        node.set_state(WorkerState::Applying);
+        assert_eq!(node.failure(), None);
+        assert!(node.sends().is_some_and(|s| s.contains_key("out")), "the sends outlive the error");
+        node.set_sends(None);
+        assert!(lock(&node.rare).is_none());
+
+        node.set_fingerprint(Digest::of("other"));
+        assert_eq!(node.fingerprint(), Digest::of("other"));
     }
 
     /// Every edge has two links (one each way); most carry no send/recv pairs.

@@ -165,7 +165,7 @@ pub(crate) fn prefill(running: &Running, graph: &mut Graph, edges: &[Edge]) {
 
 /// Gives `receiver` what the running `sender` holds for the pairs `pairs`.
 pub(crate) fn receive_held(sender: &Node, pairs: &[SendRecv], receiver: &mut dyn Resource) {
-    let Some(sent) = lock(&sender.sends).clone() else { return };
+    let Some(sent) = sender.sends() else { return };
     for sr in pairs {
         if let Some(value) = sent.get(&sr.send) {
             // A value the receiver cannot take is reported when the worker transfers it.
@@ -204,7 +204,7 @@ pub(crate) fn same(old: &RunningVertex, new: &Vertex) -> bool {
     let failed = old.node.failure().is_some();
     !(failed && new.meta.rewatch)
         && old.meta.same_for_swap(&new.meta)
-        && *lock(&old.node.fingerprint) == Digest::of(&new.res.fingerprint())
+        && old.node.fingerprint() == Digest::of(&new.res.fingerprint())
 }
 
 /// What [`init_new`] produced: the inited vertices with their captured reversals, and

@@ -394,7 +394,7 @@ impl Worker {
 
         if ran {
             self.recv_changed = None;
-            *lock(&self.node.sends) = self.res.sends().map(Box::new);
+            self.node.set_sends(self.res.sends());
         }
         if !noop {
             self.state_ok = true;
@@ -458,7 +458,7 @@ impl Worker {
         let mut changed = false;
         let mut received = Vec::new();
         for (parent, pairs) in links.parents.iter().filter_map(|p| Some((p, p.sendrecv.as_deref()?))) {
-            let sent = lock(&parent.node.sends).clone();
+            let sent = parent.node.sends();
             let guessed = parent.node.sends_guessed.load(Ordering::SeqCst);
             for sr in pairs {
                 if self.meta.noop {
@@ -481,7 +481,7 @@ impl Worker {
         }
         if changed {
             self.state_ok = false;
-            *lock(&self.node.fingerprint) = crate::node::Digest::of(&self.res.fingerprint());
+            self.node.set_fingerprint(crate::node::Digest::of(&self.res.fingerprint()));
             self.res.validate()?;
         }
         Ok(received)
