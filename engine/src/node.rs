@@ -251,6 +251,11 @@ impl Node {
         *lock(&self.links) = links;
     }
 
+    /// Sets links that other nodes have too (links are never changed in place).
+    pub(crate) fn share_links(&self, links: Arc<Links>) {
+        *lock(&self.links) = links;
+    }
+
     /// Whether, as a parent, this vertex lets a child whose last run was at `child_ts` run
     /// now: it finished a run since then (mgmt's rule), or it is settled — it succeeded, is
     /// idle and has nothing pending, so its state is known right as of now. The second case

@@ -511,7 +511,21 @@ fn relink(running: &Running, nodes: &[Arc<Node>], kept: bool, edges: Vec<Edge>, 
         links[edge.from].1.push(link(child));
     }
     drop(old);
+    // Vertices with one parent, no child and nothing on the edge (every file of a managed
+    // directory) have equal links: they share one copy, made once per parent.
+    let mut leaves: FastMap<*const Node, Arc<Links>> = FastMap::default();
     for (node, (parents, children)) in nodes.iter().zip(links) {
+        if let [only] = &parents[..]
+            && children.is_empty()
+            && only.pending.is_none()
+            && only.sendrecv.is_none()
+        {
+            let shared = leaves
+                .entry(Arc::as_ptr(&only.node))
+                .or_insert_with(|| Arc::new(Links { parents: parents.into_boxed_slice(), children: Box::default() }));
+            node.share_links(shared.clone());
+            continue;
+        }
         // Exactly sized already: boxing does not move them.
         node.set_links(Links { parents: parents.into_boxed_slice(), children: children.into_boxed_slice() });
     }
@@ -563,6 +577,24 @@ mod tests {
         let up = node(to).links().parents.iter().find(|l| *l.node.key.name == *from).unwrap().pending.clone();
         assert_eq!(down.as_ref().map(Arc::as_ptr), up.as_ref().map(Arc::as_ptr), "both links share the flag");
         down
+    }
+
+    /// The files of one directory (`a`) hold one copy of their links; a vertex with a child
+    /// (`c`) or whose edge notifies (`d`, a pending flag of its own) keeps its own.
+    #[test]
+    fn leaves_of_one_parent_share_their_links() {
+        let running = running(&["a", "b", "c", "d", "e", "f"]);
+        let list = [("a", "b", false), ("a", "c", false), ("a", "d", true), ("a", "e", false), ("c", "f", false)];
+        relink_all(&running, &list, false);
+        let links = |n: &str| running.vertices[&ResKey::new("test", n)].node.links();
+        let (b, c, d, e) = (links("b"), links("c"), links("d"), links("e"));
+        assert!(Arc::ptr_eq(&b, &e), "one copy for the plain files");
+        assert!(b.children.is_empty() && b.parents.len() == 1 && &*b.parents[0].node.key.name == "a");
+        assert!(!Arc::ptr_eq(&b, &c), "c has a child");
+        assert!(!Arc::ptr_eq(&b, &d), "d's edge notifies");
+        assert!(d.parents[0].pending.is_some());
+        assert_eq!(links("a").children.len(), 4);
+        assert_eq!(&*links("f").parents[0].node.key.name, "c");
     }
 
     #[test]
