@@ -8,6 +8,7 @@ pub mod cmd;
 pub mod compile;
 pub mod loader;
 pub mod lsp;
+pub mod memory;
 pub mod observe;
 pub mod services;
 pub mod stderr;

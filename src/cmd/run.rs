@@ -380,6 +380,11 @@ impl Runner {
         let mut rejected: Vec<lang::diag::Diagnostic> = Vec::new();
         let mut stalled_since: Option<tokio::time::Instant> = None;
         let mut tick = tokio::time::interval(STALL_POLL);
+        // Once a graph (new or patched) has converged, the memory its making freed goes back
+        // to the OS (see `crate::memory`); a run that ends as it converges has no need.
+        let mut settled = self.engine.converged();
+        let mut released = self.engine.generation();
+        let keeps_running = hold != Some(Duration::ZERO);
         let stop = loop {
             let converged = async {
                 match hold {
@@ -538,6 +543,12 @@ impl Runner {
                     break Stop::Exit(code);
                 }
                 Ok(()) = failures_seen.changed() => saw_failure = true,
+                _ = settled.wait_for(|c| *c), if keeps_running && self.engine.generation() != released => {
+                    released = self.engine.generation();
+                    let started = std::time::Instant::now();
+                    crate::memory::release_freed();
+                    tracing::debug!(generation = released, took_us = started.elapsed().as_micros() as u64, "returned freed memory to the OS");
+                }
                 _ = resync.tick(), if feed.is_some() => self.metrics.sync_states(&self.engine.status().await),
                 _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
                     if self.stalled().await {
