@@ -39,6 +39,9 @@ const APPLY_THREADS: usize = 2;
 /// Fetches of one deploy that fail, with etcd answering, before it is skipped.
 const FETCH_TRIES: u32 = 5;
 
+/// How long a graph stays converged before the memory its making freed goes back to the OS.
+const RELEASE_QUIET: Duration = Duration::from_secs(1);
+
 /// How often a run with a failed resource checks whether everything else has stopped.
 const STALL_POLL: Duration = Duration::from_millis(50);
 
@@ -380,11 +383,16 @@ impl Runner {
         let mut rejected: Vec<lang::diag::Diagnostic> = Vec::new();
         let mut stalled_since: Option<tokio::time::Instant> = None;
         let mut tick = tokio::time::interval(STALL_POLL);
-        // Once a graph (new or patched) has converged, the memory its making freed goes back
-        // to the OS (see `crate::memory`); a run that ends as it converges has no need.
+        // Once a graph (new or patched) has converged and stayed so for a moment, the memory
+        // its making freed goes back to the OS (see `crate::memory`); a run that ends as it
+        // converges has no need. The moment lets the wake-ups of a cold start settle too: at
+        // 100,000 new files the watcher's queue overflows, and each overflow wakes every file.
         let mut settled = self.engine.converged();
         let mut released = self.engine.generation();
         let keeps_running = hold != Some(Duration::ZERO);
+        let release = tokio::time::sleep(Duration::MAX / 4);
+        tokio::pin!(release);
+        let mut release_armed = false;
         let stop = loop {
             let converged = async {
                 match hold {
@@ -543,11 +551,20 @@ impl Runner {
                     break Stop::Exit(code);
                 }
                 Ok(()) = failures_seen.changed() => saw_failure = true,
-                _ = settled.wait_for(|c| *c), if keeps_running && self.engine.generation() != released => {
-                    released = self.engine.generation();
-                    let started = std::time::Instant::now();
-                    crate::memory::release_freed();
-                    tracing::debug!(generation = released, took_us = started.elapsed().as_micros() as u64, "returned freed memory to the OS");
+                _ = settled.wait_for(|c| *c), if keeps_running && !release_armed && self.engine.generation() != released => {
+                    release_armed = true;
+                    release.as_mut().reset(tokio::time::Instant::now() + RELEASE_QUIET);
+                }
+                _ = &mut release, if release_armed => {
+                    // Not converged any more: armed again once it is.
+                    release_armed = false;
+                    if self.engine.is_converged() {
+                        released = self.engine.generation();
+                        let started = std::time::Instant::now();
+                        crate::memory::release_freed();
+                        let took_us = started.elapsed().as_micros() as u64;
+                        tracing::debug!(generation = released, took_us, "returned freed memory to the OS");
+                    }
                 }
                 _ = resync.tick(), if feed.is_some() => self.metrics.sync_states(&self.engine.status().await),
                 _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
