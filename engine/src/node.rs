@@ -292,15 +292,14 @@ impl Node {
 
     pub(crate) fn state(&self) -> WorkerState {
         let code = self.state.load(Ordering::SeqCst);
-        if StateCode::errs(code) {
-            let rare = lock(&self.rare);
-            let code = self.state.load(Ordering::SeqCst);
-            if let Some(errored) = rare.as_ref().and_then(|r| r.errored.clone()).filter(|_| StateCode::errs(code)) {
-                return errored;
-            }
+        if !StateCode::errs(code) {
             return StateCode::plain(code);
         }
-        StateCode::plain(code)
+        // Read again under the lock, where an error code comes with its error.
+        let rare = lock(&self.rare);
+        let code = self.state.load(Ordering::SeqCst);
+        let errored = rare.as_ref().and_then(|r| r.errored.clone()).filter(|_| StateCode::errs(code));
+        errored.unwrap_or_else(|| StateCode::plain(code))
     }
 
     /// The last error of a worker that stopped for good after exhausting its retries.
@@ -385,10 +384,13 @@ impl StateCode {
 
     /// The state of a code without an error.
     fn plain(code: u8) -> WorkerState {
+        const STARTING: u8 = StateCode::Starting as u8;
+        const WAITING: u8 = StateCode::Waiting as u8;
+        const APPLYING: u8 = StateCode::Applying as u8;
         match code {
-            0 => WorkerState::Starting,
-            1 => WorkerState::Waiting,
-            2 => WorkerState::Applying,
+            STARTING => WorkerState::Starting,
+            WAITING => WorkerState::Waiting,
+            APPLYING => WorkerState::Applying,
             _ => WorkerState::Idle,
         }
     }
