@@ -31,7 +31,7 @@ use crate::typed::Presence;
 use crate::util::fs::{
     TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
 };
-use crate::util::watch::{FileWatch, Spelt};
+use crate::util::watch::{FileWatch, Spelt, Target, spelt_path};
 
 mod quick;
 use quick::Quick;
@@ -357,15 +357,17 @@ impl Resource for File {
     /// call sees that the file is still as this resource last verified it).
     fn subscribe(&self, ctx: &WatchCtx) -> Option<Result<Box<dyn Subscription>, ResError>> {
         let p = &self.params;
-        let mut targets = vec![PathBuf::from(&p.path)];
+        // The path's string is the name's: the hub shares it instead of keeping a copy.
+        let path = p.path.shared().map_or_else(|| Target::Path(PathBuf::from(&*p.path)), |s| Target::Shared(s.clone()));
+        let mut targets = vec![path];
         if !p.source.is_empty() && p.source.starts_with('/') {
-            targets.push(PathBuf::from(&p.source));
+            targets.push(Target::Path(PathBuf::from(&p.source)));
         }
-        targets.extend(p.fragments.iter().map(PathBuf::from));
+        targets.extend(p.fragments.iter().map(|f| Target::Path(PathBuf::from(f))));
         let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| self.verified.clone());
         let ctx = ctx.clone();
         let call = move |targets: &[Spelt]| {
-            let unchanged = own.as_ref().is_some_and(|verified| verified.holds(Path::new(&targets[0])));
+            let unchanged = own.as_ref().is_some_and(|verified| verified.holds(spelt_path(&targets[0])));
             if !unchanged {
                 ctx.event();
             }

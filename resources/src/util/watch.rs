@@ -28,8 +28,9 @@
 
 use std::collections::HashSet;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use engine::ResError;
@@ -48,11 +49,47 @@ pub struct FileWatch {
     wake: Arc<Signal>,
 }
 
-/// A path as the hub keeps it: one shared string for a target (its subscription's list and
-/// the index of targets) and one for a watched directory (the watch table and every
-/// subscription watching through it), since a large graph watches many files of a few
-/// directories.
-pub type Spelt = Arc<OsStr>;
+/// A path as the hub keeps it, by its bytes: one shared string for a target (its
+/// subscription's list and the index of targets) and one for a watched directory (the watch
+/// table and every subscription watching through it), since a large graph watches many
+/// files of a few directories. A target given as an `Arc<str>` already spelt as the hub
+/// spells paths is kept as it is, not copied: a file resource's path is the string its
+/// name already holds.
+pub type Spelt = Arc<[u8]>;
+
+/// The path a [`Spelt`] string names.
+pub fn spelt_path(spelt: &[u8]) -> &Path {
+    Path::new(OsStr::from_bytes(spelt))
+}
+
+/// How the hub's maps look a path up.
+fn key(path: &Path) -> &[u8] {
+    path.as_os_str().as_bytes()
+}
+
+/// A target the caller names for a subscription.
+pub enum Target {
+    Path(PathBuf),
+    /// A string the caller keeps anyway (a resource's name), which the hub then shares.
+    Shared(Arc<str>),
+}
+
+impl Target {
+    /// The target in the hub's one spelling (no trailing or doubled slashes, no `.`
+    /// components: the maps are keyed by bytes), sharing the caller's string when it is
+    /// spelt so already.
+    fn spelt(self) -> Spelt {
+        let path = match &self {
+            Target::Path(path) => path.as_path(),
+            Target::Shared(text) => Path::new(&**text),
+        };
+        let normal: PathBuf = path.components().collect();
+        match self {
+            Target::Shared(text) if key(&normal) == text.as_bytes() => Spelt::from(text),
+            _ => Spelt::from(key(&normal)),
+        }
+    }
+}
 
 /// How the hub wakes a subscription: one allocation holding the flag and the waker.
 struct Signal<W: ?Sized = dyn Wakes> {
@@ -71,6 +108,9 @@ trait Wakes: Send + Sync {
     fn wake(&self, targets: &[Spelt]);
     /// The `Notify` a waiter awaits; `None` for a call.
     fn notify(&self) -> Option<&Notify>;
+    /// Called with each event, for a subscription that asked for them
+    /// ([`FileWatch::events`]); the others have no use for it.
+    fn report(&self, _path: &Path, _change: Change) {}
 }
 
 /// Holds at most one pending wake-up, so a burst of events coalesces into one.
@@ -81,6 +121,26 @@ impl Wakes for Notify {
 
     fn notify(&self) -> Option<&Notify> {
         Some(self)
+    }
+}
+
+/// A waiter that also gets each event: where they go, beside the wake-up.
+struct Reports {
+    notify: Notify,
+    events: mpsc::UnboundedSender<PathEvent>,
+}
+
+impl Wakes for Reports {
+    fn wake(&self, _: &[Spelt]) {
+        self.notify.notify_one();
+    }
+
+    fn notify(&self) -> Option<&Notify> {
+        Some(&self.notify)
+    }
+
+    fn report(&self, path: &Path, change: Change) {
+        let _ = self.events.send(PathEvent { path: path.to_path_buf(), change });
     }
 }
 
@@ -139,7 +199,6 @@ struct Hub {
     /// unavailable.
     inotify: OnceLock<Result<Arc<Inotify>, String>>,
     state: Mutex<State>,
-    next_id: AtomicU64,
 }
 
 #[derive(Default)]
@@ -170,7 +229,12 @@ struct DirWatch {
 /// costs a few lookups (one per path component) instead of a scan of every subscription.
 #[derive(Default)]
 struct Subs {
-    by_id: Map<u64, Sub>,
+    /// Each subscription at the index its id names (a slab: 64 bytes a subscription, where
+    /// a map by id spent half as much again on its hashing and free room). The id of a
+    /// dropped subscription is reused: it was known only to the [`FileWatch`] dropped.
+    slots: Vec<Option<Sub>>,
+    /// The free slots.
+    free: Vec<u64>,
     by_target: Map<Spelt, Ids>,
     /// For every proper ancestor of a target, how many targets lie below it: an event on
     /// such a directory (removed, moved) concerns them all.
@@ -184,10 +248,12 @@ struct Subs {
 }
 
 impl Subs {
-    fn insert(&mut self, id: u64, sub: Sub) {
-        for target in &sub.targets {
+    /// Adds `sub`, returning its id.
+    fn insert(&mut self, sub: Sub) -> u64 {
+        let id = self.free.pop().unwrap_or(self.slots.len() as u64);
+        for target in sub.targets.iter() {
             self.by_target.entry(target.clone()).and_modify(|ids| ids.push(id)).or_insert(Ids::One(id));
-            for dir in Path::new(target).ancestors().skip(1) {
+            for dir in spelt_path(target).ancestors().skip(1) {
                 match self.above.get_mut(dir.as_os_str()) {
                     Some(n) => *n += 1,
                     None => {
@@ -198,20 +264,38 @@ impl Subs {
         }
         self.recursive += usize::from(sub.depth == Depth::Tree);
         self.entries += usize::from(sub.depth == Depth::Entries);
-        self.by_id.insert(id, sub);
+        match self.slots.get_mut(id as usize) {
+            Some(slot) => *slot = Some(sub),
+            None => self.slots.push(Some(sub)),
+        }
+        id
+    }
+
+    fn get(&self, id: u64) -> Option<&Sub> {
+        self.slots.get(id as usize)?.as_ref()
+    }
+
+    fn get_mut(&mut self, id: u64) -> Option<&mut Sub> {
+        self.slots.get_mut(id as usize)?.as_mut()
+    }
+
+    /// Every live subscription.
+    fn all(&self) -> impl Iterator<Item = &Sub> {
+        self.slots.iter().flatten()
     }
 
     fn remove(&mut self, id: u64) -> Option<Sub> {
-        let sub = self.by_id.remove(&id)?;
+        let sub = self.slots.get_mut(id as usize)?.take()?;
+        self.free.push(id);
         self.recursive -= usize::from(sub.depth == Depth::Tree);
         self.entries -= usize::from(sub.depth == Depth::Entries);
-        for target in &sub.targets {
+        for target in sub.targets.iter() {
             if let Some(ids) = self.by_target.get_mut(target)
                 && ids.remove(id)
             {
                 self.by_target.remove(target);
             }
-            for dir in Path::new(target).ancestors().skip(1) {
+            for dir in spelt_path(target).ancestors().skip(1) {
                 if let Some(n) = self.above.get_mut(dir.as_os_str()) {
                     *n -= 1;
                     if *n == 0 {
@@ -234,17 +318,17 @@ impl Subs {
     /// `f` also learns whether `path` is one of the subscription's own targets.
     fn concerned(&self, path: &Path, reshapes: bool, mut f: impl FnMut(&Sub, bool)) {
         let mut each = |ids: &Ids, only: Option<Depth>, own: bool| {
-            for sub in ids.as_slice().iter().filter_map(|id| self.by_id.get(id)) {
+            for sub in ids.as_slice().iter().filter_map(|id| self.get(*id)) {
                 if only.is_none_or(|depth| sub.depth == depth) {
                     f(sub, own);
                 }
             }
         };
-        if let Some(ids) = self.by_target.get(path.as_os_str()) {
+        if let Some(ids) = self.by_target.get(key(path)) {
             each(ids, None, true);
         }
         if self.entries > 0
-            && let Some(ids) = path.parent().and_then(|parent| self.by_target.get(parent.as_os_str()))
+            && let Some(ids) = path.parent().and_then(|parent| self.by_target.get(key(parent)))
         {
             each(ids, Some(Depth::Entries), false);
         }
@@ -252,7 +336,7 @@ impl Subs {
             // Rare (a directory holding targets was made, removed or moved): every target
             // below it.
             for (target, ids) in &self.by_target {
-                let target = Path::new(target);
+                let target = spelt_path(target);
                 if target != path && target.starts_with(path) {
                     each(ids, None, false);
                 }
@@ -260,7 +344,7 @@ impl Subs {
         }
         if self.recursive > 0 {
             for ancestor in path.ancestors().skip(1) {
-                if let Some(ids) = self.by_target.get(ancestor.as_os_str()) {
+                if let Some(ids) = self.by_target.get(key(ancestor)) {
                     each(ids, Some(Depth::Tree), false);
                 }
             }
@@ -359,20 +443,57 @@ pub struct PathEvent {
 }
 
 struct Sub {
-    targets: Box<[Spelt]>,
-    depth: Depth,
-    wake: Arc<Signal>,
-    /// Where the events go, for a subscription that asked for them.
-    events: Option<mpsc::UnboundedSender<PathEvent>>,
+    targets: Few<Spelt>,
     /// Directories this subscription holds watches on, with the recursion used.
-    points: Box<[(Spelt, bool)]>,
+    points: Few<(Spelt, bool)>,
+    wake: Arc<Signal>,
+    depth: Depth,
     /// The points were last resolved with every target's parent watched.
     settled: bool,
 }
 
+// A slot of the slab of subscriptions, one per watched file.
+const _: () = assert!(std::mem::size_of::<Option<Sub>>() == 64);
+
+/// A short list that is nearly always one item (a subscription's targets, its watch
+/// points), kept inline then instead of in an allocation of its own. The others are boxed
+/// twice so that `Many` fits beside a one-item list's pointer, which then tells the two
+/// apart: a list of one target takes 16 bytes.
+enum Few<T> {
+    One(T),
+    #[allow(clippy::redundant_allocation, reason = "a thin pointer: 16 bytes a target list instead of 24")]
+    Many(Box<Box<[T]>>),
+}
+
+impl<T> Few<T> {
+    fn of(mut items: Vec<T>) -> Few<T> {
+        match items.len() {
+            1 => Few::One(items.pop().expect("one item")),
+            _ => Few::Many(Box::new(items.into_boxed_slice())),
+        }
+    }
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Few<T> {
+        Few::Many(Box::default())
+    }
+}
+
+impl<T> std::ops::Deref for Few<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match self {
+            Few::One(item) => std::slice::from_ref(item),
+            Few::Many(items) => items,
+        }
+    }
+}
+
 fn hub() -> &'static Hub {
     static HUB: OnceLock<Hub> = OnceLock::new();
-    HUB.get_or_init(|| Hub { inotify: OnceLock::new(), state: Mutex::default(), next_id: AtomicU64::new(1) })
+    HUB.get_or_init(|| Hub { inotify: OnceLock::new(), state: Mutex::default() })
 }
 
 impl FileWatch {
@@ -380,7 +501,7 @@ impl FileWatch {
     /// target count.
     pub fn new(targets: Vec<PathBuf>, recursive: bool) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
-        FileWatch::subscribe(targets, depth, Signal::new(Notify::new()), None)
+        FileWatch::subscribe(paths(targets), depth, Signal::new(Notify::new()))
     }
 
     /// Watches `targets` as [`FileWatch::new`] does, but calls `call` on each change
@@ -390,51 +511,43 @@ impl FileWatch {
     /// call, [`engine::Subscription::refresh`] brings the watch points up to date. `call`
     /// gets the targets, spelt as the hub keeps them (see [`FileWatch::subscribe`]).
     pub fn calling(
-        targets: Vec<PathBuf>,
+        targets: Vec<Target>,
         recursive: bool,
         call: impl Fn(&[Spelt]) + Send + Sync + 'static,
     ) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
-        FileWatch::subscribe(targets, depth, Signal::new(Call(call)), None)
+        FileWatch::subscribe(targets, depth, Signal::new(Call(call)))
     }
 
     /// Watches the directories `dirs` and their direct entries: a change of any entry (made,
     /// written, removed) counts, as does the directory's own.
     pub fn entries(dirs: Vec<PathBuf>) -> Result<FileWatch, ResError> {
-        FileWatch::subscribe(dirs, Depth::Entries, Signal::new(Notify::new()), None)
+        FileWatch::subscribe(paths(dirs), Depth::Entries, Signal::new(Notify::new()))
     }
 
     /// Watches the directories `dirs` and their direct entries, and reports every event
     /// with the path it names and what happened to it. An event on a directory itself
     /// (made again after a removal) names the directory.
     pub fn events(dirs: Vec<PathBuf>) -> Result<EventWatch, ResError> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let watch = FileWatch::subscribe(dirs, Depth::Entries, Signal::new(Notify::new()), Some(tx))?;
+        let (events, rx) = mpsc::unbounded_channel();
+        let watch =
+            FileWatch::subscribe(paths(dirs), Depth::Entries, Signal::new(Reports { notify: Notify::new(), events }))?;
         Ok(EventWatch { watch, rx })
     }
 
-    fn subscribe(
-        targets: Vec<PathBuf>,
-        depth: Depth,
-        wake: Arc<Signal>,
-        events: Option<mpsc::UnboundedSender<PathEvent>>,
-    ) -> Result<FileWatch, ResError> {
+    fn subscribe(targets: Vec<Target>, depth: Depth, wake: Arc<Signal>) -> Result<FileWatch, ResError> {
         let hub = hub();
         hub.inotify()?;
-        let id = hub.next_id.fetch_add(1, Ordering::Relaxed);
         // Maps are keyed by the path's bytes (fast to hash), so every path is kept in one
         // spelling: no trailing or doubled slashes, no `.` components.
+        let targets: Vec<Spelt> = targets.into_iter().map(Target::spelt).collect();
         let mut state = lock(&hub.state);
         let targets = targets
-            .iter()
-            .map(|t| {
-                let spelt: PathBuf = t.components().collect();
-                let known = state.subs.by_target.get_key_value(spelt.as_os_str());
-                known.map_or_else(|| Spelt::from(spelt.as_os_str()), |(k, _)| k.clone())
-            })
+            .into_iter()
+            .map(|spelt| state.subs.by_target.get_key_value(&*spelt).map_or(spelt, |(known, _)| known.clone()))
             .collect();
-        let sub = Sub { targets, depth, wake: wake.clone(), events, points: Box::default(), settled: false };
-        state.subs.insert(id, sub);
+        let sub = Sub { targets: Few::of(targets), depth, wake: wake.clone(), points: Few::default(), settled: false };
+        let id = state.subs.insert(sub);
         drop(state);
         hub.rearm(id)?;
         Ok(FileWatch { id, wake })
@@ -461,6 +574,10 @@ impl engine::Subscription for FileWatch {
     fn refresh(&self) -> Result<(), ResError> {
         self.rearm_if_moved()
     }
+}
+
+fn paths(targets: Vec<PathBuf>) -> Vec<Target> {
+    targets.into_iter().map(Target::Path).collect()
 }
 
 /// A subscription that reports its events one by one (see [`FileWatch::events`]).
@@ -573,17 +690,17 @@ impl Hub {
         let mut state = lock(&self.state);
         for _ in 0..REARM_ROUNDS {
             let State { subs, dirs, .. } = &mut *state;
-            let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
+            let Some(sub) = subs.get(id) else { return Ok(()) };
             let (wanted, complete) = sub_points(dirs, sub);
             let unmoved = *wanted == *sub.points;
             let watched_before = state.alive(&wanted);
             let same = unmoved && watched_before;
-            let Some(sub) = state.subs.by_id.get_mut(&id) else { return Ok(()) };
+            let Some(sub) = state.subs.get_mut(id) else { return Ok(()) };
             sub.settled = complete;
             if same {
                 return Ok(());
             }
-            let old = std::mem::replace(&mut sub.points, wanted.clone().into_boxed_slice());
+            let old = std::mem::replace(&mut sub.points, Few::of(wanted.clone()));
             state.acquire(inotify, &wanted);
             state.release(inotify, &old);
             // Every target's parent existed and was watched before the lookup: nothing can
@@ -593,7 +710,7 @@ impl Hub {
                 return Ok(());
             }
             let State { subs, dirs, .. } = &mut *state;
-            let Some(sub) = subs.by_id.get(&id) else { return Ok(()) };
+            let Some(sub) = subs.get(id) else { return Ok(()) };
             if sub_points(dirs, sub).0 == wanted {
                 return Ok(());
             }
@@ -617,7 +734,7 @@ impl State {
             } else {
                 entry.plain += 1;
             }
-            let dir = Path::new(dir);
+            let dir = spelt_path(dir);
             self.watch(inotify, dir);
             if *recursive {
                 self.watch_below(inotify, dir);
@@ -634,11 +751,15 @@ impl State {
                 entry.plain = entry.plain.saturating_sub(1);
             }
             let unrooted = *recursive && entry.recursive == 0;
-            let dir = Path::new(dir);
+            let dir = spelt_path(dir);
             self.drop_unneeded(inotify, dir);
             if unrooted {
-                let below: Vec<PathBuf> =
-                    self.dirs.keys().map(PathBuf::from).filter(|d| d != dir && d.starts_with(dir)).collect();
+                let below: Vec<PathBuf> = self
+                    .dirs
+                    .keys()
+                    .map(|d| spelt_path(d).to_path_buf())
+                    .filter(|d| d != dir && d.starts_with(dir))
+                    .collect();
                 for d in below {
                     self.drop_unneeded(inotify, &d);
                 }
@@ -649,20 +770,20 @@ impl State {
     /// Whether `dir` must be watched: a subscription wants it, or it lies below a
     /// recursively watched directory.
     fn needed(&self, dir: &Path) -> bool {
-        self.dirs.get(dir.as_os_str()).is_some_and(|d| d.plain > 0 || d.recursive > 0) || self.below_recursive(dir)
+        self.dirs.get(key(dir)).is_some_and(|d| d.plain > 0 || d.recursive > 0) || self.below_recursive(dir)
     }
 
     fn below_recursive(&self, dir: &Path) -> bool {
         // Recursive watch points exist only for recursive subscriptions.
         self.subs.recursive > 0
-            && dir.ancestors().skip(1).any(|a| self.dirs.get(a.as_os_str()).is_some_and(|d| d.recursive > 0))
+            && dir.ancestors().skip(1).any(|a| self.dirs.get(key(a)).is_some_and(|d| d.recursive > 0))
     }
 
     fn drop_unneeded(&mut self, inotify: &Inotify, dir: &Path) {
         if self.needed(dir) {
             return;
         }
-        if let Some(DirWatch { wd: Some(wd), .. }) = self.dirs.remove(dir.as_os_str()) {
+        if let Some(DirWatch { wd: Some(wd), .. }) = self.dirs.remove(key(dir)) {
             self.by_wd.remove(&wd);
             // The directory may be gone already (its watch went with it).
             let _gone = inotify.rm_watch(wd);
@@ -710,10 +831,11 @@ impl State {
     /// Marks the watch `wd` dead (its directory was removed or moved away) along with the
     /// watches below it, which can no longer be trusted to name their paths.
     fn forget(&mut self, inotify: &Inotify, wd: WatchDescriptor) -> Option<PathBuf> {
-        let path = PathBuf::from(&*self.by_wd.remove(&wd)?);
-        let below: Vec<PathBuf> = self.dirs.keys().map(PathBuf::from).filter(|d| d.starts_with(&path)).collect();
+        let path = spelt_path(&self.by_wd.remove(&wd)?).to_path_buf();
+        let below: Vec<PathBuf> =
+            self.dirs.keys().map(|d| spelt_path(d).to_path_buf()).filter(|d| d.starts_with(&path)).collect();
         for d in below {
-            let Some(entry) = self.dirs.get_mut(d.as_os_str()) else { continue };
+            let Some(entry) = self.dirs.get_mut(key(&d)) else { continue };
             entry.absent.clear();
             if let Some(other) = entry.wd.take()
                 && other != wd
@@ -722,7 +844,7 @@ impl State {
                 let _gone = inotify.rm_watch(other);
             }
             if entry.plain == 0 && entry.recursive == 0 {
-                self.dirs.remove(d.as_os_str());
+                self.dirs.remove(key(&d));
             }
         }
         Some(path)
@@ -733,11 +855,11 @@ impl State {
         let mask = event.mask;
         if mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
             // Events were lost: tell everyone, spurious events are fine.
-            for sub in self.subs.by_id.values() {
+            for sub in self.subs.all() {
                 sub.wake.wake(true, &sub.targets);
                 // One per subscription, naming its first target: the loss concerns them all.
-                if let (Some(events), Some(target)) = (&sub.events, sub.targets.first()) {
-                    let _ = events.send(PathEvent { path: PathBuf::from(&**target), change: Change::Lost });
+                if let Some(target) = sub.targets.first() {
+                    sub.wake.how.report(spelt_path(target), Change::Lost);
                 }
             }
             for dir in self.dirs.values_mut() {
@@ -768,8 +890,8 @@ impl State {
         } else {
             let Some(dir) = self.by_wd.get(&event.wd) else { return };
             match &event.name {
-                Some(name) => Path::new(dir).join(name),
-                None => PathBuf::from(&**dir),
+                Some(name) => spelt_path(dir).join(name),
+                None => spelt_path(dir).to_path_buf(),
             }
         };
         let new_dir = mask.contains(AddWatchFlags::IN_ISDIR)
@@ -784,9 +906,7 @@ impl State {
         let change = Change::of(mask);
         self.subs.concerned(&path, mask.intersects(RESHAPES), |sub, own| {
             sub.wake.wake(dead || !own || sub.depth != Depth::Target || !sub.settled, &sub.targets);
-            if let Some(events) = &sub.events {
-                let _ = events.send(PathEvent { path: path.clone(), change });
-            }
+            sub.wake.how.report(&path, change);
         });
     }
 }
@@ -828,8 +948,8 @@ const REARM_ROUNDS: usize = 8;
 fn sub_points(dirs: &mut Map<Spelt, DirWatch>, sub: &Sub) -> (Vec<(Spelt, bool)>, bool) {
     let mut wanted: Vec<(Spelt, bool)> = Vec::new();
     let mut complete = true;
-    for target in &sub.targets {
-        let (points, exists) = watch_points(dirs, Path::new(target), sub.depth);
+    for target in sub.targets.iter() {
+        let (points, exists) = watch_points(dirs, spelt_path(target), sub.depth);
         complete &= exists;
         for point in points {
             if !wanted.contains(&point) {
@@ -877,18 +997,18 @@ fn watch_points(dirs: &mut Map<Spelt, DirWatch>, target: &Path, depth: Depth) ->
 /// `dir` spelt as the watch table already keeps it, when it does: the points of the
 /// thousands of files of one directory share one string.
 fn spelt(dirs: &Map<Spelt, DirWatch>, dir: &Path) -> Spelt {
-    dirs.get_key_value(dir.as_os_str()).map_or_else(|| Spelt::from(dir.as_os_str()), |(k, _)| k.clone())
+    dirs.get_key_value(key(dir)).map_or_else(|| Spelt::from(key(dir)), |(k, _)| k.clone())
 }
 
 /// Whether `path` is a directory, answered from the watches where they know: a watched
 /// directory exists, and an entry of a watched directory found missing earlier is still
 /// missing if no event has named it since.
 fn is_dir(dirs: &mut Map<Spelt, DirWatch>, path: &Path) -> bool {
-    if dirs.get(path.as_os_str()).is_some_and(|d| d.wd.is_some()) {
+    if dirs.get(key(path)).is_some_and(|d| d.wd.is_some()) {
         return true;
     }
     let watched_parent = match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => dirs.get_mut(parent.as_os_str()).filter(|d| d.wd.is_some()).map(|d| (d, name)),
+        (Some(parent), Some(name)) => dirs.get_mut(key(parent)).filter(|d| d.wd.is_some()).map(|d| (d, name)),
         _ => None,
     };
     if let Some((parent, name)) = &watched_parent
@@ -977,11 +1097,11 @@ mod tests {
         let target = dir.path().join("shared");
         let (tx, mut calls) = mpsc::unbounded_channel();
         let called = move |targets: &[Spelt]| {
-            let _ = tx.send(targets.iter().map(|t| PathBuf::from(&**t)).collect::<Vec<_>>());
+            let _ = tx.send(targets.iter().map(|t| spelt_path(t).to_path_buf()).collect::<Vec<_>>());
         };
         // Spelt with a trailing `/.`: the call gets the hub's spelling.
         let dotted = PathBuf::from(format!("{}/./shared", dir.path().display()));
-        let call = FileWatch::calling(vec![dotted], false, called).unwrap();
+        let call = FileWatch::calling(vec![Target::Path(dotted)], false, called).unwrap();
         let mut first = FileWatch::new(vec![target.clone()], false).unwrap();
         let mut second = FileWatch::new(vec![target.clone()], false).unwrap();
         std::fs::write(&target, "x").unwrap();
@@ -998,8 +1118,37 @@ mod tests {
         assert!(calls.try_recv().is_err(), "a dropped subscription is not called");
         drop(second);
         let state = lock(&hub().state);
-        assert!(!state.dirs.contains_key(dir.path().as_os_str()));
-        assert!(!state.subs.by_target.contains_key(target.as_os_str()));
+        assert!(!state.dirs.contains_key(key(dir.path())));
+        assert!(!state.subs.by_target.contains_key(key(&target)));
+    }
+
+    /// A target handed over as a shared string already in the hub's spelling is kept as that
+    /// string (a file resource's name), not copied; one spelt otherwise is spelt anew. Either
+    /// way the call gets the hub's spelling and sees the change.
+    #[tokio::test]
+    async fn a_shared_target_string_is_kept_as_given_when_spelt_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain: Arc<str> = Arc::from(format!("{}/plain", dir.path().display()));
+        let slashed: Arc<str> = Arc::from(format!("{}//slashed/", dir.path().display()));
+        let (tx, mut calls) = mpsc::unbounded_channel();
+        let called = move |targets: &[Spelt]| {
+            let _ = tx.send(targets.iter().map(|t| spelt_path(t).to_path_buf()).collect::<Vec<_>>());
+        };
+        let watch =
+            FileWatch::calling(vec![Target::Shared(plain.clone()), Target::Shared(slashed.clone())], false, called)
+                .unwrap();
+        {
+            let state = lock(&hub().state);
+            let sub = state.subs.get(watch.id).expect("subscribed");
+            assert_eq!(sub.targets[0].as_ptr(), plain.as_ptr(), "the caller's string is shared");
+            assert_ne!(sub.targets[1].as_ptr(), slashed.as_ptr());
+            assert_eq!(spelt_path(&sub.targets[1]), dir.path().join("slashed"));
+        }
+        std::fs::write(&*plain, "x").unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(5), calls.recv()).await.expect("called in time");
+        assert_eq!(got, Some(vec![PathBuf::from(&*plain), dir.path().join("slashed")]));
+        drop(watch);
+        assert!(!lock(&hub().state).subs.by_target.contains_key(plain.as_bytes()));
     }
 
     #[tokio::test]
@@ -1012,7 +1161,7 @@ mod tests {
         std::fs::write(&target, "x").unwrap();
         expect_event(&mut w).await;
         drop(w);
-        assert!(!lock(&hub().state).dirs.contains_key(dir.path().as_os_str()));
+        assert!(!lock(&hub().state).dirs.contains_key(key(dir.path())));
     }
 
     #[tokio::test]
@@ -1087,7 +1236,7 @@ mod tests {
         expect_event(&mut w).await;
         drop(w);
         let state = lock(&hub().state);
-        assert!(state.dirs.keys().all(|d| !Path::new(d).starts_with(&tree)), "watches left below the released tree");
+        assert!(state.dirs.keys().all(|d| !spelt_path(d).starts_with(&tree)), "watches left below the released tree");
     }
 
     #[tokio::test]
