@@ -146,27 +146,39 @@ pub(crate) struct Worker {
     /// The last apply-mode run succeeded and no event or received value changed anything
     /// since (engine.md 1.6).
     state_ok: bool,
-    /// Params changed by send/recv since the last successful check-apply (sticky). Boxed:
-    /// most resources receive nothing, and a parked worker keeps this field.
-    #[allow(clippy::box_collection, reason = "a pointer in every worker instead of a set's 24 bytes")]
-    recv_changed: Option<Box<BTreeSet<String>>>,
-    /// Boxed: few resources have a rate limit, and every worker's task holds this field.
-    limiter: Option<Box<Bucket>>,
+    /// The watch reported its start.
+    started: bool,
+    /// The worker has not started yet (it starts its watch unless it was given one).
+    fresh: bool,
+    /// Watch restarts left (`Meta:retry`; negative: no limit).
+    watch_budget: i16,
+    /// Boxed: most resources receive nothing and have no rate limit, and a parked worker
+    /// keeps this field.
+    rare: Option<Box<WorkerRare>>,
+}
+
+/// What few workers hold.
+#[derive(Default)]
+struct WorkerRare {
+    /// Params changed by send/recv since the last successful check-apply (sticky).
+    recv_changed: BTreeSet<String>,
+    limiter: Option<Bucket>,
 }
 
 impl Worker {
     pub(crate) fn new(shared: Arc<Shared>, node: Arc<Node>, meta: Arc<Meta>, res: Box<dyn Resource>) -> Worker {
-        let limiter = meta.limit.is_finite().then(|| Box::new(Bucket::new(meta.limit, meta.burst)));
-        Worker { shared, node, meta, res, state_ok: false, recv_changed: None, limiter }
+        let rare = meta.limit.is_finite().then(|| {
+            Box::new(WorkerRare { recv_changed: BTreeSet::new(), limiter: Some(Bucket::new(meta.limit, meta.burst)) })
+        });
+        let watch_budget = meta.retry;
+        Worker { shared, node, meta, res, state_ok: false, started: false, fresh: true, watch_budget, rare }
     }
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
     /// the watch and clean up.
     pub(crate) fn run(self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
-        let watch_budget = self.meta.retry;
         let first_pass = self.shared.starts.begin();
-        let between =
-            Between { watch: first_watch.map(|FirstWatch(watch)| watch), watch_budget, started: false, fresh: true };
+        let between = Between { watch: first_watch.map(|FirstWatch(watch)| watch) };
         self.serve(between, Some(first_pass))
     }
 
@@ -189,8 +201,8 @@ impl Worker {
         // argument into a local of the future, holding it twice for the worker's life. The
         // loop's state is used in place in `between` for the same reason.
         async move {
-            if between.fresh {
-                between.fresh = false;
+            if self.fresh {
+                self.fresh = false;
                 self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
                 tracing::debug!(resource = %self.node.key, "started");
                 self.init_retry_budget();
@@ -251,8 +263,8 @@ impl Worker {
                     if let Some(error) = failed {
                         // Dropped (a subscription unsubscribed) before it is made again.
                         between.watch = None;
-                        between.started = false;
-                        match Box::pin(self.rewatch(error, &mut between.watch_budget)).await {
+                        self.started = false;
+                        match Box::pin(self.rewatch(error)).await {
                             Some(again) => between.watch = Some(again),
                             None => break,
                         }
@@ -261,16 +273,16 @@ impl Worker {
                     (seq, event)
                 };
                 if event {
-                    between.started = true;
+                    self.started = true;
                     self.state_ok = false;
-                    if let Some(wait) = self.limiter.as_deref_mut().and_then(Bucket::reserve) {
+                    if let Some(wait) = self.rare.as_mut().and_then(|r| r.limiter.as_mut()).and_then(Bucket::reserve) {
                         tracing::info!(resource = %self.node.key, wait_ms = wait.as_millis() as u64, "limited");
                         if !Box::pin(self.sleep(wait.as_millis() as u64)).await {
                             break;
                         }
                     }
                 }
-                if !between.started {
+                if !self.started {
                     continue;
                 }
                 // The gate first, outside the step. While a swap holds it, the worker goes
@@ -316,13 +328,13 @@ impl Worker {
 
     /// After the watch failed: fails for good once the budget is spent, else reports the
     /// retry, waits `Meta:delay` and starts the watch again. `None`: the worker must stop.
-    async fn rewatch(&mut self, error: ResError, budget: &mut i16) -> Option<Watching> {
-        if *budget == 0 {
+    async fn rewatch(&mut self, error: ResError) -> Option<Watching> {
+        if self.watch_budget == 0 {
             self.fail(error);
             return None;
         }
-        if *budget > 0 {
-            *budget -= 1;
+        if self.watch_budget > 0 {
+            self.watch_budget -= 1;
         }
         self.report_retry(&error);
         self.node.set_state(WorkerState::Retrying { error: error.to_string() });
@@ -363,7 +375,7 @@ impl Worker {
         } else {
             let mut ctx = ApplyCtx {
                 refresh: refresh && refreshable,
-                recv_changed: self.recv_changed.as_deref().cloned().unwrap_or_default(),
+                recv_changed: self.rare.as_ref().map(|r| r.recv_changed.clone()).unwrap_or_default(),
                 cancel: self.node.token(),
                 reports: Vec::new(),
                 exit: Some(self.shared.exit.clone()),
@@ -393,7 +405,10 @@ impl Worker {
         };
 
         if ran {
-            self.recv_changed = None;
+            match &mut self.rare {
+                Some(rare) if rare.limiter.is_some() => rare.recv_changed.clear(),
+                _ => self.rare = None,
+            }
             self.node.set_sends(self.res.sends());
         }
         if !noop {
@@ -474,7 +489,7 @@ impl Worker {
                 })?;
                 if self.res.recv(&sr.recv, value)? {
                     tracing::debug!(resource = %self.node.key, param = %sr.recv, "received a new value");
-                    self.recv_changed.get_or_insert_default().insert(sr.recv.clone());
+                    self.rare.get_or_insert_default().recv_changed.insert(sr.recv.clone());
                     changed = true;
                 }
             }
@@ -648,15 +663,10 @@ impl Worker {
     }
 }
 
-/// What the worker's loop keeps between wake-ups, besides the worker.
+/// What the worker's loop keeps between wake-ups, besides the worker (whose spare bytes
+/// hold the loop's flags).
 struct Between {
     watch: Option<Watching>,
-    /// Watch restarts left (`Meta:retry`; negative: no limit).
-    watch_budget: i16,
-    /// The watch reported its start.
-    started: bool,
-    /// The worker has not started yet (it starts its watch unless it was given one).
-    fresh: bool,
 }
 
 /// A worker parked in its node while idle (see [`Worker::serve`]).
@@ -832,6 +842,6 @@ mod tests {
     #[test]
     fn a_parked_worker_stays_small() {
         let size = std::mem::size_of::<Parked>();
-        assert!(size <= 96, "a parked worker takes {size} bytes");
+        assert!(size <= 80, "a parked worker takes {size} bytes");
     }
 }

@@ -51,7 +51,7 @@ crate::params! {
         pub state: Presence,
         pub content: Option<Arc<str>>,
         pub source: Text,
-        pub fragments: Vec<String>,
+        pub fragments: Box<[String]>,
         pub owner: Text,
         pub group: Text,
         pub mode: Text,
@@ -117,15 +117,10 @@ fn resolved_path(p: &Params<'_>, _field: &str) -> Result<Text, BuildError> {
 }
 
 pub struct File {
-    /// The resource's name, for messages (shared with the graph's key, and with the path
-    /// when the params leave the path to the name).
-    name: Arc<str>,
     /// The only copy of the params a running file keeps: a received value is laid over
     /// their values ([`FileParams::values`]), not over the raw values it was built from,
     /// which the graph lets go.
     params: FileParams,
-    /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
-    spared: Box<[PathBuf]>,
     /// The file as the last successful check-apply proved it right (see
     /// [`File::full_check`]), for a file whose whole state comes from its params (literal
     /// content). A later check that finds the same inode with the same change time, size,
@@ -137,6 +132,21 @@ pub struct File {
     verified: Arc<Verified>,
     /// Where init sweeps the file's directory of temporary files a crashed run left.
     sweeps: Option<Arc<TempSweeps>>,
+    /// What few files have; `None` for a file named by its path that spares nothing.
+    rare: Option<Box<Rare>>,
+}
+
+// Every managed file has one: mimalloc's 192-byte class.
+const _: () = assert!(std::mem::size_of::<File>() <= 192);
+
+#[derive(Default)]
+struct Rare {
+    /// The resource's name when it is not its path (the params set `path`, `dirname` or
+    /// `basename`). A file named by its path keeps that one string, shared with the
+    /// graph's key and with the watch.
+    name: Option<Arc<str>>,
+    /// Paths managed by other `file` resources of the graph; `purge` leaves them alone.
+    spared: Box<[PathBuf]>,
 }
 
 /// What identifies one version of a file: any write, chmod, chown or replacement changes it
@@ -267,10 +277,22 @@ impl File {
     /// the path when the path is the name, as it mostly is: one string, not three.
     pub fn build_named(name: Arc<str>, values: &ParamMap) -> Result<File, BuildError> {
         let mut params = FileParams::decode(&Params::new("file", &name, values)?)?;
-        if *params.path == *name {
-            params.path = Text::from(name.clone());
-        }
-        Ok(File { name, params, spared: Box::default(), verified: Arc::default(), sweeps: None })
+        let rare = if *params.path == *name {
+            params.path = Text::from(name);
+            None
+        } else {
+            Some(Box::new(Rare { name: Some(name), spared: Box::default() }))
+        };
+        Ok(File { params, verified: Arc::default(), sweeps: None, rare })
+    }
+
+    /// The resource's name, for messages.
+    fn name(&self) -> &str {
+        self.rare.as_ref().and_then(|r| r.name.as_deref()).unwrap_or(&self.params.path)
+    }
+
+    fn spared(&self) -> &[PathBuf] {
+        self.rare.as_ref().map_or(&[], |r| &r.spared)
     }
 
     /// Has init sweep the file's directory (once per directory and `sweeps`) of the
@@ -284,7 +306,7 @@ impl File {
     pub fn spare(mut self, paths: impl IntoIterator<Item = PathBuf>) -> File {
         let mut spared: Vec<PathBuf> = paths.into_iter().collect();
         spared.sort();
-        self.spared = spared.into_boxed_slice();
+        self.rare.get_or_insert_default().spared = spared.into_boxed_slice();
         self
     }
 
@@ -440,8 +462,8 @@ impl Resource for File {
         for fragment in fragments {
             field(&mut out, Some(fragment));
         }
-        count(&mut out, self.spared.len());
-        for spared in &self.spared {
+        count(&mut out, self.spared().len());
+        for spared in self.spared() {
             field(&mut out, Some(&spared.to_string_lossy()));
         }
         for flag in [recurse, force, purge, symlink] {
@@ -454,7 +476,7 @@ impl Resource for File {
     /// owner. Directories and source-copied files are refused, as in mgmt.
     fn reversal(&self) -> Result<Option<Box<dyn Resource>>, ResError> {
         let p = &self.params;
-        let refuse = |why: &str| Err(ResError::new(format!("file[{}]: cannot reverse {why}", self.name)));
+        let refuse = |why: &str| Err(ResError::new(format!("file[{}]: cannot reverse {why}", self.name())));
         if p.is_dir() {
             return refuse("a directory");
         }
@@ -467,7 +489,7 @@ impl Resource for File {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 values.insert("state".into(), Value::str("absent"));
             }
-            Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.name))),
+            Err(e) => return Err(ResError::new(format!("file[{}]: {e}", self.name()))),
             Ok(m) if !m.is_file() => return refuse("something that is not a regular file"),
             Ok(m) => {
                 let content = fs::read(path).at(path)?;
@@ -480,7 +502,7 @@ impl Resource for File {
                 values.insert("force".into(), Value::Bool(true));
             }
         }
-        let reverse = File::build(&self.name, &values).map_err(|e| ResError::new(e.to_string()))?;
+        let reverse = File::build(self.name(), &values).map_err(|e| ResError::new(e.to_string()))?;
         Ok(Some(Box::new(reverse)))
     }
 
@@ -489,8 +511,12 @@ impl Resource for File {
         let mut values = self.params.values();
         values.insert(key.to_string(), value_of(value)?.clone());
         let new =
-            FileParams::decode(&Params::new("file", &self.name, &values).map_err(res_error)?).map_err(res_error)?;
+            FileParams::decode(&Params::new("file", self.name(), &values).map_err(res_error)?).map_err(res_error)?;
         let changed = new != self.params;
+        if new.path != self.params.path && self.rare.as_ref().is_none_or(|r| r.name.is_none()) {
+            // The name was the path, which changes: it keeps its own string from now on.
+            self.rare.get_or_insert_default().name = Some(Arc::from(self.name()));
+        }
         self.params = new;
         Ok(changed)
     }
@@ -506,7 +532,7 @@ impl File {
     fn full_check(&mut self, ctx: &mut ApplyCtx, apply: bool, cacheable: bool) -> Result<bool, ResError> {
         let p = &self.params;
         let before = if cacheable { Stamp::of(Path::new(&p.path)) } else { None };
-        let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: &self.spared };
+        let mut run = Run { ctx, apply, ok: true, path: &p.path, spared: self.spared() };
         check(p, &mut run).map_err(|e| ResError { message: format!("file[{}]: {}", p.path, e.message), ..e })?;
         if run.ok {
             self.verified.set(before);
@@ -515,7 +541,7 @@ impl File {
     }
 
     fn raw_error(&self, message: String) -> BuildError {
-        BuildError { kind: "file".into(), name: self.name.to_string(), field: None, message }
+        BuildError { kind: "file".into(), name: self.name().to_string(), field: None, message }
     }
 }
 
@@ -866,6 +892,25 @@ mod tests {
 
     async fn check(f: &mut File) -> bool {
         f.check_apply(&mut ApplyCtx::detached(), true).await.expect("checks")
+    }
+
+    /// A file named by its path keeps one string for both; one named otherwise keeps its
+    /// name apart, and so does one whose path a received value changes.
+    #[test]
+    fn a_file_keeps_a_name_of_its_own_only_when_it_is_not_its_path() {
+        let by_path = file(Path::new("/srv/a.conf"), "x");
+        assert!(by_path.rare.is_none());
+        assert_eq!(by_path.name(), "/srv/a.conf");
+
+        let values = [("path".to_string(), Value::str("/srv/b.conf"))].into_iter().collect();
+        let named = File::build("b", &values).expect("builds");
+        assert_eq!((named.name(), &*named.params.path), ("b", "/srv/b.conf"));
+        assert_eq!(named.raw_error("bad".into()).name, "b");
+
+        let mut moved = by_path;
+        let to: Payload = Arc::new(Value::str("/srv/c.conf"));
+        assert!(moved.recv("path", &to).expect("receives"));
+        assert_eq!((moved.name(), &*moved.params.path), ("/srv/a.conf", "/srv/c.conf"));
     }
 
     /// The kept stamp's word (0: none).

@@ -80,7 +80,7 @@ macro_rules! zero_when_absent {
     )*};
 }
 
-zero_when_absent!(String, Text, bool, i64, u64, u32, u16, u8, i32, i16, i8, f64, Vec<String>, BTreeMap<String, String>);
+zero_when_absent!(String, Text, bool, i64, u64, u32, u16, u8, i32, i16, i8, f64, Vec<String>, Box<[String]>, BTreeMap<String, String>);
 
 impl ParamType for String {
     const TYPE: &'static str = "str";
@@ -150,6 +150,14 @@ impl ParamType for Vec<String> {
                 .collect(),
             other => Err(wrong(p, field, "a []str", other)),
         }
+    }
+}
+
+/// A `[]str` kept as it will stay: 8 bytes smaller in a params struct than a `Vec`.
+impl ParamType for Box<[String]> {
+    const TYPE: &'static str = "[]str";
+    fn from_value(p: &Params<'_>, field: &str, value: &Value) -> Result<Self, BuildError> {
+        Vec::<String>::from_value(p, field, value).map(Vec::into_boxed_slice)
     }
 }
 
@@ -315,6 +323,18 @@ impl<T: Fingerprint> Fingerprint for Option<T> {
 }
 
 impl<T: Fingerprint> Fingerprint for Vec<T> {
+    fn fingerprint_into(&self, out: &mut String) {
+        self.as_slice().fingerprint_into(out);
+    }
+}
+
+impl<T: Fingerprint> Fingerprint for Box<[T]> {
+    fn fingerprint_into(&self, out: &mut String) {
+        (**self).fingerprint_into(out);
+    }
+}
+
+impl<T: Fingerprint> Fingerprint for [T] {
     fn fingerprint_into(&self, out: &mut String) {
         (self.len() as u64).fingerprint_into(out);
         for item in self {

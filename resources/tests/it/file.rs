@@ -368,7 +368,7 @@ fn received_values_are_laid_over_the_params_the_file_keeps() {
     assert!(f.recv("mode", &payload(s("0600"))).unwrap(), "a new mode is a change");
     assert_eq!(f.params().path.as_str(), "/srv/app/app.conf", "the path resolves as it did");
     assert_eq!(f.params().content.as_deref(), Some("one\n"), "the content is kept");
-    assert_eq!(f.params().fragments, ["/srv/f1"]);
+    assert_eq!(*f.params().fragments, ["/srv/f1"]);
     assert!(f.params().force);
     assert_eq!(f.params().state, resources::typed::Presence::Exists);
     assert!(!f.recv("mode", &payload(s("0600"))).unwrap(), "the same value again is no change");
