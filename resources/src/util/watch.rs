@@ -208,6 +208,13 @@ struct State {
     dirs: Map<Spelt, DirWatch>,
     /// The path of each live watch, to name what an event is about.
     by_wd: Map<WatchDescriptor, Spelt>,
+    /// The kernel's queue overflowed (events were lost) since this moment, and the
+    /// subscriptions are not told yet: [`read_loop`] tells them all once the storm quiets,
+    /// so a storm that overflows the queue ten times wakes every subscription once or twice,
+    /// not ten times (each a look at every watched file).
+    lost_since: Option<std::time::Instant>,
+    /// How many overflows that one telling covers, for the log.
+    lost_count: u32,
 }
 
 /// Why a directory is watched, and its watch.
@@ -850,21 +857,35 @@ impl State {
         Some(path)
     }
 
+    /// Tells every subscription that events were lost (spurious wake-ups are fine).
+    fn tell_lost(&mut self) {
+        tracing::debug!(
+            overflows = self.lost_count,
+            subscriptions = self.subs.all().count(),
+            "file events were lost; waking every watch"
+        );
+        self.lost_since = None;
+        self.lost_count = 0;
+        for sub in self.subs.all() {
+            sub.wake.wake(true, &sub.targets);
+            // One per subscription, naming its first target: the loss concerns them all.
+            if let Some(target) = sub.targets.first() {
+                sub.wake.how.report(spelt_path(target), Change::Lost);
+            }
+        }
+    }
+
     /// One event from the kernel: who it concerns, and what it does to the watches.
     fn handle(&mut self, inotify: &Inotify, event: &InotifyEvent) {
         let mask = event.mask;
         if mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
-            // Events were lost: tell everyone, spurious events are fine.
-            for sub in self.subs.all() {
-                sub.wake.wake(true, &sub.targets);
-                // One per subscription, naming its first target: the loss concerns them all.
-                if let Some(target) = sub.targets.first() {
-                    sub.wake.how.report(spelt_path(target), Change::Lost);
-                }
-            }
+            // Events were lost: what was found missing may have appeared unseen, and every
+            // subscription is told (soon, see `lost_since`).
             for dir in self.dirs.values_mut() {
                 dir.absent.clear();
             }
+            self.lost_since.get_or_insert_with(std::time::Instant::now);
+            self.lost_count += 1;
             return;
         }
         if let Some(dir) = self.by_wd.get(&event.wd).and_then(|path| self.dirs.get_mut(path))
@@ -916,6 +937,13 @@ impl State {
 fn read_loop(inotify: &Inotify) {
     let hub = hub();
     loop {
+        let lost_since = lock(&hub.state).lost_since;
+        if let Some(since) = lost_since {
+            let left = LOST_LONGEST.saturating_sub(since.elapsed());
+            if left.is_zero() || !readable(inotify, LOST_QUIET.min(left)) {
+                lock(&hub.state).tell_lost();
+            }
+        }
         match inotify.read_events() {
             Ok(events) => {
                 let mut state = lock(&hub.state);
@@ -935,6 +963,21 @@ fn read_loop(inotify: &Inotify) {
         }
     }
 }
+
+/// Whether events wait to be read, waiting at most `wait` for them (an interrupted wait
+/// counts as yes: the read that follows blocks or returns at once).
+fn readable(inotify: &Inotify, wait: std::time::Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    use std::os::fd::AsFd;
+    let timeout = PollTimeout::try_from(wait).unwrap_or(PollTimeout::MAX);
+    let mut fds = [PollFd::new(inotify.as_fd(), PollFlags::POLLIN)];
+    !matches!(poll(&mut fds, timeout), Ok(0))
+}
+
+/// After the kernel dropped events, how long the queue must stay quiet before every
+/// subscription is told, and how long at most they wait to be told while it does not.
+const LOST_QUIET: std::time::Duration = std::time::Duration::from_millis(10);
+const LOST_LONGEST: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The reader's pause after each batch of events.
 const BATCH_PAUSE: std::time::Duration = std::time::Duration::from_micros(500);
