@@ -465,25 +465,27 @@ const _: () = assert!(std::mem::size_of::<Option<Sub>>() == 64);
 /// A short list that is nearly always one item (a subscription's targets, its watch
 /// points), kept inline then instead of in an allocation of its own. The others are boxed
 /// twice so that `Many` fits beside a one-item list's pointer, which then tells the two
-/// apart: a list of one target takes 16 bytes.
+/// apart: a list of one target takes 16 bytes. `Many(None)` is the empty list, which
+/// allocates nothing (every subscription's points before its first arming).
 enum Few<T> {
     One(T),
     #[allow(clippy::redundant_allocation, reason = "a thin pointer: 16 bytes a target list instead of 24")]
-    Many(Box<Box<[T]>>),
+    Many(Option<Box<Box<[T]>>>),
 }
 
 impl<T> Few<T> {
     fn of(mut items: Vec<T>) -> Few<T> {
         match items.len() {
+            0 => Few::Many(None),
             1 => Few::One(items.pop().expect("one item")),
-            _ => Few::Many(Box::new(items.into_boxed_slice())),
+            _ => Few::Many(Some(Box::new(items.into_boxed_slice()))),
         }
     }
 }
 
 impl<T> Default for Few<T> {
     fn default() -> Few<T> {
-        Few::Many(Box::default())
+        Few::Many(None)
     }
 }
 
@@ -493,7 +495,7 @@ impl<T> std::ops::Deref for Few<T> {
     fn deref(&self) -> &[T] {
         match self {
             Few::One(item) => std::slice::from_ref(item),
-            Few::Many(items) => items,
+            Few::Many(items) => items.as_deref().map_or(&[], |items| &**items),
         }
     }
 }
@@ -936,12 +938,14 @@ impl State {
 /// hub. Lives as long as the process (the hub is process-wide).
 fn read_loop(inotify: &Inotify) {
     let hub = hub();
+    // `State::lost_since` as the last batch left it.
+    let mut lost_since: Option<std::time::Instant> = None;
     loop {
-        let lost_since = lock(&hub.state).lost_since;
         if let Some(since) = lost_since {
             let left = LOST_LONGEST.saturating_sub(since.elapsed());
             if left.is_zero() || !readable(inotify, LOST_QUIET.min(left)) {
                 lock(&hub.state).tell_lost();
+                lost_since = None;
             }
         }
         match inotify.read_events() {
@@ -950,6 +954,7 @@ fn read_loop(inotify: &Inotify) {
                 for event in &events {
                     state.handle(inotify, event);
                 }
+                lost_since = state.lost_since;
                 drop(state);
                 // A lone event was handled at once; a storm (thousands of files written)
                 // is gathered into fewer, larger batches instead of one wake-up each.
