@@ -21,7 +21,11 @@ pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
 /// [`parse`], also giving the tokens it read (the formatter lays them out).
 pub fn parse_with_tokens(file: FileId, text: &str) -> (ast::File, Vec<(token::Tok, Span)>, Diagnostics) {
     let token::Lexed { tokens, mut diags, misquoted } = token::lex(file, text);
-    let (stmts, parse_diags) = parser::parse_tokens(file, text, &tokens);
+    let (stmts, parse_diags) = if diags.is_empty() {
+        parser::parse_tokens_split(file, text, &tokens)
+    } else {
+        parser::parse_tokens(file, text, &tokens)
+    };
     // Past a string that lost its closing quote, syntax errors only echo the lexer's.
     let causes = parse_diags
         .into_vec()

@@ -38,25 +38,95 @@ pub(crate) type PResult<T> = Result<T, Fail>;
 
 /// Parses a whole file's tokens (which end with [`Tok::Eof`]).
 pub(crate) fn parse_tokens(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
-    let mut p = Parser {
-        text,
-        tokens,
-        pos: 0,
-        file,
-        diags: Diagnostics::new(),
-        delims: Vec::new(),
-        entries: Vec::new(),
-        depth: 0,
-        height: 0,
+    let eof = tokens.last().copied().unwrap_or((Tok::Eof, Span::new(file, 0, 0)));
+    let (mut stmts, diags) = Parser::new(file, text, tokens, eof).all(0);
+    stmts.shrink_to_fit();
+    (stmts, diags)
+}
+
+/// How many tokens a file has before [`parse_tokens_split`] parses its halves on two
+/// threads (a few thousand lines: below that a thread costs more than it saves).
+const SPLIT_TOKENS: usize = 1 << 16;
+
+/// [`parse_tokens`] for tokens the lexer found no error in: a large file's two halves, cut
+/// at a top-level statement boundary, are parsed at once on two threads and their
+/// statements joined. A half with any diagnostic has the whole file parsed again in one
+/// piece, so errors, and recovery from them, read exactly as without the split.
+pub(crate) fn parse_tokens_split(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
+    let Some(Cut { at, head_room, tail_room }) = tokens.len().checked_sub(SPLIT_TOKENS).and_then(|_| cut(tokens))
+    else {
+        return parse_tokens(file, text, tokens);
     };
-    let stmts = p.stmts(false);
-    (stmts, p.diags)
+    let (head, tail) = tokens.split_at(at);
+    // The head ends where the tail's first statement starts, as the whole file ends.
+    let start = tail[0].1.start as usize;
+    let head_eof = (Tok::Eof, Span::new(file, start, start));
+    let tail_eof = tokens.last().copied().unwrap_or(head_eof);
+    let ((mut stmts, head_diags), (rest, tail_diags)) = std::thread::scope(|s| {
+        let tail = s.spawn(|| Parser::new(file, text, tail, tail_eof).all(tail_room));
+        // Room for both halves: the tail's statements join the head's without a move.
+        let head = Parser::new(file, text, head, head_eof).all(head_room + tail_room);
+        (head, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+    });
+    if !head_diags.is_empty() || !tail_diags.is_empty() {
+        return parse_tokens(file, text, tokens);
+    }
+    stmts.extend(rest);
+    // Exactly its size, as in a one-piece parse (the room is one more at most).
+    stmts.shrink_to_fit();
+    (stmts, Diagnostics::new())
+}
+
+/// Where [`parse_tokens_split`] cuts a file, and how many statements each side can hold at
+/// most (its lines that end outside every bracket).
+#[derive(Debug, PartialEq)]
+struct Cut {
+    at: usize,
+    head_room: usize,
+    tail_room: usize,
+}
+
+/// A token index near the middle of `tokens` where a top-level statement certainly starts:
+/// outside every bracket, after a line that closed a brace, and at a word followed by a
+/// string (a resource, `node` or `class` header). No construct continues a statement
+/// across such a line break, so parsing either side alone gives the statements parsing the
+/// whole does.
+fn cut(tokens: &[(Tok, Span)]) -> Option<Cut> {
+    let mut depth = 0u32;
+    let half = tokens.len() / 2;
+    let mut at = None;
+    // Lines ending outside every bracket, before the cut and in all.
+    let (mut head_room, mut room) = (0, 0);
+    let mut prev = Tok::Newline;
+    for (i, (tok, _)) in tokens.iter().enumerate() {
+        match tok {
+            Tok::LParen | Tok::LBrack | Tok::LBrace => depth += 1,
+            Tok::RParen | Tok::RBrack | Tok::RBrace => depth = depth.checked_sub(1)?,
+            Tok::Newline if depth == 0 && prev != Tok::Newline => room += 1,
+            Tok::Ident if at.is_none() && i >= half && depth == 0 => {
+                let after = tokens.get(i + 1).map(|(t, _)| *t);
+                let before = tokens[..i].iter().rev().map(|(t, _)| *t).find(|t| *t != Tok::Newline);
+                if after == Some(Tok::Str) && prev == Tok::Newline && before == Some(Tok::RBrace) {
+                    at = Some(i);
+                    head_room = room;
+                }
+            }
+            Tok::Eof => break,
+            _ => {}
+        }
+        prev = *tok;
+    }
+    // The last statement may end at the end of the file instead of a line.
+    Some(Cut { at: at?, head_room, tail_room: room - head_room + 1 })
 }
 
 pub(crate) struct Parser<'t> {
     /// The source the tokens' spans point into: a token's text is its slice.
     text: &'t str,
     tokens: &'t [(Tok, Span)],
+    /// What reading past the last token gives: the file's end, or where the other half of a
+    /// split file starts ([`parse_tokens_split`]).
+    eof: (Tok, Span),
     pos: usize,
     file: FileId,
     diags: Diagnostics,
@@ -74,22 +144,49 @@ pub(crate) struct Parser<'t> {
 }
 
 impl<'t> Parser<'t> {
-    // ---- token access ----
-
-    fn peek(&self) -> &'t Tok {
-        &self.tokens[self.pos.min(self.tokens.len() - 1)].0
+    fn new(file: FileId, text: &'t str, tokens: &'t [(Tok, Span)], eof: (Tok, Span)) -> Parser<'t> {
+        Parser {
+            text,
+            tokens,
+            eof,
+            pos: 0,
+            file,
+            diags: Diagnostics::new(),
+            delims: Vec::new(),
+            entries: Vec::new(),
+            depth: 0,
+            height: 0,
+        }
     }
 
-    fn peek_at(&self, n: usize) -> &'t Tok {
-        &self.tokens[(self.pos + n).min(self.tokens.len() - 1)].0
+    /// Every statement up to the end, and what went wrong; `room` is how many statements
+    /// there can be at most (a hint: the list is made that large at once).
+    fn all(mut self, room: usize) -> (Vec<Stmt>, Diagnostics) {
+        let stmts = self.stmts_into(false, Vec::with_capacity(room));
+        (stmts, self.diags)
+    }
+
+    // ---- token access ----
+
+    /// The token at index `i`, or the end past the last.
+    fn token(&self, i: usize) -> &(Tok, Span) {
+        self.tokens.get(i).unwrap_or(&self.eof)
+    }
+
+    fn peek(&self) -> &Tok {
+        &self.token(self.pos).0
+    }
+
+    fn peek_at(&self, n: usize) -> &Tok {
+        &self.token(self.pos + n).0
     }
 
     fn span_at(&self, n: usize) -> Span {
-        self.tokens[(self.pos + n).min(self.tokens.len() - 1)].1
+        self.token(self.pos + n).1
     }
 
     fn span(&self) -> Span {
-        self.tokens[self.pos.min(self.tokens.len() - 1)].1
+        self.token(self.pos).1
     }
 
     /// The source text of the token `n` ahead (a word, a literal with its quotes).
@@ -117,12 +214,12 @@ impl<'t> Parser<'t> {
         if self.pos == 0 { Span::new(self.file, 0, 0) } else { self.tokens[self.pos - 1].1 }
     }
 
-    fn bump(&mut self) -> (&'t Tok, Span) {
-        let i = self.pos.min(self.tokens.len() - 1);
-        if !matches!(self.tokens[i].0, Tok::Eof) {
+    fn bump(&mut self) -> (Tok, Span) {
+        let (tok, span) = *self.token(self.pos);
+        if tok != Tok::Eof {
             self.pos += 1;
         }
-        (&self.tokens[i].0, self.tokens[i].1)
+        (tok, span)
     }
 
     fn at(&self, tok: &Tok) -> bool {
@@ -298,7 +395,16 @@ impl<'t> Parser<'t> {
 
     /// `program = { NL | stmt NL }`; inside a block it stops before the closing `}`.
     fn stmts(&mut self, in_block: bool) -> Vec<Stmt> {
-        let mut stmts = Vec::new();
+        let mut stmts = self.stmts_into(in_block, Vec::new());
+        // Exactly its size: a large program's statement list lives through the compile's
+        // peak, and doubling leaves up to half of it unused.
+        stmts.shrink_to_fit();
+        stmts
+    }
+
+    /// [`Parser::stmts`] pushed onto `stmts` (room made ahead for a whole file's, which
+    /// the caller trims).
+    fn stmts_into(&mut self, in_block: bool, mut stmts: Vec<Stmt>) -> Vec<Stmt> {
         loop {
             match self.peek() {
                 Tok::Newline => {
@@ -330,9 +436,6 @@ impl<'t> Parser<'t> {
                 self.bump();
             }
         }
-        // Exactly its size: a large program's statement list lives through the compile's
-        // peak, and doubling leaves up to half of it unused.
-        stmts.shrink_to_fit();
         stmts
     }
 
@@ -407,5 +510,76 @@ impl<'t> Parser<'t> {
         }
         let close_span = self.close(close, &format!("`,` or {close_text}"))?;
         Ok((items, open_span.to(close_span)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::syntax::token::lex;
+
+    /// A program of `blocks` repeats of shapes that end a line with `}` at top level:
+    /// resources, an edge statement, a map, a class, an `if`/`else`, a func.
+    fn program(blocks: usize) -> String {
+        let mut s = String::new();
+        for i in 0..blocks {
+            s.push_str(&format!(
+                "file \"/r/a{i}\" {{\n\tmode => \"0644\",\n}}\nfile \"/r/b{i}\" {{\n}}\n\
+                 File[\"/r/b{i}\"] -> File[\"/r/a{i}\"]\nfile \"/r/c{i}\" {{\n\tcontent => \"c\",\n}}\n$m{i} = {{\n\t\"k\" => {i},\n}}\n\n\
+                 class k{i}($x) {{\n\tprint \"p{i}\" {{\n\t\tmsg => $x,\n\t}}\n}}\n\
+                 if {i} > 3 {{\n\tinclude k{i}(\"y\")\n}} else {{\n\t$e{i} = 1\n}}\n\
+                 func f{i}($v) {{\n\t$v + 1\n}}\n"
+            ));
+        }
+        s
+    }
+
+    #[test]
+    fn a_large_file_parsed_in_two_halves_gives_the_whole_files_statements() {
+        let text = program(1_000);
+        let lexed = lex(FileId(0), &text);
+        assert!(lexed.diags.is_empty());
+        assert!(lexed.tokens.len() > SPLIT_TOKENS, "large enough to be split");
+        let Cut { at, head_room, tail_room } = cut(&lexed.tokens).expect("a statement boundary past the middle");
+        assert!(at >= lexed.tokens.len() / 2);
+        assert_eq!((lexed.tokens[at].0, lexed.tokens[at + 1].0), (Tok::Ident, Tok::Str));
+        let whole = parse_tokens(FileId(0), &text, &lexed.tokens);
+        let split = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        assert_eq!(whole.1.len(), 0, "the test's program parses");
+        // The room is a bound, and a close one: one statement a line outside brackets.
+        assert!(head_room + tail_room >= whole.0.len());
+        assert!(head_room + tail_room <= whole.0.len() + 1);
+        assert_eq!(split.0.len(), whole.0.len());
+        assert_eq!(split.0, whole.0);
+    }
+
+    #[test]
+    fn a_syntax_error_in_a_split_file_reads_as_in_the_unsplit_one() {
+        // One error in each half: both are reported, once each, as a one-piece parse would.
+        let mut text = program(1_000);
+        text.insert_str(100, "$bad = = 1\n");
+        text.push_str("file \"/r/z\" {\n\tmode => ,\n}\n");
+        let lexed = lex(FileId(0), &text);
+        assert!(cut(&lexed.tokens).is_some());
+        let whole = parse_tokens(FileId(0), &text, &lexed.tokens);
+        let split = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        assert_eq!(whole.1.len(), 2);
+        assert_eq!(format!("{:?}", split.1), format!("{:?}", whole.1));
+        assert_eq!(split.0, whole.0);
+    }
+
+    #[test]
+    fn no_split_inside_brackets_or_after_an_open_line() {
+        // The only `}` line past the middle is inside a list, and the line after an arrow
+        // continues its statement: nowhere to cut.
+        let mut text = String::from("$l = [\n");
+        for i in 0..20_000 {
+            text.push_str(&format!("\tstruct {{\n\t\ta => {i},\n\t}},\n"));
+        }
+        text.push_str("]\nfile \"/a\" {\n} ->\nfile \"/b\" {\n}\n");
+        let lexed = lex(FileId(0), &text);
+        assert!(lexed.diags.is_empty());
+        assert!(lexed.tokens.len() > SPLIT_TOKENS);
+        assert_eq!(cut(&lexed.tokens), None);
     }
 }

@@ -53,7 +53,7 @@ impl Parser<'_> {
             }
             Tok::Ident => StmtKind::Resource(self.resource(false)?),
             Tok::At | Tok::AtAt => {
-                let virtuality = if self.bump().0 == &Tok::At { Virtuality::Virtual } else { Virtuality::Exported };
+                let virtuality = if self.bump().0 == Tok::At { Virtuality::Virtual } else { Virtuality::Exported };
                 if !matches!(self.peek(), Tok::Ident) {
                     let note =
                         "a virtual resource is written `@file \"/x\" { … }`, an exported one `@@file \"/x\" { … }`";
@@ -531,7 +531,7 @@ impl Parser<'_> {
     /// `collector = cap_name ("<|" [query] "|>" | "<<|" [query] "|>>") [body]`, the kind
     /// already read.
     fn collector(&mut self, kind: Ident) -> PResult<Collector> {
-        let exported = self.bump().0 == &Tok::ExportOpen;
+        let exported = self.bump().0 == Tok::ExportOpen;
         let (close, text) = if exported { (Tok::ExportClose, "`|>>`") } else { (Tok::CollectClose, "`|>`") };
         let query = if self.at(&close) { None } else { Some(self.query_or()?) };
         let end = self.expect(&close, &format!("{text}, `and` or `or`"))?;
