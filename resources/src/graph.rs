@@ -133,38 +133,26 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
     let groups = network_groups(&graph);
     let keys = keys(&graph);
     let grouped: std::collections::BTreeSet<usize> = groups.iter().flat_map(|(m, n)| [*m, *n]).collect();
+    let mut files = build_files(&host.temps, &mut graph.vertices, &keys, &file_paths, &grouped);
     for (i, key) in keys.iter().enumerate() {
         let v = &graph.vertices[i];
-        let built = if v.kind == "file" {
-            let name = if *key.name == *v.name { key.name.clone() } else { v.name.as_str().into() };
-            crate::file::File::build_named(name, &v.params).map(|f| f.sweeping(host.temps.clone())).map(|f| {
-                if !f.params().purge {
-                    return Box::new(f) as Box<dyn engine::Resource>;
-                }
-                let own = std::path::PathBuf::from(f.params().path.trim_end_matches('/'));
-                let below =
-                    file_paths.range(own.clone()..).take_while(|p| p.starts_with(&own)).filter(|p| **p != own).cloned();
-                Box::new(f.spare(below)) as Box<dyn engine::Resource>
-            })
-        } else {
+        let built = files[i].take().unwrap_or_else(|| {
             build_in_graph(host, &graph, i, &groups)
-        };
-        match built {
-            Ok(res) => {
-                if !v.meta.hidden
-                    && let Err(e) = res.validate()
-                {
-                    diags.push(validate_diagnostic(v, &e));
-                    continue;
-                }
-                let mut meta = engine_meta(&v.meta);
-                meta.noop |= noop;
-                out.add_vertex(key.clone(), meta, res);
-                if !grouped.contains(&i) {
-                    graph.vertices[i].params = lang::params::ParamMap::new();
-                }
+                .map_err(|e| build_diagnostic(v, &e))
+                .and_then(|res| validated(v, res))
+        });
+        let built = match built {
+            Ok(res) => res,
+            Err(d) => {
+                diags.push(d);
+                continue;
             }
-            Err(e) => diags.push(build_diagnostic(v, &e)),
+        };
+        let mut meta = engine_meta(&v.meta);
+        meta.noop |= noop;
+        out.add_vertex(key.clone(), meta, built);
+        if !grouped.contains(&i) {
+            graph.vertices[i].params = lang::params::ParamMap::new();
         }
     }
     if !diags.is_empty() {
@@ -178,6 +166,71 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
         }
     }
     Ok(out)
+}
+
+/// How many vertices a graph has before [`build_files`] splits the work over two threads.
+const SPLIT_BUILD: usize = 4096;
+
+/// A `file` built (and, unless hidden, validated) or why not, by vertex; `None` for every
+/// other kind. The `file`s, most of a large graph, are built on two threads at once, each
+/// letting go of a built vertex's params (unless a network group reads them), as the
+/// one-by-one loop of [`to_engine`] does.
+#[allow(clippy::type_complexity)]
+fn build_files(
+    temps: &std::sync::Arc<crate::util::fs::TempSweeps>,
+    vertices: &mut [Vertex],
+    keys: &[ResKey],
+    file_paths: &std::collections::BTreeSet<std::path::PathBuf>,
+    grouped: &std::collections::BTreeSet<usize>,
+) -> Vec<Option<Result<Box<dyn engine::Resource>, Diagnostic>>> {
+    let build = |first: usize, vertices: &mut [Vertex]| {
+        let mut out = Vec::with_capacity(vertices.len());
+        for (i, v) in (first..).zip(vertices.iter_mut()) {
+            if v.kind != "file" {
+                out.push(None);
+                continue;
+            }
+            let key = &keys[i];
+            let name = if *key.name == *v.name { key.name.clone() } else { v.name.as_str().into() };
+            let built = crate::file::File::build_named(name, &v.params).map(|f| f.sweeping(temps.clone())).map(|f| {
+                if !f.params().purge {
+                    return Box::new(f) as Box<dyn engine::Resource>;
+                }
+                let own = std::path::PathBuf::from(f.params().path.trim_end_matches('/'));
+                let below =
+                    file_paths.range(own.clone()..).take_while(|p| p.starts_with(&own)).filter(|p| **p != own).cloned();
+                Box::new(f.spare(below)) as Box<dyn engine::Resource>
+            });
+            let checked = match built {
+                Ok(res) => validated(v, res),
+                Err(e) => Err(build_diagnostic(v, &e)),
+            };
+            if checked.is_ok() && !grouped.contains(&i) {
+                v.params = lang::params::ParamMap::new();
+            }
+            out.push(Some(checked));
+        }
+        out
+    };
+    if vertices.len() < SPLIT_BUILD {
+        return build(0, vertices);
+    }
+    let mid = vertices.len() / 2;
+    let (head, tail) = vertices.split_at_mut(mid);
+    std::thread::scope(|s| {
+        let tail = s.spawn(|| build(mid, tail));
+        let mut built = build(0, head);
+        built.extend(tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
+        built
+    })
+}
+
+/// `res` once it validated (a hidden resource is not asked).
+fn validated(v: &Vertex, res: Box<dyn engine::Resource>) -> Result<Box<dyn engine::Resource>, Diagnostic> {
+    if v.meta.hidden {
+        return Ok(res);
+    }
+    res.validate().map(|()| res).map_err(|e| validate_diagnostic(v, &e))
 }
 
 /// The engine's metaparams from the interpreter's.
@@ -280,6 +333,35 @@ mod tests {
         assert!(diags.iter().all(|d| d.stage == Stage::Interpret));
         assert!(diags[0].message.contains("test[a] did not Validate: field `validatebool`"), "{}", diags[0].message);
         assert!(diags[1].message.contains("can't store negative int `-1` into unsigned `uint64` field"));
+    }
+
+    #[test]
+    fn a_large_graph_builds_its_files_on_two_threads_in_order_with_every_error() {
+        let n = SPLIT_BUILD + 1000;
+        let file = |i: usize| vertex("file", &format!("/tmp/many/f{i}"), &[("content", Value::str("x"))]);
+        let mut vertices: Vec<Vertex> = (0..n).map(file).collect();
+        // Another kind between files, and errors in both halves: a build error, a
+        // validation error, and a hidden file whose invalid params are not asked about.
+        vertices[10] = vertex("test", "between", &[]);
+        vertices[20] = vertex("file", "/tmp/many/bad", &[("content", Value::Int(1))]);
+        vertices[n - 5] = vertex("file", "relative", &[]);
+        let mut hidden = vertex("file", "also-relative", &[]);
+        std::sync::Arc::make_mut(&mut hidden.meta).hidden = true;
+        vertices[n - 3] = hidden;
+        let failing = ResGraph { vertices: vertices.clone(), edges: Vec::new() };
+        let expected: Vec<String> = check(&failing).into_vec().into_iter().map(|d| d.message).collect();
+        assert_eq!(expected.len(), 2, "{expected:?}");
+        let diags = to_engine(&Host::system(), failing, false).err().expect("two resources are wrong").into_vec();
+        assert_eq!(diags.into_iter().map(|d| d.message).collect::<Vec<_>>(), expected, "as `check` says, in order");
+
+        vertices[20] = file(20);
+        vertices[n - 5] = file(n - 5);
+        let graph = ResGraph { vertices, edges: Vec::new() };
+        let expected = keys(&graph);
+        let built = to_engine(&Host::system(), graph, false).expect("builds");
+        let got: Vec<&ResKey> = built.vertices.iter().map(|v| &v.key).collect();
+        assert_eq!(got.len(), n);
+        assert!(got.iter().zip(&expected).all(|(a, b)| *a == b), "every vertex, in the interpreter's order");
     }
 
     #[test]
