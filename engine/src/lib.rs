@@ -275,6 +275,11 @@ impl Engine {
     /// poked (waiting behind a parent), with the failed resource found above it.
     pub async fn held_up(&self) -> BTreeMap<ResKey, ResKey> {
         let running = self.running.lock().await;
+        // Nothing failed (as in most runs): nothing is held up, and the parents of every
+        // resource need not be gathered (tens of milliseconds at 100,000).
+        if !running.vertices.values().any(|v| v.node.failure().is_some()) {
+            return BTreeMap::new();
+        }
         let failed = |k: &ResKey| running.vertices.get(k).is_some_and(|v| v.node.failure().is_some());
         let mut parents: BTreeMap<&ResKey, Vec<&ResKey>> = BTreeMap::new();
         let links: Vec<(&ResKey, Arc<node::Links>)> =
