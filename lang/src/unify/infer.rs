@@ -6,7 +6,7 @@
 //! everything after that is a fresh variable of some signature or literal.
 
 use super::report;
-use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value};
+use super::speculate::{AnnotationIndex, Speculator, annotation_index, const_value, value_type};
 use super::table::{Mismatch, Shape, Table, Var};
 use crate::catalog::{CallSite, Catalog};
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
@@ -14,6 +14,7 @@ use crate::ir::{FuncGraph, NodeId, NodeKind, Op, ParamId};
 use crate::span::Span;
 use crate::syntax::ast::BinOp;
 use crate::types::Type;
+use crate::value::Value;
 use std::collections::HashMap;
 
 /// One call of a catalog function whose instantiated signature is checked after solving.
@@ -87,6 +88,14 @@ impl<'a> Ctx<'a> {
 
     /// Static type speculation with a memo shared by all statements.
     pub(super) fn static_type(&mut self, node: NodeId) -> Option<Type> {
+        // A scalar literal nobody annotated (most resource names): its value's type, read
+        // off without the speculator and its memo.
+        if let NodeKind::Const(v @ (Value::Str(_) | Value::Bool(_) | Value::Int(_) | Value::Float(_))) =
+            &self.graph.node(node).kind
+            && !self.anns.contains_key(&node)
+        {
+            return value_type(v);
+        }
         let mut spec = Speculator::new(self.graph, &self.anns);
         if let Some(memo) = self.speculator_memo.take() {
             spec.set_memo(memo);

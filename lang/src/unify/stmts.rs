@@ -188,11 +188,11 @@ impl<'a> Ctx<'a> {
         self.visit(node);
         let v = Ctx::var(node);
         let known = self.static_type(node);
-        let str_list = Type::list(Type::Str);
-        let required = match (known.clone(), rule) {
+        let str_list = || Type::list(Type::Str);
+        let required = match (&known, rule) {
             (Some(Type::Str), _) => Type::Str,
-            (Some(t), NameRule::Collect) if t == str_list => str_list,
-            (_, NameRule::Plain) => str_list,
+            (Some(t), NameRule::Collect) if *t == str_list() => str_list(),
+            (_, NameRule::Plain) => str_list(),
             (_, NameRule::Collect) => {
                 Type::list(Type::Struct(vec![("name".into(), Type::Str), ("host".into(), Type::Str)]))
             }
