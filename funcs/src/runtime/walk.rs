@@ -44,11 +44,31 @@ struct Walker<'a> {
 type Step<T> = Result<Option<T>, Diagnostic>;
 
 /// The evaluated body of a resource statement, shared by every name it declares.
+#[derive(Clone)]
 struct Body {
     params: Vec<(String, Value, Span)>,
     defaulted: Vec<String>,
     metas: Vec<(String, Value, Span)>,
     edges: Vec<BodyEdge>,
+}
+
+/// What resource statement `r` declares as `name` (on `host`, for a `collect`).
+fn declared(r: &IrResource, name: String, host: Option<String>, body: Body) -> ResDecl {
+    let Body { params, defaulted, metas, edges } = body;
+    ResDecl {
+        kind: r.kind.clone(),
+        name,
+        params,
+        defaulted,
+        metas,
+        edges,
+        collect: r.collect,
+        // Only `collect` names a host (`[]struct{name str; host str}`).
+        from: host.filter(|_| r.collect),
+        virtuality: r.virtuality,
+        classes: r.classes.clone(),
+        span: r.span,
+    }
 }
 
 impl Walker<'_> {
@@ -117,7 +137,6 @@ impl Walker<'_> {
 
     fn resource(&mut self, r: &IrResource, env: &Env) -> Result<(), Diagnostic> {
         let named = self.names_and_hosts(r.name, env, r.span)?;
-        let names = named.as_ref().map(|n| n.iter().map(|(name, _)| name.clone()).collect::<Vec<_>>());
         let body = match self.body(r, env) {
             Ok(body) => body,
             Err(d) if d.code.is_some_and(lang::diag::Code::is_recoverable) => {
@@ -126,7 +145,7 @@ impl Walker<'_> {
                 // fails).
                 let Some(previous) = self.previous else { return Err(d) };
                 let mut kept = Vec::new();
-                for name in names.iter().flatten() {
+                for (name, _) in named.iter().flatten() {
                     match previous.resources.iter().find(|o| o.kind == r.kind && &o.name == name) {
                         Some(old) => kept.push(old.clone()),
                         None => return Err(d),
@@ -138,29 +157,19 @@ impl Walker<'_> {
             }
             Err(d) => return Err(d),
         };
-        let Body { params, defaulted, metas, edges } = body;
-        for (name, host) in named.unwrap_or_default() {
-            self.out.resources.push(ResDecl {
-                kind: r.kind.clone(),
-                name,
-                params: params.clone(),
-                defaulted: defaulted.clone(),
-                metas: metas.clone(),
-                edges: edges.clone(),
-                collect: r.collect,
-                // Only `collect` names a host (`[]struct{name str; host str}`).
-                from: host.filter(|_| r.collect),
-                virtuality: r.virtuality,
-                classes: r.classes.clone(),
-                span: r.span,
-            });
+        let mut named = named.unwrap_or_default();
+        // The last name (most often the only one) takes the body itself; others get copies.
+        let Some((last, last_host)) = named.pop() else { return Ok(()) };
+        for (name, host) in named {
+            self.out.resources.push(declared(r, name, host, body.clone()));
         }
+        self.out.resources.push(declared(r, last, last_host, body));
         Ok(())
     }
 
     /// What resource statement `r` declares of each of its resources.
     fn body(&mut self, r: &IrResource, env: &Env) -> Result<Body, Diagnostic> {
-        let mut params = Vec::new();
+        let mut params = Vec::with_capacity(r.fields.len());
         let mut defaulted = Vec::new();
         for f in &r.fields {
             if self.holds(f.cond, env)?
