@@ -14,17 +14,28 @@ use crate::span::{FileId, Span};
 
 /// Lexes and parses one mcl file (spec sections 1-4 and Appendix A).
 pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
-    let (parsed, _, diags) = parse_with_tokens(file, text);
-    (parsed, diags)
+    let (pieces, tokens, diags) = lex_and_parse(file, text);
+    // The tokens of a large file weigh more than its statements: gone before those join.
+    drop(tokens);
+    (ast::File { file, stmts: parser::joined(pieces) }, diags)
 }
 
 /// [`parse`], also giving the tokens it read (the formatter lays them out).
 pub fn parse_with_tokens(file: FileId, text: &str) -> (ast::File, Vec<(token::Tok, Span)>, Diagnostics) {
+    let (pieces, tokens, diags) = lex_and_parse(file, text);
+    (ast::File { file, stmts: parser::joined(pieces) }, tokens, diags)
+}
+
+/// The statements in pieces (see [`parser::parse_tokens_split`]), the tokens and every
+/// diagnostic.
+#[allow(clippy::type_complexity)]
+fn lex_and_parse(file: FileId, text: &str) -> (Vec<Vec<ast::Stmt>>, Vec<(token::Tok, Span)>, Diagnostics) {
     let token::Lexed { tokens, mut diags, misquoted } = token::lex(file, text);
-    let (stmts, parse_diags) = if diags.is_empty() {
+    let (pieces, parse_diags) = if diags.is_empty() {
         parser::parse_tokens_split(file, text, &tokens)
     } else {
-        parser::parse_tokens(file, text, &tokens)
+        let (stmts, parse_diags) = parser::parse_tokens(file, text, &tokens);
+        (vec![stmts], parse_diags)
     };
     // Past a string that lost its closing quote, syntax errors only echo the lexer's.
     let causes = parse_diags
@@ -32,7 +43,7 @@ pub fn parse_with_tokens(file: FileId, text: &str) -> (ast::File, Vec<(token::To
         .into_iter()
         .filter(|d| misquoted.is_none_or(|m| d.span.is_none_or(|s| s.start <= m.start)));
     diags.extend(causes.collect());
-    (ast::File { file, stmts }, tokens, diags)
+    (pieces, tokens, diags)
 }
 
 #[cfg(test)]

@@ -49,32 +49,41 @@ pub(crate) fn parse_tokens(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> 
 const SPLIT_TOKENS: usize = 1 << 16;
 
 /// [`parse_tokens`] for tokens the lexer found no error in: a large file's two halves, cut
-/// at a top-level statement boundary, are parsed at once on two threads and their
-/// statements joined. A half with any diagnostic has the whole file parsed again in one
-/// piece, so errors, and recovery from them, read exactly as without the split.
-pub(crate) fn parse_tokens_split(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Stmt>, Diagnostics) {
+/// at a top-level statement boundary, are parsed at once on two threads. A half with any
+/// diagnostic has the whole file parsed again in one piece, so errors, and recovery from
+/// them, read exactly as without the split. The statements come in pieces, in order, for
+/// [`joined`] once the tokens are gone (both lists and the tokens are never all whole at
+/// once).
+pub(crate) fn parse_tokens_split(file: FileId, text: &str, tokens: &[(Tok, Span)]) -> (Vec<Vec<Stmt>>, Diagnostics) {
     let Some(Cut { at, head_room, tail_room }) = tokens.len().checked_sub(SPLIT_TOKENS).and_then(|_| cut(tokens))
     else {
-        return parse_tokens(file, text, tokens);
+        let (stmts, diags) = parse_tokens(file, text, tokens);
+        return (vec![stmts], diags);
     };
     let (head, tail) = tokens.split_at(at);
     // The head ends where the tail's first statement starts, as the whole file ends.
     let start = tail[0].1.start as usize;
     let head_eof = (Tok::Eof, Span::new(file, start, start));
     let tail_eof = tokens.last().copied().unwrap_or(head_eof);
-    let ((mut stmts, head_diags), (rest, tail_diags)) = std::thread::scope(|s| {
+    let ((head, head_diags), (tail, tail_diags)) = std::thread::scope(|s| {
         let tail = s.spawn(|| Parser::new(file, text, tail, tail_eof).all(tail_room));
-        // Room for both halves: the tail's statements join the head's without a move.
-        let head = Parser::new(file, text, head, head_eof).all(head_room + tail_room);
+        let head = Parser::new(file, text, head, head_eof).all(head_room);
         (head, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
     });
     if !head_diags.is_empty() || !tail_diags.is_empty() {
-        return parse_tokens(file, text, tokens);
+        let (stmts, diags) = parse_tokens(file, text, tokens);
+        return (vec![stmts], diags);
     }
-    stmts.extend(rest);
-    // Exactly its size, as in a one-piece parse (the room is one more at most).
-    stmts.shrink_to_fit();
-    (stmts, Diagnostics::new())
+    (vec![head, tail], Diagnostics::new())
+}
+
+/// The statements of [`parse_tokens_split`]'s pieces in one list of exactly their number.
+pub(crate) fn joined(pieces: Vec<Vec<Stmt>>) -> Vec<Stmt> {
+    let mut all = Vec::with_capacity(pieces.iter().map(Vec::len).sum());
+    for piece in pieces {
+        all.extend(piece);
+    }
+    all
 }
 
 /// Where [`parse_tokens_split`] cuts a file, and how many statements each side can hold at
@@ -544,7 +553,9 @@ mod tests {
         assert!(at >= lexed.tokens.len() / 2);
         assert_eq!((lexed.tokens[at].0, lexed.tokens[at + 1].0), (Tok::Ident, Tok::Str));
         let whole = parse_tokens(FileId(0), &text, &lexed.tokens);
-        let split = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        let (pieces, split_diags) = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        assert_eq!(pieces.len(), 2);
+        let split = (joined(pieces), split_diags);
         assert_eq!(whole.1.len(), 0, "the test's program parses");
         // The room is a bound, and a close one: one statement a line outside brackets.
         assert!(head_room + tail_room >= whole.0.len());
@@ -562,7 +573,8 @@ mod tests {
         let lexed = lex(FileId(0), &text);
         assert!(cut(&lexed.tokens).is_some());
         let whole = parse_tokens(FileId(0), &text, &lexed.tokens);
-        let split = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        let (pieces, split_diags) = parse_tokens_split(FileId(0), &text, &lexed.tokens);
+        let split = (joined(pieces), split_diags);
         assert_eq!(whole.1.len(), 2);
         assert_eq!(format!("{:?}", split.1), format!("{:?}", whole.1));
         assert_eq!(split.0, whole.0);
