@@ -78,7 +78,11 @@ pub(crate) fn parse_tokens_split(file: FileId, text: &str, tokens: &[(Tok, Span)
 }
 
 /// The statements of [`parse_tokens_split`]'s pieces in one list of exactly their number.
-pub(crate) fn joined(pieces: Vec<Vec<Stmt>>) -> Vec<Stmt> {
+pub(crate) fn joined(mut pieces: Vec<Vec<Stmt>>) -> Vec<Stmt> {
+    if pieces.len() == 1 {
+        // A file parsed in one piece (the common case): its list as it is, not moved again.
+        return pieces.pop().unwrap_or_default();
+    }
     let mut all = Vec::with_capacity(pieces.iter().map(Vec::len).sum());
     for piece in pieces {
         all.extend(piece);
@@ -114,8 +118,8 @@ fn cut(tokens: &[(Tok, Span)]) -> Option<Cut> {
             Tok::Newline if depth == 0 && prev != Tok::Newline => room += 1,
             Tok::Ident if at.is_none() && i >= half && depth == 0 => {
                 let after = tokens.get(i + 1).map(|(t, _)| *t);
-                let before = tokens[..i].iter().rev().map(|(t, _)| *t).find(|t| *t != Tok::Newline);
-                if after == Some(Tok::Str) && prev == Tok::Newline && before == Some(Tok::RBrace) {
+                let before = || tokens[..i].iter().rev().map(|(t, _)| *t).find(|t| *t != Tok::Newline);
+                if after == Some(Tok::Str) && prev == Tok::Newline && before() == Some(Tok::RBrace) {
                     at = Some(i);
                     head_room = room;
                 }
