@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, ParamDecl};
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::ir::{FuncGraph, IrCheck, IrStmt, NodeId, NodeKind, Op, Origin};
 use crate::syntax::ast::BinOp;
@@ -86,10 +86,13 @@ impl FieldCheck<'_> {
         for stmt in stmts {
             match stmt {
                 IrStmt::Resource(res) => {
+                    // Looked up once per resource, each param once per field.
+                    let Some(decl) = self.catalog.resource(&res.kind) else { continue };
                     let written = res.fields.iter().filter(|f| f.origin == Origin::Written);
                     for field in written {
-                        self.field(&res.kind, &field.name, field.value);
-                        self.default_value(&res.kind, field);
+                        let Some(param) = decl.param(&field.name) else { continue };
+                        self.allowed(param, &res.kind, field.value);
+                        self.default_value(param, &res.kind, field);
                     }
                 }
                 IrStmt::Defaults { kind, fields, .. } => {
@@ -118,7 +121,14 @@ impl FieldCheck<'_> {
     }
 
     fn field(&mut self, kind: &str, name: &str, value: NodeId) {
-        let Some(param) = self.catalog.resource(kind).and_then(|decl| decl.param(name)) else { return };
+        if let Some(param) = self.catalog.resource(kind).and_then(|decl| decl.param(name)) {
+            self.allowed(param, kind, value);
+        }
+    }
+
+    /// The error for a constant `value` of `param` (of `kind`) outside the values it takes.
+    fn allowed(&mut self, param: &ParamDecl, kind: &str, value: NodeId) {
+        let name = &param.name;
         if param.allowed.is_empty() || !self.seen.insert(value) {
             return;
         }
@@ -144,8 +154,7 @@ impl FieldCheck<'_> {
 
 impl FieldCheck<'_> {
     /// The warning for a literal written in a resource that is what leaving it out means.
-    fn default_value(&mut self, kind: &str, field: &crate::ir::IrField) {
-        let Some(param) = self.catalog.resource(kind).and_then(|decl| decl.param(&field.name)) else { return };
+    fn default_value(&mut self, param: &ParamDecl, kind: &str, field: &crate::ir::IrField) {
         let Some(default) = &param.default else { return };
         let node = self.graph.node(field.value);
         let literal =

@@ -61,7 +61,8 @@ pub enum StrError {
 /// merged) and `${name}` references.
 pub fn parse_string(raw: &str) -> Result<Vec<Piece>, StrError> {
     let mut pieces = Vec::new();
-    let mut lit = String::new();
+    // Room for the whole text: most strings that come here are one piece with an escape.
+    let mut lit = String::with_capacity(raw.len());
     let mut chars = raw.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         match c {

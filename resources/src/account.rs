@@ -222,7 +222,7 @@ fn user_requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, 
     let names = str_param(params, "group").into_iter().chain(list_param(params, "groups"));
     groups.extend(names.filter_map(|group| index.resource("group", group)));
     for g in groups {
-        edges.insert(if absent { (idx, g) } else { (g, idx) });
+        edges.push(if absent { (idx, g) } else { (g, idx) });
     }
 }
 

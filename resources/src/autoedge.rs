@@ -14,7 +14,6 @@
 
 use lang::params::ParamMap;
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
 use engine::fasthash::FastMap as HashMap;
 
@@ -23,8 +22,9 @@ use lang::value::Value;
 /// One resource as autoedges sees it: kind, name, params.
 pub type AutoRes<'a> = (&'a str, &'a str, &'a ParamMap);
 
-/// Edges `(from, to)` by index into the resources.
-pub type Edges = BTreeSet<(usize, usize)>;
+/// Edges `(from, to)` by index into the resources, as the rules find them (duplicates
+/// allowed: [`autoedges`] sorts them and keeps each once).
+pub type Edges = Vec<(usize, usize)>;
 
 /// Records what resource `idx` (`name`, `params`) offers others; the index may borrow
 /// from both for as long as it lives.
@@ -72,7 +72,14 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
     #[cfg(debug_assertions)]
     let res: Vec<AutoRes<'_>> =
         res.iter().zip(&shown).map(|((kind, name, _), params)| (*kind, *name, params)).collect();
-    let mut index = Index { paths: vec![None; res.len()], ..Index::default() };
+    // Sized up front: at 100,000 files, growing the path table doubling by doubling
+    // rehashed every path several times over.
+    let provide_files = rules.iter().filter(|r| r.provides.is_some()).count();
+    let mut index = Index {
+        paths: vec![None; res.len()],
+        files: HashMap::with_capacity_and_hasher(provide_files, Default::default()),
+        ..Index::default()
+    };
     for (idx, ((kind, name, params), rules)) in res.iter().zip(&rules).enumerate() {
         if FOUND_BY_NAME.contains(kind) {
             index.by_key.entry((kind, name)).or_insert(idx);
@@ -81,13 +88,16 @@ pub fn autoedges(res: &[AutoRes<'_>]) -> Vec<(usize, usize)> {
             provides(&mut index, idx, name, params);
         }
     }
-    let mut edges = Edges::new();
+    let mut edges = Edges::with_capacity(provide_files);
     for (idx, ((_, name, params), rules)) in res.iter().zip(&rules).enumerate() {
         if let Some(requires) = rules.requires {
             requires(&index, idx, name, params, &mut edges);
         }
     }
-    edges.into_iter().filter(|(a, b)| a != b).collect()
+    edges.retain(|(a, b)| a != b);
+    edges.sort_unstable();
+    edges.dedup();
+    edges
 }
 
 /// The path a `file` resource manages: `path` (default the name), with `dirname` /

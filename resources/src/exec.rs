@@ -410,14 +410,14 @@ fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges
     }
     for program in programs.iter().filter(|p| p.starts_with('/')) {
         if let Some(file) = index.file(program) {
-            edges.insert((file, idx));
+            edges.push((file, idx));
         }
     }
     for (param, kind) in [("user", "user"), ("group", "group")] {
         if let Some(name) = str_param(params, param).filter(|s| !s.is_empty())
             && let Some(other) = index.resource(kind, name)
         {
-            edges.insert((other, idx));
+            edges.push((other, idx));
         }
     }
 }

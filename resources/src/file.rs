@@ -854,11 +854,11 @@ fn provides<'a>(index: &mut Index<'a>, idx: usize, name: &'a str, params: &'a Pa
 fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges: &mut Edges) {
     let path = index.path_of(idx).map_or_else(|| file_path(name, params), std::borrow::Cow::Borrowed);
     if let Some(dir) = ancestors(&path).find_map(|dir| index.file(dir)) {
-        edges.insert((dir, idx));
+        edges.push((dir, idx));
     }
     for frag in list_param(params, "fragments") {
         if let Some(src) = index.file(frag) {
-            edges.insert((src, idx));
+            edges.push((src, idx));
         }
     }
 }

@@ -95,10 +95,12 @@ pub fn add_autoedges(graph: &mut ResGraph) {
             .collect();
         autoedges(&res)
     };
-    let mut present: engine::fasthash::FastSet<(usize, usize)> = graph.edges.iter().map(|e| (e.from, e.to)).collect();
+    // `found` has each edge once: only the program's own edges can repeat one.
+    let present: engine::fasthash::FastSet<(usize, usize)> = graph.edges.iter().map(|e| (e.from, e.to)).collect();
+    graph.edges.reserve(found.len());
     for (a, b) in found {
         let (from, to) = (enabled[a], enabled[b]);
-        if !present.insert((from, to)) {
+        if present.contains(&(from, to)) {
             continue;
         }
         let span = graph.vertices[to].span;

@@ -245,10 +245,10 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &ParamMap, edges
     let unit_file =
         ["/etc/systemd/system/", "/usr/lib/systemd/system/"].iter().find_map(|dir| index.file(&format!("{dir}{unit}")));
     if let Some(file) = unit_file {
-        edges.insert((file, idx));
+        edges.push((file, idx));
     }
     for &cron in index.crons_of(&unit) {
-        edges.insert((idx, cron));
+        edges.push((idx, cron));
     }
 }
 
