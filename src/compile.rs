@@ -95,7 +95,22 @@ pub fn interpreted_with(
     catalog: &Catalog,
     remote: &lang::interpret::Remote,
 ) -> Result<(lang::resgraph::ResGraph, Vec<Diagnostic>), Vec<Diagnostic>> {
-    let (mut graph, diags, left_out) = lang::interpret::interpret_with(output, catalog, remote);
+    with_autoedges(lang::interpret::interpret_with(output, catalog, remote))
+}
+
+/// [`interpreted_with`] of an output nothing else holds, moved into the graph rather than
+/// copied.
+pub fn interpreted_owned(
+    output: lang::output::Output,
+    catalog: &Catalog,
+    remote: &lang::interpret::Remote,
+) -> Result<(lang::resgraph::ResGraph, Vec<Diagnostic>), Vec<Diagnostic>> {
+    with_autoedges(lang::interpret::interpret_owned(output, catalog, remote))
+}
+
+fn with_autoedges(
+    (mut graph, diags, left_out): (lang::resgraph::ResGraph, lang::diag::Diagnostics, Vec<Diagnostic>),
+) -> Result<(lang::resgraph::ResGraph, Vec<Diagnostic>), Vec<Diagnostic>> {
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }

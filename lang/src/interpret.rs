@@ -23,6 +23,7 @@ use crate::catalog::Catalog;
 use crate::diag::Diagnostics;
 use crate::output::{Output, Virtuality};
 use crate::resgraph::ResGraph;
+use std::borrow::Cow;
 
 /// Builds the resource graph of one evaluation on a host that collects nothing from
 /// others.
@@ -42,27 +43,41 @@ pub fn interpret_with(
     catalog: &Catalog,
     remote: &Remote,
 ) -> (ResGraph, Diagnostics, Vec<crate::diag::Diagnostic>) {
+    interpret_cow(Cow::Borrowed(out), catalog, remote)
+}
+
+/// [`interpret_with`] of an output nothing else holds: each declaration's kind, name and
+/// params move into its vertex instead of being copied (at 100,000 resources, half a
+/// million strings fewer to copy, then to free).
+pub fn interpret_owned(
+    out: Output,
+    catalog: &Catalog,
+    remote: &Remote,
+) -> (ResGraph, Diagnostics, Vec<crate::diag::Diagnostic>) {
+    interpret_cow(Cow::Owned(out), catalog, remote)
+}
+
+fn interpret_cow(
+    out: Cow<'_, Output>,
+    catalog: &Catalog,
+    remote: &Remote,
+) -> (ResGraph, Diagnostics, Vec<crate::diag::Diagnostic>) {
     let mut diags = Diagnostics::new();
     let mut left_out = Vec::new();
     let mut graph = ResGraph::default();
-    let collected;
     let plain = |r: &crate::output::ResDecl| r.virtuality == Virtuality::Real && !r.collect;
     let out = if out.collectors.is_empty() && out.realized.is_empty() && out.resources.iter().all(plain) {
         out
     } else {
-        collected = collect::apply(out, remote, &mut diags, &mut left_out);
-        &collected
+        Cow::Owned(collect::apply(&out, remote, &mut diags, &mut left_out))
     };
-    let overridden;
-    let out = if out.overrides.is_empty() {
-        out
-    } else {
-        overridden = overrides::apply(out, &mut diags);
-        &overridden
+    let out = if out.overrides.is_empty() { out } else { Cow::Owned(overrides::apply(&out, &mut diags)) };
+    let (built, out) = match out {
+        Cow::Owned(mut owned) => (build::build_owned(&mut owned.resources, catalog, &mut diags), Cow::Owned(owned)),
+        Cow::Borrowed(out) => (build::build_all(out, catalog, &mut diags), Cow::Borrowed(out)),
     };
-    let built = build::build_all(out, catalog, &mut diags);
     let placed = merge::place_all(built, &mut graph, &mut diags);
-    edges::add_all(out, &placed, &mut graph, &mut diags);
+    edges::add_all(&out, &placed, &mut graph, &mut diags);
     edges::check_send_recv(&graph, &mut diags);
     edges::check_acyclic(&graph, &mut diags);
     (graph, diags, left_out)

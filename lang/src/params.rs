@@ -17,6 +17,12 @@ impl ParamMap {
         ParamMap(Vec::new())
     }
 
+    /// The map of `entries`, already sorted by name, each name once.
+    pub fn from_sorted(entries: Vec<(String, Value)>) -> ParamMap {
+        debug_assert!(entries.windows(2).all(|w| w[0].0 < w[1].0), "sorted, each name once");
+        ParamMap(entries)
+    }
+
     fn find(&self, name: &str) -> Result<usize, usize> {
         self.0.binary_search_by(|(k, _)| k.as_str().cmp(name))
     }

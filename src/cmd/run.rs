@@ -789,9 +789,16 @@ impl Runner {
         exports: &mut exports::Exports,
     ) -> bool {
         tracing::debug!("output settled; interpreting");
-        let interpreted = compile::interpreted_with(&output, &self.catalog, &exports.remote());
         let records = (!self.noop).then(|| lang::exported::exports(&output));
-        drop(output);
+        let interpreted = match Arc::try_unwrap(output) {
+            // The dataflow let go of it (its last output): moved into the graph.
+            Ok(owned) => compile::interpreted_owned(owned, &self.catalog, &exports.remote()),
+            Err(shared) => {
+                let interpreted = compile::interpreted_with(&shared, &self.catalog, &exports.remote());
+                crate::memory::drop_aside(shared);
+                interpreted
+            }
+        };
         tracing::debug!("interpreted; building resources");
         let graph = match interpreted {
             Ok((g, left_out)) => {

@@ -7,13 +7,39 @@ use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::output::{Output, ResDecl};
 use crate::params::ParamMap;
 use crate::resgraph::{Meta, Vertex};
+use crate::span::Span;
 use crate::value::Value;
 
 /// One vertex per declaration, `None` where building failed (already reported).
 pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
-    out.resources
-        .iter()
-        .map(|decl| match build(decl, catalog) {
+    let built = out.resources.iter().map(|decl| {
+        build(decl, catalog, |decl| (decl.kind.clone(), decl.name.clone(), decl.params.clone())).map_err(|f| f.diag)
+    });
+    reported(built, diags)
+}
+
+/// [`build_all`], moving each declaration's kind, name and params into its vertex. A
+/// declaration that fails keeps its kind and name (the edges to it are not reported again).
+pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+    let built = decls.iter_mut().map(|decl| {
+        let taken = |decl: &mut ResDecl| {
+            (std::mem::take(&mut decl.kind), std::mem::take(&mut decl.name), std::mem::take(&mut decl.params))
+        };
+        build(&mut *decl, catalog, taken).map_err(|failed| {
+            let Failed { diag, taken } = *failed;
+            if let Some((kind, name)) = taken {
+                decl.kind = kind;
+                decl.name = name;
+            }
+            diag
+        })
+    });
+    reported(built, diags)
+}
+
+fn reported(built: impl Iterator<Item = Result<Vertex, Diagnostic>>, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+    built
+        .map(|built| match built {
             Ok(v) => Some(v),
             Err(d) => {
                 diags.push(d);
@@ -23,8 +49,23 @@ pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics
         .collect()
 }
 
-fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
-    let key = || format!("{}[{}]", decl.kind, decl.name);
+/// What a vertex takes from its declaration: kind, name and params (copied or moved).
+type Parts = (String, String, Vec<(String, Value, Span)>);
+
+/// Why a declaration did not build; boxed, as errors are rare and the vertex is not.
+struct Failed {
+    diag: Diagnostic,
+    /// The kind and name taken from the declaration before the error was found.
+    taken: Option<(String, String)>,
+}
+
+/// Builds the vertex of `decl`, taking its parts with `parts` once every check of the
+/// declaration alone passed. An error after that hands its kind and name back.
+fn build<D>(decl: D, catalog: &Catalog, parts: impl FnOnce(D) -> Parts) -> Result<Vertex, Box<Failed>>
+where
+    D: std::ops::Deref<Target = ResDecl>,
+{
+    let key = |decl: &ResDecl| format!("{}[{}]", decl.kind, decl.name);
     let Some(kind) = catalog.resource(&decl.kind) else {
         let msg = format!(
             "error building resource: cannot create resource kind `{}` with name `{}`: no resource kind `{}` available",
@@ -34,29 +75,25 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         if let Some(s) = crate::suggest::did_you_mean(&decl.kind, catalog.resources().map(|r| r.kind.as_str())) {
             d = d.with_note(format!("did you mean `{s}`?"));
         }
-        return Err(d);
+        return Err(Box::new(Failed { diag: d, taken: None }));
     };
     for (name, _, span) in &decl.params {
         if kind.param(name).is_none() {
             let msg = format!("error building resource: field `{name}` does not exist in `{}` resource", decl.kind);
-            return Err(Diagnostic::new(Stage::Interpret, msg, *span).with_code(Code::UnknownField));
+            let diag = Diagnostic::new(Stage::Interpret, msg, *span).with_code(Code::UnknownField);
+            return Err(Box::new(Failed { diag, taken: None }));
         }
     }
-    let params: ParamMap = decl.params.iter().map(|(name, value, _)| (name.clone(), value.clone())).collect();
-    // In the keys' order; the last setting of a name is the one kept.
-    let param_spans = params
-        .keys()
-        .map(|k| decl.params.iter().rev().find(|(name, ..)| name == k).map_or(decl.span, |(.., span)| *span))
-        .collect();
     let mut meta = Meta::default();
     for (name, value, span) in &decl.metas {
         set_meta(&mut meta, name, value).map_err(|reason| {
-            Diagnostic::new(
+            let d = Diagnostic::new(
                 Stage::Interpret,
-                format!("{} did not Validate: invalid meta param `{name}`: {reason}", key()),
+                format!("{} did not Validate: invalid meta param `{name}`: {reason}", key(&decl)),
                 *span,
             )
-            .with_code(Code::InvalidResource)
+            .with_code(Code::InvalidResource);
+            Box::new(Failed { diag: d, taken: None })
         })?;
     }
     if decl.collect {
@@ -64,20 +101,44 @@ fn build(decl: &ResDecl, catalog: &Catalog) -> Result<Vertex, Diagnostic> {
         meta.export.clear();
     }
     let meta = if meta == Meta::default() { Meta::shared_default() } else { std::sync::Arc::new(meta) };
-    let vertex = Vertex {
-        kind: decl.kind.clone(),
-        name: decl.name.clone(),
-        params,
-        param_spans,
-        meta,
-        collected: decl.collect,
-        span: decl.span,
-    };
-    validate(&vertex).map_err(|reason| {
-        Diagnostic::new(Stage::Interpret, format!("{} did not Validate: {reason}", key()), decl.span)
-            .with_code(Code::InvalidResource)
-    })?;
-    Ok(vertex)
+    let (collected, span) = (decl.collect, decl.span);
+    let (kind, name, given) = parts(decl);
+    let (params, param_spans) = params_of(given);
+    let vertex = Vertex { kind, name, params, param_spans, meta, collected, span };
+    match validate(&vertex) {
+        Ok(()) => Ok(vertex),
+        Err(reason) => {
+            let d = Diagnostic::new(
+                Stage::Interpret,
+                format!("{}[{}] did not Validate: {reason}", vertex.kind, vertex.name),
+                span,
+            )
+            .with_code(Code::InvalidResource);
+            Err(Box::new(Failed { diag: d, taken: Some((vertex.kind, vertex.name)) }))
+        }
+    }
+}
+
+/// The params set, by name, each with the span of its entry; a name set twice keeps its
+/// last setting.
+fn params_of(mut given: Vec<(String, Value, Span)>) -> (ParamMap, Box<[Span]>) {
+    // Stable: among equal names the last given stays last.
+    given.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut params: Vec<(String, Value)> = Vec::with_capacity(given.len());
+    let mut spans: Vec<Span> = Vec::with_capacity(given.len());
+    for (name, value, span) in given {
+        match (params.last_mut(), spans.last_mut()) {
+            (Some(last), Some(last_span)) if last.0 == name => {
+                *last = (name, value);
+                *last_span = span;
+            }
+            _ => {
+                params.push((name, value));
+                spans.push(span);
+            }
+        }
+    }
+    (ParamMap::from_sorted(params), spans.into_boxed_slice())
 }
 
 /// Decodes one meta param value into `meta`.

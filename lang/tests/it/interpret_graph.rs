@@ -4,7 +4,7 @@
 use crate::unify_support as support;
 
 use lang::diag::{Diagnostic, Stage};
-use lang::interpret::interpret;
+use lang::interpret::{Remote, interpret, interpret_owned};
 use lang::ir::EdgeProp;
 use lang::output::{BodyEdge, EdgeDecl, EdgeEnd, Output, ResDecl};
 use lang::resgraph::ResGraph;
@@ -62,9 +62,18 @@ impl O {
         self.out.edges.push(EdgeDecl { from: end(from), to: end(to), notify: false, span });
         span
     }
+    /// The graph and errors; the same whether the declarations are copied or moved into
+    /// the graph (`interpret_owned`, where a failed one must keep its kind and name).
     fn run(&self) -> (ResGraph, Vec<Diagnostic>) {
         let (g, d) = interpret(&self.out, &catalog());
-        (g, d.into_vec())
+        let (owned, mut owned_diags, left_out) = interpret_owned(self.out.clone(), &catalog(), &Remote::default());
+        for d in left_out {
+            owned_diags.push(d);
+        }
+        assert_eq!(owned, g, "the moved declarations give the copied ones' graph");
+        let d = d.into_vec();
+        assert_eq!(owned_diags.into_vec(), d, "and the same errors");
+        (g, d)
     }
     fn lines(&self) -> Vec<String> {
         let (g, d) = self.run();
@@ -323,6 +332,21 @@ fn edges_to_resources_that_failed_are_not_reported_again() {
     o.edge(("Test", "a", None), ("Notaresource", "x", None));
     let d = o.error();
     assert!(d.message.contains("no resource kind `notaresource` available"), "{}", d.message);
+}
+
+#[test]
+fn edges_to_a_resource_that_did_not_validate_are_not_reported_again() {
+    // Its vertex was made (from the declaration's parts) before it failed: the edges still
+    // find it failed, by kind and name, and stay silent.
+    let mut o = O::new();
+    o.res("test", "$a", &[("anotherstr", s("x"))], &[]);
+    o.res("test", "b", &[], &[]);
+    o.body_edge(EdgeProp::Depend, "Test", "$a");
+    o.edge(("Test", "$a", None), ("Test", "b", None));
+    let (g, d) = o.run();
+    assert_eq!(d.len(), 1, "{d:#?}");
+    assert!(d[0].message.starts_with("test[$a] did not Validate: "), "{}", d[0].message);
+    assert_eq!(g.vertices.len(), 1);
 }
 
 #[test]
