@@ -408,15 +408,17 @@ fn no_links() -> Arc<Links> {
 }
 
 impl Digest {
+    /// SipHash of the fingerprint (a changed resource whose digest stays the same is a
+    /// chance of one in 2^64 on its own), beside the fast hash of the same bytes, which
+    /// costs much less than the second SipHash pass it replaces (a graph's first swap digests
+    /// every resource).
     pub(crate) fn of(fingerprint: &str) -> Digest {
         use std::hash::{Hash, Hasher};
-        let half = |salt: u8| {
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            salt.hash(&mut h);
-            fingerprint.hash(&mut h);
-            h.finish()
-        };
-        Digest(half(1), half(2))
+        let mut sip = std::collections::hash_map::DefaultHasher::new();
+        fingerprint.hash(&mut sip);
+        let mut fast = crate::fasthash::FastHash::default();
+        fingerprint.hash(&mut fast);
+        Digest(sip.finish(), fast.finish())
     }
 }
 
