@@ -138,6 +138,7 @@ impl Engine {
             clock: AtomicU64::new(0),
             converger: Arc::new(Converger::new(events.clone())),
             events,
+            subscribed: AtomicBool::new(false),
             changes,
             checks: Arc::default(),
             semas: std::sync::Mutex::new(Default::default()),
@@ -186,7 +187,7 @@ impl Engine {
     /// Makes a swap's generation current and tells subscribers.
     fn swapped(&self, report: SwapReport) -> SwapReport {
         self.generation.store(report.generation, Ordering::SeqCst);
-        self.shared.emit(|| EngineEvent::Swapped {
+        self.shared.emit(true, || EngineEvent::Swapped {
             generation: report.generation,
             started: report.started.len(),
             stopped: report.stopped.len(),
@@ -262,6 +263,7 @@ impl Engine {
 
     /// Events from now on (swaps, starts, applies, failures, converged transitions).
     pub fn subscribe(&self) -> broadcast::Receiver<EngineEvent> {
+        self.shared.subscribed.store(true, Ordering::Relaxed);
         self.shared.events.subscribe()
     }
 

@@ -322,7 +322,7 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
             stragglers.push(v.node.key.clone());
         }
         shared.converger.unregister(&v.node.converged);
-        shared.emit(|| crate::EngineEvent::Stopped(v.node.key.clone()));
+        shared.emit(false, || crate::EngineEvent::Stopped(v.node.key.clone()));
         if shared.exiting.load(std::sync::atomic::Ordering::Relaxed) {
             std::mem::forget(v);
         } else {

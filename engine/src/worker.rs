@@ -33,6 +33,8 @@ pub(crate) struct Shared {
     pub(crate) clock: std::sync::atomic::AtomicU64,
     pub(crate) converger: Arc<Converger>,
     pub(crate) events: broadcast::Sender<EngineEvent>,
+    /// Set once anything subscribed to `events` ([`Shared::emit`]).
+    pub(crate) subscribed: std::sync::atomic::AtomicBool,
     /// The events that say something changed ([`EngineEvent::is_change`]), for
     /// subscribers that would otherwise be woken once per resource for nothing.
     pub(crate) changes: broadcast::Sender<EngineEvent>,
@@ -70,15 +72,21 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// Sends the event made by `event` to the subscribers; with none (the common case of
-    /// a large one-shot run) the event is not even built.
-    pub(crate) fn emit(&self, event: impl FnOnce() -> EngineEvent) {
-        let all = self.events.receiver_count() > 0;
-        let changes = self.changes.receiver_count() > 0;
+    /// a large one-shot run) the event is not even built. `change` says whether it is one
+    /// of [`EngineEvent::is_change`]'s: one that is not goes to [`Engine::subscribe`]'s
+    /// subscribers only, so while nobody ever subscribed there (a plain `tend run`) it costs
+    /// no lock (counting a channel's receivers takes one, shared by every apply thread).
+    ///
+    /// [`Engine::subscribe`]: crate::Engine::subscribe
+    pub(crate) fn emit(&self, change: bool, event: impl FnOnce() -> EngineEvent) {
+        let all = self.subscribed.load(std::sync::atomic::Ordering::Relaxed) && self.events.receiver_count() > 0;
+        let changes = change && self.changes.receiver_count() > 0;
         if !all && !changes {
             return;
         }
         let event = event();
-        match (all, changes && event.is_change()) {
+        debug_assert_eq!(event.is_change(), change, "{event:?}");
+        match (all, changes) {
             (true, true) => {
                 let _no_subscribers = self.changes.send(event.clone());
                 let _no_subscribers = self.events.send(event);
@@ -203,7 +211,7 @@ impl Worker {
         async move {
             if self.fresh {
                 self.fresh = false;
-                self.shared.emit(|| EngineEvent::Started(self.node.key.clone()));
+                self.shared.emit(false, || EngineEvent::Started(self.node.key.clone()));
                 tracing::debug!(resource = %self.node.key, "started");
                 self.init_retry_budget();
                 if between.watch.is_none() {
@@ -400,7 +408,7 @@ impl Worker {
                 tracing::debug!(resource = %self.node.key, "{note}");
             }
             let reports = ctx.reports;
-            self.shared.emit(|| EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports });
+            self.shared.emit(changed, || EngineEvent::Applied { key: self.node.key.clone(), changed, noop, reports });
             check_ok
         };
 
@@ -630,7 +638,11 @@ impl Worker {
     fn report_retry(&self, error: &ResError) {
         // Shown to the person running tend through the Failed event; logged at -v.
         tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed, will retry");
-        self.shared.emit(|| EngineEvent::Failed { key: self.node.key.clone(), error: error.clone(), retrying: true });
+        self.shared.emit(true, || EngineEvent::Failed {
+            key: self.node.key.clone(),
+            error: error.clone(),
+            retrying: true,
+        });
     }
 
     /// Stops for good: records the error and leaves the converger (engine.md 2.5).
@@ -639,7 +651,7 @@ impl Worker {
         self.node.set_state(WorkerState::Failed { error: error.clone() });
         self.shared.converger.unregister(&self.node.converged);
         self.shared.failed_for_good.send_modify(|n| *n += 1);
-        self.shared.emit(|| EngineEvent::Failed { key: self.node.key.clone(), error, retrying: false });
+        self.shared.emit(true, || EngineEvent::Failed { key: self.node.key.clone(), error, retrying: false });
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.
