@@ -1,5 +1,4 @@
-//! Memory a finished phase is done with: freeing it off the caller's path, and giving back to the OS
-//! what was freed.
+//! Giving back to the OS the memory a finished phase freed.
 //!
 //! mimalloc returns a free page to the OS only when the thread owning it next allocates or
 //! frees, after a short delay (`main.rs`). The thread that compiles, interprets and swaps a
@@ -18,16 +17,5 @@ pub fn release_freed() {
         unsafe {
             libmimalloc_sys::mi_collect(true)
         };
-    }
-}
-
-/// Drops `value` on a thread of its own, for a large structure the caller is done with
-/// while it goes on to build the next one: freeing a program's output at 100,000 resources
-/// takes about 25 ms, which then runs on the second core instead of delaying the swap. A
-/// thread that cannot be started leaves the drop to the caller.
-pub fn drop_aside<T: Send + 'static>(value: T) {
-    let spawned = std::thread::Builder::new().name("tend-drop".into()).spawn(move || drop(value));
-    if let Err(e) = spawned {
-        tracing::debug!(error = %e, "no thread to drop on; dropping here");
     }
 }

@@ -793,11 +793,9 @@ impl Runner {
         let interpreted = match Arc::try_unwrap(output) {
             // The dataflow let go of it (its last output): moved into the graph.
             Ok(owned) => compile::interpreted_owned(owned, &self.catalog, &exports.remote()),
-            Err(shared) => {
-                let interpreted = compile::interpreted_with(&shared, &self.catalog, &exports.remote());
-                crate::memory::drop_aside(shared);
-                interpreted
-            }
+            // Still held by the dataflow (or kept for other hosts' exports): read from, and
+            // letting go of it here only counts down its references.
+            Err(shared) => compile::interpreted_with(&shared, &self.catalog, &exports.remote()),
         };
         tracing::debug!("interpreted; building resources");
         let graph = match interpreted {
