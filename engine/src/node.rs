@@ -176,7 +176,26 @@ impl Node {
     /// Wakes the worker: signals its task, or spawns a parked one (which finds the signal).
     /// The signal comes first: a worker decides to park under the `control` lock after looking
     /// for a signal, so either it sees this one or it parked before this takes the lock.
+    ///
+    /// A parked worker told to stop is left to the one who stops it ([`Node::wake_to_stop`]):
+    /// whoever else wakes it meanwhile may be a watch calling from where the stop cannot run
+    /// (a file watch calls with its hub locked, and stopping drops the watch, which takes
+    /// that lock).
     pub(crate) fn wake(&self) {
+        self.wake.notify_one();
+        let mut control = lock(&self.control);
+        if !matches!(control.run, Run::Parked(_)) || self.is_stopped() {
+            return;
+        }
+        let Run::Parked(parked) = std::mem::replace(&mut control.run, Run::Task(None)) else { return };
+        control.run = Run::Task(Some(parked.resume()));
+    }
+
+    /// Wakes the worker after [`Node::cancel`], from the one stopping it: a waiting worker
+    /// sees the stop, and a parked one stops here, outside the lock (stopping takes it),
+    /// becoming a task only if its stop has to wait. A parked worker has no step in flight,
+    /// and a stopped worker never parks again, so no handle is needed before it runs.
+    pub(crate) fn wake_to_stop(&self) {
         self.wake.notify_one();
         let parked = {
             let mut control = lock(&self.control);
@@ -184,15 +203,8 @@ impl Node {
                 return;
             }
             let Run::Parked(parked) = std::mem::replace(&mut control.run, Run::Task(None)) else { return };
-            if !self.is_stopped() {
-                control.run = Run::Task(Some(parked.resume()));
-                return;
-            }
             parked
         };
-        // Told to stop: a parked worker has no step in flight, so it stops here, outside
-        // the lock (stopping takes it), and becomes a task only if its stop has to wait. A
-        // stopped worker never parks again, so no handle is needed before it runs.
         if let Some(handle) = parked.stop() {
             lock(&self.control).run = Run::Task(Some(handle));
         }
@@ -429,10 +441,47 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    /// A parked worker that records what was done with it.
+    struct Recorded(Arc<Mutex<Vec<&'static str>>>);
+
+    impl Resume for Recorded {
+        fn resume(self: Box<Self>) -> JoinHandle<()> {
+            self.0.lock().unwrap().push("resumed");
+            tokio::spawn(async {})
+        }
+        fn stop(self: Box<Self>) -> Option<JoinHandle<()>> {
+            self.0.lock().unwrap().push("stopped");
+            None
+        }
+    }
+
+    /// A wake-up that comes between a stop's cancel and its own wake-up (a file watch's call,
+    /// made with the watch hub locked) leaves the parked worker to the stop: stopping it
+    /// there would drop its watch from inside the watch's call, which deadlocked the daemon.
+    #[tokio::test]
+    async fn only_the_stop_stops_a_parked_worker() {
+        let node = Node::new(ResKey::new("k", "n"), Digest::of(""));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        lock(&node.control).park(Box::new(Recorded(seen.clone())));
+        node.wake();
+        assert_eq!(*seen.lock().unwrap(), ["resumed"], "a wake-up resumes a parked worker");
+
+        lock(&node.control).park(Box::new(Recorded(seen.clone())));
+        node.cancel();
+        node.wake();
+        assert_eq!(*seen.lock().unwrap(), ["resumed"], "a watch's wake-up leaves it parked");
+        assert!(matches!(lock(&node.control).run, Run::Parked(_)));
+        node.wake_to_stop();
+        assert_eq!(*seen.lock().unwrap(), ["resumed", "stopped"], "the stop's own wake-up stops it");
+        assert!(matches!(lock(&node.control).run, Run::Task(None)));
+    }
+
     /// Every vertex of a running graph has a node, for as long as it runs.
     #[test]
     fn a_node_stays_small() {
-        let size = std::mem::size_of::<super::Node>();
+        let size = std::mem::size_of::<Node>();
         assert!(size <= 176, "a node takes {size} bytes");
     }
 

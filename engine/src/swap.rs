@@ -48,11 +48,11 @@ impl Running {
 
 impl RunningVertex {
     /// Asks the worker to stop: cancels its token (its watch and any step in flight) and
-    /// wakes it, since an idle worker waits only for its wake-up signal (a parked one is
-    /// spawned again, to stop).
+    /// wakes it, since an idle worker waits only for its wake-up signal (a parked one stops
+    /// right here, see [`Node::wake_to_stop`]).
     pub(crate) fn stop(&self) {
         self.node.cancel();
-        self.node.wake();
+        self.node.wake_to_stop();
     }
 }
 
