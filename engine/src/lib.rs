@@ -47,6 +47,7 @@
 //! - Every spawned task has an owner and is awaited (workers by the engine, watches by their
 //!   worker), with deadlines and abort for stragglers.
 
+mod batch;
 mod converger;
 mod event;
 pub mod fasthash;

@@ -62,6 +62,9 @@ pub(crate) struct Node {
     /// Its sends are not what it would send: in noop mode it would have changed (or it
     /// received such a value) but did not run.
     pub(crate) sends_guessed: AtomicBool,
+    /// The worker waits in a batch of first passes, or has its first poll there (see
+    /// [`crate::batch`]): it has no task yet, and may be running.
+    pub(crate) batched: AtomicBool,
 }
 
 /// What a worker is doing, for [`crate::Engine::status`].
@@ -155,6 +158,7 @@ impl Node {
             state: AtomicU8::new(StateCode::Starting as u8),
             succeeded: AtomicBool::new(false),
             sends_guessed: AtomicBool::new(false),
+            batched: AtomicBool::new(false),
         }
     }
 
@@ -236,8 +240,19 @@ impl Node {
     }
 
     /// The worker's task handle, for the one who stops it (after a stop's wake-up, which
-    /// resumed a parked worker; a stopped worker never parks again).
-    pub(crate) fn take_task(&self) -> Option<JoinHandle<()>> {
+    /// resumed a parked worker; a stopped worker never parks again). A worker still in a
+    /// batch of first passes has none yet: its batch is waited for first (`batch_over` is
+    /// told whenever a batch lets go of its workers).
+    pub(crate) async fn take_task(&self, batch_over: &Notify) -> Option<JoinHandle<()>> {
+        loop {
+            let over = std::pin::pin!(batch_over.notified());
+            let mut over = over;
+            over.as_mut().enable();
+            if !self.batched.load(Ordering::SeqCst) {
+                break;
+            }
+            over.await;
+        }
         match &mut lock(&self.control).run {
             Run::Task(handle) => handle.take(),
             Run::Parked(_) => None,

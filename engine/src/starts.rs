@@ -19,6 +19,8 @@ const PATIENCE: Duration = Duration::from_millis(200);
 pub(crate) struct Starts {
     live: AtomicUsize,
     room: Notify,
+    /// Told each time a batch of first passes lets go of its workers (see [`crate::batch`]).
+    pub(crate) batch_over: Notify,
 }
 
 /// Held by a worker's task from its start until its first pass is over (it parks, waits for

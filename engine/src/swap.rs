@@ -17,9 +17,6 @@ use crate::node::{Digest, Link, Links, Node, Pairs, Run, lock};
 use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
-/// Workers started between two looks at the room left for first passes.
-const START_BATCH: usize = 256;
-
 /// The running graph: one record per vertex, one per edge.
 #[derive(Default)]
 pub(crate) struct Running {
@@ -313,12 +310,21 @@ pub(crate) async fn stop(shared: &Shared, vertices: Vec<RunningVertex>, deadline
     let until = tokio::time::Instant::now() + deadline;
     let mut stragglers = Vec::new();
     for v in vertices {
-        if let Some(mut join) = v.node.take_task()
-            && tokio::time::timeout_at(until, &mut join).await.is_err()
-        {
+        let straggler = match tokio::time::timeout_at(until, v.node.take_task(&shared.starts.batch_over)).await {
+            Ok(Some(mut join)) => {
+                let late = tokio::time::timeout_at(until, &mut join).await.is_err();
+                if late {
+                    join.abort();
+                    let _aborted = join.await;
+                }
+                late
+            }
+            Ok(None) => false,
+            // Its batch of first passes is still on a slow one: nothing to abort yet.
+            Err(_) => true,
+        };
+        if straggler {
             tracing::warn!(resource = %v.node.key, "did not stop before the deadline; aborting");
-            join.abort();
-            let _aborted = join.await;
             stragglers.push(v.node.key.clone());
         }
         shared.converger.unregister(&v.node.converged);
@@ -414,11 +420,10 @@ pub(crate) async fn swap(
     // (and, watching by subscription, park) only to be woken when the swap ends.
     drop(pause);
     // A batch at a time, each once there is room: see `Starts`.
-    for (at, worker) in workers.into_iter().enumerate() {
-        if at % START_BATCH == 0 {
-            shared.starts.room().await;
-        }
-        start(shared, worker);
+    let mut workers = workers.into_iter().peekable();
+    while workers.peek().is_some() {
+        shared.starts.room().await;
+        crate::batch::start(shared, workers.by_ref().take(crate::batch::FIRST_POLLS).collect());
     }
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it
     // re-evaluate against its new links.
@@ -439,8 +444,9 @@ pub(crate) fn start(shared: &Shared, worker: Worker) {
     let node = worker.node.clone();
     // Before the lock: a watch that reports its start wakes the node, which takes it.
     let first = shared.apply_pool.is_some().then(|| worker.first_watch());
+    let pass = shared.starts.begin();
     let mut control = lock(&node.control);
-    control.run = Run::Task(Some(shared.spawn(worker.run(first))));
+    control.run = Run::Task(Some(shared.spawn(worker.run(first, pass))));
 }
 
 /// The node at each position of the candidate: the `kept` ones found by key, the `fresh`

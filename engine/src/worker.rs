@@ -184,8 +184,12 @@ impl Worker {
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
     /// the watch and clean up.
-    pub(crate) fn run(self, first_watch: Option<FirstWatch>) -> impl Future<Output = ()> + Send + 'static {
-        let first_pass = self.shared.starts.begin();
+    /// `first_pass` counts it among the workers in their first pass ([`Starts::begin`]).
+    pub(crate) fn run(
+        self,
+        first_watch: Option<FirstWatch>,
+        first_pass: FirstPass,
+    ) -> impl Future<Output = ()> + Send + 'static {
         let between = Between { watch: first_watch.map(|FirstWatch(watch)| watch) };
         self.serve(between, Some(first_pass))
     }
@@ -767,7 +771,7 @@ async fn caught(watch: &mut WatchFuture) -> Result<(), ResError> {
         .unwrap_or_else(|panic| Err(ResError::new(format!("watch panicked: {}", panic_message(&panic)))))
 }
 
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+pub(crate) fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
@@ -844,7 +848,8 @@ mod tests {
             let node = Arc::new(Node::new(ResKey::new("k", "n"), crate::node::Digest::of("")));
             let worker = Worker::new(engine.shared.clone(), node, Arc::new(Meta::default()), Box::new(Nothing));
             let first = worker.first_watch();
-            let future = worker.run(Some(first));
+            let pass = engine.shared.starts.begin();
+            let future = worker.run(Some(first), pass);
             let size = std::mem::size_of_val(&future);
             assert!(size <= 400, "a worker's future takes {size} bytes");
         });

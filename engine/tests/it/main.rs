@@ -2,5 +2,6 @@
 
 mod support;
 
+mod batch;
 mod engine;
 mod scale;
