@@ -31,7 +31,7 @@ pub(crate) async fn patch(
     let (same, fresh): (Vec<Vertex>, Vec<Vertex>) =
         vertices.into_iter().partition(|v| crate::swap::same(&running.vertices[&v.key], v));
     let unchanged: Vec<ResKey> = same.into_iter().map(|v| v.key).collect();
-    let (fresh, reversals) = crate::swap::init_all(state_dir, fresh.into_iter()).await.map_err(|(e, _)| e)?;
+    let (fresh, reversals) = crate::swap::init_all(state_dir, fresh).await.map_err(|(e, _)| e)?;
     for (key, reversal) in reversals {
         // As a swap does: the first capture of a key wins.
         running.pending_reversals.entry(key).or_insert(reversal);

@@ -223,42 +223,44 @@ pub(crate) type InitFailure = (SwapError, Vec<Vertex>);
 /// Runs `init` on every vertex to start (see [`init_all`]).
 async fn init_new(state_dir: &Path, graph: Graph, plan: &Plan) -> Result<Inited, InitFailure> {
     let kept = graph.vertices.iter().enumerate().filter(|(_, v)| !plan.starts(&v.key)).map(|(i, v)| (i, v.key.clone()));
-    let kept = kept.collect();
-    let (vertices, reversals) = init_all(state_dir, graph.vertices.into_iter().filter(|v| plan.starts(&v.key))).await?;
+    let kept: Vec<(usize, ResKey)> = kept.collect();
+    // Every vertex starts (the first graph): inited where it is, rather than moved into a
+    // second list of the graph's size while the first is freed.
+    let starting = if kept.is_empty() {
+        graph.vertices
+    } else {
+        graph.vertices.into_iter().filter(|v| plan.starts(&v.key)).collect()
+    };
+    let (vertices, reversals) = init_all(state_dir, starting).await?;
     Ok(Inited { vertices, reversals, kept })
 }
 
-/// Runs `init` on each vertex in turn; on a failure cleans up those already inited and
-/// rejects, handing every vertex back.
+/// Runs `init` on each vertex in turn; on a failure cleans up those already inited (and
+/// the one that failed) and rejects, handing every vertex back.
 pub(crate) async fn init_all(
     state_dir: &Path,
-    mut vertices: impl Iterator<Item = Vertex> + Send,
+    mut vertices: Vec<Vertex>,
 ) -> Result<(Vec<Vertex>, Reversals), InitFailure> {
-    let mut inited: Vec<Vertex> = Vec::new();
     let mut reversals = Vec::new();
     // One context, its key set for each vertex in turn.
     let mut ctx = InitCtx { key: ResKey::new("", ""), var_dir: None, state_dir: state_dir.to_path_buf() };
-    for mut v in vertices.by_ref() {
+    for at in 0..vertices.len() {
+        let v = &mut vertices[at];
         ctx.key = v.key.clone();
-        match init_one(&ctx, &mut v).await {
-            Ok(reversal) => {
-                reversals.extend(reversal.map(|r| (v.key.clone(), r)));
-                inited.push(v);
-            }
+        match init_one(&ctx, v).await {
+            Ok(reversal) => reversals.extend(reversal.map(|r| (v.key.clone(), r))),
             Err(error) => {
                 let rejection = Rejection::Init { key: v.key.clone(), error };
-                inited.push(v);
-                for v in &mut inited {
+                for v in &mut vertices[..=at] {
                     if let Err(error) = v.res.cleanup().await {
                         tracing::warn!(resource = %v.key, error = %error, "cleanup after a rejected init failed");
                     }
                 }
-                inited.extend(vertices);
-                return Err((SwapError::Rejected(vec![rejection]), inited));
+                return Err((SwapError::Rejected(vec![rejection]), vertices));
             }
         }
     }
-    Ok((inited, reversals))
+    Ok((vertices, reversals))
 }
 
 /// Inits one new vertex; its reversal when it asks for one (`Meta:reverse`).

@@ -26,6 +26,14 @@ pub(crate) enum Walked {
 pub(crate) fn walk(engine: &Engine, previous: Option<&Output>) -> Walked {
     let graph = engine.graph.clone();
     let mut w = Walker { engine, previous, out: Output::default(), pending: false };
+    // Sized like the last output, or else a declaration per top-level resource statement:
+    // doubling its way up, a large program's list was copied over and over (about 20 ms
+    // at 100,000 resources).
+    let expected = previous.map_or_else(
+        || graph.stmts.iter().filter(|s| matches!(s, IrStmt::Resource(_))).count(),
+        |last| last.resources.len(),
+    );
+    w.out.resources.reserve_exact(expected);
     match w.stmts(&graph.stmts, &Env::empty()) {
         Err(d) => Walked::Failed(d),
         Ok(()) if w.pending => Walked::Pending,

@@ -54,8 +54,16 @@ pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
 /// read once however many files it holds. One per [`crate::Host`].
 #[derive(Default)]
 pub struct TempSweeps {
+    swept: std::sync::Mutex<Swept>,
+}
+
+#[derive(Default)]
+struct Swept {
     /// Keyed by the directory's bytes with the fast hash: every `file` of a graph asks.
-    done: std::sync::Mutex<engine::fasthash::FastSet<Vec<u8>>>,
+    done: engine::fasthash::FastSet<Vec<u8>>,
+    /// The directory asked about last: the files of one directory come in a row, and
+    /// comparing with it spares each of them the lookup.
+    last: Vec<u8>,
 }
 
 impl TempSweeps {
@@ -65,11 +73,14 @@ impl TempSweeps {
         {
             use std::os::unix::ffi::OsStrExt;
             let key = dir.as_os_str().as_bytes();
-            let mut done = crate::util::lock(&self.done);
-            if done.contains(key) {
+            let mut swept = crate::util::lock(&self.swept);
+            if swept.last == key {
                 return;
             }
-            done.insert(key.to_vec());
+            key.clone_into(&mut swept.last);
+            if !swept.done.insert(key.to_vec()) {
+                return;
+            }
         }
         match sweep_stale_temps(dir) {
             Ok(0) => {}
