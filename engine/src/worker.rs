@@ -619,7 +619,10 @@ impl Worker {
     fn init_retry_budget(&self) {
         let mut retries = lock(&self.shared.retries);
         if self.meta.retry == 0 {
-            retries.remove(&self.node.key);
+            // Nearly always empty (no resource asked for retries): then nothing to hash.
+            if !retries.is_empty() {
+                retries.remove(&self.node.key);
+            }
         } else if self.meta.reset || !retries.contains_key(&self.node.key) {
             retries.insert(self.node.key.clone(), self.meta.retry);
         }

@@ -184,9 +184,9 @@ impl Walker<'_> {
                 && let Some(v) = self.value(f.value, env)?
             {
                 if f.origin == Origin::Default {
-                    defaulted.push(f.name.to_string());
+                    defaulted.push(String::from(&*f.name));
                 }
-                params.push((f.name.to_string(), v, f.span));
+                params.push((String::from(&*f.name), v, f.span));
             }
         }
         let mut metas = Vec::new();
@@ -324,11 +324,11 @@ impl Walker<'_> {
             Diagnostic::new(Stage::Stream, format!("a resource name must be a str or a []str, got {v}"), span)
         };
         match &v {
-            Value::Str(s) => Ok(Some(vec![(s.to_string(), None)])),
+            Value::Str(s) => Ok(Some(vec![(String::from(&**s), None)])),
             Value::List(items) => items
                 .iter()
                 .map(|item| match item {
-                    Value::Str(s) => Ok((s.to_string(), None)),
+                    Value::Str(s) => Ok((String::from(&**s), None)),
                     Value::Struct(_) => {
                         let name = item.field("name").and_then(Value::as_str).ok_or_else(|| bad(item))?;
                         let host = item.field("host").and_then(Value::as_str).filter(|h| !h.is_empty());
