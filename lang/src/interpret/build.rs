@@ -21,6 +21,30 @@ pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics
 /// [`build_all`], moving each declaration's kind, name and params into its vertex. A
 /// declaration that fails keeps its kind and name (the edges to it are not reported again).
 pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+    // A large program builds in halves side by side: each declaration builds alone, and
+    // the halves' vertices and errors join in program order.
+    if decls.len() >= IN_HALVES {
+        let (head, tail) = decls.split_at_mut(decls.len() / 2);
+        let ((mut built, head_diags), (tail_built, tail_diags)) = std::thread::scope(|s| {
+            let tail = s.spawn(|| build_owned_here(tail, catalog));
+            let head = build_owned_here(head, catalog);
+            (head, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        });
+        built.extend(tail_built);
+        diags.extend(head_diags);
+        diags.extend(tail_diags);
+        return built;
+    }
+    let (built, here) = build_owned_here(decls, catalog);
+    diags.extend(here);
+    built
+}
+
+/// Declarations from which a program's vertices are built in two halves at once.
+const IN_HALVES: usize = 8192;
+
+fn build_owned_here(decls: &mut [ResDecl], catalog: &Catalog) -> (Vec<Option<Vertex>>, Diagnostics) {
+    let mut diags = Diagnostics::new();
     let built = decls.iter_mut().map(|decl| {
         let taken = |decl: &mut ResDecl| {
             (std::mem::take(&mut decl.kind), std::mem::take(&mut decl.name), std::mem::take(&mut decl.params))
@@ -34,7 +58,8 @@ pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut 
             diag
         })
     });
-    reported(built, diags)
+    let built = reported(built, &mut diags);
+    (built, diags)
 }
 
 fn reported(built: impl Iterator<Item = Result<Vertex, Diagnostic>>, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {

@@ -380,3 +380,24 @@ fn list_edges_resolve_to_every_vertex_of_a_name() {
     assert_eq!(g.edges.len(), 2);
     assert!(g.edges.iter().all(|e| g.vertices[e.from].name == "b" && g.vertices[e.to].name == "a"));
 }
+
+#[test]
+fn a_large_program_builds_in_halves_with_its_errors_in_program_order() {
+    // Enough declarations to be built in two halves (see `build_owned`), with a failure in
+    // each: the moved build must give the copied one's graph and errors, in order.
+    let mut o = O::new();
+    let n = 20_000;
+    for i in 0..n {
+        if i == 10 || i == n - 10 {
+            o.res("test", &format!("r{i}"), &[("nosuchfield", s("x"))], &[]);
+        } else {
+            o.res("test", &format!("r{i}"), &[], &[]);
+        }
+    }
+    o.edge(("Test", "r0", None), ("Test", &format!("r{}", n - 1), None));
+    let (g, d) = o.run();
+    assert_eq!(g.vertices.len(), n - 2);
+    assert_eq!(d.len(), 2, "{d:#?}");
+    let spans: Vec<_> = d.iter().map(|d| d.span.expect("a span").start).collect();
+    assert!(spans[0] < spans[1], "errors in program order: {spans:?}");
+}
