@@ -31,7 +31,7 @@ pub(crate) const FIRST_POLLS: usize = 16;
 const SLOW_POLL: Duration = Duration::from_millis(5);
 
 /// Starts `workers` as one batch (see the module's text), on the apply pool when there is
-/// one. The watches are started here, as [`crate::swap::start`] does.
+/// one. The watches are started here, on the caller's runtime (see [`Worker::first_watch`]).
 pub(crate) fn start(shared: &Arc<Shared>, workers: Vec<Worker>) {
     let members: Vec<_> = workers
         .into_iter()

@@ -406,6 +406,7 @@ mod layering {
         "graph",
         "starts",
         "worker",
+        "batch",
         "swap",
         "patch",
     ];
