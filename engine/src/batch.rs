@@ -20,9 +20,9 @@ use crate::node::{Run, lock};
 use crate::starts::FirstPass;
 use crate::worker::{FirstWatch, Shared, Worker};
 
-/// Workers a batch polls; a swap checks for room ([`crate::starts::Starts::room`]) before
-/// each batch.
-pub(crate) const FIRST_POLLS: usize = 16;
+/// Workers a batch polls; [`start_all`] checks for room ([`crate::starts::Starts::room`])
+/// before each batch.
+const FIRST_POLLS: usize = 16;
 
 /// A first poll that took this long makes the batch spawn the rest of its workers as tasks
 /// of their own: resources that block their thread (a package manager, say) then keep
@@ -30,9 +30,19 @@ pub(crate) const FIRST_POLLS: usize = 16;
 /// them.
 const SLOW_POLL: Duration = Duration::from_millis(5);
 
+/// Starts `workers` (a swap's or a patch's new ones, once the gate is released) in batches,
+/// each once there is room: see [`crate::starts::Starts`].
+pub(crate) async fn start_all(shared: &Arc<Shared>, workers: Vec<Worker>) {
+    let mut workers = workers.into_iter().peekable();
+    while workers.peek().is_some() {
+        shared.starts.room().await;
+        start(shared, workers.by_ref().take(FIRST_POLLS).collect());
+    }
+}
+
 /// Starts `workers` as one batch (see the module's text), on the apply pool when there is
 /// one. The watches are started here, on the caller's runtime (see [`Worker::first_watch`]).
-pub(crate) fn start(shared: &Arc<Shared>, workers: Vec<Worker>) {
+fn start(shared: &Arc<Shared>, workers: Vec<Worker>) {
     let members: Vec<_> = workers
         .into_iter()
         .map(|worker| {

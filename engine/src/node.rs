@@ -239,14 +239,14 @@ impl Node {
         token
     }
 
-    /// The worker's task handle, for the one who stops it (after a stop's wake-up, which
-    /// resumed a parked worker; a stopped worker never parks again). A worker still in a
+    /// The worker's task handle, for the one who stops it (after its stop's wake-up, which
+    /// stopped a parked worker in place, leaving a task only if that stop has to wait; a
+    /// stopped worker never parks again). A worker still in a
     /// batch of first passes has none yet: its batch is waited for first (`batch_over` is
     /// told whenever a batch lets go of its workers).
     pub(crate) async fn take_task(&self, batch_over: &Notify) -> Option<JoinHandle<()>> {
         loop {
-            let over = std::pin::pin!(batch_over.notified());
-            let mut over = over;
+            let mut over = std::pin::pin!(batch_over.notified());
             over.as_mut().enable();
             if !self.batched.load(Ordering::SeqCst) {
                 break;

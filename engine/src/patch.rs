@@ -59,9 +59,7 @@ pub(crate) async fn patch(
         running.vertices.insert(v.key, RunningVertex { node, meta });
     }
     drop(pause);
-    for worker in workers {
-        crate::swap::start(shared, worker);
-    }
+    crate::batch::start_all(shared, workers).await;
     // A neighbour waiting on a replaced vertex looks again at its new links.
     for key in &keys {
         for link in running.vertices[key].node.links().children.iter() {

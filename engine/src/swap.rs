@@ -13,7 +13,7 @@ use crate::fasthash::{FastMap, FastSet};
 use crate::graph::{Edge, Graph, GraphError, Vertex};
 use crate::key::{ResError, ResKey, SendRecv};
 use crate::meta::{Meta, MetaError};
-use crate::node::{Digest, Link, Links, Node, Pairs, Run, lock};
+use crate::node::{Digest, Link, Links, Node, Pairs, lock};
 use crate::res::{InitCtx, Resource};
 use crate::worker::{Shared, Worker};
 
@@ -421,12 +421,7 @@ pub(crate) async fn swap(
     // The new workers start once the gate is open: one that met it would go back to waiting
     // (and, watching by subscription, park) only to be woken when the swap ends.
     drop(pause);
-    // A batch at a time, each once there is room: see `Starts`.
-    let mut workers = workers.into_iter().peekable();
-    while workers.peek().is_some() {
-        shared.starts.room().await;
-        crate::batch::start(shared, workers.by_ref().take(crate::batch::FIRST_POLLS).collect());
-    }
+    crate::batch::start_all(shared, workers).await;
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it
     // re-evaluate against its new links.
     for key in &plan.unchanged {
@@ -437,18 +432,6 @@ pub(crate) async fn swap(
         }
     }
     Ok(SwapReport { generation, started, stopped: plan.stop, unchanged: plan.unchanged })
-}
-
-/// Spawns a worker (see [`Shared::spawn`]); on the apply pool, with its watch started here,
-/// on the engine's runtime (see [`Worker::first_watch`]). The handle goes into the node
-/// under its lock, before the worker can park.
-pub(crate) fn start(shared: &Shared, worker: Worker) {
-    let node = worker.node.clone();
-    // Before the lock: a watch that reports its start wakes the node, which takes it.
-    let first = shared.apply_pool.is_some().then(|| worker.first_watch());
-    let pass = shared.starts.begin();
-    let mut control = lock(&node.control);
-    control.run = Run::Task(Some(shared.spawn(worker.run(first, pass))));
 }
 
 /// The node at each position of the candidate: the `kept` ones found by key, the `fresh`
