@@ -4,14 +4,32 @@
 //! Import paths are not expressions and stay raw.
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
+use crate::halves;
 use crate::syntax::ast::{ExprKind, File, InterpPart, Stmt, StmtKind};
 use crate::syntax::visit;
 
 /// Rewrites every `ExprKind::RawStr` into `Str` or `Interp` and nests colon-named classes.
 /// Strings that fail to parse become `ExprKind::Error`.
 pub fn run(mut file: File) -> (File, Diagnostics) {
+    let mut diags = if file.stmts.len() >= halves::IN_HALVES {
+        // Statements are interpolated alone: a large program's halves at once, their
+        // errors joined in program order.
+        let mid = file.stmts.len() / 2;
+        let (head, tail) = file.stmts.split_at_mut(mid);
+        let (mut diags, tail) = halves::both(|| strings(head), || strings(tail));
+        diags.extend(tail);
+        diags
+    } else {
+        strings(&mut file.stmts)
+    };
+    nest_classes(&mut file.stmts, &mut diags);
+    (file, diags)
+}
+
+/// Unescapes and expands every string literal of `stmts`.
+fn strings(stmts: &mut [Stmt]) -> Diagnostics {
     let mut diags = Diagnostics::new();
-    visit::exprs_mut(&mut file.stmts, &mut |expr| {
+    visit::exprs_mut(stmts, &mut |expr| {
         let ExprKind::RawStr(raw) = &mut expr.kind else { return };
         if !raw.bytes().any(|b| b == b'\\' || b == b'$') {
             // Nothing to unescape or interpolate (most strings): the text is the value.
@@ -37,8 +55,7 @@ pub fn run(mut file: File) -> (File, Diagnostics) {
             }
         };
     });
-    nest_classes(&mut file.stmts, &mut diags);
-    (file, diags)
+    diags
 }
 
 /// One piece of a string literal's body.

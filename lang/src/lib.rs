@@ -18,6 +18,7 @@ pub mod diag;
 pub mod exported;
 pub mod format;
 pub mod graph_check;
+pub mod halves;
 pub mod ide;
 pub mod incremental;
 pub mod init;

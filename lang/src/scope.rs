@@ -19,6 +19,7 @@ mod frame;
 mod imports;
 mod names;
 mod order;
+mod plain;
 mod stmt;
 mod types;
 mod usage;
@@ -91,7 +92,7 @@ pub fn resolve_with(
     graph.nodes.reserve_exact(exprs);
     let static_recursion = diags.iter().any(|d| d.code == Some(Code::ScopeRecursion));
     let mut loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
-    let plain = stmt::take_plain(&mut loaded.files[0].stmts);
+    let plain = plain::take_plain(&mut loaded.files[0].stmts);
     let mut ctx = Ctx {
         catalog,
         sources,
@@ -112,7 +113,7 @@ pub fn resolve_with(
         any_defaults: false,
         declared: Vec::new(),
         names: names::Names::new(naming),
-        short_strs: std::collections::HashSet::new(),
+        short_strs: expr::ShortStrs::default(),
     };
     let stmts = ctx.block_with(FrameId(0), &loaded.files[0].stmts, plain);
     ctx.graph.stmts = stmts;
@@ -208,9 +209,8 @@ struct Ctx<'a> {
     declared: Vec<types::Declared<'a>>,
     /// What each name used resolved to, for editors.
     names: names::Names,
-    /// Short string literals, made once each: the `"exists"` and `"0644"` of a hundred
-    /// thousand resources are one string (see [`Ctx::str_value`]).
-    short_strs: std::collections::HashSet<std::sync::Arc<str>>,
+    /// Short string literals and field names, made once each.
+    short_strs: expr::ShortStrs,
 }
 
 impl<'a> Ctx<'a> {

@@ -219,12 +219,9 @@ fn build_files(
     }
     let mid = vertices.len() / 2;
     let (head, tail) = vertices.split_at_mut(mid);
-    std::thread::scope(|s| {
-        let tail = s.spawn(|| build(mid, tail));
-        let mut built = build(0, head);
-        built.extend(tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)));
-        built
-    })
+    let (mut built, tail) = lang::halves::both(|| build(0, head), || build(mid, tail));
+    built.extend(tail);
+    built
 }
 
 /// `res` once it validated (a hidden resource is not asked).

@@ -4,6 +4,7 @@
 
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
+use crate::halves;
 use crate::output::{Output, ResDecl};
 use crate::params::ParamMap;
 use crate::resgraph::{Meta, Vertex};
@@ -23,13 +24,10 @@ pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics
 pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
     // A large program builds in halves side by side: each declaration builds alone, and
     // the halves' vertices and errors join in program order.
-    if decls.len() >= IN_HALVES {
+    if decls.len() >= halves::IN_HALVES {
         let (head, tail) = decls.split_at_mut(decls.len() / 2);
-        let ((mut built, head_diags), (tail_built, tail_diags)) = std::thread::scope(|s| {
-            let tail = s.spawn(|| build_owned_here(tail, catalog));
-            let head = build_owned_here(head, catalog);
-            (head, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-        });
+        let ((mut built, head_diags), (tail_built, tail_diags)) =
+            halves::both(|| build_owned_here(head, catalog), || build_owned_here(tail, catalog));
         built.extend(tail_built);
         diags.extend(head_diags);
         diags.extend(tail_diags);
@@ -39,9 +37,6 @@ pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut 
     diags.extend(here);
     built
 }
-
-/// Declarations from which a program's vertices are built in two halves at once.
-const IN_HALVES: usize = 8192;
 
 fn build_owned_here(decls: &mut [ResDecl], catalog: &Catalog) -> (Vec<Option<Vertex>>, Diagnostics) {
     let mut diags = Diagnostics::new();

@@ -10,50 +10,59 @@ use crate::ir::{NodeId, NodeKind, Op};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
 use crate::value::Value;
+use std::collections::HashSet;
+use std::sync::Arc;
 
 /// The internal function that makes a module-relative deploy path root-relative.
 const MODULE_PATH: &str = "_deploy_module_path";
 
-/// The longest string literal [`Ctx::str_value`] shares: keywords, modes, states and
+/// The longest string literal [`ShortStrs`] shares: keywords, modes, states and
 /// names repeat across resources; paths and contents mostly do not, and keeping those in
 /// the table would only cost it room.
 const SHARED_LITERAL: usize = 24;
 
-impl<'a> Ctx<'a> {
+/// Short strings made once each: the `"exists"` and `"0644"` of a hundred thousand
+/// resources are one string, and so is every field's name.
+#[derive(Default)]
+pub(super) struct ShortStrs(HashSet<Arc<str>>);
+
+impl ShortStrs {
+    /// One copy of `text` for everyone who asks (a short literal, a field's name).
+    pub(super) fn shared(&mut self, text: &str) -> Arc<str> {
+        if let Some(shared) = self.0.get(text) {
+            return shared.clone();
+        }
+        let shared: Arc<str> = text.into();
+        self.0.insert(shared.clone());
+        shared
+    }
+
     /// A string literal's value; a short one is shared with every equal literal.
-    fn str_value(&mut self, text: &str) -> Value {
+    fn value(&mut self, text: &str) -> Value {
         if text.len() > SHARED_LITERAL {
             return Value::str(text);
         }
-        Value::Str(self.shared_str(text))
-    }
-
-    /// One copy of `text` for the whole program (a short literal, a field's name).
-    pub(super) fn shared_str(&mut self, text: &str) -> std::sync::Arc<str> {
-        if let Some(shared) = self.short_strs.get(text) {
-            return shared.clone();
-        }
-        let shared: std::sync::Arc<str> = text.into();
-        self.short_strs.insert(shared.clone());
-        shared
+        Value::Str(self.shared(text))
     }
 
     /// The value of a literal (`None` for any other expression; see [`is_literal`]). Lowering one keeps no
     /// reference to its syntax, so a statement of literals can be dropped once lowered
-    /// ([`super::stmt::take_plain`]).
+    /// ([`super::plain::take_plain`]).
     pub(super) fn literal(&mut self, kind: &ExprKind) -> Option<Value> {
         Some(match kind {
             ExprKind::Bool(b) => Value::Bool(*b),
             ExprKind::Int(i) => Value::Int(*i),
             ExprKind::Float(f) => Value::Float(*f),
-            ExprKind::RawStr(s) | ExprKind::Str(s) => self.str_value(s),
+            ExprKind::RawStr(s) | ExprKind::Str(s) => self.value(s),
             _ => return None,
         })
     }
+}
 
+impl<'a> Ctx<'a> {
     pub(super) fn expr(&mut self, fid: FrameId, expr: &'a ast::Expr) -> NodeId {
         let span = expr.span;
-        if let Some(value) = self.literal(&expr.kind) {
+        if let Some(value) = self.short_strs.literal(&expr.kind) {
             return self.graph.add(NodeKind::Const(value), span);
         }
         let kind = match &expr.kind {
@@ -65,7 +74,7 @@ impl<'a> Ctx<'a> {
                 for part in parts {
                     nodes.push(match part {
                         InterpPart::Lit(s) => {
-                            let value = self.str_value(s);
+                            let value = self.short_strs.value(s);
                             self.graph.add(NodeKind::Const(value), span)
                         }
                         InterpPart::Var(name) => self.var(fid, name, name.span),

@@ -2,11 +2,12 @@
 //! statements into [`IrStmt`]s, and inlining class includes.
 
 use super::args::Callee;
-use super::expr::is_literal;
 use super::frame::{AliasEntry, ClassEntry, DefaultsEntry, Frame, FrameId, FuncEntry, Lazy, Ns, TypeEntry, VarEntry};
 use super::imports::{ImportTarget, default_namespace};
+use super::plain::{Detached, Lowered, Placed, Plain};
 use super::{Ctx, Hit};
 use crate::diag::{Code, Diagnostic, Stage};
+use crate::halves;
 use crate::ir::{
     EdgeProp, IrBodyEdge, IrCollector, IrEdge, IrEdgeHalf, IrEdgeLink, IrField, IrInclude, IrMeta, IrOverrideField,
     IrQuery, IrResource, IrSide, IrStmt, NodeId, NodeKind, Op, Origin,
@@ -15,6 +16,9 @@ use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ImportAlias, ResEntryKind, StmtKind};
 use crate::value::Value;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// A node definition of a block, kept for [`Ctx::nodes`]: its statement, matchers and body.
+type NodeDef<'a> = (&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block);
 
 impl<'a> Ctx<'a> {
     /// A block instance: a new frame under `parent`, its definitions, its output.
@@ -175,23 +179,33 @@ impl<'a> Ctx<'a> {
     }
 
     /// The output statements of a block, in order (includes inlined).
-    pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt], plain: Vec<Plain>) -> Vec<IrStmt> {
+    pub(super) fn block_stmts(&mut self, fid: FrameId, stmts: &'a [ast::Stmt], mut plain: Vec<Plain>) -> Vec<IrStmt> {
         // About a statement out per statement in (a resource, an edge); doubling its way up
         // would copy a large program's statements several times, and hold two copies at once.
         let mut out = Vec::with_capacity(stmts.len() + plain.len());
         let mut nodes = Vec::new();
-        let mut plain = plain.into_iter().peekable();
-        for (at, stmt) in stmts.iter().enumerate() {
-            while let Some(p) = plain.next_if(|p| p.before == at) {
-                self.plain_resource(fid, *p.stmt, &mut out);
+        // A large block's second half of plain resources is lowered on a second thread
+        // meanwhile, when nothing around reaches them; their nodes join the graph in
+        // their place, so the graph is the one lowering them here would make.
+        let tail = if plain.len() >= halves::IN_HALVES && self.bare(fid) {
+            plain.split_off(plain.len() / 2)
+        } else {
+            Vec::new()
+        };
+        let here = &mut |ctx: &mut Self, p: Plain, out: &mut Vec<IrStmt>| ctx.plain_resource(fid, p, out);
+        match tail.first().map(Placed::before) {
+            None => self.interleave(fid, stmts, 0..stmts.len(), plain, &mut out, &mut nodes, here),
+            Some(cut) => {
+                let ((), lowered) = halves::both(
+                    || self.interleave(fid, stmts, 0..cut, plain, &mut out, &mut nodes, here),
+                    || Lowered::of(tail),
+                );
+                let (lowered, mut adopter) = lowered.into_parts();
+                let adopt = &mut |ctx: &mut Self, d: Detached, out: &mut Vec<IrStmt>| {
+                    out.push(IrStmt::Resource(adopter.adopt(&mut ctx.graph, d)));
+                };
+                self.interleave(fid, stmts, cut..stmts.len(), lowered, &mut out, &mut nodes, adopt);
             }
-            match &stmt.kind {
-                StmtKind::Node { matchers, body } => nodes.push((stmt, matchers.as_slice(), body)),
-                _ => self.stmt(fid, stmt, &mut out),
-            }
-        }
-        for p in plain {
-            self.plain_resource(fid, *p.stmt, &mut out);
         }
         if !nodes.is_empty() {
             out.extend(self.nodes(fid, &nodes));
@@ -201,10 +215,39 @@ impl<'a> Ctx<'a> {
         out
     }
 
+    /// Elaborates `stmts[range]` into `out` with the plain resources `items` in their
+    /// places (each given to `put`); node definitions are kept in `nodes` for the end.
+    #[allow(clippy::too_many_arguments)]
+    fn interleave<P: Placed>(
+        &mut self,
+        fid: FrameId,
+        stmts: &'a [ast::Stmt],
+        range: std::ops::Range<usize>,
+        items: Vec<P>,
+        out: &mut Vec<IrStmt>,
+        nodes: &mut Vec<NodeDef<'a>>,
+        put: &mut dyn FnMut(&mut Self, P, &mut Vec<IrStmt>),
+    ) {
+        let mut items = items.into_iter().peekable();
+        for at in range {
+            while let Some(p) = items.next_if(|p| p.before() == at) {
+                put(self, p, out);
+            }
+            let stmt = &stmts[at];
+            match &stmt.kind {
+                StmtKind::Node { matchers, body } => nodes.push((stmt, matchers.as_slice(), body)),
+                _ => self.stmt(fid, stmt, out),
+            }
+        }
+        for p in items {
+            put(self, p, out);
+        }
+    }
+
     /// The node definitions of the top level as one `if` chain on the host name: an exact
     /// name first, then the first regular expression that matches (in source order), then
     /// `default`; no match and no default is an error naming the host.
-    fn nodes(&mut self, fid: FrameId, nodes: &[(&'a ast::Stmt, &'a [ast::NodeMatch], &'a ast::Block)]) -> Vec<IrStmt> {
+    fn nodes(&mut self, fid: FrameId, nodes: &[NodeDef<'a>]) -> Vec<IrStmt> {
         let span = nodes[0].0.span;
         let host = self.graph.add(NodeKind::Call { func: "sys.hostname".into(), args: Vec::new() }, span);
         let mut exact: Vec<(NodeId, usize)> = Vec::new();
@@ -356,20 +399,6 @@ impl<'a> Ctx<'a> {
         self.resource_with(fid, res, stmt.span, &mut |ctx, e| ctx.expr(fid, e), &mut |ctx, h| ctx.edge_half(fid, h))
     }
 
-    /// A resource [`take_plain`] took out, lowered from its literals; the statement is
-    /// dropped on return.
-    fn plain_resource(&mut self, fid: FrameId, stmt: ast::Stmt, out: &mut Vec<IrStmt>) {
-        let StmtKind::Resource(res) = &stmt.kind else { return };
-        let mut literal = |ctx: &mut Self, e: &ast::Expr| {
-            let value = ctx.literal(&e.kind).expect("`take_plain` takes resources of literals only");
-            ctx.graph.add(NodeKind::Const(value), e.span)
-        };
-        let mut no_edges = |_: &mut Self, _: &ast::EdgeHalf| -> IrEdgeHalf {
-            unreachable!("`take_plain` takes resources without edges only")
-        };
-        out.push(IrStmt::Resource(self.resource_with(fid, res, stmt.span, &mut literal, &mut no_edges)));
-    }
-
     /// A resource statement's IR, lowering its expressions with `lower` and the targets
     /// of its edges with `half` (whose syntax may live shorter than the context's).
     fn resource_with<'s>(
@@ -394,7 +423,7 @@ impl<'a> Ctx<'a> {
                     let value = lower(self, value);
                     fields.push(IrField {
                         origin: Default::default(),
-                        name: self.shared_str(&field.name),
+                        name: self.short_strs.shared(&field.name),
                         value,
                         cond,
                         span: entry.span,
@@ -428,29 +457,7 @@ impl<'a> Ctx<'a> {
                 ResEntryKind::Append { .. } => {}
             }
         }
-        // Defaults of the enclosing blocks, innermost first: a param the body sets wins,
-        // and an inner default wins over an outer one. (Most programs have none: then no
-        // frame is walked and nothing is allocated.)
-        let mut given: BTreeSet<std::sync::Arc<str>> = BTreeSet::new();
-        let mut given_metas: BTreeSet<String> = BTreeSet::new();
-        if self.any_defaults {
-            given.extend(fields.iter().map(|f| f.name.clone()));
-            given_metas.extend(metas.iter().filter_map(|m| m.name.clone()));
-        }
-        let mut frame = if self.any_defaults { Some(fid) } else { None };
-        while let Some(id) = frame {
-            let entries: Vec<&'a [ast::ResEntry]> =
-                self.frame(id).defaults.iter().filter(|d| d.kind == res.kind.name).map(|d| d.entries).collect();
-            for entries in entries {
-                let (f, m) = self.default_entries(id, entries, &given, &given_metas);
-                given.extend(f.iter().map(|f| f.name.clone()));
-                given_metas.extend(m.iter().filter_map(|m| m.name.clone()));
-                fields.extend(f);
-                metas.extend(m);
-            }
-            frame = self.frame(id).parent;
-        }
-        IrResource {
+        let mut ir = IrResource {
             kind: res.kind.name.clone(),
             kind_span: res.kind.span,
             name,
@@ -459,9 +466,51 @@ impl<'a> Ctx<'a> {
             metas,
             collect: res.collect,
             virtuality: res.virtuality,
-            classes: self.enclosing_classes(fid),
+            classes: Vec::new(),
             span,
+        };
+        self.enclose_resource(fid, &mut ir);
+        ir
+    }
+
+    /// What a resource declared in frame `fid` gets from around it: the defaults of the
+    /// enclosing blocks, innermost first (a param the body sets wins, and an inner default
+    /// wins over an outer one), and the classes it is declared in. (Most programs have
+    /// neither: then no frame is walked and nothing is allocated.)
+    pub(super) fn enclose_resource(&mut self, fid: FrameId, ir: &mut IrResource) {
+        let mut given: BTreeSet<std::sync::Arc<str>> = BTreeSet::new();
+        let mut given_metas: BTreeSet<String> = BTreeSet::new();
+        if self.any_defaults {
+            given.extend(ir.fields.iter().map(|f| f.name.clone()));
+            given_metas.extend(ir.metas.iter().filter_map(|m| m.name.clone()));
         }
+        let mut frame = if self.any_defaults { Some(fid) } else { None };
+        while let Some(id) = frame {
+            let entries: Vec<&'a [ast::ResEntry]> =
+                self.frame(id).defaults.iter().filter(|d| d.kind == ir.kind).map(|d| d.entries).collect();
+            for entries in entries {
+                let (f, m) = self.default_entries(id, entries, &given, &given_metas);
+                given.extend(f.iter().map(|f| f.name.clone()));
+                given_metas.extend(m.iter().filter_map(|m| m.name.clone()));
+                ir.fields.extend(f);
+                ir.metas.extend(m);
+            }
+            frame = self.frame(id).parent;
+        }
+        ir.classes = self.enclosing_classes(fid);
+    }
+
+    /// Whether nothing around frame `fid` reaches a resource declared there (no defaults,
+    /// no class): such a plain resource is its own syntax and nothing else.
+    pub(super) fn bare(&self, fid: FrameId) -> bool {
+        let mut frame = Some(fid);
+        while let Some(id) = frame {
+            if !self.frame(id).defaults.is_empty() || self.instances.contains_key(&id) {
+                return false;
+            }
+            frame = self.frame(id).parent;
+        }
+        true
     }
 
     /// The `name => value` and `name +> value` entries of an override or collector body.
@@ -577,7 +626,7 @@ impl<'a> Ctx<'a> {
             match &entry.kind {
                 ResEntryKind::Field { name, .. } => fields.push(IrField {
                     origin: Origin::Default,
-                    name: self.shared_str(&name.name),
+                    name: self.short_strs.shared(&name.name),
                     value,
                     cond,
                     span: entry.span,
@@ -723,45 +772,4 @@ fn default_key(entry: &ast::ResEntry) -> Option<String> {
         ResEntryKind::Meta { name: Some(name), .. } => Some(format!("Meta:{}", name.name)),
         _ => None,
     }
-}
-
-/// A resource statement taken out of its block by [`take_plain`].
-pub(super) struct Plain {
-    /// How many of the block's remaining statements come before it.
-    before: usize,
-    /// Boxed: each frees its own memory once lowered.
-    stmt: Box<ast::Stmt>,
-}
-
-/// Takes the plain resources out of `stmts`: those whose name and values are literals,
-/// with no condition and no edge. Lowering one keeps no reference to its syntax, so
-/// [`Ctx::block_with`] drops each once lowered: a large program's syntax tree and function
-/// graph are never both whole. The other statements stay, in order.
-pub(super) fn take_plain(stmts: &mut Vec<ast::Stmt>) -> Vec<Plain> {
-    let count = stmts.iter().filter(|s| is_plain(s)).count();
-    if count == 0 {
-        return Vec::new();
-    }
-    let mut kept = Vec::with_capacity(stmts.len() - count);
-    let mut plain = Vec::with_capacity(count);
-    for stmt in std::mem::take(stmts) {
-        if is_plain(&stmt) {
-            plain.push(Plain { before: kept.len(), stmt: Box::new(stmt) });
-        } else {
-            kept.push(stmt);
-        }
-    }
-    *stmts = kept;
-    plain
-}
-
-fn is_plain(stmt: &ast::Stmt) -> bool {
-    let StmtKind::Resource(res) = &stmt.kind else { return false };
-    is_literal(&res.name.kind)
-        && res.entries.iter().all(|e| match &e.kind {
-            ResEntryKind::Field { cond: None, value, .. } | ResEntryKind::Meta { cond: None, value, .. } => {
-                is_literal(&value.kind)
-            }
-            _ => false,
-        })
 }

@@ -65,11 +65,10 @@ pub(crate) fn parse_tokens_split(file: FileId, text: &str, tokens: &[(Tok, Span)
     let start = tail[0].1.start as usize;
     let head_eof = (Tok::Eof, Span::new(file, start, start));
     let tail_eof = tokens.last().copied().unwrap_or(head_eof);
-    let ((head, head_diags), (tail, tail_diags)) = std::thread::scope(|s| {
-        let tail = s.spawn(|| Parser::new(file, text, tail, tail_eof).all(tail_room));
-        let head = Parser::new(file, text, head, head_eof).all(head_room);
-        (head, tail.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
-    });
+    let ((head, head_diags), (tail, tail_diags)) = crate::halves::both(
+        || Parser::new(file, text, head, head_eof).all(head_room),
+        || Parser::new(file, text, tail, tail_eof).all(tail_room),
+    );
     if !head_diags.is_empty() || !tail_diags.is_empty() {
         let (stmts, diags) = parse_tokens(file, text, tokens);
         return (vec![stmts], diags);

@@ -537,3 +537,35 @@ fn resources_of_literals_keep_their_place_and_their_defaults() {
         ]
     );
 }
+
+#[test]
+fn a_large_block_of_plain_resources_is_lowered_in_halves_as_in_one_piece() {
+    // 20,000 resources of literals with other statements among them: their second half is
+    // lowered on a thread of its own. A default for a kind nobody declares makes the block
+    // lowered in one piece, and must change nothing but its own statement.
+    let n = 20_000;
+    let mut text = String::from("$n = \"bound\"\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "test \"r{i}\" {{ anotherstr => \"v{i}\", int64 => {i}, boolptr => true, Meta:noop => false, }}\n"
+        ));
+        match i {
+            100 => text.push_str("test $n { anotherstr => $n, }\n"),
+            15_000 => text.push_str("Test[\"r1\"] -> Test[\"r2\"]\n"),
+            17_000 => text.push_str("test \"x\" { anotherstr => \"${n}\", Before => Test[\"r3\"], }\n"),
+            _ => {}
+        }
+    }
+    let halves = resolve(&text);
+    halves.ok();
+    let one_piece = resolve(&format!("{text}Nothing {{ anotherstr => \"unused\", }}\n"));
+    one_piece.ok();
+    let stmts = |out: &Out| -> Vec<String> {
+        let kept = out.graph.stmts.iter().filter(|s| !matches!(s, IrStmt::Defaults { .. }));
+        kept.map(|s| format!("{s:?}")).collect()
+    };
+    assert_eq!(stmts(&halves), stmts(&one_piece));
+    let nodes = halves.graph.nodes.len();
+    assert_eq!(format!("{:?}", halves.graph.nodes), format!("{:?}", &one_piece.graph.nodes[..nodes]));
+    assert_eq!(halves.resources().len(), n + 2);
+}

@@ -88,3 +88,34 @@ fn duplicate_class_names_in_one_block() {
     let (_, errors) = run("class foo {\n}\nclass foo {\n}\nclass a {\n\tclass b {\n\t}\n}\nclass a:b {\n}\n");
     assert_eq!(errors, ["duplicate class name of: `foo`", "duplicate class name of: `b`"]);
 }
+
+#[test]
+fn a_large_program_is_interpolated_in_halves_as_in_one_piece() {
+    // Enough statements to be interpolated in two halves at once, with a bad string in
+    // each half: the statements and the errors (in program order) must be those of each
+    // half interpolated alone, in one piece.
+    let n = 10_000;
+    let mut text = String::new();
+    for i in 0..n {
+        if i == 10 || i == n - 10 {
+            text.push_str(&format!("$x{i} = \"bad \\q {i}\"\n"));
+        } else {
+            text.push_str(&format!("$x{i} = \"v${{y}} {i}\\n\"\n"));
+        }
+    }
+    let whole = parse_ok(&text);
+    assert!(whole.stmts.len() >= lang::halves::IN_HALVES && n / 2 < lang::halves::IN_HALVES);
+    let mut head = whole.clone();
+    let tail = File { file: whole.file, stmts: head.stmts.split_off(n / 2) };
+
+    let (split, diags) = lang::interpolate::run(whole);
+    let (head, head_diags) = lang::interpolate::run(head);
+    let (tail, tail_diags) = lang::interpolate::run(tail);
+    let alone: Vec<_> = head.stmts.into_iter().chain(tail.stmts).collect();
+    assert_eq!(split.stmts, alone);
+    let spans = |d: &lang::diag::Diagnostics| d.iter().map(|d| (d.message.clone(), d.span)).collect::<Vec<_>>();
+    let mut expected = spans(&head_diags);
+    expected.extend(spans(&tail_diags));
+    assert_eq!(spans(&diags), expected);
+    assert_eq!(expected.len(), 2, "one bad string in each half");
+}
