@@ -5,6 +5,12 @@
 /// more than it saves.
 pub const IN_HALVES: usize = 8192;
 
+/// Items from which a light phase (a microsecond an item or less), or one whose second
+/// half is made apart and then copied into place, works in halves: below it the second
+/// thread's memory (its heap's pages, the copy) lifts a small program's peak by 2-3 MiB at
+/// 10,000 resources, a tenth of it, for a few milliseconds saved.
+pub const IN_HALVES_LARGE: usize = 32_768;
+
 /// Runs `head` on this thread and `tail` on a second one, at once, and returns both
 /// results; a panic in either comes back to the caller as it was.
 pub fn both<H, T>(head: impl FnOnce() -> H, tail: impl FnOnce() -> T + Send) -> (H, T)

@@ -11,7 +11,7 @@ use crate::syntax::visit;
 /// Rewrites every `ExprKind::RawStr` into `Str` or `Interp` and nests colon-named classes.
 /// Strings that fail to parse become `ExprKind::Error`.
 pub fn run(mut file: File) -> (File, Diagnostics) {
-    let mut diags = if file.stmts.len() >= halves::IN_HALVES {
+    let mut diags = if file.stmts.len() >= halves::IN_HALVES_LARGE {
         // Statements are interpolated alone: a large program's halves at once, their
         // errors joined in program order.
         let mid = file.stmts.len() / 2;

@@ -187,7 +187,7 @@ impl<'a> Ctx<'a> {
         // A large block's second half of plain resources is lowered on a second thread
         // meanwhile, when nothing around reaches them; their nodes join the graph in
         // their place, so the graph is the one lowering them here would make.
-        let tail = if plain.len() >= halves::IN_HALVES && self.bare(fid) {
+        let tail = if plain.len() >= halves::IN_HALVES_LARGE && self.bare(fid) {
             plain.split_off(plain.len() / 2)
         } else {
             Vec::new()

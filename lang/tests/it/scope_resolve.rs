@@ -540,10 +540,11 @@ fn resources_of_literals_keep_their_place_and_their_defaults() {
 
 #[test]
 fn a_large_block_of_plain_resources_is_lowered_in_halves_as_in_one_piece() {
-    // 20,000 resources of literals with other statements among them: their second half is
+    // 40,000 resources of literals with other statements among them: their second half is
     // lowered on a thread of its own. A default for a kind nobody declares makes the block
     // lowered in one piece, and must change nothing but its own statement.
-    let n = 20_000;
+    let n = 40_000;
+    assert!(n >= lang::halves::IN_HALVES_LARGE);
     let mut text = String::from("$n = \"bound\"\n");
     for i in 0..n {
         text.push_str(&format!(
@@ -551,8 +552,8 @@ fn a_large_block_of_plain_resources_is_lowered_in_halves_as_in_one_piece() {
         ));
         match i {
             100 => text.push_str("test $n { anotherstr => $n, }\n"),
-            15_000 => text.push_str("Test[\"r1\"] -> Test[\"r2\"]\n"),
-            17_000 => text.push_str("test \"x\" { anotherstr => \"${n}\", Before => Test[\"r3\"], }\n"),
+            30_000 => text.push_str("Test[\"r1\"] -> Test[\"r2\"]\n"),
+            34_000 => text.push_str("test \"x\" { anotherstr => \"${n}\", Before => Test[\"r3\"], }\n"),
             _ => {}
         }
     }

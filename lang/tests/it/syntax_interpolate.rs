@@ -94,7 +94,7 @@ fn a_large_program_is_interpolated_in_halves_as_in_one_piece() {
     // Enough statements to be interpolated in two halves at once, with a bad string in
     // each half: the statements and the errors (in program order) must be those of each
     // half interpolated alone, in one piece.
-    let n = 10_000;
+    let n = 40_000;
     let mut text = String::new();
     for i in 0..n {
         if i == 10 || i == n - 10 {
@@ -104,7 +104,7 @@ fn a_large_program_is_interpolated_in_halves_as_in_one_piece() {
         }
     }
     let whole = parse_ok(&text);
-    assert!(whole.stmts.len() >= lang::halves::IN_HALVES && n / 2 < lang::halves::IN_HALVES);
+    assert!(whole.stmts.len() >= lang::halves::IN_HALVES_LARGE && n / 2 < lang::halves::IN_HALVES_LARGE);
     let mut head = whole.clone();
     let tail = File { file: whole.file, stmts: head.stmts.split_off(n / 2) };
 
