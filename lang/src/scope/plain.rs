@@ -128,12 +128,10 @@ pub(super) struct Lowered {
     resources: Vec<Detached>,
 }
 
-/// One resource of [`Lowered`].
+/// One resource of [`Lowered`]; its nodes follow those of the resources before it.
 pub(super) struct Detached {
     before: usize,
     ir: IrResource,
-    /// Its first node in [`Lowered::nodes`].
-    first: u32,
     /// How many nodes it made.
     count: u32,
 }
@@ -160,27 +158,32 @@ impl Lowered {
                 nodes.push(Node { kind, span });
                 NodeId(nodes.len() as u32 - 1)
             });
-            resources.push(Detached { before: p.before, ir, first, count: nodes.len() as u32 - first });
+            resources.push(Detached { before: p.before, ir, count: nodes.len() as u32 - first });
         }
         Lowered { nodes, resources }
     }
 
     /// The resources, in order, and what adopts each into the function graph.
     pub(super) fn into_parts(self) -> (Vec<Detached>, Adopter) {
-        (self.resources, Adopter(self.nodes.into_iter()))
+        (self.resources, Adopter { nodes: self.nodes.into_iter(), taken: 0 })
     }
 }
 
 /// Moves the nodes of [`Lowered`] resources into the function graph, one resource at a
 /// time, in their order.
-pub(super) struct Adopter(std::vec::IntoIter<Node>);
+pub(super) struct Adopter {
+    nodes: std::vec::IntoIter<Node>,
+    /// How many nodes the resources adopted so far took: the next one's first is this.
+    taken: u32,
+}
 
 impl Adopter {
     /// `d`'s IR, its nodes appended to `graph` and its ids moved to where they landed.
     pub(super) fn adopt(&mut self, graph: &mut FuncGraph, d: Detached) -> IrResource {
-        let base = graph.nodes.len() as u32;
-        graph.nodes.extend(self.0.by_ref().take(d.count as usize));
-        let moved = |id: NodeId| NodeId(id.0 - d.first + base);
+        let (first, base) = (self.taken, graph.nodes.len() as u32);
+        graph.nodes.extend(self.nodes.by_ref().take(d.count as usize));
+        self.taken += d.count;
+        let moved = |id: NodeId| NodeId(id.0 - first + base);
         let mut ir = d.ir;
         ir.name = moved(ir.name);
         for field in &mut ir.fields {
