@@ -598,6 +598,7 @@ impl Runner {
             if !report.stragglers.is_empty() {
                 tracing::warn!(stragglers = report.stragglers.len(), "some resources did not stop in time");
             }
+            self.host.temps.settled().await;
         };
         tokio::select! {
             _ = shutdown => {}
