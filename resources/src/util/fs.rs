@@ -36,14 +36,36 @@ fn temp_owner(name: &std::ffi::OsStr) -> Option<i32> {
 /// process no longer exists; this process's own, and those of a live process (another
 /// tend), are in flight. How many were removed.
 pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
+    use nix::dir::{Dir, Type};
+    use nix::fcntl::OFlag;
+    use std::os::unix::ffi::OsStrExt;
     let me = std::process::id() as i32;
-    let mut removed = 0;
-    for entry in fs::read_dir(dir)? {
-        let entry = entry?;
-        let Some(pid) = temp_owner(&entry.file_name()) else { continue };
+    let mut listing =
+        Dir::open(dir, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty())
+            .map_err(io::Error::from)?;
+    // Read without a copy of each name (a directory may hold 100,000 files); the rare
+    // stale ones are removed once the listing is done.
+    let mut stale = Vec::new();
+    for entry in listing.iter() {
+        let entry = entry.map_err(io::Error::from)?;
+        let name = std::ffi::OsStr::from_bytes(entry.file_name().to_bytes());
+        let Some(pid) = temp_owner(name) else { continue };
         let gone =
             pid != me && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
-        if gone && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok() {
+        if gone {
+            stale.push((entry.file_name().to_owned(), entry.file_type()));
+        }
+    }
+    let mut removed = 0;
+    for (name, kind) in stale {
+        // The listing's type when the filesystem gives it, else asked without following.
+        let file = match kind {
+            Some(kind) => kind == Type::File,
+            None => {
+                fs::symlink_metadata(dir.join(std::ffi::OsStr::from_bytes(name.to_bytes()))).is_ok_and(|m| m.is_file())
+            }
+        };
+        if file && nix::unistd::unlinkat(&listing, name.as_c_str(), nix::unistd::UnlinkatFlags::NoRemoveDir).is_ok() {
             removed += 1;
         }
     }
@@ -53,15 +75,18 @@ pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
 /// The directories whose stale temporary files were swept in this run, so that each is
 /// read once however many files it holds. One per [`crate::Host`].
 ///
-/// Inside a tokio runtime a sweep runs on a blocking thread while the swap goes on: it only
+/// Inside a tokio runtime a sweep runs on a thread of its own while the swap goes on: it only
 /// removes names of writers that are gone, which no check-apply of this process reads (a
 /// purge spares every temporary name), and reading a directory of 100,000 entries took
-/// 40 ms of the swap's own thread. [`TempSweeps::settled`] waits for those still running.
+/// 40 ms of the swap's own thread. Not on the runtime's blocking pool: a sweep still running
+/// when the workers start would have the pool start one more thread for them, with a heap
+/// of its own (1 MiB more at the peak of 100,000 files). [`TempSweeps::settled`] waits for
+/// those still running.
 #[derive(Default)]
 pub struct TempSweeps {
     swept: std::sync::Mutex<Swept>,
     /// The sweeps started in the background and not yet waited for.
-    running: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    running: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 #[derive(Default)]
@@ -90,12 +115,15 @@ impl TempSweeps {
                 return;
             }
         }
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                let dir = dir.to_path_buf();
+        if tokio::runtime::Handle::try_current().is_err() {
+            return sweep_logged(dir);
+        }
+        let owned = dir.to_path_buf();
+        match std::thread::Builder::new().name("tend-sweep".into()).spawn(move || sweep_logged(&owned)) {
+            Ok(sweep) => {
                 let mut running = crate::util::lock(&self.running);
                 running.retain(|h| !h.is_finished());
-                running.push(rt.spawn_blocking(move || sweep_logged(&dir)));
+                running.push(sweep);
             }
             Err(_) => sweep_logged(dir),
         }
@@ -107,7 +135,11 @@ impl TempSweeps {
         let running = std::mem::take(&mut *crate::util::lock(&self.running));
         for sweep in running {
             // A sweep that panicked has nothing left to wait for.
-            let _ = sweep.await;
+            if sweep.is_finished() {
+                let _ = sweep.join();
+            } else {
+                let _ = tokio::task::spawn_blocking(move || sweep.join()).await;
+            }
         }
     }
 }
