@@ -75,18 +75,18 @@ pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
 /// The directories whose stale temporary files were swept in this run, so that each is
 /// read once however many files it holds. One per [`crate::Host`].
 ///
-/// Inside a tokio runtime a sweep runs on a thread of its own while the swap goes on: it only
-/// removes names of writers that are gone, which no check-apply of this process reads (a
-/// purge spares every temporary name), and reading a directory of 100,000 entries took
-/// 40 ms of the swap's own thread. Not on the runtime's blocking pool: a sweep still running
-/// when the workers start would have the pool start one more thread for them, with a heap
-/// of its own (1 MiB more at the peak of 100,000 files). [`TempSweeps::settled`] waits for
-/// those still running.
+/// Inside a tokio runtime the sweeps run on one thread of their own while the swap goes on:
+/// a sweep only removes names of writers that are gone, which no check-apply of this
+/// process reads (a purge spares every temporary name), and reading a directory of 100,000
+/// entries took 40 ms of the swap's own thread. One thread drains a queue of directories
+/// (a graph over 10,000 directories starts one thread, not 10,000) and ends once it is
+/// empty, so an idle daemon keeps none. Not the runtime's blocking pool: a sweep still
+/// running when the workers start would have the pool start one more thread for them, with
+/// a heap of its own. [`TempSweeps::settled`] waits for the queue to be done.
 #[derive(Default)]
 pub struct TempSweeps {
     swept: std::sync::Mutex<Swept>,
-    /// The sweeps started in the background and not yet waited for.
-    running: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>>,
+    queue: std::sync::Arc<std::sync::Mutex<Queue>>,
 }
 
 #[derive(Default)]
@@ -96,6 +96,17 @@ struct Swept {
     /// The directory asked about last: the files of one directory come in a row, and
     /// comparing with it spares each of them the lookup.
     last: Vec<u8>,
+}
+
+/// The directories waiting for the sweeper, and the sweeper thread.
+#[derive(Default)]
+struct Queue {
+    dirs: std::collections::VecDeque<std::path::PathBuf>,
+    /// Whether the sweeper is draining `dirs`; it clears this, under the lock, when it
+    /// finds them empty and ends.
+    draining: bool,
+    /// The last sweeper started, until someone joins it.
+    sweeper: Option<std::thread::JoinHandle<()>>,
 }
 
 impl TempSweeps {
@@ -118,28 +129,56 @@ impl TempSweeps {
         if tokio::runtime::Handle::try_current().is_err() {
             return sweep_logged(dir);
         }
-        let owned = dir.to_path_buf();
-        match std::thread::Builder::new().name("tend-sweep".into()).spawn(move || sweep_logged(&owned)) {
-            Ok(sweep) => {
-                let mut running = crate::util::lock(&self.running);
-                running.retain(|h| !h.is_finished());
-                running.push(sweep);
+        let mut queue = crate::util::lock(&self.queue);
+        queue.dirs.push_back(dir.to_path_buf());
+        if queue.draining {
+            return;
+        }
+        // The previous sweeper, if any, found the queue empty and is ending.
+        if let Some(done) = queue.sweeper.take() {
+            let _ = done.join();
+        }
+        let shared = self.queue.clone();
+        match std::thread::Builder::new().name("tend-sweep".into()).spawn(move || drain(&shared)) {
+            Ok(sweeper) => {
+                queue.draining = true;
+                queue.sweeper = Some(sweeper);
             }
-            Err(_) => sweep_logged(dir),
+            Err(_) => {
+                let dirs = std::mem::take(&mut queue.dirs);
+                drop(queue);
+                dirs.iter().for_each(|d| sweep_logged(d));
+            }
         }
     }
 
-    /// Waits for the sweeps running in the background: a run that ends leaves no stale
+    /// Waits for the sweeps queued in the background: a run that ends leaves no stale
     /// temporary file in the directories it managed.
     pub async fn settled(&self) {
-        let running = std::mem::take(&mut *crate::util::lock(&self.running));
-        for sweep in running {
-            // A sweep that panicked has nothing left to wait for.
-            if sweep.is_finished() {
-                let _ = sweep.join();
-            } else {
-                let _ = tokio::task::spawn_blocking(move || sweep.join()).await;
+        let Some(sweeper) = crate::util::lock(&self.queue).sweeper.take() else { return };
+        // A sweeper that panicked has nothing left to wait for.
+        if sweeper.is_finished() {
+            let _ = sweeper.join();
+        } else {
+            let _ = tokio::task::spawn_blocking(move || sweeper.join()).await;
+        }
+    }
+}
+
+/// The sweeper's loop: sweeps the queued directories until none is left.
+fn drain(queue: &std::sync::Mutex<Queue>) {
+    loop {
+        let next = {
+            let mut queue = crate::util::lock(queue);
+            let next = queue.dirs.pop_front();
+            if next.is_none() {
+                queue.draining = false;
             }
+            next
+        };
+        match next {
+            Some(dir) => sweep_logged(&dir),
+            None => return,
         }
     }
 }
@@ -568,37 +607,45 @@ mod tests {
         }
     }
 
-    /// Within a runtime the sweep runs in the background, once per directory, and is done
-    /// once `settled` returns; outside one it is done before `sweep_dir_of` returns.
+    /// Within a runtime the sweeps run in the background, once per directory, one thread
+    /// for all of them, and are done once `settled` returns; outside one a sweep is done
+    /// before `sweep_dir_of` returns.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn sweeps_run_once_per_directory_and_are_done_once_settled() {
-        let dir = tempfile::tempdir().unwrap();
+    async fn sweeps_run_once_per_directory_on_one_thread_and_are_done_once_settled() {
         let mut child = std::process::Command::new("true").spawn().unwrap();
         let dead = child.id();
         child.wait().unwrap();
-        let stale = |n: u64| dir.path().join(format!("{TEMP_PREFIX}{dead}-{n:016x}"));
-        fs::write(stale(1), "x").unwrap();
-        let sweeps = TempSweeps::default();
-        for f in ["a", "b", "c"] {
-            sweeps.sweep_dir_of(&dir.path().join(f));
+        let stale = |dir: &Path, n: u64| dir.join(format!("{TEMP_PREFIX}{dead}-{n:016x}"));
+        let dirs: Vec<tempfile::TempDir> = (0..40).map(|_| tempfile::tempdir().unwrap()).collect();
+        for d in &dirs {
+            fs::write(stale(d.path(), 1), "x").unwrap();
         }
-        assert_eq!(crate::util::lock(&sweeps.running).len(), 1, "one sweep for the directory");
+        let sweeps = TempSweeps::default();
+        for d in &dirs {
+            for f in ["a", "b"] {
+                sweeps.sweep_dir_of(&d.path().join(f));
+            }
+        }
         sweeps.settled().await;
-        assert!(!stale(1).exists(), "the background sweep is done once settled");
-        assert!(crate::util::lock(&sweeps.running).is_empty());
+        for d in &dirs {
+            assert!(!stale(d.path(), 1).exists(), "{} is swept once settled", d.path().display());
+        }
+        {
+            let queue = crate::util::lock(&sweeps.queue);
+            assert!(queue.dirs.is_empty() && !queue.draining && queue.sweeper.is_none(), "the sweeper has ended");
+        }
         // Swept already: a stale file planted now stays until another run.
-        fs::write(stale(2), "x").unwrap();
-        sweeps.sweep_dir_of(&dir.path().join("d"));
+        fs::write(stale(dirs[0].path(), 2), "x").unwrap();
+        sweeps.sweep_dir_of(&dirs[0].path().join("c"));
         sweeps.settled().await;
-        assert!(stale(2).exists(), "each directory is swept once per run");
+        assert!(stale(dirs[0].path(), 2).exists(), "each directory is swept once per run");
 
         let other = tempfile::tempdir().unwrap();
-        let planted = other.path().join(format!("{TEMP_PREFIX}{dead}-{:016x}", 3));
-        fs::write(&planted, "x").unwrap();
+        fs::write(stale(other.path(), 3), "x").unwrap();
         std::thread::scope(|s| {
             s.spawn(|| sweeps.sweep_dir_of(&other.path().join("f")));
         });
-        assert!(!planted.exists(), "outside a runtime the sweep is done on return");
+        assert!(!stale(other.path(), 3).exists(), "outside a runtime the sweep is done on return");
     }
 
     #[test]
