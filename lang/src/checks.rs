@@ -42,7 +42,8 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
 pub fn resource_fields(graph: &FuncGraph, catalog: &Catalog) -> Diagnostics {
     let mut steered = HashSet::new();
     steering(&graph.stmts, &mut steered);
-    let mut fields = FieldCheck { graph, catalog, seen: HashSet::new(), steered, diags: Diagnostics::new() };
+    let mut fields =
+        FieldCheck { graph, catalog, seen: foldhash::HashSet::default(), steered, diags: Diagnostics::new() };
     fields.stmts(&graph.stmts);
     fields.diags
 }
@@ -75,7 +76,7 @@ struct FieldCheck<'a> {
     catalog: &'a Catalog,
     /// Value nodes already checked: a value of a defaults statement is checked once, not
     /// once per resource it reaches.
-    seen: HashSet<NodeId>,
+    seen: foldhash::HashSet<NodeId>,
     /// Kinds whose fields defaults, overrides or collectors set ([`steering`]).
     steered: HashSet<String>,
     diags: Diagnostics,

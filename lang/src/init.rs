@@ -196,8 +196,9 @@ impl Ctx {
 
     /// The entries of a resource, defaults or override body.
     fn body(&mut self, entries: &[ResEntry], span: Span, body: Body) {
-        let mut fields = HashSet::new();
-        let mut metas = HashSet::new();
+        // A body names a few fields: a scan finds a repeat sooner than a set is made.
+        let mut fields: Vec<&str> = Vec::with_capacity(entries.len());
+        let mut metas: Vec<&str> = Vec::new();
         for entry in entries {
             let refused = match (&entry.kind, body) {
                 (ResEntryKind::Append { .. }, Body::Resource | Body::Defaults) => Some(
@@ -226,7 +227,7 @@ impl Ctx {
             }
             match &entry.kind {
                 ResEntryKind::Field { name, cond, value } => {
-                    if !fields.insert(name.name.as_str()) {
+                    if !first_time(&mut fields, name.name.as_str()) {
                         self.error(format!("resource has duplicate field of: {}", name.name), span);
                     }
                     if let Some(cond) = cond {
@@ -255,7 +256,7 @@ impl Ctx {
                                     .with_code(Code::InvalidProperty)
                                     .with_note(format!("meta parameters are: {}", META_PARAMS.join(", "))),
                             );
-                        } else if !metas.insert(name.name.as_str()) {
+                        } else if !first_time(&mut metas, name.name.as_str()) {
                             self.error(format!("resource has duplicate meta entry of: {}", name.name), span);
                         }
                     }
@@ -265,7 +266,7 @@ impl Ctx {
                     self.expr(value);
                 }
                 ResEntryKind::Append { name, value } => {
-                    if !fields.insert(name.name.as_str()) {
+                    if !first_time(&mut fields, name.name.as_str()) {
                         self.error(format!("resource has duplicate field of: {}", name.name), span);
                     }
                     self.expr(value);
@@ -574,6 +575,15 @@ fn lambda_mentions(lambda: &Lambda, name: &str) -> Option<Span> {
         return None;
     }
     mentions(&lambda.body, name)
+}
+
+/// Adds `name` to `seen`; false when it was there already.
+fn first_time<'a>(seen: &mut Vec<&'a str>, name: &'a str) -> bool {
+    if seen.contains(&name) {
+        return false;
+    }
+    seen.push(name);
+    true
 }
 
 #[cfg(test)]

@@ -107,21 +107,19 @@ pub(super) fn place_all(
 /// order they were added).
 struct ByKey {
     /// Hash -> (first, last) vertex with it.
-    ends: HashMap<u64, (usize, usize)>,
+    ends: foldhash::HashMap<u64, (usize, usize)>,
     /// Vertex -> the next vertex of the same hash ([`usize::MAX`] for none).
     next: Vec<usize>,
 }
 
 impl ByKey {
     fn with_capacity(n: usize) -> ByKey {
-        ByKey { ends: HashMap::with_capacity(n), next: Vec::with_capacity(n) }
+        ByKey { ends: foldhash::HashMap::with_capacity_and_hasher(n, Default::default()), next: Vec::with_capacity(n) }
     }
 
     fn hash(v: &Vertex) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (&v.kind, &v.name).hash(&mut h);
-        h.finish()
+        use std::hash::BuildHasher;
+        foldhash::fast::FixedState::default().hash_one((&v.kind, &v.name))
     }
 
     /// Adds vertex `index` (the graph's next) with `hash`.

@@ -1,7 +1,6 @@
 //! The unified type of every function-graph node, each distinct type stored once: a large
 //! program has hundreds of thousands of nodes but a handful of types.
 
-use std::collections::HashMap;
 use std::fmt;
 
 use crate::types::Type;
@@ -14,7 +13,9 @@ const UNTYPED: u32 = u32::MAX;
 pub struct NodeTypes {
     of: Vec<u32>,
     distinct: Vec<Type>,
-    index: HashMap<Type, u32>,
+    index: foldhash::HashMap<Type, u32>,
+    /// The type given last: consecutive nodes mostly share one, found without hashing it.
+    last: u32,
 }
 
 impl NodeTypes {
@@ -48,12 +49,17 @@ impl NodeTypes {
         }
         self.of[i] = match ty {
             None => UNTYPED,
+            Some(ty) if self.distinct.get(self.last as usize) == Some(&ty) => self.last,
             Some(ty) => match self.index.get(&ty) {
-                Some(&id) => id,
+                Some(&id) => {
+                    self.last = id;
+                    id
+                }
                 None => {
                     let id = self.distinct.len() as u32;
                     self.index.insert(ty.clone(), id);
                     self.distinct.push(ty);
+                    self.last = id;
                     id
                 }
             },

@@ -10,7 +10,6 @@ use crate::ir::{NodeId, NodeKind, Op};
 use crate::span::Span;
 use crate::syntax::ast::{self, BinOp, ExprKind, InterpPart};
 use crate::value::Value;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The internal function that makes a module-relative deploy path root-relative.
@@ -24,7 +23,7 @@ const SHARED_LITERAL: usize = 24;
 /// Short strings made once each: the `"exists"` and `"0644"` of a hundred thousand
 /// resources are one string, and so is every field's name.
 #[derive(Default)]
-pub(super) struct ShortStrs(HashSet<Arc<str>>);
+pub(super) struct ShortStrs(foldhash::HashSet<Arc<str>>);
 
 impl ShortStrs {
     /// One copy of `text` for everyone who asks (a short literal, a field's name).
