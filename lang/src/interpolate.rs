@@ -31,7 +31,7 @@ fn strings(stmts: &mut [Stmt]) -> Diagnostics {
     let mut diags = Diagnostics::new();
     visit::exprs_mut(stmts, &mut |expr| {
         let ExprKind::RawStr(raw) = &mut expr.kind else { return };
-        if !raw.bytes().any(|b| b == b'\\' || b == b'$') {
+        if memchr::memchr2(b'\\', b'$', raw.as_bytes()).is_none() {
             // Nothing to unescape or interpolate (most strings): the text is the value.
             expr.kind = ExprKind::Str(std::mem::take(raw));
             return;
@@ -80,44 +80,46 @@ pub fn parse_string(raw: &str) -> Result<Vec<Piece>, StrError> {
     let mut pieces = Vec::new();
     // Room for the whole text: most strings that come here are one piece with an escape.
     let mut lit = String::with_capacity(raw.len());
-    let mut chars = raw.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' => {
-                let Some((_, next)) = chars.next() else { return Err(StrError::CannotParse) };
-                lit.push(match next {
-                    'a' => '\x07',
-                    'b' => '\x08',
-                    'f' => '\x0c',
-                    'n' => '\n',
-                    'r' => '\r',
-                    't' => '\t',
-                    'v' => '\x0b',
-                    '\\' => '\\',
-                    '"' => '"',
-                    '$' => '$',
-                    other => return Err(StrError::UnknownEscape(format!("\\{other}"))),
-                });
+    // Runs of plain text are copied whole; only a backslash or a `$` stops the copy.
+    let bytes = raw.as_bytes();
+    let mut at = 0;
+    while let Some(found) = memchr::memchr2(b'\\', b'$', &bytes[at..]) {
+        let i = at + found;
+        lit.push_str(&raw[at..i]);
+        if bytes[i] == b'\\' {
+            let Some(next) = raw[i + 1..].chars().next() else { return Err(StrError::CannotParse) };
+            lit.push(match next {
+                'a' => '\x07',
+                'b' => '\x08',
+                'f' => '\x0c',
+                'n' => '\n',
+                'r' => '\r',
+                't' => '\t',
+                'v' => '\x0b',
+                '\\' => '\\',
+                '"' => '"',
+                '$' => '$',
+                other => return Err(StrError::UnknownEscape(format!("\\{other}"))),
+            });
+            at = i + 1 + next.len_utf8();
+        } else if raw[i + 1..].starts_with('{') {
+            let rest = &raw[i + 2..];
+            let end = rest.find('}').ok_or(StrError::CannotParse)?;
+            let name = &rest[..end];
+            if !crate::init::var_shape(name) {
+                return Err(StrError::CannotParse);
             }
-            '$' if raw[i + 1..].starts_with('{') => {
-                chars.next();
-                let rest = &raw[i + 2..];
-                let end = rest.find('}').ok_or(StrError::CannotParse)?;
-                let name = &rest[..end];
-                if !crate::init::var_shape(name) {
-                    return Err(StrError::CannotParse);
-                }
-                if !lit.is_empty() {
-                    pieces.push(Piece::Lit(std::mem::take(&mut lit)));
-                }
-                pieces.push(Piece::Var(name.to_string()));
-                for _ in 0..name.chars().count() + 1 {
-                    chars.next();
-                }
+            if !lit.is_empty() {
+                pieces.push(Piece::Lit(std::mem::take(&mut lit)));
             }
-            c => lit.push(c),
+            pieces.push(Piece::Var(name.to_string()));
+            at = i + 2 + end + 1;
+        } else {
+            lit.push('$');
+            at = i + 1;
         }
     }
+    lit.push_str(&raw[at..]);
     if !lit.is_empty() || pieces.is_empty() {
         pieces.push(Piece::Lit(lit));
     }
@@ -207,6 +209,10 @@ mod tests {
         assert_eq!(parse_string(r#"a\tb\"c\\d\$e"#), Ok(vec![Piece::Lit("a\tb\"c\\d$e".into())]));
         assert_eq!(parse_string(r"X: \z"), Err(StrError::UnknownEscape(r"\z".into())));
         assert_eq!(parse_string(r"\x41"), Err(StrError::UnknownEscape(r"\x".into())));
+        // Text around escapes, in several bytes per character, and an escape at either end.
+        assert_eq!(parse_string(r"\nété\tŝ\\"), Ok(vec![Piece::Lit("\nété\tŝ\\".into())]));
+        assert_eq!(parse_string(r"é\é"), Err(StrError::UnknownEscape(r"\é".into())));
+        assert_eq!(parse_string("trailing \\"), Err(StrError::CannotParse));
     }
 
     #[test]

@@ -8,6 +8,11 @@ use std::collections::BTreeMap;
 
 use crate::value::Value;
 
+/// Up to this many params, a lookup scans them: names of different lengths (most of
+/// them) differ without comparing a byte, where a binary search compares bytes at every
+/// step. A kind's params are decoded by looking up each field it declares, mostly absent.
+pub const SCANNED: usize = 8;
+
 /// Param values by name, in name order (as a `BTreeMap` iterates).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ParamMap(Vec<(String, Value)>);
@@ -28,11 +33,14 @@ impl ParamMap {
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {
+        if self.0.len() <= SCANNED {
+            return self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v);
+        }
         self.find(name).ok().map(|at| &self.0[at].1)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {
-        self.find(name).is_ok()
+        self.get(name).is_some()
     }
 
     /// Sets `name`; returns the value it replaced.
@@ -143,5 +151,19 @@ mod tests {
         assert_eq!(pairs, [(&"a".to_string(), &Value::Int(5)), (&"c".to_string(), &Value::Int(4))]);
         let as_map: BTreeMap<String, Value> = m.clone().into_iter().collect();
         assert_eq!(ParamMap::from(as_map), m);
+    }
+
+    #[test]
+    fn finds_every_name_whether_scanned_or_searched() {
+        for n in [1, SCANNED, SCANNED + 1, 40] {
+            let names: Vec<String> = (0..n).map(|i| "p".repeat(i % 5 + 1) + &i.to_string()).collect();
+            let m: ParamMap = names.iter().enumerate().map(|(i, k)| (k.clone(), Value::Int(i as i64))).collect();
+            for (i, k) in names.iter().enumerate() {
+                assert_eq!(m.get(k), Some(&Value::Int(i as i64)), "{k} of {n}");
+            }
+            assert_eq!(m.get("p"), None);
+            assert_eq!(m.get("absent"), None);
+            assert!(!m.contains_key("pp"));
+        }
     }
 }

@@ -32,6 +32,19 @@ pub struct Params<'a> {
     pub kind: &'a str,
     pub name: &'a str,
     values: Values<'a>,
+    /// The [`sketch`] bits of the names present.
+    present: u64,
+}
+
+/// One bit of 64 for a param name, from its length and its first and last bytes. A view
+/// keeps the bits of the names it has, so most lookups of an absent field (a kind declares
+/// many, a resource sets a few, and decoding looks up every one) end without comparing a
+/// name.
+fn sketch(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let first = u32::from(bytes.first().copied().unwrap_or(0));
+    let last = u32::from(bytes.last().copied().unwrap_or(0));
+    1 << ((bytes.len() as u32).wrapping_mul(7).wrapping_add(first.wrapping_mul(3)).wrapping_add(last) % 64)
 }
 
 /// What a view reads: a graph vertex's map, or the slice (sorted by field) a running
@@ -46,15 +59,26 @@ impl<'a> Values<'a> {
     fn get(self, field: &str) -> Option<&'a Value> {
         match self {
             Values::Map(map) => map.get(field),
+            Values::Sorted(pairs) if pairs.len() <= lang::params::SCANNED => {
+                pairs.iter().find(|(k, _)| k.as_ref() == field).map(|(_, v)| v)
+            }
             Values::Sorted(pairs) => pairs.binary_search_by(|(k, _)| k.as_ref().cmp(field)).ok().map(|i| &pairs[i].1),
         }
     }
 
-    fn pairs(self) -> Box<dyn Iterator<Item = (&'a str, &'a Value)> + 'a> {
-        match self {
-            Values::Map(map) => Box::new(map.iter().map(|(k, v)| (k.as_str(), v))),
-            Values::Sorted(pairs) => Box::new(pairs.iter().map(|(k, v)| (k.as_ref(), v))),
-        }
+    fn pairs(self) -> impl Iterator<Item = (&'a str, &'a Value)> + 'a {
+        let (map, sorted) = match self {
+            Values::Map(map) => (Some(map), None),
+            Values::Sorted(pairs) => (None, Some(pairs)),
+        };
+        let from_map = map.into_iter().flat_map(|map| map.iter().map(|(k, v)| (k.as_str(), v)));
+        from_map.chain(sorted.into_iter().flat_map(|pairs| pairs.iter().map(|(k, v)| (k.as_ref(), v))))
+    }
+
+    /// A view of these values (unchecked).
+    fn view(self, kind: &'a str, name: &'a str) -> Params<'a> {
+        let present = self.pairs().fold(0, |bits, (field, _)| bits | sketch(field));
+        Params { kind, name, values: self, present }
     }
 }
 
@@ -74,7 +98,7 @@ impl<'a> Params<'a> {
     }
 
     fn checked(kind: &'a str, name: &'a str, values: Values<'a>) -> Result<Params<'a>, BuildError> {
-        let params = Params { kind, name, values };
+        let params = values.view(kind, name);
         let decl = crate::kind::decl(kind)
             .ok_or_else(|| params.error(None, format!("no resource kind `{kind}` available")))?;
         for (field, value) in values.pairs() {
@@ -98,7 +122,7 @@ impl<'a> Params<'a> {
     /// A view without the existence and type checks of [`Params::new`] (for tests of decoders).
     #[cfg(test)]
     pub(crate) fn unchecked(kind: &'a str, name: &'a str, values: &'a ParamMap) -> Params<'a> {
-        Params { kind, name, values: Values::Map(values) }
+        Values::Map(values).view(kind, name)
     }
 
     pub fn error(&self, field: Option<&str>, message: impl Into<String>) -> BuildError {
@@ -115,6 +139,9 @@ impl<'a> Params<'a> {
     }
 
     pub fn get(&self, field: &str) -> Option<&'a Value> {
+        if self.present & sketch(field) == 0 {
+            return None;
+        }
         self.values.get(field)
     }
 
@@ -213,6 +240,23 @@ pub fn conforms(value: &Value, ty: &Type) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_declared_field_reads_what_is_set_and_nothing_else() {
+        let declared: Vec<&str> = crate::file::FileParams::FIELDS.iter().map(|f| f.0).collect();
+        // Each field set alone, then every other one: the sketch of the names present never
+        // hides one of them, and an absent one reads nothing whichever bits it shares.
+        let subsets: Vec<Vec<&str>> =
+            declared.iter().map(|f| vec![*f]).chain([declared.iter().step_by(2).copied().collect()]).collect();
+        for set in subsets {
+            let map = values(&set.iter().map(|f| (*f, Value::str(f))).collect::<Vec<_>>());
+            let p = Params::unchecked("file", "/x", &map);
+            for field in &declared {
+                let expected = set.contains(field).then(|| Value::str(field));
+                assert_eq!(p.get(field), expected.as_ref(), "{field} of {set:?}");
+            }
+        }
+    }
 
     fn values(pairs: &[(&str, Value)]) -> ParamMap {
         pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
