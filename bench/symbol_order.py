@@ -106,8 +106,7 @@ def main():
         os.makedirs(os.path.dirname(ORDER), exist_ok=True)
         with open(ORDER, "w") as f:
             f.write("\n".join(ran) + "\n")
-        size = sum(1 for _ in ran)
-        print("wrote %s: %d functions" % (os.path.relpath(ORDER), size))
+        print("wrote %s: %d functions" % (os.path.relpath(ORDER), len(ran)))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -11,7 +11,16 @@ use crate::value::Value;
 /// Up to this many params, a lookup scans them: names of different lengths (most of
 /// them) differ without comparing a byte, where a binary search compares bytes at every
 /// step. A kind's params are decoded by looking up each field it declares, mostly absent.
-pub const SCANNED: usize = 8;
+const SCANNED: usize = 8;
+
+/// The value of `name` among `pairs`, sorted by name, each name once: what [`ParamMap`]
+/// and every other sorted list of params look up through.
+pub fn lookup<'a, K: AsRef<str>>(pairs: &'a [(K, Value)], name: &str) -> Option<&'a Value> {
+    if pairs.len() <= SCANNED {
+        return pairs.iter().find(|(k, _)| k.as_ref() == name).map(|(_, v)| v);
+    }
+    pairs.binary_search_by(|(k, _)| k.as_ref().cmp(name)).ok().map(|at| &pairs[at].1)
+}
 
 /// Param values by name, in name order (as a `BTreeMap` iterates).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,10 +42,7 @@ impl ParamMap {
     }
 
     pub fn get(&self, name: &str) -> Option<&Value> {
-        if self.0.len() <= SCANNED {
-            return self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-        }
-        self.find(name).ok().map(|at| &self.0[at].1)
+        lookup(&self.0, name)
     }
 
     pub fn contains_key(&self, name: &str) -> bool {

@@ -59,10 +59,7 @@ impl<'a> Values<'a> {
     fn get(self, field: &str) -> Option<&'a Value> {
         match self {
             Values::Map(map) => map.get(field),
-            Values::Sorted(pairs) if pairs.len() <= lang::params::SCANNED => {
-                pairs.iter().find(|(k, _)| k.as_ref() == field).map(|(_, v)| v)
-            }
-            Values::Sorted(pairs) => pairs.binary_search_by(|(k, _)| k.as_ref().cmp(field)).ok().map(|i| &pairs[i].1),
+            Values::Sorted(pairs) => lang::params::lookup(pairs, field),
         }
     }
 
