@@ -2,6 +2,7 @@
 //! `resources` crates, one module per subcommand (`cmd`) plus what they share. `main.rs`
 //! only parses arguments and calls in; tests use these modules directly.
 
+pub mod agent_lock;
 pub mod bundle;
 pub mod cli;
 pub mod cmd;

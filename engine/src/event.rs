@@ -18,6 +18,10 @@ pub enum EngineEvent {
     Failed { key: ResKey, error: ResError, retrying: bool },
     /// Every worker succeeded and is idle (or failed for good); or stopped being so.
     Converged(bool),
+    /// The resource's watch keeps finding it changed and its check-apply keeps repairing
+    /// it (`repairs` times `within` this long): another writer is fighting over it. Said
+    /// once per episode; the worker backs off (see [`crate::flap`]).
+    Flapping { key: ResKey, repairs: u32, within: std::time::Duration },
 }
 
 impl EngineEvent {
@@ -26,7 +30,10 @@ impl EngineEvent {
     pub fn is_change(&self) -> bool {
         matches!(
             self,
-            EngineEvent::Swapped { .. } | EngineEvent::Applied { changed: true, .. } | EngineEvent::Failed { .. }
+            EngineEvent::Swapped { .. }
+                | EngineEvent::Applied { changed: true, .. }
+                | EngineEvent::Failed { .. }
+                | EngineEvent::Flapping { .. }
         )
     }
 }

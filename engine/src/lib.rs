@@ -51,6 +51,7 @@ mod batch;
 mod converger;
 mod event;
 pub mod fasthash;
+pub mod flap;
 mod graph;
 mod key;
 mod meta;
@@ -400,6 +401,7 @@ mod layering {
         "meta",
         "key",
         "event",
+        "flap",
         "converger",
         "node",
         "res",

@@ -108,6 +108,13 @@ pub trait Resource: Send + Sync + 'static {
         None
     }
 
+    /// Tells the resource, once it is built and before it runs, which of its sent fields
+    /// the graph's send/recv edges read: a kind may keep the others bounded (a tail of a
+    /// command's output instead of all of it). A kind that keeps less for fields not
+    /// received must make its fingerprint depend on what it was told, so that a graph
+    /// that starts receiving one builds it anew.
+    fn received_fields(&mut self, _fields: &[&str]) {}
+
     /// Stores a received value into param `key`; returns whether the param changed.
     fn recv(&mut self, key: &str, _value: &Payload) -> Result<bool, ResError> {
         Err(ResError::new(format!("cannot receive into `{key}`: this kind does not receive")))

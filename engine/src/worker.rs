@@ -163,6 +163,8 @@ pub(crate) struct Worker {
     /// Boxed: most resources receive nothing and have no rate limit, and a parked worker
     /// keeps this field.
     rare: Option<Box<WorkerRare>>,
+    /// The last process step ran the check-apply, in apply mode, and it changed something.
+    repaired: bool,
 }
 
 /// What few workers hold.
@@ -171,15 +173,32 @@ struct WorkerRare {
     /// Params changed by send/recv since the last successful check-apply (sticky).
     recv_changed: BTreeSet<String>,
     limiter: Option<Bucket>,
+    /// Repairs after events, while there are some ([`crate::flap`]).
+    flap: Option<crate::flap::Flap>,
 }
 
 impl Worker {
     pub(crate) fn new(shared: Arc<Shared>, node: Arc<Node>, meta: Arc<Meta>, res: Box<dyn Resource>) -> Worker {
         let rare = meta.limit.is_finite().then(|| {
-            Box::new(WorkerRare { recv_changed: BTreeSet::new(), limiter: Some(Bucket::new(meta.limit, meta.burst)) })
+            Box::new(WorkerRare {
+                recv_changed: BTreeSet::new(),
+                limiter: Some(Bucket::new(meta.limit, meta.burst)),
+                flap: None,
+            })
         });
         let watch_budget = meta.retry;
-        Worker { shared, node, meta, res, state_ok: false, started: false, fresh: true, watch_budget, rare }
+        Worker {
+            shared,
+            node,
+            meta,
+            res,
+            state_ok: false,
+            started: false,
+            fresh: true,
+            watch_budget,
+            rare,
+            repaired: false,
+        }
     }
 
     /// The worker's life: watch and process until cancelled or failed for good, then stop
@@ -293,6 +312,18 @@ impl Worker {
                             break;
                         }
                     }
+                    // A resource another writer keeps changing is repaired less and less often
+                    // (until it has been calm for a window).
+                    if let Some(rare) = self.rare.as_mut()
+                        && rare.flap.as_ref().is_some_and(|f| f.expired(Instant::now()))
+                    {
+                        rare.flap = None;
+                    }
+                    let backoff =
+                        self.rare.as_ref().and_then(|r| r.flap.as_ref()).map_or(Duration::ZERO, |f| f.backoff);
+                    if !backoff.is_zero() && !Box::pin(self.sleep(backoff.as_millis() as u64)).await {
+                        break;
+                    }
                 }
                 if !self.started {
                     continue;
@@ -310,8 +341,12 @@ impl Worker {
                     continue;
                 };
                 // Boxed: an idle worker then holds a pointer, not the whole process step's state.
+                self.repaired = false;
                 match Box::pin(self.process(seq)).await {
                     Ok(Outcome::Done) => {
+                        if event {
+                            self.count_repair();
+                        }
                         self.node.set_state(WorkerState::Idle);
                         if self.meta.retryreset {
                             lock(&self.shared.retries).insert(self.node.key.clone(), self.meta.retry);
@@ -335,6 +370,38 @@ impl Worker {
                 }
             }
             Box::pin(self.stop(between.watch)).await;
+        }
+    }
+
+    /// After a process step an event led to: counts a repair of a resource whose watch
+    /// observes it (a file, not a command run on each event), says once when it starts
+    /// flapping, and lets the count go once the resource is calm ([`crate::flap`]).
+    fn count_repair(&mut self) {
+        let now = Instant::now();
+        let counting = self.rare.as_ref().is_some_and(|r| r.flap.is_some());
+        if !self.repaired || !self.res.watch_passive() {
+            if counting
+                && let Some(rare) = self.rare.as_mut()
+                && rare.flap.as_ref().is_some_and(|f| f.expired(now))
+            {
+                rare.flap = None;
+            }
+            return;
+        }
+        let rare = self.rare.get_or_insert_with(Box::default);
+        let flap = rare.flap.get_or_insert_with(|| crate::flap::Flap::new(now));
+        if flap.expired(now) {
+            *flap = crate::flap::Flap::new(now);
+        }
+        if let crate::flap::Verdict::Started { repairs, within } = flap.repaired(now) {
+            // The run says it to its user (a warning line); the log has it at -v.
+            tracing::info!(
+                resource = %self.node.key,
+                repairs,
+                within_ms = within.as_millis() as u64,
+                "another writer keeps changing it; backing off"
+            );
+            self.shared.emit(true, || EngineEvent::Flapping { key: self.node.key.clone(), repairs, within });
         }
     }
 
@@ -397,6 +464,7 @@ impl Worker {
             self.shared.checks.fetch_add(1, Ordering::Relaxed);
             let check_ok = check?;
             ran = true;
+            self.repaired = !check_ok && !noop;
             // In noop mode, a value received from a resource that did not run is a guess:
             // say where it would come from, and count the receiver as changing.
             let guessed = noop && received.iter().any(|r| r.guessed);
@@ -418,7 +486,7 @@ impl Worker {
 
         if ran {
             match &mut self.rare {
-                Some(rare) if rare.limiter.is_some() => rare.recv_changed.clear(),
+                Some(rare) if rare.limiter.is_some() || rare.flap.is_some() => rare.recv_changed.clear(),
                 _ => self.rare = None,
             }
             self.node.set_sends(self.res.sends());

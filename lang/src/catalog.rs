@@ -104,6 +104,24 @@ pub struct Catalog {
     resources: BTreeMap<String, ResourceDecl>,
     /// Global variables without the `$`: `hostname`, `const.res.file.state.exists`.
     constants: BTreeMap<String, Value>,
+    /// Each kind's own validation, run by `tend check` on resources whose params are all
+    /// constants (see [`Validator`]).
+    validator: Option<Validator>,
+}
+
+/// A kind's validation of a resource whose name and params are known at compile time:
+/// `kind`, `name`, `params` in, why the kind refuses them out (`None`: it accepts them,
+/// or the kind is not one the validator knows).
+pub type Validator = fn(kind: &str, name: &str, params: &crate::params::ParamMap) -> Option<Invalid>;
+
+/// Why a kind refuses a resource's params.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invalid {
+    /// The field at fault, when the kind says.
+    pub field: Option<String>,
+    pub message: String,
+    /// More help (the normal form of a refused path).
+    pub note: Option<String>,
 }
 
 impl Catalog {
@@ -119,6 +137,13 @@ impl Catalog {
     }
     pub fn add_constant(&mut self, name: impl Into<String>, value: Value) {
         self.constants.insert(name.into(), value);
+    }
+    /// Has `tend check` run each kind's validation on constant resources.
+    pub fn set_validator(&mut self, validator: Validator) {
+        self.validator = Some(validator);
+    }
+    pub fn validator(&self) -> Option<Validator> {
+        self.validator
     }
 
     pub fn func(&self, name: &str) -> Option<&FuncDecl> {

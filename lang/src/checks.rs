@@ -94,6 +94,12 @@ impl FieldCheck<'_> {
                         let Some(param) = decl.param(&field.name) else { continue };
                         self.allowed(param, &res.kind, field.value);
                         self.default_value(param, &res.kind, field);
+                        if res.kind == "exec" && &*field.name == "timeout" {
+                            self.unit(field.value, Unit::Seconds, "exec's `timeout`");
+                        }
+                    }
+                    for meta in res.metas.iter().filter(|m| m.name.as_deref() == Some("timeout")) {
+                        self.unit(meta.value, Unit::Milliseconds, "`Meta:timeout`");
                     }
                 }
                 IrStmt::Defaults { kind, fields, .. } => {
@@ -177,6 +183,34 @@ impl FieldCheck<'_> {
             .with_code(Code::DefaultValue)
             .with_note(format!("`{name}` of `{kind}` is {value} when it is not set; the line can go")),
         );
+    }
+}
+
+/// The unit a duration param counts.
+#[derive(Clone, Copy)]
+enum Unit {
+    Milliseconds,
+    Seconds,
+}
+
+impl FieldCheck<'_> {
+    /// The warning for a constant duration its unit makes implausible: under a second of
+    /// milliseconds (seconds were likely meant), or over six hours of seconds (milliseconds).
+    fn unit(&mut self, value: NodeId, unit: Unit, what: &str) {
+        let Some(Value::Int(n)) = eval(self.graph, value, 0) else { return };
+        let span = self.graph.node(value).span;
+        let (message, note) = match unit {
+            Unit::Milliseconds if (1..1000).contains(&n) => (
+                format!("{what} is {n} milliseconds"),
+                format!("{what} counts milliseconds, as in mgmt: {n} seconds is {}", n * 1000),
+            ),
+            Unit::Seconds if n > 6 * 3600 => (
+                format!("{what} is {n} seconds ({} hours)", n / 3600),
+                format!("{what} counts seconds: {n} milliseconds is {}", (n + 999) / 1000),
+            ),
+            _ => return,
+        };
+        self.diags.push(Diagnostic::warn(Stage::Unify, message, span).with_code(Code::ImplausibleUnit).with_note(note));
     }
 }
 

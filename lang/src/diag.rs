@@ -139,6 +139,9 @@ pub enum Code {
     EmptyInclude,
     /// A warning: a resource field set to the value leaving it out means.
     DefaultValue,
+    /// A warning: a duration far outside what its unit makes sensible (`Meta:timeout`
+    /// counts milliseconds, exec's `timeout` seconds).
+    ImplausibleUnit,
 }
 
 impl Code {
@@ -194,6 +197,7 @@ impl Code {
         Code::ShadowedBind,
         Code::EmptyInclude,
         Code::DefaultValue,
+        Code::ImplausibleUnit,
     ];
 
     /// The stable text of the code.
@@ -243,6 +247,7 @@ impl Code {
             Code::ShadowedBind => "shadowed-bind",
             Code::EmptyInclude => "empty-include",
             Code::DefaultValue => "default-value",
+            Code::ImplausibleUnit => "implausible-unit",
         }
     }
 }

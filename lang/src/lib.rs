@@ -39,4 +39,5 @@ pub mod suggest;
 pub mod syntax;
 pub mod types;
 pub mod unify;
+pub mod validate;
 pub mod value;

@@ -142,6 +142,7 @@ fn check_graph(
         crate::checks::resource_fields(graph, catalog).into_vec().into_iter().partition(|d| d.warning);
     warnings.extend(warned);
     diags.extend(errors.into_iter().collect());
+    diags.extend(crate::validate::constant_resources(graph, catalog));
     some(diags)?;
     some(crate::graph_check::check(graph))
 }

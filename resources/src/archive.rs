@@ -71,12 +71,10 @@ fn digest_of_file(path: &Path) -> io::Result<Option<[u8; 32]>> {
 }
 
 /// Common checks of an output path.
-fn check_output_path(path: &str) -> Result<(), &'static str> {
-    if !path.starts_with('/') {
-        return Err("must be an absolute path");
-    }
+fn check_output_path(path: &str) -> Result<(), String> {
+    crate::util::path::check(path)?;
     if path.ends_with('/') {
-        return Err("names a file and must not end with a slash");
+        return Err("names a file and must not end with a slash".into());
     }
     Ok(())
 }
@@ -145,9 +143,9 @@ impl Gzip {
 impl Resource for Gzip {
     fn validate(&self) -> Result<(), ResError> {
         let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
-        check_output_path(self.path()).map_err(|m| err("path", m.into()))?;
+        check_output_path(self.path()).map_err(|m| err("path", m))?;
         if let Some(input) = &self.params.input {
-            check_output_path(input).map_err(|m| err("input", m.into()))?;
+            check_output_path(input).map_err(|m| err("input", m))?;
             if input == self.path() {
                 return Err(err("input", "must differ from the output path".into()));
             }
@@ -294,12 +292,10 @@ impl Tar {
 impl Resource for Tar {
     fn validate(&self) -> Result<(), ResError> {
         let err = |field: &str, message: String| self.raw.invalid(Some(field), message);
-        check_output_path(self.path()).map_err(|m| err("path", m.into()))?;
+        check_output_path(self.path()).map_err(|m| err("path", m))?;
         let out = Path::new(self.path());
         for (i, input) in self.params.inputs.iter().enumerate() {
-            if !input.starts_with('/') {
-                return Err(err("inputs", format!("input #{i} `{input}` must be an absolute path")));
-            }
+            crate::util::path::check(input).map_err(|m| err("inputs", format!("input #{i}: {m}")))?;
             if out.starts_with(input) {
                 return Err(err("inputs", format!("input #{i} `{input}` contains the archive itself")));
             }

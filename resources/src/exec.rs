@@ -121,13 +121,17 @@ pub struct Exec {
     /// The last run's output; restored from the var dir at init.
     last: Option<CmdOutput>,
     var_dir: Option<PathBuf>,
+    /// The streams no send/recv edge receives, of which only a tail is kept (issue 44:
+    /// a 100 MB output held whole cost 645 MB); `None` until the graph says
+    /// ([`Resource::received_fields`]), when every stream is kept whole.
+    bounded: Option<command::Streams>,
 }
 
 impl Exec {
     pub fn build(name: &str, values: &ParamMap) -> Result<Exec, BuildError> {
         let raw = Raw::new("exec", name, values);
         let params = raw.decode(ExecParams::decode)?;
-        Ok(Exec { raw, params, last: None, var_dir: None })
+        Ok(Exec { raw, params, last: None, var_dir: None, bounded: None })
     }
 
     fn spec(&self, cmd: &str, cwd: &str, shell: &str, args: &[String]) -> Result<CmdSpec, ResError> {
@@ -142,6 +146,26 @@ impl Exec {
             gid: if p.group.is_empty() { None } else { Some(lookup_gid(&p.group).map_err(ResError::new)?) },
             signal: if p.sig.is_empty() { None } else { Some(signal(&p.sig).map_err(ResError::new)?) },
             timeout: (p.timeout > 0).then(|| Duration::from_secs(p.timeout)),
+            bounded: command::Streams::default(),
+        })
+    }
+
+    /// Why the run's output cannot be sent: a stream another resource receives whole
+    /// that is not UTF-8 text (its text would carry other bytes than the command wrote).
+    fn unsendable(&self, out: &CmdOutput) -> Option<String> {
+        let (stream, at) = out.not_text?;
+        let bounded = self.bounded.unwrap_or_default();
+        let read = match stream {
+            "stdout" => !bounded.stdout || !bounded.output,
+            _ => !bounded.stderr || !bounded.output,
+        };
+        read.then(|| {
+            format!(
+                "exec[{}]: `{}` wrote bytes to its {stream} that are not UTF-8 text (byte {at} is not), and \
+                 its output is sent to another resource: tend's strings hold text, and it will not change \
+                 the bytes it sends",
+                self.raw.name, self.params.cmd
+            )
         })
     }
 
@@ -244,7 +268,7 @@ fn decode_run(data: &str) -> Option<CmdOutput> {
     if rest != "end\n" {
         return None; // Cut short, or the tail of a longer record written before.
     }
-    Some(CmdOutput { stdout, stderr, output, code: (code >= 0).then_some(code) })
+    Some(CmdOutput { stdout, stderr, output, code: (code >= 0).then_some(code), not_text: None })
 }
 
 #[async_trait]
@@ -271,6 +295,9 @@ impl Resource for Exec {
             let mut file_watch = if files.is_empty() { None } else { Some(FileWatch::new(files, false)?) };
             let mut lines = None;
             let mut child = None;
+            // Declared after the child, so dropped first: the group dies while its leader
+            // is not yet reaped (its id cannot have been reused).
+            let mut group = None;
             if !p.watchcmd.is_empty() {
                 let mut spawned = spec?
                     .command()?
@@ -279,6 +306,7 @@ impl Resource for Exec {
                     .spawn()
                     .map_err(|e| ResError::new(format!("cannot run watchcmd `{}`: {e}", p.watchcmd)))?;
                 lines = spawned.stdout.take().map(|out| BufReader::new(out).lines());
+                group = Some(command::Group::of(&spawned));
                 child = Some(spawned);
             }
             ctx.event();
@@ -287,6 +315,9 @@ impl Resource for Exec {
                     _ = ctx.cancelled() => {
                         if let Some(child) = child.as_mut() {
                             command::stop(child, None).await;
+                        }
+                        if let Some(group) = group.as_mut() {
+                            group.release();
                         }
                         return Ok(());
                     }
@@ -319,10 +350,16 @@ impl Resource for Exec {
             ctx.report(format!("exec[{}]: would run `{}`", self.raw.name, p.cmd));
             return Ok(false);
         }
-        let out = command::run(&self.spec(&p.cmd, &p.cwd, &p.shell, &p.args)?, &ctx.cancel).await?;
+        let mut spec = self.spec(&p.cmd, &p.cwd, &p.shell, &p.args)?;
+        spec.bounded = self.bounded.unwrap_or_default();
+        let out = command::run(&spec, &ctx.cancel).await?;
+        if let Some(why) = self.unsendable(&out) {
+            // Neither kept nor saved: nothing sends a replacement of what the command wrote.
+            self.last = None;
+            return Err(ResError::new(why));
+        }
         self.persist(&out);
-        self.last = Some(out.clone());
-        if !out.success() {
+        let failed = (!out.success()).then(|| {
             let status = out.code.map(|c| format!("exit status {c}")).unwrap_or_else(|| "a signal".into());
             let mut detail = String::new();
             for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
@@ -330,9 +367,14 @@ impl Resource for Exec {
                     detail.push_str(&format!("\n  {name}:\n{tail}"));
                 }
             }
-            return Err(ResError::new(format!("exec[{}]: `{}` failed with {status}{detail}", self.raw.name, p.cmd)));
+            format!("exec[{}]: `{}` failed with {status}{detail}", self.raw.name, p.cmd)
+        });
+        let code = out.code;
+        self.last = Some(out);
+        if let Some(failed) = failed {
+            return Err(ResError::new(failed));
         }
-        ctx.report(format!("ran `{}` (exit {})", p.cmd, out.code.unwrap_or(0)));
+        ctx.report(format!("ran `{}` (exit {})", p.cmd, code.unwrap_or(0)));
         if !p.donecmd.is_empty() {
             let done = command::run(&self.spec(&p.donecmd, &p.donecwd, &p.doneshell, &[])?, &ctx.cancel).await?;
             if !done.success() {
@@ -342,8 +384,20 @@ impl Resource for Exec {
         Ok(false)
     }
 
+    /// The params, and which streams are kept whole: a graph that starts receiving one
+    /// builds the resource anew, so the output it sends is never a tail.
     fn fingerprint(&self) -> String {
-        self.params.fingerprint()
+        let mut print = self.params.fingerprint();
+        if let Some(b) = self.bounded {
+            print.push_str(&format!("|bounded:{}{}{}", b.stdout as u8, b.stderr as u8, b.output as u8));
+        }
+        print
+    }
+
+    fn received_fields(&mut self, fields: &[&str]) {
+        let whole = |name: &str| fields.contains(&name);
+        self.bounded =
+            Some(command::Streams { stdout: !whole("stdout"), stderr: !whole("stderr"), output: !whole("output") });
     }
 
     fn refreshable(&self) -> bool {
@@ -469,6 +523,7 @@ mod tests {
             stderr: String::new(),
             output: "é\nline\n".into(),
             code: Some(3),
+            not_text: None,
         };
         assert_eq!(decode_run(&String::from_utf8(encode_run(&out)).unwrap()), Some(out.clone()));
         let killed = CmdOutput { code: None, ..out.clone() };

@@ -29,8 +29,9 @@ use crate::params::{BuildError, Params};
 use crate::text::Text;
 use crate::typed::Presence;
 use crate::util::fs::{
-    TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, sha256, unified_diff,
+    TEMP_PREFIX, TempSweeps, atomic_write, lchown, lookup_gid, lookup_uid, parse_mode, unified_diff,
 };
+use crate::util::path;
 use crate::util::watch::{FileWatch, Spelt, Target, spelt_path};
 
 mod quick;
@@ -224,45 +225,44 @@ impl FileParams {
             && !self.symlink
     }
 
-    fn validate(&self) -> Result<(), String> {
-        if !self.path.starts_with('/') {
-            return Err(format!("path `{}` must be absolute", self.path));
-        }
+    /// Why the params are refused, with the field at fault when one is; `path_field` is
+    /// `None` when the path is the resource's name.
+    fn validate(&self, path_field: Option<&'static str>) -> Result<(), (Option<&'static str>, String)> {
+        let whole = |message: &str| Err((None, message.to_string()));
+        path::check(&self.path).map_err(|m| (path_field, m))?;
         let sources = [self.content.is_some(), !self.source.is_empty(), !self.fragments.is_empty()];
         if sources.iter().filter(|s| **s).count() > 1 {
-            return Err("only one of content, source and fragments may be set".into());
+            return whole("only one of content, source and fragments may be set");
         }
         if self.state == Presence::Absent && (self.content.is_some() || !self.fragments.is_empty()) {
-            return Err("an absent file cannot have content".into());
+            return whole("an absent file cannot have content");
         }
         if self.is_dir() && (self.content.is_some() || !self.fragments.is_empty() || self.symlink) {
-            return Err("a directory (path ending in `/`) cannot have content, fragments or be a symlink".into());
+            return whole("a directory (path ending in `/`) cannot have content, fragments or be a symlink");
         }
         if self.purge && !self.recurse {
-            return Err("purge needs recurse".into());
+            return Err((Some("purge"), "purge needs recurse".into()));
         }
         if self.recurse && !self.is_dir() && !self.source.is_empty() {
-            return Err("recurse only applies to directories (end the path with `/`)".into());
+            return Err((Some("recurse"), "recurse only applies to directories (end the path with `/`)".into()));
         }
         if self.symlink && self.source.is_empty() {
-            return Err("a symlink needs a source (its target)".into());
+            return Err((Some("symlink"), "a symlink needs a source (its target)".into()));
         }
-        if !self.source.is_empty() && !self.symlink && !self.source.starts_with('/') {
-            return Err(format!("source `{}` must be absolute", self.source));
+        if !self.source.is_empty() && !self.symlink {
+            path::check(&self.source).map_err(|m| (Some("source"), m))?;
         }
         for frag in &self.fragments {
-            if !frag.starts_with('/') {
-                return Err(format!("fragment `{frag}` must be absolute"));
-            }
+            path::check(frag).map_err(|m| (Some("fragments"), m))?;
             if frag.trim_end_matches('/') == self.path.trim_end_matches('/') {
-                return Err(format!("fragment `{frag}` is the file itself"));
+                return Err((Some("fragments"), format!("fragment `{frag}` is the file itself")));
             }
         }
         if !self.mode.is_empty() {
-            parse_mode(&self.mode, 0)?;
+            parse_mode(&self.mode, 0).map_err(|m| (Some("mode"), m))?;
         }
         if self.selinux.is_some() {
-            return Err("selinux contexts are not supported".into());
+            return Err((Some("selinux"), "selinux contexts are not supported".into()));
         }
         Ok(())
     }
@@ -359,7 +359,9 @@ impl Run<'_> {
 #[async_trait]
 impl Resource for File {
     fn validate(&self) -> Result<(), ResError> {
-        self.params.validate().map_err(|m| res_error(self.raw_error(m)))
+        // A file named otherwise has its path from its params.
+        let path_field = self.rare.as_ref().is_some_and(|r| r.name.is_some()).then_some("path");
+        self.params.validate(path_field).map_err(|(field, m)| res_error(self.raw_error(field, m)))
     }
 
     async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
@@ -540,8 +542,8 @@ impl File {
         Ok(run.ok)
     }
 
-    fn raw_error(&self, message: String) -> BuildError {
-        BuildError { kind: "file".into(), name: self.name().to_string(), field: None, message }
+    fn raw_error(&self, field: Option<&str>, message: String) -> BuildError {
+        BuildError { kind: "file".into(), name: self.name().to_string(), field: field.map(str::to_string), message }
     }
 }
 
@@ -623,7 +625,7 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
         content(p, path, &desired, run)?;
     }
     if p.is_dir() && !p.source.is_empty() {
-        sync_tree(Path::new(&p.source), path, p.purge, run)?;
+        sync_tree(Path::new(&p.source), path, p, run)?;
     }
     if p.symlink {
         symlink(p, path, run)?;
@@ -751,41 +753,52 @@ fn symlink(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResErro
     Ok(())
 }
 
-/// rsync-like copy of a source directory into `dest` (recursing into subdirectories);
-/// `purge` deletes entries the source does not have.
-fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Result<(), ResError> {
+/// rsync-like copy of a source tree into `dest`, comparing each entry as it is, never
+/// through a symlink: a symlink in the source is copied as a symlink (its target as
+/// written, as `cp -a` does), and one in the target tree is compared, replaced (only with
+/// `force`, like any change of an entry's type) or purged as a link, never followed, so
+/// nothing outside `dest` is read, written or removed. `purge` deletes the entries the
+/// source does not have.
+fn sync_tree(source: &Path, dest: &Path, p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
     let src_meta = fs::metadata(source).map_err(|e| failed(format!("source `{}`", source.display()), &e))?;
     if !src_meta.is_dir() {
         return Err(ResError::new(format!("source `{}` is not a directory", source.display())));
     }
-    if found(dest).at(dest)? == Found::Missing {
+    sync_dir(source, dest, p, run)
+}
+
+/// One directory of [`sync_tree`]: `dest` is made a directory (with `force` when something
+/// else is there), then each source entry is synced into it.
+fn sync_dir(source: &Path, dest: &Path, p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
+    let now = found(dest).at(dest)?;
+    if now != Found::Dir {
+        if !replace(dest, now, "a directory", p, run)? {
+            return Ok(());
+        }
         run.wrong(format!("create the directory {}", dest.display()), format!("created {}", dest.display()));
         if !run.apply {
             return Ok(());
         }
-        fs::create_dir_all(dest).map_err(|e| failed(format!("cannot create {}", dest.display()), &e))?;
+        fs::create_dir(dest).map_err(|e| failed(format!("cannot create {}", dest.display()), &e))?;
     }
-    let mut names = Vec::new();
+    let mut names = std::collections::HashSet::new();
     for entry in fs::read_dir(source).at(source)? {
         let entry = entry.at(source)?;
         let (from, to) = (entry.path(), dest.join(entry.file_name()));
-        names.push(entry.file_name());
-        let kind = entry.file_type().at(entry.path())?;
+        names.insert(entry.file_name());
+        let kind = entry.file_type().at(&from)?;
         if kind.is_dir() {
-            sync_tree(&from, &to, purge, run)?;
+            sync_dir(&from, &to, p, run)?;
         } else if kind.is_file() {
-            let data = fs::read(&from).at(&from)?;
-            let same = fs::read(&to).is_ok_and(|cur| sha256(&cur) == sha256(&data));
-            if !same {
-                run.wrong(format!("copy {} to {}", from.display(), to.display()), format!("copied {}", to.display()));
-                if run.apply {
-                    let mode = fs::metadata(&from).map(|m| m.mode() & 0o7777).ok();
-                    atomic_write(&to, &data, mode).at(&to)?;
-                }
-            }
+            sync_file(&from, &to, p, run)?;
+        } else if kind.is_symlink() {
+            sync_link(&from, &to, p, run)?;
+        } else {
+            // A FIFO, socket or device has no content to copy.
+            run.ctx.report(format!("file[{}]: skipped {} (not a file, directory or symlink)", p.path, from.display()));
         }
     }
-    if purge {
+    if p.purge && found(dest).at(dest)? == Found::Dir {
         for entry in fs::read_dir(dest).at(dest)? {
             let entry = entry.at(dest)?;
             // Temp files of atomic writes in flight (another resource writing a spared file
@@ -796,11 +809,80 @@ fn sync_tree(source: &Path, dest: &Path, purge: bool, run: &mut Run<'_>) -> Resu
             if !names.contains(&entry.file_name()) && !spared {
                 run.wrong(format!("purge {}", entry.path().display()), format!("purged {}", entry.path().display()));
                 if run.apply {
+                    // `found` never follows a link: a purged symlink is the link alone.
                     let kind = found(&entry.path()).at(entry.path())?;
                     remove_any(&entry.path(), kind).at(entry.path())?;
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// Clears the way for an entry of another type at `to` (`now` is there): with `force`,
+/// removes what is there (a symlink as a link); without, fails. Whether the caller goes on
+/// to make its entry (always, unless a noop run had something to remove).
+fn replace(to: &Path, now: Found, want: &str, p: &FileParams, run: &mut Run<'_>) -> Result<bool, ResError> {
+    if now == Found::Missing {
+        return Ok(true);
+    }
+    let what = match now {
+        Found::File => "a file",
+        Found::Dir => "a directory",
+        _ => "a symlink",
+    };
+    if !p.force {
+        return Err(ResError::new(format!(
+            "{} is {what} but should be {want} (set force => true to replace it)",
+            to.display()
+        )));
+    }
+    run.wrong(
+        format!("replace {what} at {} with {want}", to.display()),
+        format!("replaced {what} at {} with {want}", to.display()),
+    );
+    if run.apply {
+        remove_any(to, now).map_err(|e| failed(format!("cannot remove {}", to.display()), &e))?;
+    }
+    Ok(run.apply)
+}
+
+fn sync_file(from: &Path, to: &Path, p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
+    let data = fs::read(from).at(from)?;
+    let now = found(to).at(to)?;
+    if now == Found::File && fs::read(to).is_ok_and(|cur| cur == data) {
+        return Ok(());
+    }
+    if now != Found::File && !replace(to, now, "a file", p, run)? {
+        return Ok(());
+    }
+    run.wrong(format!("copy {} to {}", from.display(), to.display()), format!("copied {}", to.display()));
+    if run.apply {
+        let mode = fs::symlink_metadata(from).map(|m| m.mode() & 0o7777).ok();
+        atomic_write(to, &data, mode).at(to)?;
+    }
+    Ok(())
+}
+
+fn sync_link(from: &Path, to: &Path, p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
+    let target = fs::read_link(from).at(from)?;
+    let now = found(to).at(to)?;
+    if now == Found::Symlink && fs::read_link(to).ok().as_deref() == Some(target.as_path()) {
+        return Ok(());
+    }
+    // A link pointing elsewhere is changed without force: only its target (a string) is lost.
+    if now != Found::Symlink && !replace(to, now, "a symlink", p, run)? {
+        return Ok(());
+    }
+    run.wrong(
+        format!("point {} at {}", to.display(), target.display()),
+        format!("symlink {} -> {}", to.display(), target.display()),
+    );
+    if run.apply {
+        if now == Found::Symlink {
+            fs::remove_file(to).map_err(|e| failed(format!("cannot replace {}", to.display()), &e))?;
+        }
+        std::os::unix::fs::symlink(&target, to).map_err(|e| failed(format!("cannot create {}", to.display()), &e))?;
     }
     Ok(())
 }
@@ -905,7 +987,7 @@ mod tests {
         let values = [("path".to_string(), Value::str("/srv/b.conf"))].into_iter().collect();
         let named = File::build("b", &values).expect("builds");
         assert_eq!((named.name(), &*named.params.path), ("b", "/srv/b.conf"));
-        assert_eq!(named.raw_error("bad".into()).name, "b");
+        assert_eq!(named.raw_error(None, "bad".into()).name, "b");
 
         let mut moved = by_path;
         let to: Payload = Arc::new(Value::str("/srv/c.conf"));

@@ -61,7 +61,7 @@ fn build_in_graph(
 pub fn check(graph: &ResGraph) -> Diagnostics {
     let host = Host::system();
     let groups = network_groups(graph);
-    let mut diags = Diagnostics::new();
+    let mut diags = same_paths(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
         match build_in_graph(&host, graph, i, &groups) {
             Err(e) => diags.push(build_diagnostic(v, &e)),
@@ -71,6 +71,44 @@ pub fn check(graph: &ResGraph) -> Diagnostics {
                 }
             }
             Ok(_) => {}
+        }
+    }
+    diags
+}
+
+/// Two `file` resources whose paths name the same place (`/x` named `a` and `/x`, or
+/// `/x` and the directory `/x/`) would fight over it: an error at the second, naming the
+/// first. Two declarations of one key were already merged (or refused) by interpretation,
+/// under mgmt's rule; hidden resources are never applied, so they are left out.
+fn same_paths(graph: &ResGraph) -> Diagnostics {
+    let mut diags = Diagnostics::new();
+    let mut seen: engine::fasthash::FastMap<std::borrow::Cow<'_, str>, usize> = Default::default();
+    for (i, v) in graph.vertices.iter().enumerate() {
+        if v.kind != "file" || v.meta.hidden {
+            continue;
+        }
+        let path = crate::file_path(&v.name, &v.params);
+        let path = match path {
+            std::borrow::Cow::Borrowed(p) => {
+                std::borrow::Cow::Borrowed(p.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(p))
+            }
+            std::borrow::Cow::Owned(p) => {
+                let trimmed = p.strip_suffix('/').filter(|t| !t.is_empty()).unwrap_or(&p).to_string();
+                std::borrow::Cow::Owned(trimmed)
+            }
+        };
+        let shown = path.clone().into_owned();
+        if let Some(first) = seen.insert(path, i) {
+            let first = &graph.vertices[first];
+            diags.push(
+                Diagnostic::new(
+                    Stage::Interpret,
+                    format!("{} and {} manage the same path `{shown}`", v.key(), first.key()),
+                    v.span,
+                )
+                .with_label(first.span, format!("{} is declared here", first.key()))
+                .with_note("a path may be managed by one resource only: remove one, or give both the same name"),
+            );
         }
     }
     diags
@@ -118,7 +156,7 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
     let mut out = Graph::new();
     let send_recv: usize = graph.edges.iter().map(|e| e.send_recv.len()).sum();
     out.reserve(graph.vertices.len(), graph.edges.len() + send_recv);
-    let mut diags = Diagnostics::new();
+    let mut diags = same_paths(&graph);
     // Sorted component-wise, so the paths below a directory form one contiguous run. Only a
     // purging directory reads them.
     let purging = |v: &Vertex| v.kind == "file" && matches!(v.params.get("purge"), Some(Value::Bool(true)));
@@ -136,6 +174,11 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
     let keys = keys(&graph);
     let grouped: std::collections::BTreeSet<usize> = groups.iter().flat_map(|(m, n)| [*m, *n]).collect();
     let mut files = build_files(&host.temps, &mut graph.vertices, &keys, &file_paths, &grouped);
+    // The fields each sender's receivers read (a `file` never sends).
+    let mut received: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for e in graph.edges.iter().filter(|e| !e.send_recv.is_empty()) {
+        received.entry(e.from).or_default().extend(e.send_recv.iter().map(|sr| sr.send.clone()));
+    }
     for (i, key) in keys.iter().enumerate() {
         let v = &graph.vertices[i];
         let built = files[i].take().unwrap_or_else(|| {
@@ -143,13 +186,15 @@ pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, 
                 .map_err(|e| build_diagnostic(v, &e))
                 .and_then(|res| validated(v, res))
         });
-        let built = match built {
+        let mut built = match built {
             Ok(res) => res,
             Err(d) => {
                 diags.push(d);
                 continue;
             }
         };
+        let fields = received.get(&i).map_or(Vec::new(), |f| f.iter().map(String::as_str).collect());
+        built.received_fields(&fields);
         let mut meta = engine_meta(&v.meta);
         meta.noop |= noop;
         out.add_vertex(key.clone(), meta, built);

@@ -43,11 +43,45 @@ pub fn find(name: &str) -> Option<&'static Kind> {
     BY_NAME.get_or_init(|| crate::KINDS.iter().map(|k| (k.name, *k)).collect()).get(name).copied()
 }
 
-/// Registers a [`ResourceDecl`] for every supported kind.
+/// Registers a [`ResourceDecl`] for every supported kind, and their validation of
+/// constant resources for `tend check`.
 pub fn declare(catalog: &mut Catalog) {
     for decl in decls() {
         catalog.add_resource(decl);
     }
+    catalog.set_validator(validate_constant);
+}
+
+/// Builds and validates a resource whose params are all known at compile time (the
+/// catalog's [`lang::catalog::Validator`]): what `run` would refuse when it builds the
+/// graph. Kinds that group into another (`virt:network`'s members) are left to the run.
+pub fn validate_constant(kind: &str, name: &str, params: &lang::params::ParamMap) -> Option<lang::catalog::Invalid> {
+    use lang::catalog::Invalid;
+    if kind.starts_with("virt:network") || find(kind).is_none() {
+        return None;
+    }
+    static HOST: std::sync::OnceLock<crate::Host> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(crate::Host::system);
+    let (field, message) = match crate::build_with(host, kind, name, params) {
+        Err(e) => (e.field, e.message),
+        Ok(res) => {
+            let e = res.validate().err()?;
+            let key = format!("{kind}[{name}]: ");
+            let message = e.message.strip_prefix(&key).unwrap_or(&e.message);
+            let field = message.strip_prefix("field `").and_then(|rest| rest.split_once("`: "));
+            match field {
+                Some((field, rest)) => (Some(field.to_string()), rest.to_string()),
+                None => (None, message.to_string()),
+            }
+        }
+    };
+    let (message, note) = match message.split_once(crate::util::path::NORMAL_FORM) {
+        Some((message, normal)) => {
+            (message.to_string(), Some(format!("paths must be in normal form; this one's is {normal}")))
+        }
+        None => (message, None),
+    };
+    Some(Invalid { field, message, note })
 }
 
 /// The declarations of every supported kind, in registration order.

@@ -107,6 +107,9 @@ impl Resource for Line {
         if !self.params.file.starts_with('/') && !self.params.file.starts_with('~') {
             return Err(err("file", "must be an absolute path or start with `~user/`"));
         }
+        if self.params.file.starts_with('/') {
+            crate::util::path::check(&self.params.file).map_err(|m| err("file", &m))?;
+        }
         if self.params.state == Presence::Unset {
             return Err(err("state", "must be `exists` or `absent`"));
         }

@@ -147,6 +147,9 @@ impl Resource for SshAuthorizedKey {
         if !p.file.is_empty() && !p.file.starts_with('/') && !p.file.starts_with('~') {
             return Err(self.error("file", "must be an absolute path or start with `~`"));
         }
+        if p.file.starts_with('/') {
+            crate::util::path::check(&p.file).map_err(|m| self.error("file", m))?;
+        }
         if !p.content.is_empty() {
             for (field, set) in [
                 ("options", !p.options.is_empty()),

@@ -62,9 +62,7 @@ impl Resource for Sysctl {
         if v.is_empty() || v.trim() != v {
             return Err(err(Some("value"), "must be non-empty without surrounding whitespace"));
         }
-        if !self.params.path.starts_with('/') {
-            return Err(err(Some("path"), "must be absolute"));
-        }
+        crate::util::path::check(&self.params.path).map_err(|m| err(Some("path"), &m))?;
         Ok(())
     }
 

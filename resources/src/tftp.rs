@@ -140,8 +140,8 @@ impl Resource for TftpServer {
         }
         parse_listen(self.address()).map_err(|e| self.err("address", e))?;
         let root = &self.params.root;
-        if !root.is_empty() && !root.starts_with('/') {
-            return Err(self.err("root", "the root must be absolute"));
+        if !root.is_empty() {
+            crate::util::path::check(root).map_err(|m| self.err("root", m))?;
         }
         if !root.is_empty() && !root.ends_with('/') {
             return Err(self.err("root", "the root must be a directory (end with `/`)"));
@@ -438,7 +438,7 @@ impl TftpFile {
         Ok(TftpFile { raw, params, hub, entry: Arc::new(TftpEntry { filename, source }) })
     }
 
-    fn err(&self, field: &str, message: &str) -> ResError {
+    fn err(&self, field: &str, message: impl Into<String>) -> ResError {
         self.raw.invalid(Some(field), message)
     }
 }
@@ -449,8 +449,8 @@ impl Resource for TftpFile {
         if self.entry.filename.is_empty() {
             return Err(self.err("filename", "empty filename"));
         }
-        if !self.params.path.is_empty() && !self.params.path.starts_with('/') {
-            return Err(self.err("path", "the path must be absolute"));
+        if !self.params.path.is_empty() {
+            crate::util::path::check(&self.params.path).map_err(|m| self.err("path", m))?;
         }
         if !self.params.path.is_empty() && !self.params.data.is_empty() {
             return Err(self.err("data", "must not specify both path and data"));

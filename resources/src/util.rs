@@ -7,6 +7,7 @@ pub mod command;
 pub mod events;
 pub mod fs;
 pub mod listen;
+pub mod path;
 pub mod registry;
 pub mod watch;
 

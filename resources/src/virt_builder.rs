@@ -109,6 +109,7 @@ impl ImageBuilder for FakeBuilder {
             stderr: String::new(),
             output: text.into(),
             code: Some(if failing { 1 } else { 0 }),
+            not_text: None,
         })
     }
 }

@@ -109,6 +109,18 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let state_dir = opts.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
+    // One agent per state directory; `--noop` changes nothing, so it may look beside one.
+    let _agent_lock = if opts.noop {
+        None
+    } else {
+        match crate::agent_lock::AgentLock::take(&state_dir) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                crate::stderr::line(format_args!("error: {e}"));
+                return ExitCode::from(2);
+            }
+        }
+    };
     let hostname = crate::services::world_hostname(opts.hostname.as_deref());
     let cluster = if opts.seeds.is_empty() {
         None

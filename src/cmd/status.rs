@@ -75,6 +75,10 @@ fn table(latest: Option<u64>, agents: &[Value], converged: bool) -> String {
                     format!("{n} failed: {key}: {why}")
                 }
             };
+            if let Some(fought) = a["flapping"].as_array().filter(|f| !f.is_empty()) {
+                let names: Vec<&str> = fought.iter().filter_map(Value::as_str).collect();
+                state.push_str(&format!("; another writer keeps changing {}", names.join(", ")));
+            }
             if let Some(b) = a["broken"].as_object() {
                 state.push_str(&format!(
                     "; deploy {} failed here: {}",

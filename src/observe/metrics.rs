@@ -83,6 +83,8 @@ pub struct Metrics {
     swaps_rejected: AtomicU64,
     generation: AtomicU64,
     compile_errors: AtomicU64,
+    /// Resources found fought over by another writer ([`EngineEvent::Flapping`]).
+    flapping: AtomicU64,
     snapshots: AtomicU64,
     snapshot_errors: AtomicU64,
     evaluations: AtomicU64,
@@ -170,6 +172,9 @@ impl Metrics {
                 l.states.insert(key.clone(), if *retrying { "retrying" } else { "failed" });
             }
             EngineEvent::Converged(c) => self.converged.store(u64::from(*c), Ordering::Relaxed),
+            EngineEvent::Flapping { .. } => {
+                self.flapping.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
@@ -287,6 +292,13 @@ impl Metrics {
         let _ = writeln!(out, "tend_graph_swaps_total{{result=\"rejected\"}} {}", get(&self.swaps_rejected));
         simple(&mut out, "tend_graph_generation", "gauge", "Generation of the running graph.", get(&self.generation));
         simple(&mut out, "tend_compile_errors_total", "counter", "Compiles that failed.", get(&self.compile_errors));
+        simple(
+            &mut out,
+            "tend_flapping_total",
+            "counter",
+            "Times a resource was found changed again and again by another writer (each time, its repairs back off).",
+            get(&self.flapping),
+        );
         simple(
             &mut out,
             "tend_dataflow_snapshots_total",

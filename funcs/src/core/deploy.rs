@@ -81,9 +81,14 @@ builtin! {
 
 fn read(host: &Host, p: &str) -> FuncResult {
     let path = disk_path(host, p)?;
-    std::fs::read(&path)
-        .map(|b| Value::str(String::from_utf8_lossy(&b)))
-        .map_err(|e| FuncError::fatal(format!("can't read deploy file {p}: {e}")))
+    let bytes = std::fs::read(&path).map_err(|e| FuncError::fatal(format!("can't read deploy file {p}: {e}")))?;
+    // Never replaced by lossy text: see `os.readfile`.
+    String::from_utf8(bytes).map(Value::str).map_err(|e| {
+        FuncError::fatal(format!(
+            "deploy file {p} is not UTF-8 text (byte {} is not): tend's strings hold text",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 builtin! {

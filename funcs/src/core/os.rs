@@ -208,10 +208,20 @@ pub fn read_file(p: &Path) -> FuncResult {
     file_value(p, std::fs::read(p))
 }
 
-/// A file's bytes as an mcl string, or the error of reading them.
+/// A file's bytes as an mcl string, or the error of reading them. Bytes that are not
+/// UTF-8 text are an error, never replaced: a string is text in tend, and a lossy
+/// conversion would write other bytes than the file holds wherever the value goes.
 fn file_value(p: &Path, read: std::io::Result<Vec<u8>>) -> FuncResult {
     match read {
-        Ok(b) => Ok(Value::str(String::from_utf8_lossy(&b))),
+        Ok(b) => String::from_utf8(b).map(Value::str).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            FuncError::catchable(format!(
+                "file {} is not UTF-8 text (byte {at} of {} is not): tend's strings hold text, and it \
+                 will not change a file's bytes to make them so",
+                p.display(),
+                e.as_bytes().len()
+            ))
+        }),
         Err(e) => Err(FuncError::catchable(format!("can't read file {}: {e}", p.display()))),
     }
 }

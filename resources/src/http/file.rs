@@ -77,7 +77,7 @@ impl HttpFile {
         Ok(HttpFile { raw, params, hub, route })
     }
 
-    fn err(&self, field: &str, message: &str) -> ResError {
+    fn err(&self, field: &str, message: impl Into<String>) -> ResError {
         self.raw.invalid(Some(field), message)
     }
 }
@@ -211,8 +211,8 @@ impl Resource for HttpFile {
             return Err(self.err("filename", "empty filename"));
         }
         let p = &self.params;
-        if !p.path.is_empty() && !p.path.starts_with('/') {
-            return Err(self.err("path", "the path must be absolute"));
+        if !p.path.is_empty() {
+            crate::util::path::check(&p.path).map_err(|m| self.err("path", m))?;
         }
         if !p.path.is_empty() && !p.data.is_empty() {
             return Err(self.err("data", "must not specify both path and data"));
@@ -306,7 +306,7 @@ mod tests {
         let both = file("/f", &[("path", Value::str("/etc/hostname")), ("data", Value::str("x"))]);
         assert!(both.validate().unwrap_err().message.contains("field `data`: must not specify both"));
         let rel = file("/f", &[("path", Value::str("etc/hostname"))]);
-        assert!(rel.validate().unwrap_err().message.contains("field `path`: the path must be absolute"));
+        assert!(rel.validate().unwrap_err().message.contains("field `path`: path `"));
         let dir = file("/d/", &[("path", Value::str("/srv/")), ("longpoll", Value::Bool(true))]);
         assert!(dir.validate().unwrap_err().message.contains("long poll a directory"));
     }

@@ -36,6 +36,19 @@ use crate::util::listen::{bind_first, check_root, parse_listen};
 /// The largest request body read before dispatch (flag and ui forms are small).
 pub const MAX_BODY: usize = 4 << 20;
 
+/// How long a client may take to send a request's head, and then its body, when neither
+/// `read_timeout` nor `timeout` says: a client that opens a connection and sends nothing
+/// (or half a request) is dropped then, and holds nothing of the server's.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most connections one server holds at once; one more is closed as soon as it is
+/// accepted, so loopback clients cannot take the daemon's file descriptors (which its
+/// other resources need).
+pub const MAX_CONNS: usize = 512;
+
+/// The largest request head a connection buffers (hyper's default is ~400 KiB).
+pub const MAX_HEAD: usize = 64 << 10;
+
 crate::params! {
     /// `http:server`'s params; timeouts in seconds.
     #[derive(Clone, Debug, PartialEq)]
@@ -97,8 +110,8 @@ impl Resource for HttpServer {
         }
         parse_listen(self.address()).map_err(|e| self.err("address", e))?;
         let root = &self.params.root;
-        if !root.is_empty() && !root.starts_with('/') {
-            return Err(self.err("root", "the root must be absolute"));
+        if !root.is_empty() {
+            crate::util::path::check(root).map_err(|m| self.err("root", m))?;
         }
         if !root.is_empty() && !root.ends_with('/') {
             return Err(self.err("root", "the root must be a directory (end with `/`)"));
@@ -113,7 +126,7 @@ impl Resource for HttpServer {
             hub: self.hub.clone(),
             name: self.raw.name.clone(),
             root: self.params.root.clone(),
-            read_timeout: self.params.pick(self.params.read_timeout),
+            read_timeout: Some(self.params.pick(self.params.read_timeout).unwrap_or(DEFAULT_READ_TIMEOUT)),
             write_timeout: self.params.pick(self.params.write_timeout),
             shutdown: CancellationToken::new(),
         });
@@ -160,6 +173,8 @@ async fn serve(
 ) -> io::Result<()> {
     let graceful = GracefulShutdown::new();
     let mut conns = JoinSet::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNS));
+    let mut refused: u64 = 0;
     let outcome = loop {
         tokio::select! {
             _ = stop.cancelled() => break Ok(()),
@@ -167,19 +182,40 @@ async fn serve(
             accepted = listener.accept() => {
                 let stream = match accepted {
                     Ok((stream, _peer)) => stream,
+                    // Out of descriptors: wait for some to close instead of spinning.
+                    Err(e) if e.raw_os_error().is_some_and(|c| c == nix::libc::EMFILE || c == nix::libc::ENFILE) => {
+                        tracing::warn!(server = %serving.name, error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
                     // Per-connection failures (e.g. the peer reset) do not stop the server.
                     Err(e) if is_transient(&e) => continue,
                     Err(e) => break Err(e),
                 };
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    // Closed at once: its descriptor is back before the next accept.
+                    drop(stream);
+                    if refused.is_multiple_of(1000) {
+                        tracing::warn!(
+                            server = %serving.name,
+                            refused = refused + 1,
+                            "{MAX_CONNS} connections are open: closing new ones until some end"
+                        );
+                    }
+                    refused += 1;
+                    continue;
+                };
                 let mut builder = hyper::server::conn::http1::Builder::new();
                 builder.timer(TokioTimer::new());
                 builder.header_read_timeout(serving.read_timeout);
+                builder.max_buf_size(MAX_HEAD);
                 let serving = serving.clone();
                 let svc = service_fn(move |req| handle(serving.clone(), req));
                 let conn = builder.serve_connection(TokioIo::new(stream), svc);
                 let watched = graceful.watch(conn);
                 conns.spawn(async move {
                     let _closed = watched.await;
+                    drop(slot);
                 });
             }
         }
@@ -213,9 +249,14 @@ async fn handle(serving: Arc<Serving>, req: hyper::Request<Incoming>) -> Result<
     };
     let body = match body {
         Ok(b) => b.to_bytes(),
-        Err(_) => return Ok(super::status(StatusCode::PAYLOAD_TOO_LARGE)),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return Ok(super::status(StatusCode::PAYLOAD_TOO_LARGE));
+        }
+        // A malformed body (a bad chunk size, a connection cut mid-body).
+        Err(_) => return Ok(super::status(StatusCode::BAD_REQUEST)),
     };
-    let Some(path) = super::percent_decode(parts.uri.path()) else {
+    // A NUL never names a file (and would make the open fail as a server error).
+    let Some(path) = super::percent_decode(parts.uri.path()).filter(|p| !p.contains('\0')) else {
         return Ok(super::status(StatusCode::BAD_REQUEST));
     };
     tracing::info!(server = %serving.name, method = %parts.method, %path, "request");
@@ -315,7 +356,7 @@ mod tests {
     #[test]
     fn validation_names_the_field() {
         let s = build(&[("root", Value::str("relative/"))]).unwrap();
-        assert!(s.validate().unwrap_err().message.contains("field `root`: the root must be absolute"));
+        assert!(s.validate().unwrap_err().message.contains("field `root`: path `relative/` must be absolute"));
         let s = build(&[("root", Value::str("/srv"))]).unwrap();
         assert!(s.validate().unwrap_err().message.contains("must be a directory"));
         let s = build(&[("address", Value::str("nope"))]).unwrap();

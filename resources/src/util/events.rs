@@ -65,11 +65,13 @@ pub fn line_stream(argv: &[String], env: &[(String, String)]) -> Result<Lines, R
         .map_err(|e| ResError::new(format!("cannot run `{shown}`: {e}")))?;
     let stdout = child.stdout.take().ok_or_else(|| ResError::new("no stdout pipe"))?;
     let lines = BufReader::new(stdout).lines();
-    // The child rides along in the state so that dropping the stream kills it.
-    let stream = futures::stream::unfold(Some((lines, child, shown)), |state| async move {
-        let (mut lines, child, shown) = state?;
+    // The child and its group ride along in the state so that dropping the stream kills
+    // them (the group first: a tuple drops in order, and the unreaped child keeps its id).
+    let group = super::command::Group::of(&child);
+    let stream = futures::stream::unfold(Some((lines, group, child, shown)), |state| async move {
+        let (mut lines, group, child, shown) = state?;
         match lines.next_line().await {
-            Ok(Some(line)) => Some((Ok(line), Some((lines, child, shown)))),
+            Ok(Some(line)) => Some((Ok(line), Some((lines, group, child, shown)))),
             Ok(None) => Some((Err(ResError::new(format!("`{shown}` exited"))), None)),
             Err(e) => Some((Err(ResError::new(format!("`{shown}`: {e}"))), None)),
         }

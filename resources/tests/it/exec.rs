@@ -228,3 +228,54 @@ async fn an_orderly_shutdown_lets_a_running_command_finish() {
     assert!(report.stragglers.is_empty());
     assert!(marker.exists(), "the command ran to completion before the stop");
 }
+
+/// Issue 44, defect 3: 4,096 random bytes on stdout were sent as 7,479 bytes of
+/// replacement characters. A stream another resource receives that is not UTF-8 text is
+/// an error naming the resource, and nothing is kept to be sent.
+#[tokio::test]
+async fn binary_output_that_is_received_is_an_error_never_replaced() {
+    let cmd = "head -c 4096 /dev/urandom; printf '\\377'";
+    let mut e = exec("bin", &[("cmd", s(cmd)), ("shell", s("/bin/sh"))]);
+    e.received_fields(&["stdout"]);
+    let err = check(&mut e, true).await.unwrap_err();
+    assert!(err.contains("exec[bin]") && err.contains("not UTF-8 text") && err.contains("stdout"), "{err}");
+    assert!(e.sends().is_some_and(|s| value_of(&s["stdout"]).unwrap() == &Value::str("")), "nothing of it is sent");
+
+    // Nobody reads it: the command's run stands, its output kept for reports only.
+    let mut quiet = exec("bin", &[("cmd", s(cmd)), ("shell", s("/bin/sh"))]);
+    quiet.received_fields(&["exitcode"]);
+    assert!(!check(&mut quiet, true).await.unwrap().0);
+}
+
+/// Issue 44, defect 9: a 100 MB output was held whole (645 MB of RSS) and saved whole
+/// (a 209 MB state file). What nothing receives is kept as its last 64 KiB, and saved so.
+#[tokio::test]
+async fn an_output_nothing_receives_is_kept_as_a_bounded_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = InitCtx {
+        key: ResKey::new("exec", "big"),
+        var_dir: Some(dir.path().join("var")),
+        state_dir: dir.path().into(),
+    };
+    let cmd = "head -c 20000000 /dev/zero | tr '\\0' x; echo; echo the end";
+    let mut e = exec("big", &[("cmd", s(cmd)), ("shell", s("/bin/sh"))]);
+    e.init(&ctx).await.unwrap();
+    e.received_fields(&[]);
+    assert!(!check(&mut e, true).await.unwrap().0);
+    let stdout = sent(&e, "stdout");
+    let text = stdout.as_str().unwrap();
+    assert!(text.len() <= resources::util::command::TAIL + 64, "{} bytes kept", text.len());
+    assert!(
+        text.starts_with("[") && text.contains("bytes before this]") && text.ends_with("the end\n"),
+        "{}",
+        &text[..80]
+    );
+    let saved = fs::metadata(dir.path().join("var/last-run")).unwrap().len();
+    assert!(saved < 4 * resources::util::command::TAIL as u64, "{saved} bytes saved");
+
+    // Received, the same output is kept and sent whole.
+    let mut whole = exec("big", &[("cmd", s(cmd)), ("shell", s("/bin/sh"))]);
+    whole.received_fields(&["stdout"]);
+    assert!(!check(&mut whole, true).await.unwrap().0);
+    assert_eq!(sent(&whole, "stdout").as_str().unwrap().len(), 20_000_000 + 1 + 8);
+}

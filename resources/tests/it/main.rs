@@ -8,6 +8,7 @@ mod engine_corpus;
 mod exec;
 mod file;
 mod file_kinds;
+mod file_tree;
 mod http;
 mod kinds;
 mod net_kinds;

@@ -71,6 +71,19 @@ impl Tally {
                 }
                 failure_line(out, key, &error.message, *retrying, style.color);
             }
+            EngineEvent::Flapping { key, repairs, within } => {
+                let within = if within.as_secs() == 0 {
+                    format!("{} ms", within.as_millis())
+                } else {
+                    format!("{:.1} s", within.as_secs_f64())
+                };
+                let _ = writeln!(
+                    out,
+                    "{}: {key}: another writer keeps changing it ({repairs} repairs in {within}); repairing it less \
+                     often until it stops",
+                    paint("warning", YELLOW, style.color),
+                );
+            }
             EngineEvent::Started(_) | EngineEvent::Stopped(_) | EngineEvent::Converged(_) => {}
         }
     }

@@ -22,6 +22,8 @@ pub struct Status {
     pub converged: bool,
     /// Failed resources and their errors.
     pub failed: BTreeMap<String, String>,
+    /// Resources found being fought over by another writer, for as long as they run.
+    pub flapping: std::collections::BTreeSet<String>,
     /// When the graph last changed (unix seconds).
     pub changed: f64,
     pub world_stale: bool,
@@ -36,6 +38,7 @@ impl Status {
             "broken": self.broken.as_ref().map(|(id, why)| json!({"deploy": id, "error": why})),
             "converged": self.converged,
             "failed": self.failed,
+            "flapping": self.flapping,
             "changed": self.changed,
             "world_stale": self.world_stale,
         })
@@ -70,10 +73,17 @@ pub fn report(world: Arc<dyn World>, mut events: broadcast::Receiver<EngineEvent
                     Ok(EngineEvent::Failed { key, error, .. }) => {
                         status.failed.insert(key.to_string(), error.message);
                     }
-                    Ok(EngineEvent::Applied { key, .. }) | Ok(EngineEvent::Stopped(key)) => {
+                    Ok(EngineEvent::Applied { key, .. }) => {
                         status.failed.remove(&key.to_string());
                     }
+                    Ok(EngineEvent::Stopped(key)) => {
+                        status.failed.remove(&key.to_string());
+                        status.flapping.remove(&key.to_string());
+                    }
                     Ok(EngineEvent::Converged(c)) => status.converged = c,
+                    Ok(EngineEvent::Flapping { key, .. }) => {
+                        status.flapping.insert(key.to_string());
+                    }
                     Ok(EngineEvent::Swapped { .. }) => status.changed = now(),
                     Ok(EngineEvent::Started(_)) => {}
                     Err(broadcast::error::RecvError::Lagged(_)) => {}
