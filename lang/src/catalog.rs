@@ -122,6 +122,9 @@ pub struct Invalid {
     pub message: String,
     /// More help (the normal form of a refused path).
     pub note: Option<String>,
+    /// The kind could not even build the resource (a value out of its field's range), as
+    /// opposed to refusing what it built.
+    pub building: bool,
 }
 
 impl Catalog {

@@ -122,19 +122,21 @@ impl Walk<'_> {
         // kind that names no field mostly refuses what the name says, such as its path).
         let span = field.map_or(self.graph.node(res.name).span, |f| {
             let value = self.graph.node(f.value).span;
-            if value.file == f.span.file && f.span.start <= value.start && value.end <= f.span.end {
-                value
-            } else {
-                f.span
-            }
+            let inside = value.file == f.span.file && f.span.start <= value.start && value.end <= f.span.end;
+            // A build error is placed as the run places it: on the whole field.
+            if inside && !invalid.building { value } else { f.span }
         });
         let shown = match &invalid.field {
             Some(field) => format!("field `{field}`: {}", invalid.message),
             None => invalid.message,
         };
-        let mut diag =
-            Diagnostic::new(Stage::Interpret, format!("{}[{name}] did not Validate: {shown}", res.kind), span)
-                .with_code(Code::InvalidResource);
+        // Worded as the run words them when it builds the graph.
+        let message = if invalid.building {
+            format!("error building resource {}[{name}]: {shown}", res.kind)
+        } else {
+            format!("{}[{name}] did not Validate: {shown}", res.kind)
+        };
+        let mut diag = Diagnostic::new(Stage::Interpret, message, span).with_code(Code::InvalidResource);
         if let Some(note) = invalid.note {
             diag = diag.with_note(note);
         }

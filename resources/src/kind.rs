@@ -62,7 +62,9 @@ pub fn validate_constant(kind: &str, name: &str, params: &lang::params::ParamMap
     }
     static HOST: std::sync::OnceLock<crate::Host> = std::sync::OnceLock::new();
     let host = HOST.get_or_init(crate::Host::system);
-    let (field, message) = match crate::build_with(host, kind, name, params) {
+    let built = crate::build_with(host, kind, name, params);
+    let building = built.is_err();
+    let (field, message) = match built {
         Err(e) => (e.field, e.message),
         Ok(res) => {
             let e = res.validate().err()?;
@@ -81,7 +83,7 @@ pub fn validate_constant(kind: &str, name: &str, params: &lang::params::ParamMap
         }
         None => (message, None),
     };
-    Some(Invalid { field, message, note })
+    Some(Invalid { field, message, note, building })
 }
 
 /// The declarations of every supported kind, in registration order.

@@ -28,6 +28,9 @@ use crate::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 use crate::util::registry::Registry;
 
+/// The most transfers one server runs at once; more requests get a "busy" error.
+pub const MAX_TRANSFERS: usize = 256;
+
 /// mgmt's default per-block timeout, in seconds.
 pub const DEFAULT_TIMEOUT: u64 = 5;
 /// Sends of one packet before a transfer is given up.
@@ -206,6 +209,12 @@ pub async fn serve(sock: UdpSocket, serving: Arc<Serving>, stop: CancellationTok
                     Err(e) => return Err(e),
                 };
                 match parse_request(&buf[..n]) {
+                    // Each transfer holds a socket until its client is done or gone (five
+                    // unanswered tries): a flood of requests cannot take every descriptor.
+                    Ok(req) if req.op == RRQ && transfers.len() >= MAX_TRANSFERS => {
+                        tracing::warn!(server = %serving.name, %peer, "{MAX_TRANSFERS} transfers running: request refused");
+                        let _sent = sock.send_to(&error_packet(0, "server busy, try again"), peer).await;
+                    }
                     Ok(req) if req.op == RRQ => {
                         tracing::info!(server = %serving.name, %peer, file = %req.filename, "tftp read");
                         let serving = serving.clone();
@@ -572,6 +581,33 @@ mod tests {
         let stop = CancellationToken::new();
         let task = tokio::spawn(serve(sock, serving, stop.clone()));
         (addr, stop, task)
+    }
+
+    /// Issue 44, defect 7: read requests whose client never acknowledges each held a
+    /// socket for five tries; past [`MAX_TRANSFERS`] the server now answers "busy".
+    #[tokio::test]
+    async fn a_flood_of_requests_is_refused_past_the_transfer_cap() {
+        let hub = TftpHub::new();
+        let inline = file(&hub, "/f", &[("data", "x")]);
+        let _reg = hub.files.register(&inline.params.server, inline.entry.clone());
+        let (addr, stop, task) = start(hub.files.clone(), "").await;
+        let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        for _ in 0..=MAX_TRANSFERS {
+            sock.send_to(b"\x00\x01/f\x00octet\x00", addr).await.unwrap();
+        }
+        let mut buf = [0u8; 600];
+        let busy = tokio::time::timeout(Duration::from_secs(5), async {
+            loop {
+                let (n, _) = sock.recv_from(&mut buf).await.unwrap();
+                if buf[..2] == ERROR.to_be_bytes() && buf[4..n].starts_with(b"server busy") {
+                    return;
+                }
+            }
+        })
+        .await;
+        assert!(busy.is_ok(), "the request past the cap was refused");
+        stop.cancel();
+        task.await.unwrap().unwrap();
     }
 
     fn file(hub: &Arc<TftpHub>, name: &str, pairs: &[(&str, &str)]) -> TftpFile {
