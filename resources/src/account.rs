@@ -104,6 +104,9 @@ impl Resource for User {
         if p.homedir.as_ref().is_some_and(|h| !h.starts_with('/') || !h.ends_with('/')) {
             return Err(self.err("homedir", "must be an absolute path ending in `/`"));
         }
+        if let Some(home) = &p.homedir {
+            crate::util::path::check(home).map_err(|m| self.err("homedir", &m))?;
+        }
         Ok(())
     }
 

@@ -97,8 +97,8 @@ impl ExecParams {
             ("watchfiles", &self.watchfiles),
             ("mtimes", &self.mtimes),
         ] {
-            if let Some(bad) = paths.iter().find(|p| !p.is_empty() && !p.starts_with('/')) {
-                return Err((field, format!("path `{bad}` must be absolute")));
+            for path in paths.iter().filter(|p| !p.is_empty()) {
+                crate::util::path::check(path).map_err(|m| (field, m))?;
             }
         }
         if let Some(env) = &self.env

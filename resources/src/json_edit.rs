@@ -58,6 +58,7 @@ pub fn parse_store(handle: &str) -> Result<Store, String> {
         return Err("the store is empty".into());
     }
     if handle.starts_with('/') {
+        crate::util::path::check(handle)?;
         return Ok(Store::File(PathBuf::from(handle)));
     }
     let Some((scheme, rest)) = handle.split_once("://") else {

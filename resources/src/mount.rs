@@ -102,6 +102,7 @@ impl Resource for Mount {
         if !self.raw.name.starts_with('/') {
             return Err(err(None, "the name must be an absolute mount point".into()));
         }
+        crate::util::path::check(&self.raw.name).map_err(|m| err(None, m))?;
         if p.state == Presence::Unset {
             return Err(err(Some("state"), "must be `exists` or `absent`".into()));
         }

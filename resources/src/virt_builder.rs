@@ -328,6 +328,7 @@ impl Resource for VirtBuilderRes {
         if !p.output.starts_with('/') {
             return Err(err("output", "must be an absolute path".into()));
         }
+        crate::util::path::check(&p.output).map_err(|m| err("output", m))?;
         if p.os_version.is_empty() {
             return Err(err("os_version", "is required (see `virt-builder --list`)".into()));
         }
@@ -354,9 +355,15 @@ impl Resource for VirtBuilderRes {
         if let Some(bad) = p.mkdir.iter().find(|d| !d.starts_with('/') || !d.ends_with('/')) {
             return Err(err("mkdir", format!("`{bad}` must be an absolute directory ending in `/`")));
         }
+        for dir in &p.mkdir {
+            crate::util::path::check(dir).map_err(|m| err("mkdir", m))?;
+        }
         for c in &p.copy_in {
             if !c.path.starts_with('/') {
                 return Err(err("copy_in", format!("the path `{}` must be absolute", c.path)));
+            }
+            for path in [&c.path, &c.dest] {
+                crate::util::path::check(path).map_err(|m| err("copy_in", m))?;
             }
             if !c.dest.starts_with('/') || !c.dest.ends_with('/') {
                 return Err(err(

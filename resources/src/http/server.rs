@@ -353,6 +353,43 @@ mod tests {
         HttpServer::build(Hub::with_upstream(Arc::new(super::super::proxy::MemUpstream::default())), ":8080", &values)
     }
 
+    /// Sends `request` raw to a server with no routes and no root; its status line.
+    async fn status_of(request: &[u8]) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let serving = Arc::new(Serving {
+            hub: Hub::with_upstream(Arc::new(super::super::proxy::MemUpstream::default())),
+            name: "s".into(),
+            root: String::new(),
+            read_timeout: Some(Duration::from_secs(2)),
+            write_timeout: None,
+            shutdown: CancellationToken::new(),
+        });
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(serve(listener, serving, stop.clone(), Some(Duration::from_secs(1))));
+        let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+        conn.write_all(request).await.unwrap();
+        let mut reply = Vec::new();
+        let _read = tokio::time::timeout(Duration::from_secs(5), conn.read_to_end(&mut reply)).await;
+        stop.cancel();
+        task.await.unwrap().unwrap();
+        String::from_utf8_lossy(&reply).lines().next().unwrap_or("").to_string()
+    }
+
+    /// Issue 44, defect 7: a NUL in the path and a malformed chunk size are the client's
+    /// errors (400), not the server's.
+    #[tokio::test]
+    async fn a_nul_in_the_path_and_a_bad_chunk_are_bad_requests() {
+        let nul = status_of(b"GET /a%00b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        assert!(nul.starts_with("HTTP/1.1 400"), "{nul}");
+        let chunk = b"POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\nab\r\n0\r\n\r\n";
+        let bad = status_of(chunk).await;
+        assert!(bad.starts_with("HTTP/1.1 400"), "{bad}");
+        let fine = status_of(b"GET /a HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await;
+        assert!(fine.starts_with("HTTP/1.1 404"), "{fine}");
+    }
+
     #[test]
     fn validation_names_the_field() {
         let s = build(&[("root", Value::str("relative/"))]).unwrap();
