@@ -225,6 +225,19 @@ impl FileParams {
             && !self.symlink
     }
 
+    /// Why the paths are refused (each must be absolute and in normal form, see
+    /// `util::path`); `path_field` as for [`FileParams::validate`].
+    fn check_paths(&self, path_field: Option<&'static str>) -> Result<(), (Option<&'static str>, String)> {
+        path::check(&self.path).map_err(|m| (path_field, m))?;
+        if !self.source.is_empty() && !self.symlink {
+            path::check(&self.source).map_err(|m| (Some("source"), m))?;
+        }
+        for frag in &self.fragments {
+            path::check(frag).map_err(|m| (Some("fragments"), m))?;
+        }
+        Ok(())
+    }
+
     /// Why the params are refused, with the field at fault when one is; `path_field` is
     /// `None` when the path is the resource's name.
     fn validate(&self, path_field: Option<&'static str>) -> Result<(), (Option<&'static str>, String)> {
@@ -514,6 +527,9 @@ impl Resource for File {
         values.insert(key.to_string(), value_of(value)?.clone());
         let new =
             FileParams::decode(&Params::new("file", self.name(), &values).map_err(res_error)?).map_err(res_error)?;
+        // A received path is held to what validation asks of a written one (normal form),
+        // before anything is touched.
+        new.check_paths(Some("path")).map_err(|(field, m)| res_error(self.raw_error(field, m)))?;
         let changed = new != self.params;
         if new.path != self.params.path && self.rare.as_ref().is_none_or(|r| r.name.is_none()) {
             // The name was the path, which changes: it keeps its own string from now on.

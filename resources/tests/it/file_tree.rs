@@ -207,3 +207,16 @@ proptest! {
         }
     }
 }
+
+/// Defect 1, through send/recv: a path received at run time is refused like a written one,
+/// and the file keeps the path it had.
+#[test]
+fn a_received_dotdot_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = dir.path().join("a").display().to_string();
+    let mut f = File::build(&name, &params(&[("state", s("exists")), ("content", s("x"))])).unwrap();
+    let bad = resources::payload(s(&format!("{}/victim/..", dir.path().display())));
+    let err = engine::Resource::recv(&mut f, "path", &bad).unwrap_err();
+    assert!(err.message.contains("has a `..` component"), "{}", err.message);
+    assert_eq!(f.params().path.as_str(), name);
+}
