@@ -41,18 +41,19 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
 /// overrides or collectors of that kind could make the line matter.
 pub fn resource_fields(graph: &FuncGraph, catalog: &Catalog) -> Diagnostics {
     let mut steered = HashSet::new();
-    steering(&graph.stmts, &mut steered);
+    steering(&graph.stmts, true, &mut steered);
     let mut fields =
         FieldCheck { graph, catalog, seen: foldhash::HashSet::default(), steered, diags: Diagnostics::new() };
     fields.stmts(&graph.stmts);
     fields.diags
 }
 
-/// The kinds that defaults statements, overrides or collectors set fields of.
-fn steering(stmts: &[IrStmt], out: &mut HashSet<String>) {
+/// The kinds that overrides or collectors (and, with `defaults`, defaults statements) set
+/// fields of.
+pub(crate) fn steering(stmts: &[IrStmt], defaults: bool, out: &mut HashSet<String>) {
     for stmt in stmts {
         match stmt {
-            IrStmt::Defaults { kind, .. } => {
+            IrStmt::Defaults { kind, .. } if defaults => {
                 out.insert(kind.clone());
             }
             IrStmt::Override { target, .. } => {
@@ -62,10 +63,10 @@ fn steering(stmts: &[IrStmt], out: &mut HashSet<String>) {
                 out.insert(collector.kind.clone());
             }
             IrStmt::If { then, els, .. } => {
-                steering(then, out);
-                steering(els, out);
+                steering(then, defaults, out);
+                steering(els, defaults, out);
             }
-            IrStmt::For { body, .. } => steering(body, out),
+            IrStmt::For { body, .. } => steering(body, defaults, out),
             _ => {}
         }
     }

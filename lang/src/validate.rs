@@ -18,32 +18,13 @@ use crate::value::Value;
 pub fn constant_resources(graph: &FuncGraph, catalog: &Catalog) -> Diagnostics {
     let mut diags = Diagnostics::new();
     let Some(validator) = catalog.validator() else { return diags };
+    // Overrides and collectors change params as written; defaults statements are
+    // already in each resource's fields.
     let mut changed = HashSet::new();
-    changed_elsewhere(&graph.stmts, &mut changed);
+    crate::checks::steering(&graph.stmts, false, &mut changed);
     let mut walk = Walk { graph, validator, changed, diags: &mut diags };
     walk.stmts(&graph.stmts);
     diags
-}
-
-/// The kinds whose resources overrides or collectors set params of: their params as
-/// written are not what runs. (Defaults statements are already in each resource's fields.)
-fn changed_elsewhere(stmts: &[IrStmt], out: &mut HashSet<String>) {
-    for stmt in stmts {
-        match stmt {
-            IrStmt::Override { target, .. } => {
-                out.insert(target.kind.clone());
-            }
-            IrStmt::Collect(collector) => {
-                out.insert(collector.kind.clone());
-            }
-            IrStmt::If { then, els, .. } => {
-                changed_elsewhere(then, out);
-                changed_elsewhere(els, out);
-            }
-            IrStmt::For { body, .. } => changed_elsewhere(body, out),
-            _ => {}
-        }
-    }
 }
 
 struct Walk<'a> {

@@ -242,7 +242,7 @@ impl FileParams {
     /// `None` when the path is the resource's name.
     fn validate(&self, path_field: Option<&'static str>) -> Result<(), (Option<&'static str>, String)> {
         let whole = |message: &str| Err((None, message.to_string()));
-        path::check(&self.path).map_err(|m| (path_field, m))?;
+        self.check_paths(path_field)?;
         let sources = [self.content.is_some(), !self.source.is_empty(), !self.fragments.is_empty()];
         if sources.iter().filter(|s| **s).count() > 1 {
             return whole("only one of content, source and fragments may be set");
@@ -262,11 +262,7 @@ impl FileParams {
         if self.symlink && self.source.is_empty() {
             return Err((Some("symlink"), "a symlink needs a source (its target)".into()));
         }
-        if !self.source.is_empty() && !self.symlink {
-            path::check(&self.source).map_err(|m| (Some("source"), m))?;
-        }
         for frag in &self.fragments {
-            path::check(frag).map_err(|m| (Some("fragments"), m))?;
             if frag.trim_end_matches('/') == self.path.trim_end_matches('/') {
                 return Err((Some("fragments"), format!("fragment `{frag}` is the file itself")));
             }
