@@ -108,6 +108,11 @@ impl Outline {
         };
         // The changed segments are first..=last: the rest hash the same, shifted by `delta`
         // after them. The last segment's end is the text's, from the front as from the back.
+        if n == 0 {
+            // No statement holds the text (empty, or comments only): nothing can tell it
+            // is the same, and compiling it whole costs nothing.
+            return Edit::Whole;
+        }
         let mut first = 0;
         while first < n && (first + 1 < n || delta == 0) && same_at(first, 0) {
             first += 1;
@@ -305,6 +310,18 @@ mod tests {
         assert_eq!(snippet, format!("{}{}{}{}", "\n".repeat(6), file("/f1", "B"), "\n".repeat(4), file("/f3", "D")));
         assert_eq!(Some(next), outline(&new), "the new outline is the new text's");
         assert_eq!(outline(&old).unwrap().edit(&old, &catalog()), Edit::Same);
+    }
+
+    /// Issue 45, defect 2: a program with no statement (empty, comments only) has an
+    /// outline of nothing, which every text matched: a save of the real program after an
+    /// emptied file was taken for the same text and never applied.
+    #[test]
+    fn any_text_after_a_program_without_statements_is_compiled_whole() {
+        for empty in ["", "# nothing yet\n", "\n\n"] {
+            let o = outline(empty).unwrap();
+            assert_eq!(o.edit(&program(&["a"]), &catalog()), Edit::Whole, "after {empty:?}");
+            assert_eq!(o.edit("# another comment\n", &catalog()), Edit::Whole, "after {empty:?}");
+        }
     }
 
     #[test]

@@ -399,8 +399,10 @@ impl Resource for File {
         targets.extend(p.fragments.iter().map(|f| Target::Path(PathBuf::from(f))));
         let own = (targets.len() == 1 && p.stamp_covers_state()).then(|| self.verified.clone());
         let ctx = ctx.clone();
-        let call = move |targets: &[Spelt]| {
-            let unchanged = own.as_ref().is_some_and(|verified| verified.holds(spelt_path(&targets[0])));
+        let call = move |targets: &[Spelt], moved: bool| {
+            // A moved watch is an event even when the file looks as verified: the engine's
+            // refresh that follows is what moves the watch down to the file's new parent.
+            let unchanged = !moved && own.as_ref().is_some_and(|verified| verified.holds(spelt_path(&targets[0])));
             if !unchanged {
                 ctx.event();
             }

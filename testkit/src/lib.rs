@@ -91,6 +91,7 @@ mod tests {
     }
 }
 
+pub mod daemon;
 pub mod etcd;
 pub mod lsp;
 pub mod programs;

@@ -104,8 +104,9 @@ struct Signal<W: ?Sized = dyn Wakes> {
 /// A subscription is woken through a `Notify` its owner awaits ([`FileWatch::changed`]), or
 /// by a call, made on the watcher's thread with the hub locked ([`FileWatch::calling`]).
 trait Wakes: Send + Sync {
-    /// Called with the subscription's targets (so a call need not keep its own copy).
-    fn wake(&self, targets: &[Spelt]);
+    /// Called with the subscription's targets (so a call need not keep its own copy), and
+    /// whether its watch points may have moved and wait to be re-resolved.
+    fn wake(&self, targets: &[Spelt], moved: bool);
     /// The `Notify` a waiter awaits; `None` for a call.
     fn notify(&self) -> Option<&Notify>;
     /// Called with each event, for a subscription that asked for them
@@ -115,7 +116,7 @@ trait Wakes: Send + Sync {
 
 /// Holds at most one pending wake-up, so a burst of events coalesces into one.
 impl Wakes for Notify {
-    fn wake(&self, _: &[Spelt]) {
+    fn wake(&self, _: &[Spelt], _: bool) {
         self.notify_one();
     }
 
@@ -131,7 +132,7 @@ struct Reports {
 }
 
 impl Wakes for Reports {
-    fn wake(&self, _: &[Spelt]) {
+    fn wake(&self, _: &[Spelt], _: bool) {
         self.notify.notify_one();
     }
 
@@ -147,9 +148,9 @@ impl Wakes for Reports {
 /// A call made on each change.
 struct Call<F>(F);
 
-impl<F: Fn(&[Spelt]) + Send + Sync> Wakes for Call<F> {
-    fn wake(&self, targets: &[Spelt]) {
-        (self.0)(targets);
+impl<F: Fn(&[Spelt], bool) + Send + Sync> Wakes for Call<F> {
+    fn wake(&self, targets: &[Spelt], moved: bool) {
+        (self.0)(targets, moved);
     }
 
     fn notify(&self) -> Option<&Notify> {
@@ -168,7 +169,10 @@ impl Signal {
         if rearm {
             self.rearm.store(true, Ordering::Release);
         }
-        self.how.wake(targets);
+        // A re-resolution still pending from an earlier wake-up counts too: until the owner
+        // refreshes, the watch may look one level too high.
+        let moved = rearm || self.rearm.load(Ordering::Acquire);
+        self.how.wake(targets, moved);
     }
 }
 
@@ -518,11 +522,15 @@ impl FileWatch {
     /// watching a file costs no task and no future. `call` runs on the watcher's thread
     /// with the hub locked: it must be quick and must not touch a [`FileWatch`]. After a
     /// call, [`engine::Subscription::refresh`] brings the watch points up to date. `call`
-    /// gets the targets, spelt as the hub keeps them (see [`FileWatch::subscribe`]).
+    /// gets the targets, spelt as the hub keeps them (see [`FileWatch::subscribe`]), and
+    /// `moved`: the watch points may have moved (a directory on the way to a target was
+    /// made or removed). The owner must then refresh even when its targets look unchanged:
+    /// a file watched through an ancestor before its parent existed is watched through the
+    /// parent only once refreshed, and a change inside the parent is missed until then.
     pub fn calling(
         targets: Vec<Target>,
         recursive: bool,
-        call: impl Fn(&[Spelt]) + Send + Sync + 'static,
+        call: impl Fn(&[Spelt], bool) + Send + Sync + 'static,
     ) -> Result<FileWatch, ResError> {
         let depth = if recursive { Depth::Tree } else { Depth::Target };
         FileWatch::subscribe(targets, depth, Signal::new(Call(call)))
@@ -1137,6 +1145,31 @@ mod tests {
         }
     }
 
+    /// Issue 45, defect 1: a call whose target's parent did not exist is told, when the
+    /// parent appears, that its watch moved, so its owner refreshes even though the target
+    /// itself looks unchanged; once refreshed, a change inside the new parent reaches it.
+    #[tokio::test]
+    async fn a_call_is_told_when_its_parent_appears_and_follows_it_once_refreshed() {
+        use engine::Subscription;
+        let dir = tempfile::tempdir().unwrap();
+        let parent = dir.path().join("made");
+        let target = parent.join("f");
+        let (tx, mut calls) = mpsc::unbounded_channel();
+        let called = move |_: &[Spelt], moved: bool| {
+            let _ = tx.send(moved);
+        };
+        let watch = FileWatch::calling(vec![Target::Path(target.clone())], false, called).unwrap();
+        std::fs::create_dir(&parent).unwrap();
+        let moved = tokio::time::timeout(Duration::from_secs(5), calls.recv()).await.expect("called in time");
+        assert_eq!(moved, Some(true), "the parent's creation moves the watch");
+        watch.refresh().unwrap();
+        while calls.try_recv().is_ok() {}
+        std::fs::write(&target, "x").unwrap();
+        let called =
+            tokio::time::timeout(Duration::from_secs(5), calls.recv()).await.expect("a write in the new parent");
+        assert!(called.is_some());
+    }
+
     /// Subscriptions sharing a target are each told of its changes (a call with the target
     /// as the hub spells it), and one dropped leaves the others watching.
     #[tokio::test]
@@ -1144,7 +1177,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("shared");
         let (tx, mut calls) = mpsc::unbounded_channel();
-        let called = move |targets: &[Spelt]| {
+        let called = move |targets: &[Spelt], _moved: bool| {
             let _ = tx.send(targets.iter().map(|t| spelt_path(t).to_path_buf()).collect::<Vec<_>>());
         };
         // Spelt with a trailing `/.`: the call gets the hub's spelling.
@@ -1179,7 +1212,7 @@ mod tests {
         let plain: Arc<str> = Arc::from(format!("{}/plain", dir.path().display()));
         let slashed: Arc<str> = Arc::from(format!("{}//slashed/", dir.path().display()));
         let (tx, mut calls) = mpsc::unbounded_channel();
-        let called = move |targets: &[Spelt]| {
+        let called = move |targets: &[Spelt], _moved: bool| {
             let _ = tx.send(targets.iter().map(|t| spelt_path(t).to_path_buf()).collect::<Vec<_>>());
         };
         let watch =
