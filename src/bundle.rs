@@ -94,8 +94,8 @@ pub fn materialize(dir: &Path, id: u64, bundle: &Bundle) -> Result<ProgramPath, 
     Ok(ProgramPath { root, entry: bundle.entry.clone() })
 }
 
-/// Removes the deploys under `dir` other than the `keep` newest.
-pub fn prune(dir: &Path, keep: usize) {
+/// Removes the deploys under `dir` other than the `keep` newest and `spare` (the one running).
+pub fn prune(dir: &Path, keep: usize, spare: Option<u64>) {
     let mut ids: Vec<u64> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -103,7 +103,7 @@ pub fn prune(dir: &Path, keep: usize) {
         .filter_map(|e| e.file_name().to_str()?.parse().ok())
         .collect();
     ids.sort_unstable();
-    for id in ids.iter().rev().skip(keep) {
+    for id in ids.iter().rev().skip(keep).filter(|id| Some(**id) != spare) {
         let _ = std::fs::remove_dir_all(dir.join(id.to_string()));
         let _ = std::fs::remove_file(dir.join(format!("{id}.entry")));
     }
@@ -139,7 +139,13 @@ mod tests {
         evil.files.insert("/../x".into(), vec![]);
         assert!(materialize(&dir.path().join("deploys"), 8, &evil).unwrap_err().contains("outside its root"));
         std::fs::create_dir_all(dir.path().join("deploys/9")).unwrap();
-        prune(&dir.path().join("deploys"), 1);
+        prune(&dir.path().join("deploys"), 1, None);
         assert!(!dir.path().join("deploys/7").exists() && dir.path().join("deploys/9").exists());
+        // The deploy running is spared, however old.
+        std::fs::create_dir_all(dir.path().join("deploys/10")).unwrap();
+        std::fs::create_dir_all(dir.path().join("deploys/11")).unwrap();
+        prune(&dir.path().join("deploys"), 1, Some(9));
+        let kept = |id: u32| dir.path().join(format!("deploys/{id}")).exists();
+        assert!(kept(9) && !kept(10) && kept(11));
     }
 }

@@ -894,3 +894,77 @@ fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
     assert_eq!(agent_status(&s, "h1")["deploy"], 3);
     assert_eq!(agent_status(&s, "h2")["broken"], serde_json::Value::Null);
 }
+
+/// A chain of `depth` classes, each including the next.
+fn include_chain(depth: usize) -> String {
+    let mut text: String = (0..depth).map(|i| format!("class c{i} {{\n\tinclude c{}\n}}\n", i + 1)).collect();
+    text.push_str(&format!("class c{depth} {{\n\tprint \"end\" {{}}\n}}\ninclude c0\n"));
+    text
+}
+
+/// The SHA-256 of `bytes` in hex, as `sha256sum` prints it.
+fn sha256(bytes: &[u8]) -> String {
+    let mut child = Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+    out.split_whitespace().next().expect("a hash").to_string()
+}
+
+/// `etcdctl` against `etcd`, with `value` (when given) on its stdin; its stdout.
+fn etcdctl(etcd: &Etcd, args: &[&str], value: Option<&[u8]>) -> Vec<u8> {
+    let mut child = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", &etcd.url()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("etcdctl runs");
+    child.stdin.take().unwrap().write_all(value.unwrap_or_default()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "etcdctl {args:?}");
+    out.stdout
+}
+
+/// Issue 45, defect 3: a deploy of a program nested 12,000 includes deep overflowed the
+/// stack of every agent that followed deploys, again at each restart. `tend deploy` refuses
+/// to store it; written to etcd by hand (an older client, a hostile one), each agent
+/// refuses it as any broken deploy, keeps running and repairing its old program.
+#[test]
+fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut agent = Agent::follow(dir.path(), "h1", &etcd.url());
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "one", &deployed_program(&out, ""), &[])), 1);
+    assert!(wait_until(T, || read(&out.join("h1")) == "one on h1"), "{}", agent.log());
+
+    let deep = include_chain(12_000);
+    let refused = deploy(dir.path(), &etcd, "deep", &deep, &[]);
+    assert_eq!(refused.status.code(), Some(1), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("nests too deeply"), "{refused:?}");
+
+    // Deploy 2 written by hand: deploy 1's record with the deep program as its entry.
+    let record = etcdctl(&etcd, &["get", "--print-value-only", "/_tend/deploy/id/00000000000000000001"], None);
+    let mut record: serde_json::Value = serde_json::from_slice(&record).expect("a deploy record");
+    let hash = sha256(deep.as_bytes());
+    etcdctl(&etcd, &["put", &format!("/_tend/deploy/blob/{hash}")], Some(deep.as_bytes()));
+    let entry = record["entry"].as_str().unwrap().to_string();
+    record["files"][&entry] = serde_json::Value::String(hash);
+    record["id"] = 2.into();
+    record["parent"] = 1.into();
+    etcdctl(&etcd, &["put", "/_tend/deploy/id/00000000000000000002"], Some(record.to_string().as_bytes()));
+    etcdctl(&etcd, &["put", "/_tend/deploy/latest", "2"], None);
+
+    assert!(wait_until(T, || agent.log().contains("deploy 2 does not compile on this host")), "{}", agent.log());
+    assert!(agent.alive(), "the agent is still running\n{}", agent.log());
+    std::fs::remove_file(out.join("h1")).unwrap();
+    assert!(wait_until(T, || read(&out.join("h1")) == "one on h1"), "drift still repaired\n{}", agent.log());
+    // A restart reads the deploys again: still refused, the old program still runs.
+    agent.kill9();
+    std::fs::remove_file(out.join("h1")).unwrap();
+    let mut agent = Agent::follow(dir.path(), "h1", &etcd.url());
+    assert!(wait_until(T, || read(&out.join("h1")) == "one on h1"), "{}", agent.log());
+    assert!(agent.alive(), "{}", agent.log());
+}

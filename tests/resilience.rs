@@ -99,3 +99,89 @@ fn a_save_after_an_empty_program_is_applied() {
         assert!(holds("one"), "and the next\n{}", daemon.stderr());
     }
 }
+
+/// A chain of `depth` classes, each including the next.
+fn include_chain(depth: usize) -> String {
+    let mut text: String = (0..depth).map(|i| format!("class c{i} {{\n\tinclude c{}\n}}\n", i + 1)).collect();
+    text.push_str(&format!("class c{depth} {{\n\tprint \"end\" {{}}\n}}\ninclude c0\n"));
+    text
+}
+
+/// A chain of `depth` funcs, each calling the one before.
+fn call_chain(depth: usize) -> String {
+    let mut text = String::from("func f0($x) {\n\t$x\n}\n");
+    text.extend((1..depth).map(|i| format!("func f{i}($x) {{\n\tf{}($x)\n}}\n", i - 1)));
+    text.push_str(&format!("print \"p\" {{\n\tmsg => f{}(\"end\"),\n}}\n", depth - 1));
+    text
+}
+
+/// Defect 3: 4,000 chained includes or 10,000 chained calls overflowed the stack, and
+/// `check`, `graph` and `run` aborted (rc 134). Past the nesting limit they are an error
+/// naming the construct and the limit; just under it, they compile and run.
+#[test]
+fn deep_programs_are_an_error_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text, construct) in [
+        ("includes", include_chain(12_000), "the include of class `c1000`"),
+        ("calls", call_chain(12_000), "the call of func `f10999`"),
+    ] {
+        let path = dir.path().join(format!("{name}.mcl"));
+        std::fs::write(&path, &text).unwrap();
+        for cmd in ["check", "graph"] {
+            let out = std::process::Command::new(TEND).arg(cmd).arg(&path).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{cmd} {name}: {stderr}");
+            assert!(
+                stderr.contains(&format!("{construct} nests too deeply: more than 1000 levels")),
+                "{cmd} {name}: {stderr}"
+            );
+        }
+    }
+    for (name, text) in [("includes", include_chain(999)), ("calls", call_chain(999))] {
+        let path = dir.path().join(format!("{name}-999.mcl"));
+        std::fs::write(&path, &text).unwrap();
+        let state = dir.path().join(format!("state-{name}"));
+        let out = std::process::Command::new(TEND)
+            .arg("run")
+            .arg(&path)
+            .args(["--prefix", &state.display().to_string(), "--converged-timeout", "0"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name} 999 deep runs: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+/// Defect 3, live: a save of a program nested 12,000 deep killed the daemon, and drift
+/// repair with it. It is refused like any program that does not compile; the daemon keeps
+/// repairing the last good one, and a good save after it applies.
+#[test]
+fn a_live_save_of_a_deep_program_leaves_the_daemon_repairing() {
+    let mut daemon = Daemon::start(
+        TEND,
+        |d| {
+            std::fs::create_dir(d.join("out")).unwrap();
+            one_file(d, "one")
+        },
+        &[],
+    );
+    let dir = daemon.dir.path().to_path_buf();
+    assert!(daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == "one"), "{}", daemon.stderr());
+    for deep in [include_chain(12_000), call_chain(12_000)] {
+        let before = daemon.stderr().matches("nests too deeply").count();
+        daemon.save("main.mcl", &format!("{}{deep}", one_file(&dir, "deep")));
+        assert!(
+            daemon.eventually(Duration::from_secs(10), || daemon.stderr().matches("nests too deeply").count() > before),
+            "the deep save is refused\n{}",
+            daemon.stderr()
+        );
+        assert!(daemon.alive(), "the daemon runs on\n{}", daemon.stderr());
+        std::fs::remove_file(dir.join("out/a")).unwrap();
+        assert!(
+            daemon.eventually(Duration::from_secs(5), || daemon.read("out/a") == "one"),
+            "drift repaired by the last good program\n{}",
+            daemon.stderr()
+        );
+    }
+    daemon.save("main.mcl", &one_file(&dir, "two"));
+    assert!(daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == "two"), "{}", daemon.stderr());
+}

@@ -64,6 +64,9 @@ pub enum Code {
     InvalidName,
     /// Binds, functions or classes that refer to themselves (`not a dag`), statically.
     ScopeRecursion,
+    /// Calls of `func` statements and class includes nested past what elaboration allows
+    /// ([`crate::scope::MAX_NESTING`]).
+    TooDeep,
     /// A variable, function or class that does not exist in scope.
     UnknownName,
     /// An import that cannot be resolved or loaded.
@@ -162,6 +165,7 @@ impl Code {
         Code::InvalidProperty,
         Code::InvalidName,
         Code::ScopeRecursion,
+        Code::TooDeep,
         Code::UnknownName,
         Code::ImportFailed,
         Code::ModuleStatement,
@@ -212,6 +216,7 @@ impl Code {
             Code::InvalidProperty => "invalid-property",
             Code::InvalidName => "invalid-name",
             Code::ScopeRecursion => "scope-recursion",
+            Code::TooDeep => "too-deep",
             Code::UnknownName => "unknown-name",
             Code::ImportFailed => "import-failed",
             Code::ModuleStatement => "module-statement",

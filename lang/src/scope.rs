@@ -35,6 +35,12 @@ use frame::{AliasEntry, Frame, FrameId, Lazy, Ns};
 use imports::ImportTarget;
 use std::collections::BTreeMap;
 
+/// How deeply calls of `func` statements and class includes may nest while the program is
+/// elaborated (each is elaborated inside the one that reaches it, and every later phase
+/// walks what it made as deeply). Real programs stay in the tens; the limit keeps a chain
+/// of thousands from overflowing the stack, with room to spare in every phase after.
+pub const MAX_NESTING: u32 = 1000;
+
 /// The namespace an import gets without `as` (spec 3.9).
 pub use imports::default_namespace;
 
@@ -108,6 +114,8 @@ pub fn resolve_with(
         bind_orders: BTreeMap::new(),
         static_recursion,
         include_chain: Vec::new(),
+        nesting: 0,
+        too_deep: false,
         usage: usage::Usage::default(),
         default_nodes: BTreeMap::new(),
         any_defaults: false,
@@ -198,6 +206,11 @@ struct Ctx<'a> {
     static_recursion: bool,
     /// The `include` statements being elaborated, outermost first.
     include_chain: Vec<Span>,
+    /// How many calls of `func` statements and class instances are being elaborated, one
+    /// inside the other (see [`MAX_NESTING`]).
+    nesting: u32,
+    /// [`MAX_NESTING`] was reached and reported (once).
+    too_deep: bool,
     /// What was declared and what was used, for the unused-name warnings.
     usage: usage::Usage,
     /// The value (and condition) node of each defaults entry, by the entry's address and
@@ -236,6 +249,36 @@ impl<'a> Ctx<'a> {
         if !self.suppressed.contains(&(d.message.clone(), d.span)) {
             self.diags.push(d);
         }
+    }
+
+    /// Enters one more level of calls and includes, for `what` (``func `f` ``) at `span`;
+    /// false, with the error reported once, past [`MAX_NESTING`]. A `true` must be matched
+    /// by [`Ctx::leave`].
+    fn enter(&mut self, span: Span, what: impl FnOnce() -> String) -> bool {
+        if self.nesting >= MAX_NESTING {
+            if !self.too_deep {
+                self.too_deep = true;
+                self.error(
+                    Diagnostic::new(
+                        Stage::SetScope,
+                        format!("{} nests too deeply: more than {MAX_NESTING} levels of calls and includes", what()),
+                        span,
+                    )
+                    .with_code(Code::TooDeep)
+                    .with_note(format!(
+                        "each call of a `func` statement and each `include` is elaborated inside the one that \
+                         reaches it; a chain longer than {MAX_NESTING} is refused rather than risk the process's stack"
+                    )),
+                );
+            }
+            return false;
+        }
+        self.nesting += 1;
+        true
+    }
+
+    fn leave(&mut self) {
+        self.nesting -= 1;
     }
 
     /// Reports a recursion found while elaborating, unless the ordering analysis already

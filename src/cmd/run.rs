@@ -357,15 +357,22 @@ impl Runner {
             Start::Deploys => {
                 tracing::info!("following the cluster's deploys; waiting for one");
                 let Some(d) = deploys.as_mut() else { return ExitCode::from(2) };
+                // The deploy that ran here before a restart first: a newer one is then tried
+                // as any new deploy, beside it, and replaces it only once it runs.
+                let mut from_disk = d.last_ran();
                 loop {
-                    let id = tokio::select! {
-                        _ = signals.recv() => return ExitCode::SUCCESS,
-                        id = d.next() => id,
+                    let id = match from_disk.take() {
+                        Some(id) => id,
+                        None => tokio::select! {
+                            _ = signals.recv() => return ExitCode::SUCCESS,
+                            id = d.next() => id,
+                        },
                     };
                     if let Some((program, compiled)) = self.take_up(d, id).await {
                         self.funcs_host.root = program.root.clone();
                         self.program = program;
                         self.note(|f| f.deploy = Some(id));
+                        d.ran(id);
                         break compiled;
                     }
                 }
@@ -438,6 +445,9 @@ impl Runner {
                                 df.shutdown().await;
                             }
                             tracing::info!(deploy = c.id, "deploy {} is running", c.id);
+                            if let Some(d) = deploys.as_ref() {
+                                d.ran(c.id);
+                            }
                             self.note(|f| {
                                 f.deploy = Some(c.id);
                                 f.broken = f.broken.take().filter(|(b, _)| *b > c.id);

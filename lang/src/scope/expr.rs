@@ -248,6 +248,9 @@ impl<'a> Ctx<'a> {
             self.recursion(span);
             return self.error_node(span);
         }
+        if !self.enter(span, || format!("the call of func `{}`", func.name.name)) {
+            return self.error_node(span);
+        }
         self.set_func(owner, key, |f| {
             f.active += 1;
             f.called = true;
@@ -277,6 +280,7 @@ impl<'a> Ctx<'a> {
             }
         };
         self.set_func(owner, key, |f| f.active -= 1);
+        self.leave();
         node
     }
 
@@ -289,6 +293,9 @@ impl<'a> Ctx<'a> {
         }
         if func.active > 0 {
             self.recursion(span);
+            return self.error_node(span);
+        }
+        if !self.enter(span, || format!("the call of func `{}`", func.name.name)) {
             return self.error_node(span);
         }
         let all: Vec<(&'a ast::Ident, &'a ast::Lambda)> =
@@ -308,6 +315,7 @@ impl<'a> Ctx<'a> {
             all.iter().map(|(_, l)| *l).filter(|l| l.params.len() == args.positional.len()).collect();
         let candidates: Vec<NodeId> = fitting.into_iter().map(|l| self.lambda(func.frame, l)).collect();
         self.set_func(owner, key, |f| f.active -= 1);
+        self.leave();
         if candidates.is_empty() {
             let count = args.positional.len();
             let noun = if count == 1 { "argument" } else { "arguments" };

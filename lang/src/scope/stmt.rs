@@ -171,6 +171,12 @@ impl<'a> Ctx<'a> {
         for key in binds {
             self.force_bind(fid, &key);
         }
+        if self.too_deep {
+            // Checking them would elaborate the same too-deep chains again, each up to the
+            // limit (a chain of thousands of funcs, each checked on its own), for an error
+            // already reported.
+            return;
+        }
         let funcs: Vec<String> =
             self.frame(fid).funcs.iter().filter(|(_, f)| !f.called).map(|(k, _)| k.clone()).collect();
         for key in funcs {
@@ -726,9 +732,13 @@ impl<'a> Ctx<'a> {
         }
         let body_frame = self.new_frame(Frame::child(param_frame));
         self.instances.insert(body_frame, (class.body, owner, key.clone()));
+        if !self.enter(stmt.span, || format!("the include of class `{}`", class.name.name)) {
+            return None;
+        }
         self.with_class_active(owner, &key, 1);
         self.declare(body_frame, &class.body.stmts);
         self.with_class_active(owner, &key, -1);
+        self.leave();
         Some(body_frame)
     }
 
@@ -741,6 +751,9 @@ impl<'a> Ctx<'a> {
             return Vec::new();
         }
         let class = self.frame(owner).classes.get(&key).map_or_else(|| key.clone(), |c| c.name.name.clone());
+        if !self.enter(stmt.span, || format!("the include of class `{class}`")) {
+            return Vec::new();
+        }
         self.include_chain.push(stmt.span);
         let chain = self.include_chain.clone();
         self.graph.includes.push(IrInclude { class: class.clone(), body: body.span, chain });
@@ -755,6 +768,7 @@ impl<'a> Ctx<'a> {
         self.finish(body_frame);
         self.with_class_active(owner, &key, -1);
         self.include_chain.pop();
+        self.leave();
         out
     }
 

@@ -1,7 +1,10 @@
 //! Following the cluster's deploys in `tend run --seeds URL` without a PATH: each new
 //! deploy is fetched, written under `<state>/deploys/<id>/` and compiled with this host's
 //! catalog; the run swaps to it as to a live edit, or keeps the program it runs when the
-//! deploy does not compile here.
+//! deploy does not compile here. The deploy that last ran here is recorded
+//! (`<state>/deploys/ran`): a restarted agent starts from it, then tries what is newer as
+//! it would a new deploy, so a deploy that cannot run here (one too deep to compile, one
+//! whose program fails on this host) never leaves a restarted agent running nothing.
 
 use crate::loader::ProgramPath;
 use engine::world::{Follow, Topic, World};
@@ -10,6 +13,9 @@ use std::sync::Arc;
 
 /// Deploys kept on disk besides the one running (for a look at what ran before).
 const KEEP: usize = 3;
+
+/// The file holding the id of the deploy that last ran here.
+const RAN: &str = "ran";
 
 pub struct Deploys {
     world: Arc<dyn World>,
@@ -65,7 +71,8 @@ impl Deploys {
             let placed = crate::bundle::materialize(&dir, id, &deploy.bundle)?;
             std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
                 .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
-            crate::bundle::prune(&dir, KEEP + 1);
+            let ran = std::fs::read_to_string(dir.join(RAN)).ok().and_then(|r| r.trim().parse().ok());
+            crate::bundle::prune(&dir, KEEP + 1, ran);
             Ok::<_, String>(placed)
         })
         .await
@@ -78,6 +85,21 @@ impl Deploys {
     pub fn fetch_failed(&mut self, id: u64) -> u32 {
         self.failing = if self.failing.0 == id { (id, self.failing.1 + 1) } else { (id, 1) };
         self.failing.1
+    }
+
+    /// Records that deploy `id` runs here (atomically: a crash leaves the old record).
+    pub fn ran(&self, id: u64) {
+        let tmp = self.dir.join(".ran.new");
+        let written = std::fs::write(&tmp, id.to_string()).and_then(|()| std::fs::rename(&tmp, self.dir.join(RAN)));
+        if let Err(e) = written {
+            tracing::warn!(deploy = id, error = %e, "cannot record which deploy runs; a restart waits for the cluster's latest");
+        }
+    }
+
+    /// The deploy that last ran here, when it is still on disk.
+    pub fn last_ran(&self) -> Option<u64> {
+        let id: u64 = std::fs::read_to_string(self.dir.join(RAN)).ok()?.trim().parse().ok()?;
+        (self.dir.join(id.to_string()).is_dir() && self.dir.join(format!("{id}.entry")).is_file()).then_some(id)
     }
 
     /// Marks deploy `id` taken up although it could not run here.
