@@ -424,9 +424,10 @@ pub(crate) async fn swap(
     crate::batch::start_all(shared, workers).await;
     // A kept vertex waiting on its parents may have lost the parent it waited for; let it
     // re-evaluate against its new links.
+    // A kept vertex that failed is checked again: a swap is when its cause may have passed.
     for key in &plan.unchanged {
         if let Some(v) = running.vertices.get(key)
-            && v.node.waiting.load(std::sync::atomic::Ordering::SeqCst)
+            && (v.node.waiting.load(std::sync::atomic::Ordering::SeqCst) || v.node.failure().is_some())
         {
             v.node.poke(&shared.converger);
         }

@@ -138,6 +138,11 @@ impl Shared {
     }
 }
 
+/// The first wait before a resource that failed with a transient error is checked again,
+/// and the longest (the wait doubles from one to the other while it keeps failing).
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_LONGEST: Duration = Duration::from_secs(30);
+
 /// What one process step did.
 enum Outcome {
     /// Ran (or skipped on the state cache) and succeeded.
@@ -175,6 +180,10 @@ struct WorkerRare {
     limiter: Option<Bucket>,
     /// Repairs after events, while there are some ([`crate::flap`]).
     flap: Option<crate::flap::Flap>,
+    /// While failing with a transient error: the wait before the next check.
+    backoff: Duration,
+    /// While failing: the error last reported, not reported again while it lasts.
+    failing: Option<String>,
 }
 
 impl Worker {
@@ -184,6 +193,8 @@ impl Worker {
                 recv_changed: BTreeSet::new(),
                 limiter: Some(Bucket::new(meta.limit, meta.burst)),
                 flap: None,
+                backoff: Duration::ZERO,
+                failing: None,
             })
         });
         let watch_budget = meta.retry;
@@ -342,6 +353,11 @@ impl Worker {
                 };
                 // Boxed: an idle worker then holds a pointer, not the whole process step's state.
                 self.repaired = false;
+                if self.node.failure().is_some() {
+                    // Checked again after a failure: it counts towards convergence while it
+                    // runs, and again for good once it succeeds.
+                    self.shared.converger.register(&self.node.converged);
+                }
                 match Box::pin(self.process(seq)).await {
                     Ok(Outcome::Done) => {
                         if event {
@@ -357,8 +373,15 @@ impl Worker {
                     Err(_) if self.node.is_stopped() => break,
                     Err(error) => {
                         if !self.take_retry() {
+                            // Failed, but not given up on: the watch stays, an event at the
+                            // resource checks it again, and so does a swap; a transient
+                            // error is also checked again after a backoff.
+                            let transient = error.is_transient();
                             self.fail(error);
-                            break;
+                            if transient {
+                                self.retry_later();
+                            }
+                            continue;
                         }
                         self.node.set_state(WorkerState::Retrying { error: error.to_string() });
                         self.report_retry(&error);
@@ -486,7 +509,11 @@ impl Worker {
 
         if ran {
             match &mut self.rare {
-                Some(rare) if rare.limiter.is_some() || rare.flap.is_some() => rare.recv_changed.clear(),
+                Some(rare) if rare.limiter.is_some() || rare.flap.is_some() => {
+                    rare.recv_changed.clear();
+                    rare.backoff = Duration::ZERO;
+                    rare.failing = None;
+                }
                 _ => self.rare = None,
             }
             self.node.set_sends(self.res.sends());
@@ -720,13 +747,44 @@ impl Worker {
         });
     }
 
-    /// Stops for good: records the error and leaves the converger (engine.md 2.5).
-    fn fail(&self, error: ResError) {
-        tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
+    /// Records the error and leaves the converger (engine.md 2.5): the failure does not hold
+    /// convergence back (its blocked dependants do). The same error again, from a check
+    /// after an event or a backoff, is not reported again.
+    fn fail(&mut self, error: ResError) {
+        let text = error.to_string();
+        let rare = self.rare.get_or_insert_with(Box::default);
+        let again = rare.failing.as_ref() == Some(&text);
+        rare.failing = Some(text);
         self.node.set_state(WorkerState::Failed { error: error.clone() });
         self.shared.converger.unregister(&self.node.converged);
+        if again {
+            tracing::debug!(resource = %self.node.key, error = %error, "still failing");
+            return;
+        }
+        tracing::info!(resource = %self.node.key, error = %error, transient = error.is_transient(), "failed");
         self.shared.failed_for_good.send_modify(|n| *n += 1);
         self.shared.emit(true, || EngineEvent::Failed { key: self.node.key.clone(), error, retrying: false });
+    }
+
+    /// After a transient failure (a full disk, a busy file): pokes the worker after a
+    /// backoff, from [`RETRY_FIRST`] doubling up to [`RETRY_LONGEST`], reset by a success.
+    /// The worker goes back to waiting meanwhile, so an event still checks it at once.
+    fn retry_later(&mut self) {
+        let rare = self.rare.get_or_insert_with(Box::default);
+        rare.backoff = if rare.backoff.is_zero() { RETRY_FIRST } else { (rare.backoff * 2).min(RETRY_LONGEST) };
+        let wait = rare.backoff;
+        let (node, shared) = (self.node.clone(), self.shared.clone());
+        let stop = node.token();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {
+                    if node.failure().is_some() {
+                        node.poke(&shared.converger);
+                    }
+                }
+                _ = stop.cancelled() => {}
+            }
+        });
     }
 
     /// Stops the watch (waiting a bounded time, then aborting it) and runs cleanup.

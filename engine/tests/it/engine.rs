@@ -150,7 +150,12 @@ async fn an_exhausted_resource_blocks_only_its_dependents() {
     );
     engine.apply(g).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(log.count("broken"), 2, "one try plus one retry: {:?}", log.entries());
+    // One try plus one retry, and perhaps one more check when its dependant asked for it
+    // (a failed resource is checked again when woken); then it waits for an event.
+    let tries = log.count("broken");
+    assert!((2..=3).contains(&tries), "one try plus one retry: {:?}", log.entries());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(log.count("broken"), tries, "a permanent failure is not retried on its own");
     assert_eq!(log.count("child"), 0);
     assert_eq!(log.count("other"), 1);
     let failures = engine.failures().await;
