@@ -121,14 +121,20 @@ impl Loader for FsLoader {
             };
             String::from_utf8(bytes).ok()?
         } else {
-            std::fs::read_to_string(path).ok()?
+            String::from_utf8(funcs::lease::read_regular(&path).ok()?).ok()?
         };
         // A byte order mark is refused (see `why_unreadable`), not read as a character.
         (!text.starts_with('\u{feff}')).then_some(text)
     }
     fn why_unreadable(&self, path: &str) -> Option<String> {
-        let bytes = std::fs::read(self.resolve(path)?).ok()?;
-        lang::loader::text_problem(&bytes)
+        let path = self.resolve(path)?;
+        if !path.exists() {
+            return None;
+        }
+        match funcs::lease::read_regular(&path) {
+            Ok(bytes) => lang::loader::text_problem(&bytes),
+            Err(e) => Some(e.to_string()),
+        }
     }
     fn is_dir(&self, path: &str) -> bool {
         self.resolve(path).is_some_and(|p| p.is_dir())

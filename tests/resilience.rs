@@ -318,3 +318,93 @@ fn a_reload_checks_a_failed_resource_again() {
     );
     assert!(daemon.alive());
 }
+
+/// A file `out/copy` holding what `os.readfile` reads at `fact`.
+fn copy_of_fact(dir: &Path, fact: &Path) -> String {
+    let out = dir.join("out").display().to_string();
+    format!(
+        "import \"os\"\nfile \"{out}/copy\" {{\n\tstate => \"exists\",\n\tcontent => os.readfile(\"{}\"),\n}}\n",
+        fact.display()
+    )
+}
+
+/// Defect 5: `os.readfile` of a FIFO waited for a writer forever (one-shot runs hung, and
+/// the fact never recovered once the FIFO was replaced). A FIFO is an error at once, and a
+/// file renamed over it is read.
+#[test]
+fn a_fifo_fact_is_an_error_at_once_and_recovers_when_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("out")).unwrap();
+    let fifo = dir.path().join("fact");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(dir.path().join("main.mcl"), copy_of_fact(dir.path(), &fifo)).unwrap();
+    let started = std::time::Instant::now();
+    let mut child = std::process::Command::new(TEND)
+        .arg("run")
+        .arg(dir.path().join("main.mcl"))
+        .args(["--prefix", &dir.path().join("state").display().to_string(), "--converged-timeout", "0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waited = testkit::daemon::eventually(Duration::from_secs(5), &mut || child.try_wait().unwrap().is_some());
+    if !waited {
+        let _ = child.kill();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(waited && started.elapsed() < Duration::from_secs(2), "a one-shot run ends at once: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("it is a FIFO, not a regular file"), "{stderr}");
+
+    let daemon = Daemon::start(
+        TEND,
+        |d| {
+            std::fs::create_dir(d.join("out")).unwrap();
+            assert!(std::process::Command::new("mkfifo").arg(d.join("fact")).status().unwrap().success());
+            copy_of_fact(d, &d.join("fact"))
+        },
+        &[],
+    );
+    assert!(
+        daemon.eventually(Duration::from_secs(2), || daemon.stderr().contains("it is a FIFO")),
+        "the daemon says so\n{}",
+        daemon.stderr()
+    );
+    daemon.save("fact", "a real file");
+    assert!(
+        daemon.eventually(Duration::from_secs(5), || daemon.read("out/copy") == "a real file"),
+        "{}",
+        daemon.stderr()
+    );
+}
+
+/// Defect 5: a fact file that is a symlink missed edits of its target (only the link's
+/// directory was watched). The target is watched too, and the new one after a relink.
+#[test]
+fn a_symlinked_fact_follows_edits_of_its_target() {
+    let daemon = Daemon::start(
+        TEND,
+        |d| {
+            std::fs::create_dir(d.join("out")).unwrap();
+            std::fs::create_dir(d.join("elsewhere")).unwrap();
+            std::fs::write(d.join("elsewhere/real"), "one").unwrap();
+            std::os::unix::fs::symlink(d.join("elsewhere/real"), d.join("fact")).unwrap();
+            copy_of_fact(d, &d.join("fact"))
+        },
+        &[],
+    );
+    let copy = |want: &str| daemon.eventually(Duration::from_secs(2), || daemon.read("out/copy") == want);
+    assert!(copy("one"), "{}", daemon.stderr());
+    // Edited in place, and saved the way editors do (a new file renamed over it).
+    std::fs::write(daemon.path("elsewhere/real"), "two").unwrap();
+    assert!(copy("two"), "an edit of the target is seen within 2 s\n{}", daemon.stderr());
+    daemon.save("elsewhere/real", "three");
+    assert!(copy("three"), "{}", daemon.stderr());
+    // The link moved to another target: that one is followed now.
+    std::fs::write(daemon.path("elsewhere/other"), "four").unwrap();
+    std::fs::remove_file(daemon.path("fact")).unwrap();
+    std::os::unix::fs::symlink(daemon.path("elsewhere/other"), daemon.path("fact")).unwrap();
+    assert!(copy("four"), "{}", daemon.stderr());
+    std::fs::write(daemon.path("elsewhere/other"), "five").unwrap();
+    assert!(copy("five"), "{}", daemon.stderr());
+}

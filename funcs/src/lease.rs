@@ -1,11 +1,61 @@
 //! Reading a file under a read lease, which tells a file some process still has open for
 //! writing (a save in progress, `echo x > f` between its truncation and its write) from a
 //! finished one: live editing reads the program this way, and `os.readfile` its facts.
+//! Either reads only a regular file ([`open_regular`]), and at most [`MAX_FILE`] bytes.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+
+/// The most a fact (`os.readfile`) or a program's source file may hold.
+pub const MAX_FILE: u64 = 64 << 20;
+
+/// Opens `path` for reading if it is a regular file. A FIFO, a socket or a device is an
+/// error, never read: a FIFO's read waits for a writer that may never come, and a device
+/// may never end. The open itself does not wait (`O_NONBLOCK`, which a regular file
+/// ignores).
+pub fn open_regular(path: &Path) -> io::Result<File> {
+    let file = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)?;
+    let kind = file.metadata()?.file_type();
+    if kind.is_file() {
+        return Ok(file);
+    }
+    let what = if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "something else"
+    };
+    Err(io::Error::new(io::ErrorKind::InvalidInput, format!("it is {what}, not a regular file")))
+}
+
+/// The whole of a regular file, at most [`MAX_FILE`] bytes (more is an error, and no more
+/// than that is ever held).
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    read_bounded(&mut open_regular(path)?, &mut bytes)?;
+    Ok(bytes)
+}
+
+fn read_bounded(file: &mut File, bytes: &mut Vec<u8>) -> io::Result<()> {
+    file.take(MAX_FILE + 1).read_to_end(bytes)?;
+    if bytes.len() as u64 > MAX_FILE {
+        bytes.clear();
+        bytes.shrink_to_fit();
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it holds more than {} MiB, the most tend reads from one file", MAX_FILE >> 20),
+        ));
+    }
+    Ok(())
+}
 
 /// What [`read_leased`] found.
 #[derive(Debug, PartialEq)]
@@ -25,16 +75,18 @@ pub enum Leased {
 /// file is read plainly. The lease-break notice goes out as `SIGWINCH`, which a process
 /// ignores by default (the default `SIGIO` would end it).
 pub fn read_leased(path: &Path) -> io::Result<Leased> {
-    let mut file = File::open(path)?;
+    let mut file = open_regular(path)?;
     let mut bytes = Vec::new();
     match set_lease(&file, libc::F_RDLCK) {
         Ok(()) => {
-            let read = file.read_to_end(&mut bytes);
+            let read = read_bounded(&mut file, &mut bytes);
             let _released = set_lease(&file, libc::F_UNLCK);
-            read.map(|_| Leased::Read(bytes))
+            read.map(|()| Leased::Read(bytes))
         }
-        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => file.read_to_end(&mut bytes).map(|_| Leased::Busy(bytes)),
-        Err(_) => file.read_to_end(&mut bytes).map(|_| Leased::Read(bytes)),
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+            read_bounded(&mut file, &mut bytes).map(|()| Leased::Busy(bytes))
+        }
+        Err(_) => read_bounded(&mut file, &mut bytes).map(|()| Leased::Read(bytes)),
     }
 }
 
@@ -71,5 +123,23 @@ mod tests {
         assert_eq!(read_leased(&path).unwrap(), Leased::Busy(Vec::new()));
         drop(writer);
         assert_eq!(read_leased(&path).unwrap(), Leased::Read(Vec::new()));
+    }
+
+    /// Issue 45, defect 5: a FIFO's read waited for a writer forever. It is refused at once,
+    /// as a device or a directory is, and a file past the bound is an error.
+    #[test]
+    fn only_regular_files_are_read_and_at_most_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = read_leased(&fifo).unwrap_err();
+        assert!(err.to_string().contains("it is a FIFO, not a regular file"), "{err}");
+        assert!(read_regular(Path::new("/dev/zero")).unwrap_err().to_string().contains("a device"));
+        assert!(read_regular(dir.path()).unwrap_err().to_string().contains("a directory"));
+        let big = dir.path().join("big");
+        File::create(&big).unwrap().set_len(MAX_FILE + 1).unwrap();
+        assert!(read_regular(&big).unwrap_err().to_string().contains("more than 64 MiB"));
+        File::create(&big).unwrap().set_len(MAX_FILE).unwrap();
+        assert_eq!(read_regular(&big).unwrap().len() as u64, MAX_FILE);
     }
 }

@@ -2,7 +2,8 @@
 //! (`os.readfile`, `os.file_exists`, `os.user_exists`, the local world store). It reads
 //! the path now and again after each change the host's watcher reports
 //! ([`crate::api::Host::watcher`]), with a slow safety re-read, or a fast poll when the
-//! host watches nothing.
+//! host watches nothing. A path that is a symlink is followed: where it leads is watched
+//! too, and again wherever it leads after a change.
 
 use super::streams::Emitter;
 use crate::api::{FuncError, FuncResult, Watched};
@@ -46,9 +47,18 @@ where
     R: Into<Reading> + Send + 'static,
 {
     let mut watch = em.host().watcher.watch(&path, what);
+    // Where a symlink at `path` leads, watched too: an edit of the target changes nothing
+    // at the link's own place.
+    let mut target: Option<(PathBuf, Box<dyn crate::api::PathChanges>)> = None;
     let mut last: Option<FuncResult> = None;
     let read = Arc::new(read);
     loop {
+        if watch.is_some() {
+            let real = std::fs::canonicalize(&path).ok().filter(|real| *real != path);
+            if real.as_ref() != target.as_ref().map(|(at, _)| at) {
+                target = real.and_then(|real| Some((real.clone(), em.host().watcher.watch(&real, what)?)));
+            }
+        }
         let (reader, at) = (read.clone(), path.clone());
         let reading = tokio::task::spawn_blocking(move || reader(&at).into()).await.unwrap_or_else(|e| {
             Reading::Settled(Err(FuncError::fatal(format!("reading {} failed: {e}", path.display()))))
@@ -73,8 +83,15 @@ where
         }
         match watch.as_mut() {
             Some(w) => {
+                let target_changed = async {
+                    match target.as_mut() {
+                        Some((_, t)) => t.changed().await,
+                        None => std::future::pending().await,
+                    }
+                };
                 tokio::select! {
                     _ = w.changed() => {}
+                    _ = target_changed => {}
                     _ = tokio::time::sleep(SAFETY) => {}
                 }
             }

@@ -205,7 +205,7 @@ builtin! {
 }
 
 pub fn read_file(p: &Path) -> FuncResult {
-    file_value(p, std::fs::read(p))
+    file_value(p, crate::lease::read_regular(p))
 }
 
 /// A file's bytes as an mcl string, or the error of reading them. Bytes that are not
