@@ -39,6 +39,11 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
+    let code = command(cli);
+    tend::stdout::exit_code(code)
+}
+
+fn command(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check { path, format, deny } => {
             cmd::check::run(&path, format, deny.is_some(), cli.verbose, cli.hostname)

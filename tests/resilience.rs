@@ -408,3 +408,51 @@ fn a_symlinked_fact_follows_edits_of_its_target() {
     std::fs::write(daemon.path("elsewhere/other"), "five").unwrap();
     assert!(copy("five"), "{}", daemon.stderr());
 }
+
+/// Defect 8: a write to stdout that failed (`> /dev/full`) was ignored: `tend fmt -` exited
+/// 0 with 64 KiB of 147 KiB written, and `graph`/`run --format json` likewise. It is said on
+/// stderr and the exit is 1; a reader closing the pipe early is still a quiet exit 0.
+#[test]
+fn a_failed_write_on_stdout_exits_1_and_a_closed_pipe_stays_quiet() {
+    let dir = tempfile::tempdir().unwrap();
+    let program: String =
+        (0..3000).map(|i| format!("print \"p{i}\" {{\n\tmsg => \"message number {i}\",\n}}\n")).collect();
+    assert!(program.len() > 140_000);
+    let main = dir.path().join("main.mcl");
+    std::fs::write(&main, &program).unwrap();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let main_arg = main.display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let cases: [(&str, Vec<&str>); 4] = [
+        ("fmt -", vec!["fmt", "-"]),
+        ("graph", vec!["graph", &main_arg]),
+        ("graph --format json", vec!["graph", &main_arg, "--format", "json"]),
+        (
+            "run --format json",
+            vec!["run", &main_arg, "--prefix", &state, "--converged-timeout", "0", "--noop", "--format", "json"],
+        ),
+    ];
+    for (what, args) in cases {
+        let out = std::process::Command::new(TEND)
+            .args(&args)
+            .stdin(std::fs::File::open(&main).unwrap())
+            .stdout(full())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(stderr.contains("cannot write the output: No space left on device"), "{what}: {stderr}");
+    }
+    // A closed pipe: `tend fmt - | head -c 10`.
+    let mut child = std::process::Command::new(TEND)
+        .args(["fmt", "-"])
+        .stdin(std::fs::File::open(&main).unwrap())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
