@@ -5,6 +5,7 @@
 
 mod convert;
 mod handlers;
+pub mod transport;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -27,7 +28,7 @@ pub const DEBOUNCE: Duration = Duration::from_millis(40);
 
 /// Serves one client on stdin and stdout until it exits.
 pub fn run() -> ExitCode {
-    let (connection, io) = Connection::stdio();
+    let (connection, io) = transport::stdio();
     let result = serve(&connection);
     drop(connection);
     let joined = io.join();

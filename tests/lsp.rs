@@ -208,3 +208,54 @@ fn neovim_shows_the_error_and_formats_through_tend_lsp() {
     let formatted = std::fs::read_to_string(out.with_extension("txt.formatted")).unwrap_or_default();
     assert!(formatted.contains("$s = \"x\"\n") && formatted.contains("\n\tcontent => $bad,\n"), "{formatted:?}");
 }
+
+/// The daemon's resident memory in KiB, from /proc.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Issue 45, defect 9: `tend lsp` exited on any malformed frame (bad JSON, a bad
+/// `Content-Length`, a body that is not UTF-8), and allocated whatever length a frame
+/// announced. Each is skipped and the session goes on; a 2 GB announcement is read past
+/// without being held.
+#[test]
+fn the_session_survives_malformed_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("main.mcl");
+    std::fs::write(&path, PROGRAM).unwrap();
+    let uri = format!("file://{}", path.display());
+    let (mut client, _) = Client::start(TEND, &["lsp"], dir.path());
+    client.notify(
+        "textDocument/didOpen",
+        json!({"textDocument": {"uri": uri, "languageId": "mcl", "version": 1, "text": PROGRAM}}),
+    );
+    assert_eq!(client.diagnostics(&uri), Vec::<Value>::new());
+    let malformed: [&[u8]; 5] = [
+        b"Content-Length: 9\r\n\r\n{not json",
+        b"Content-Length: 4\r\n\r\n\xff\xfe\xfd\xfc",
+        b"Content-Length: many\r\n\r\n",
+        b"X-Unknown: header\r\n\r\n",
+        b"Content-Length: 2\r\n\r\n[]",
+    ];
+    for frame in malformed {
+        client.raw(frame);
+        let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}}));
+        assert!(
+            symbols.as_array().is_some_and(|s| !s.is_empty()),
+            "answers after {:?}",
+            String::from_utf8_lossy(frame)
+        );
+    }
+    // Announced 2 GB, sent a little: nothing of that size is held, and the server lives.
+    client.raw(b"Content-Length: 2000000000\r\n\r\n{\"jsonrpc\":");
+    client.raw(&vec![b' '; 1 << 20]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(client.alive(), "still serving");
+    let pid = client.pid();
+    assert!(rss_kib(pid) < 200 * 1024, "{} KiB held", rss_kib(pid));
+}

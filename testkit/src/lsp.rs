@@ -114,6 +114,22 @@ impl Client {
         self.incoming.recv_timeout(PATIENCE).expect("the server answers in time")
     }
 
+    /// Writes `bytes` to the server as they are (a malformed frame, for hostile tests).
+    pub fn raw(&mut self, bytes: &[u8]) {
+        self.stdin.write_all(bytes).expect("the server reads");
+        self.stdin.flush().expect("flush");
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the server process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     fn send(&mut self, msg: &Value) {
         let body = msg.to_string();
         let framed = format!("Content-Length: {}\r\n\r\n{body}", body.len());
