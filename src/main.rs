@@ -39,6 +39,7 @@ fn main() -> ExitCode {
     }
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
+    lang::secret::show(cli.show_secrets);
     let code = command(cli);
     tend::stdout::exit_code(code)
 }

@@ -456,3 +456,52 @@ fn a_failed_write_on_stdout_exits_1_and_a_closed_pipe_stays_quiet() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Defect 6: `run --noop` printed the old and new content of a file others may not read
+/// (also in `--format json`), and `why` and `graph --format json` printed a value read from
+/// such a file in full. They show a size and a digest; `--show-secrets` prints it.
+#[test]
+fn secrets_are_not_printed_unless_asked() {
+    use std::os::unix::fs::PermissionsExt;
+    const SECRET: &str = "hunter2-the-root-password";
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, SECRET).unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let copy = dir.path().join("copy");
+    std::fs::write(&copy, "old-secret-text").unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let main = dir.path().join("main.mcl");
+    std::fs::write(
+        &main,
+        format!(
+            "import \"os\"\nfile \"{}\" {{\n\tstate => \"exists\",\n\tcontent => os.readfile(\"{}\"),\n\tmode => \"0600\",\n}}\n",
+            copy.display(),
+            key.display()
+        ),
+    )
+    .unwrap();
+    let main_arg = main.display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let target = format!("file[{}]", copy.display());
+    let runs: [Vec<&str>; 5] = [
+        vec!["run", &main_arg, "--prefix", &state, "--noop", "--converged-timeout", "0"],
+        vec!["run", &main_arg, "--prefix", &state, "--noop", "--converged-timeout", "0", "--format", "json"],
+        vec!["graph", &main_arg, "--format", "json"],
+        vec!["why", &main_arg, &target],
+        vec!["why", &main_arg, &target, "--format", "json"],
+    ];
+    for args in &runs {
+        let out = std::process::Command::new(TEND).args(args).output().unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{args:?}: {all}");
+        assert!(!all.contains(SECRET) && !all.contains("old-secret-text"), "{args:?} printed a secret:\n{all}");
+        assert!(all.contains("<secret: 25 bytes, sha256 "), "{args:?} shows its size and digest:\n{all}");
+    }
+    let shown = std::process::Command::new(TEND)
+        .args(["graph", &main_arg, "--format", "json", "--show-secrets"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&shown.stdout).contains(SECRET), "--show-secrets prints it");
+    assert_eq!(std::fs::read_to_string(&copy).unwrap(), "old-secret-text", "noop changed nothing");
+}

@@ -34,6 +34,7 @@ pub mod render;
 pub mod repeats;
 pub mod resgraph;
 pub mod scope;
+pub mod secret;
 pub mod span;
 pub mod suggest;
 pub mod syntax;

@@ -735,7 +735,13 @@ fn content(p: &FileParams, path: &Path, desired: &[u8], run: &mut Run<'_>) -> Re
     }
     run.ok = false;
     if !run.apply {
-        let diff = unified_diff(&p.path, &String::from_utf8_lossy(&current), &String::from_utf8_lossy(desired));
+        let diff = if !lang::secret::shown() && lang::secret::file_content_is_secret(&p.path, &p.mode) {
+            // Others may not read it: its content is never printed, only its size and digest.
+            let was = if exists { lang::secret::summary(&current) } else { "nothing".to_string() };
+            format!("{was} -> {}", lang::secret::summary(desired))
+        } else {
+            unified_diff(&p.path, &String::from_utf8_lossy(&current), &String::from_utf8_lossy(desired))
+        };
         // An empty file created has no diff to show.
         let diff = if diff.trim().is_empty() { String::new() } else { format!(":\n{diff}") };
         if exists {

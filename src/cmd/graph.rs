@@ -60,7 +60,22 @@ fn to_json(g: &ResGraph) -> serde_json::Value {
         .vertices
         .iter()
         .map(|v| {
-            let params: serde_json::Map<_, _> = v.params.iter().map(|(k, x)| (k.clone(), value_json(x))).collect();
+            let params: serde_json::Map<_, _> = v
+                .params
+                .iter()
+                .map(|(k, x)| {
+                    let json = match x {
+                        Value::Str(text)
+                            if !lang::secret::shown()
+                                && lang::secret::is_secret(&v.kind, &v.name, |n| v.params.get(n), k) =>
+                        {
+                            serde_json::Value::String(lang::secret::summary(text.as_bytes()))
+                        }
+                        _ => value_json(x),
+                    };
+                    (k.clone(), json)
+                })
+                .collect();
             let meta: serde_json::Map<_, _> =
                 v.meta.entries().iter().map(|(k, x)| (k.to_string(), value_json(x))).collect();
             serde_json::json!({"kind": v.kind, "name": v.name, "params": params, "meta": meta})

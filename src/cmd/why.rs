@@ -133,6 +133,22 @@ pub fn run(
         .flat_map(|(i, runs)| runs.iter().map(move |vals| (*i, vals)))
         .map(|(i, vals)| ctx.statement(&located[i], &plans[i], vals))
         .collect();
+    if !lang::secret::shown() {
+        let mut secrets: Vec<String> = Vec::new();
+        for d in output.resources.iter().filter(|d| d.kind == kind && d.name == name) {
+            let get = |n: &str| d.params.iter().find(|(k, _, _)| k == n).map(|(_, v, _)| v);
+            for (k, v, _) in &d.params {
+                if let Value::Str(text) = v
+                    && lang::secret::is_secret(&kind, &name, get, k)
+                {
+                    secrets.push(text.to_string());
+                }
+            }
+        }
+        for report in &mut reports {
+            lang::secret::scrub(report, &secrets);
+        }
+    }
     let after = ctx.after_evaluation(&output, &kind, &name);
     if let Some(last) = reports.last_mut() {
         last["after_evaluation"] = json!(after);
