@@ -968,3 +968,29 @@ fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() 
     assert!(wait_until(T, || read(&out.join("h1")) == "one on h1"), "{}", agent.log());
     assert!(agent.alive(), "{}", agent.log());
 }
+
+/// Issue 45, defect 7: a garbage value at a host's claim key (1.5 MB, bound to no lease)
+/// locked that host out for good, with advice that did not help and the whole value in the
+/// message. It is taken over with a warning that quotes a short prefix, and the agent runs.
+#[test]
+fn a_forged_claim_is_taken_over() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let garbage = "g".repeat(1_400_000);
+    etcdctl(&etcd, &["put", "/_tend/hosts/h1"], Some(garbage.as_bytes()));
+    let program =
+        format!("file \"{}/h1\" {{\n\tstate => \"exists\",\n\tcontent => \"claimed on h1\",\n}}\n", out.display());
+    let agent = Agent::start(dir.path(), "h1", &etcd.url(), 6, &program);
+    assert!(
+        wait_until(T, || read(&out.join("h1")) == "claimed on h1"),
+        "{}",
+        agent.log().chars().take(2000).collect::<String>()
+    );
+    let log = agent.log();
+    assert!(log.contains("taking it over"), "{}", log.chars().take(2000).collect::<String>());
+    assert!(log.len() < 100_000, "the value is not echoed: {} bytes of log", log.len());
+    let claim = etcd_keys(&etcd).into_iter().find(|(k, _)| k == "/_tend/hosts/h1").map(|(_, v)| v).unwrap_or_default();
+    assert!(claim.len() < 32 && !claim.starts_with('g'), "the agent's own claim: {claim:?}");
+}

@@ -361,12 +361,13 @@ async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refuse
         let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await??;
         let holder = match resp.op_responses().into_iter().next() {
             _ if resp.succeeded() => None,
-            Some(TxnOpResponse::Get(get)) => {
-                get.kvs().first().map(|kv| (kv.value_str().unwrap_or("").to_string(), kv.lease()))
-            }
+            Some(TxnOpResponse::Get(get)) => get
+                .kvs()
+                .first()
+                .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.lease(), kv.mod_revision())),
             _ => None,
         };
-        let Some((held_by, held_lease)) = holder else {
+        let Some((held_by, held_lease, revision)) = holder else {
             if resp.succeeded() {
                 remember(inner, &me);
                 return Ok(());
@@ -377,6 +378,20 @@ async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refuse
             remember(inner, &me);
             return Ok(());
         }
+        if !genuine_claim(&held_by, held_lease) {
+            // Not an agent's claim (every agent writes its own live lease's id, bound to
+            // it): garbage or a forgery. Taken over, if it is still what was read.
+            tracing::warn!(
+                key = %key,
+                value = %quote(&held_by),
+                "the host-name claim holds something no agent wrote; taking it over"
+            );
+            let txn = Txn::new()
+                .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, revision)])
+                .and_then([TxnOp::delete(key.as_str(), None)]);
+            tokio::time::timeout(REQUEST, client.txn(txn)).await??;
+            continue;
+        }
         if before.as_deref() == Some(held_by.as_str()) {
             // This agent's previous run (killed before it could leave): drop its session
             // and with it everything it owned.
@@ -384,6 +399,7 @@ async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refuse
             tokio::time::timeout(REQUEST, client.lease_revoke(held_lease)).await??;
             continue;
         }
+        let held_by = quote(&held_by);
         return Err(Refused::Duplicate(format!(
             "host name `{}` is already claimed in etcd by another running agent (session {held_by}); \
              give each agent its own --hostname, or wait for a dead agent's claim to lapse (up to {} s)",
@@ -391,6 +407,32 @@ async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refuse
         )));
     }
     Err(Refused::Down("the host-name claim kept changing".into()))
+}
+
+/// Whether an entry of `topic` read at `key` counts. An export is written by its host bound
+/// to the host's session, so it lives only as long as that session: one bound to no lease
+/// was written by hand (or forged) and is never collected.
+fn admitted(topic: &Topic, key: &str, lease: i64) -> bool {
+    if matches!(topic, Topic::Exports) && lease == 0 {
+        tracing::warn!(key = %quote(key), "an export bound to no host's session is ignored");
+        return false;
+    }
+    true
+}
+
+/// Whether a claim's value is what an agent writes: the id, in hex, of the live lease the
+/// key is bound to (a key bound to a lease exists only while the lease lives).
+fn genuine_claim(value: &str, lease: i64) -> bool {
+    lease != 0 && i64::from_str_radix(value, 16).is_ok_and(|id| id == lease)
+}
+
+/// At most 32 characters of a value read from etcd, for a message: a forged key may hold
+/// megabytes.
+fn quote(value: &str) -> String {
+    match value.char_indices().nth(32) {
+        Some((at, _)) => format!("{}… ({} bytes)", &value[..at], value.len()),
+        None => value.to_string(),
+    }
 }
 
 fn remember(inner: &Inner, lease: &str) {
@@ -852,7 +894,9 @@ async fn follow_pass(
     let mut revision = resp.header().map_or(0, |h| h.revision());
     let mut raw = BTreeMap::new();
     for kv in resp.kvs() {
-        if let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str()) {
+        if let (Ok(k), Ok(v)) = (kv.key_str(), kv.value_str())
+            && admitted(topic, k, kv.lease())
+        {
             raw.insert(k.to_string(), v.to_string());
         }
     }
@@ -890,8 +934,10 @@ async fn follow_pass(
                     let Some(kv) = ev.kv() else { continue };
                     let Ok(key) = kv.key_str() else { continue };
                     match ev.event_type() {
-                        EventType::Put => raw.insert(key.to_string(), kv.value_str().unwrap_or("").to_string()),
-                        EventType::Delete => raw.remove(key),
+                        EventType::Put if admitted(topic, key, kv.lease()) => {
+                            raw.insert(key.to_string(), kv.value_str().unwrap_or("").to_string())
+                        }
+                        EventType::Put | EventType::Delete => raw.remove(key),
                     };
                 }
                 if let Some(h) = resp.header() {
@@ -1386,5 +1432,40 @@ impl World for EtcdWorld {
             events: self.inner.events.load(Ordering::Relaxed),
             stale_since: *lock(&self.inner.stale_since),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 45, defect 7: only an agent's claim (its live lease's id, bound to that lease)
+    /// holds a host name; garbage or a value not bound to its lease is taken over.
+    #[test]
+    fn a_claim_is_genuine_only_as_an_agent_writes_it() {
+        assert!(genuine_claim("7ed6a223a7407608", 0x7ed6a223a7407608));
+        assert!(!genuine_claim("7ed6a223a7407608", 0), "bound to no lease");
+        assert!(!genuine_claim("7ed6a223a7407608", 0x1234), "bound to another lease");
+        assert!(!genuine_claim("garbage", 0x1234));
+        assert!(!genuine_claim("", 0));
+    }
+
+    /// Issue 45, defect 7: a message quotes at most a short prefix of a value.
+    #[test]
+    fn values_are_quoted_short() {
+        assert_eq!(quote("short"), "short");
+        let huge = "x".repeat(1_500_000);
+        let quoted = quote(&huge);
+        assert!(quoted.len() < 64, "{quoted}");
+        assert!(quoted.ends_with("… (1500000 bytes)"), "{quoted}");
+    }
+
+    /// Issue 45, defect 7: an export bound to no session (written by hand) is not collected;
+    /// other topics' entries are read as they are.
+    #[test]
+    fn exports_bound_to_no_session_are_ignored() {
+        assert!(!admitted(&Topic::Exports, "/_tend/exported/%2a/file/ghost/x", 0));
+        assert!(admitted(&Topic::Exports, "/_tend/exported/%2a/file/h1/x", 0x42));
+        assert!(admitted(&Topic::Deploys, "/_tend/deploy/latest", 0));
     }
 }
