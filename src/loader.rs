@@ -52,24 +52,19 @@ pub fn locate(path: &Path) -> Result<ProgramPath, String> {
         return Ok(ProgramPath { root, entry: format!("/{}", name.to_string_lossy()) });
     }
     let root = path.to_path_buf();
-    let main = match std::fs::read_to_string(root.join("metadata.yaml")) {
-        Ok(text) => metadata_main(&text).unwrap_or_else(|| "main.mcl".to_string()),
-        Err(_) => "main.mcl".to_string(),
+    let meta = root.join("metadata.yaml");
+    let main = match funcs::lease::read_regular(&meta) {
+        Ok(bytes) => {
+            let text = String::from_utf8(bytes).map_err(|_| format!("`{}` is not UTF-8 text", meta.display()))?;
+            lang::scope::main_of_metadata(&text).map_err(|e| format!("`{}` does not parse: {e}", meta.display()))?
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "main.mcl".to_string(),
+        Err(e) => return Err(format!("cannot read `{}`: {e}", meta.display())),
     };
     if !root.join(&main).is_file() {
         return Err(format!("`{}` holds no `{main}` (give a .mcl file or a directory with main.mcl)", path.display()));
     }
     Ok(ProgramPath { root, entry: format!("/{}", main.trim_start_matches('/')) })
-}
-
-/// The `main:` field of a metadata.yaml, read with a line scan (the full schema is parsed
-/// by the front end for modules).
-fn metadata_main(text: &str) -> Option<String> {
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix("main:")?;
-        let v = rest.trim().trim_matches('"').trim_matches('\'');
-        (!v.is_empty()).then(|| v.to_string())
-    })
 }
 
 /// Reads deploy paths (`/x/y.mcl`) below a root directory; nothing outside it.

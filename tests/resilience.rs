@@ -505,3 +505,78 @@ fn secrets_are_not_printed_unless_asked() {
     assert!(String::from_utf8_lossy(&shown.stdout).contains(SECRET), "--show-secrets prints it");
     assert_eq!(std::fs::read_to_string(&copy).unwrap(), "old-secret-text", "noop changed nothing");
 }
+
+/// Defect 10: a program directory's `metadata.yaml` was read with a line scan: `main:`
+/// kept a trailing `# comment`, and a file that did not parse was ignored. It is read as
+/// YAML, and one that does not parse is an error naming it.
+#[test]
+fn metadata_yaml_is_read_as_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("site.mcl"), "print \"hi\" {}\n").unwrap();
+    std::fs::write(dir.path().join("metadata.yaml"), "main: site.mcl # the entry\n").unwrap();
+    let out = std::process::Command::new(TEND).arg("check").arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::write(dir.path().join("metadata.yaml"), "main: [site.mcl\n").unwrap();
+    let out = std::process::Command::new(TEND).arg("check").arg(dir.path()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("metadata.yaml` does not parse"), "{stderr}");
+}
+
+/// The daemon's resident memory in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Defect 10: a 50 MB file of garbage saved as the program kept 640 MB in the daemon after
+/// its error, and errors were kept by the hundred thousand. At most 100 syntax errors are
+/// kept, what the compile took goes back once it failed, and the daemon runs on.
+#[test]
+fn a_huge_garbage_save_is_refused_and_its_memory_given_back() {
+    let mut daemon = Daemon::start(
+        TEND,
+        |d| {
+            std::fs::create_dir(d.join("out")).unwrap();
+            one_file(d, "one")
+        },
+        &[],
+    );
+    assert!(daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == "one"), "{}", daemon.stderr());
+    // Printable garbage (base64-like lines), 50 MB.
+    let mut garbage = Vec::with_capacity(50_000_000);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    while garbage.len() < 50_000_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        garbage.push(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"[(x % 64) as usize]);
+        if garbage.len() % 101 == 100 {
+            garbage.push(b'\n');
+        }
+    }
+    let tmp = daemon.path("main.mcl.saving");
+    std::fs::write(&tmp, &garbage).unwrap();
+    std::fs::rename(&tmp, daemon.path("main.mcl")).unwrap();
+    assert!(
+        daemon.eventually(Duration::from_secs(30), || daemon.stderr().contains("the new code does not compile")),
+        "refused\n{}",
+        daemon.stderr().chars().take(3000).collect::<String>()
+    );
+    let stderr = daemon.stderr();
+    let more: usize = stderr
+        .split("error: ")
+        .find_map(|s| s.split(" more errors not shown").next().filter(|n| n.len() < 10)?.parse().ok())
+        .unwrap_or(0);
+    assert!(more < 100, "the errors are bounded: {more} more not shown");
+    std::thread::sleep(Duration::from_millis(500));
+    let rss = rss_kib(daemon.child.id());
+    assert!(rss < 100 * 1024, "{rss} KiB kept after the error");
+    assert!(daemon.alive());
+    std::fs::remove_file(daemon.path("out/a")).unwrap();
+    assert!(daemon.eventually(Duration::from_secs(5), || daemon.read("out/a") == "one"), "still repairing");
+}

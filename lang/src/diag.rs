@@ -359,6 +359,11 @@ impl Diagnostics {
     pub fn len(&self) -> usize {
         self.items.len()
     }
+    /// Keeps the first `n` (the rest freed).
+    pub fn truncate(&mut self, n: usize) {
+        self.items.truncate(n);
+        self.items.shrink_to_fit();
+    }
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.items.iter()
     }

@@ -33,6 +33,7 @@ use crate::syntax::ast;
 use crate::value::Value;
 use frame::{AliasEntry, Frame, FrameId, Lazy, Ns};
 use imports::ImportTarget;
+pub use imports::main_of_metadata;
 use std::collections::BTreeMap;
 
 /// How deeply calls of `func` statements and class includes may nest while the program is

@@ -13,6 +13,9 @@ use crate::diag::Diagnostics;
 use crate::span::{FileId, Span};
 
 /// Lexes and parses one mcl file (spec sections 1-4 and Appendix A).
+/// How many of the lexer's errors are kept (see the parser's own bound).
+const LEX_ERRORS: usize = 100;
+
 pub fn parse(file: FileId, text: &str) -> (ast::File, Diagnostics) {
     let (pieces, tokens, diags) = lex_and_parse(file, text);
     // The tokens of a large file weigh more than its statements: gone before those join.
@@ -31,6 +34,8 @@ pub fn parse_with_tokens(file: FileId, text: &str) -> (ast::File, Vec<(token::To
 #[allow(clippy::type_complexity)]
 fn lex_and_parse(file: FileId, text: &str) -> (Vec<Vec<ast::Stmt>>, Vec<(token::Tok, Span)>, Diagnostics) {
     let token::Lexed { tokens, mut diags, misquoted } = token::lex(file, text);
+    // A file of garbage: its first errors say it; the rest are not kept.
+    diags.truncate(LEX_ERRORS);
     let (pieces, parse_diags) = if diags.is_empty() {
         parser::parse_tokens_split(file, text, &tokens)
     } else {

@@ -754,6 +754,10 @@ impl Runner {
                     w.extend(&self.program.root, &srcs);
                 }
                 tell("the new code does not compile; the running program stays");
+                drop((diags, srcs));
+                // What compiling it took (a large file of garbage: hundreds of megabytes)
+                // goes back to the OS now, not at the next convergence.
+                crate::memory::release_freed();
                 None
             }
         }

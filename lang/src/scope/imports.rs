@@ -349,8 +349,10 @@ fn collect_imports(file: &ast::File) -> Vec<(Span, String)> {
     out
 }
 
-/// The `main` field of a module's `metadata.yaml` (default `main.mcl`).
-fn main_of_metadata(text: &str) -> Result<String, String> {
+/// The `main` field of a module's (or a program directory's) `metadata.yaml` (default
+/// `main.mcl`), read with the YAML parser: a comment after the value is no part of it, and
+/// a file that does not parse is an error.
+pub fn main_of_metadata(text: &str) -> Result<String, String> {
     if text.trim().is_empty() || text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
         return Ok("main.mcl".to_string());
     }

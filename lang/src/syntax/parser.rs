@@ -26,6 +26,10 @@ use crate::syntax::token::{self, Tok};
 /// (instead of overflowing the stack).
 const MAX_DEPTH: u32 = 100;
 
+/// How many syntax errors a file gets before the rest of it is not read: past a few, they
+/// are echoes of the first, and a file of garbage would otherwise hold one per line.
+const MAX_ERRORS: usize = 100;
+
 /// How tall an expression tree may get, counting the links of left-to-right chains
 /// (`a + b + ...`) as well as nesting: later stages walk the tree recursively.
 const MAX_HEIGHT: u32 = 400;
@@ -310,6 +314,15 @@ impl<'t> Parser<'t> {
         Some(diag)
     }
 
+    /// Stops reading after [`MAX_ERRORS`]: says so once, and skips to the end.
+    fn give_up(&mut self) {
+        if self.pos < self.tokens.len() {
+            let message = format!("too many syntax errors: the rest of the file is not read (after {MAX_ERRORS})");
+            self.diags.push(Diagnostic::new(Stage::LexParse, message, self.span()).with_code(Code::Syntax));
+            self.pos = self.tokens.len();
+        }
+    }
+
     /// Reports an error with a custom message at `span`.
     fn error(&mut self, message: impl Into<String>, span: Span) -> Fail {
         self.diags.push(Diagnostic::new(Stage::LexParse, message, span).with_code(Code::Syntax));
@@ -418,6 +431,10 @@ impl<'t> Parser<'t> {
     /// the caller trims).
     fn stmts_into(&mut self, in_block: bool, mut stmts: Vec<Stmt>) -> Vec<Stmt> {
         loop {
+            if self.diags.len() >= MAX_ERRORS {
+                self.give_up();
+                break;
+            }
             match self.peek() {
                 Tok::Newline => {
                     self.bump();
