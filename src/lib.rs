@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod cli;
 pub mod cmd;
 pub mod compile;
+pub mod fuzzing;
 pub mod loader;
 pub mod lsp;
 pub mod memory;
