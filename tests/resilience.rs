@@ -580,3 +580,50 @@ fn a_huge_garbage_save_is_refused_and_its_memory_given_back() {
     std::fs::remove_file(daemon.path("out/a")).unwrap();
     assert!(daemon.eventually(Duration::from_secs(5), || daemon.read("out/a") == "one"), "still repairing");
 }
+
+/// Defect 10: at the inotify watch limit the daemon printed a warning per directory and
+/// left those paths unwatched for good. It says so once, with the setting to raise, and
+/// polls what it cannot watch: every deletion is still repaired. The limit is lowered in a
+/// user namespace of the test's own (`/proc/sys/user/max_inotify_watches`), which leaves
+/// the machine's alone.
+#[test]
+fn at_the_watch_limit_paths_are_polled_and_it_is_said_once() {
+    const N: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.mcl"), dirs_and_files(dir.path(), N)).unwrap();
+    let script = format!(
+        "echo 20 > /proc/sys/user/max_inotify_watches && exec {TEND} run {} --prefix {}",
+        dir.path().join("main.mcl").display(),
+        dir.path().join("state").display()
+    );
+    let probe = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", "echo 20 > /proc/sys/user/max_inotify_watches"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: cannot lower the inotify limit in a user namespace here");
+        return;
+    }
+    let child = std::process::Command::new("unshare")
+        .args(["--user", "--map-root-user", "sh", "-c", &script])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let daemon = Daemon { child, dir };
+    let file = |i: usize| daemon.path(&format!("out/d{i}/f"));
+    assert!(
+        daemon.eventually(Duration::from_secs(20), || (0..N).all(|i| file(i).exists())),
+        "the first run made every file\n{}",
+        daemon.stderr()
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    for i in 0..N {
+        std::fs::remove_file(file(i)).unwrap();
+    }
+    let repaired = daemon.eventually(Duration::from_secs(12), || (0..N).all(|i| file(i).exists()));
+    let stderr = daemon.stderr();
+    assert!(repaired, "every deletion repaired, by polling where not watched\n{stderr}");
+    assert_eq!(stderr.matches("inotify watch limit is reached").count(), 1, "said once:\n{stderr}");
+    assert!(stderr.contains("fs.inotify.max_user_watches"), "{stderr}");
+    assert!(!stderr.contains("changes here will be missed"), "{stderr}");
+}

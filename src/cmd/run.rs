@@ -514,12 +514,13 @@ impl Runner {
                         self.metrics.dataflow_snapshot(false);
                         let recoverable = d.code.is_some_and(lang::diag::Code::is_recoverable);
                         print_diags(&[d], &sources);
-                        if !self.applied && !(recoverable && hold.is_none()) {
+                        // A daemon whose first value failed (a fact file not readable yet)
+                        // waits for a good one rather than exiting; a one-shot run ends.
+                        let waits = recoverable && hold.is_none();
+                        if !self.applied && !waits {
                             break Stop::FirstFailed;
                         }
                         if !self.applied {
-                            // A daemon whose first value failed (a fact file not readable
-                            // yet) waits for a good one rather than exiting.
                             tell("nothing runs yet; the program starts when the value is good");
                             rejected.clear();
                             continue;

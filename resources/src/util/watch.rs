@@ -826,6 +826,10 @@ impl State {
             Err(nix::errno::Errno::ENOENT | nix::errno::Errno::ENOTDIR) => {
                 tracing::debug!(path = %dir.display(), "cannot watch: gone");
             }
+            Err(nix::errno::Errno::ENOSPC) => {
+                tracing::debug!(path = %dir.display(), "cannot watch: the inotify watch limit; polled");
+                watch_limit_reached();
+            }
             Err(e) => tracing::warn!(path = %dir.display(), error = %e, "cannot watch; changes here will be missed"),
         }
     }
@@ -939,6 +943,46 @@ impl State {
             sub.wake.wake(dead || !own || sub.depth != Depth::Target || !sub.settled, &sub.targets);
             sub.wake.how.report(&path, change);
         });
+    }
+}
+
+/// How often the subscriptions watching through a directory that could not be watched
+/// (the inotify watch limit) are woken to look, and to try watching it again.
+const POLL_UNWATCHED: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The inotify watch limit was met: says so once, with the setting to raise, and starts the
+/// thread that polls what could not be watched ([`POLL_UNWATCHED`]).
+fn watch_limit_reached() {
+    static REACHED: std::sync::Once = std::sync::Once::new();
+    REACHED.call_once(|| {
+        let limit = std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches").unwrap_or_default();
+        let limit = limit.trim();
+        tracing::warn!(
+            "the inotify watch limit is reached (fs.inotify.max_user_watches = {limit}): paths that cannot be watched \
+             are checked every {} s instead; raise it, e.g. `sysctl fs.inotify.max_user_watches=524288`",
+            POLL_UNWATCHED.as_secs()
+        );
+        let spawned = std::thread::Builder::new().name("tend-watch-poll".into()).spawn(|| {
+            loop {
+                std::thread::sleep(POLL_UNWATCHED);
+                lock(&hub().state).wake_unwatched();
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start polling what cannot be watched; changes there will be missed");
+        }
+    });
+}
+
+impl State {
+    /// Wakes every subscription with a watch point that has no live watch (it could not be
+    /// made): its owner looks at its targets, and re-arming tries the watch again.
+    fn wake_unwatched(&self) {
+        for sub in self.subs.all() {
+            if sub.points.iter().any(|(dir, _)| self.dirs.get(dir).is_none_or(|d| d.wd.is_none())) {
+                sub.wake.wake(true, &sub.targets);
+            }
+        }
     }
 }
 
