@@ -80,7 +80,7 @@ fn lsp_framing_never_fails() {
         let mut data = Vec::new();
         for _ in 0..(rng.next() % 16) {
             data.extend_from_slice(pieces[(rng.next() % 6) as usize]);
-            if rng.next() % 4 == 0 {
+            if rng.next().is_multiple_of(4) {
                 data.extend(rng.bytes(32));
             }
         }

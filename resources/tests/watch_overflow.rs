@@ -19,7 +19,7 @@ async fn a_lost_event_wakes_every_subscription() {
     let (hold, held) = mpsc::channel::<()>();
     let held = Mutex::new(held);
     let (called_tx, called) = mpsc::channel();
-    let _blocker = FileWatch::calling(vec![Target::Path(dir.path().join("block"))], false, move |_| {
+    let _blocker = FileWatch::calling(vec![Target::Path(dir.path().join("block"))], false, move |_, _| {
         let _ = called_tx.send(());
         let _ = held.lock().unwrap().recv_timeout(Duration::from_secs(30));
     })
