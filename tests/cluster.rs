@@ -994,3 +994,26 @@ fn a_forged_claim_is_taken_over() {
     let claim = etcd_keys(&etcd).into_iter().find(|(k, _)| k == "/_tend/hosts/h1").map(|(_, v)| v).unwrap_or_default();
     assert!(claim.len() < 32 && !claim.starts_with('g'), "the agent's own claim: {claim:?}");
 }
+
+/// Issue 45, defect 7: an export written by a host with no live session (by hand, or left
+/// by a forger) was collected. h1's genuine record, put back unbound after h1 died, is
+/// ignored with a warning: the collector applies the rest of its program, not the export.
+#[test]
+fn a_forged_export_is_not_collected() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let key = "/_tend/exported/%2a/file/h1/shared";
+    let mut h1 = Agent::start(dir.path(), "h1", &etcd.url(), 3, &exporter(&out, "v1", ""));
+    assert!(wait_until(T, || exported_keys(&etcd).iter().any(|k| k == key)), "{}", h1.log());
+    let record = etcdctl(&etcd, &["get", "--print-value-only", key], None);
+    h1.kill9();
+    assert!(wait_until(T, || exported_keys(&etcd).is_empty()), "h1's exports went with its session");
+    etcdctl(&etcd, &["put", key], Some(record.trim_ascii_end()));
+    let h2 = Agent::start(dir.path(), "h2", &etcd.url(), 6, &collector(&out, "h2", ""));
+    assert!(wait_until(T, || read(&out.join("h2-local")) == "v1"), "h2 runs\n{}", h2.log());
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(!out.join("h2-shared").exists(), "the forged export is not collected\n{}", h2.log());
+    assert!(h2.log().contains("an export bound to no host's session is ignored"), "{}", h2.log());
+}
