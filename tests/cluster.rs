@@ -895,13 +895,6 @@ fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
     assert_eq!(agent_status(&s, "h2")["broken"], serde_json::Value::Null);
 }
 
-/// A chain of `depth` classes, each including the next.
-fn include_chain(depth: usize) -> String {
-    let mut text: String = (0..depth).map(|i| format!("class c{i} {{\n\tinclude c{}\n}}\n", i + 1)).collect();
-    text.push_str(&format!("class c{depth} {{\n\tprint \"end\" {{}}\n}}\ninclude c0\n"));
-    text
-}
-
 /// The SHA-256 of `bytes` in hex, as `sha256sum` prints it.
 fn sha256(bytes: &[u8]) -> String {
     let mut child = Command::new("sha256sum").stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
@@ -940,7 +933,7 @@ fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() 
     assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "one", &deployed_program(&out, ""), &[])), 1);
     assert!(wait_until(T, || read(&out.join("h1")) == "one on h1"), "{}", agent.log());
 
-    let deep = include_chain(12_000);
+    let deep = testkit::programs::include_chain(12_000);
     let refused = deploy(dir.path(), &etcd, "deep", &deep, &[]);
     assert_eq!(refused.status.code(), Some(1), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("nests too deeply"), "{refused:?}");

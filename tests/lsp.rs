@@ -209,16 +209,6 @@ fn neovim_shows_the_error_and_formats_through_tend_lsp() {
     assert!(formatted.contains("$s = \"x\"\n") && formatted.contains("\n\tcontent => $bad,\n"), "{formatted:?}");
 }
 
-/// The daemon's resident memory in KiB, from /proc.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Issue 45, defect 9: `tend lsp` exited on any malformed frame (bad JSON, a bad
 /// `Content-Length`, a body that is not UTF-8), and allocated whatever length a frame
 /// announced. Each is skipped and the session goes on; a 2 GB announcement is read past
@@ -257,5 +247,5 @@ fn the_session_survives_malformed_frames() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(client.alive(), "still serving");
     let pid = client.pid();
-    assert!(rss_kib(pid) < 200 * 1024, "{} KiB held", rss_kib(pid));
+    assert!(testkit::daemon::rss_kib(pid) < 200 * 1024, "{} KiB held", testkit::daemon::rss_kib(pid));
 }

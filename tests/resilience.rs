@@ -7,7 +7,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use testkit::daemon::Daemon;
+use testkit::daemon::{Daemon, rss_kib};
+use testkit::programs::{call_chain, include_chain};
 
 const TEND: &str = env!("CARGO_BIN_EXE_tend");
 
@@ -70,19 +71,24 @@ fn one_file(dir: &Path, content: &str) -> String {
     format!("file \"{out}/a\" {{\n\tstate => \"exists\",\n\tcontent => \"{content}\",\n}}\n")
 }
 
-/// Defect 2: a save of the real program after an empty (or comment-only) one was taken for
-/// the text already running, and nothing ran until SIGHUP. Each save is applied: the
-/// emptied program, the real one again, and an edit of it.
-#[test]
-fn a_save_after_an_empty_program_is_applied() {
-    let daemon = Daemon::start(
+/// A daemon on [`one_file`] holding `one`, in a fresh `out/`.
+fn one_file_daemon() -> Daemon {
+    Daemon::start(
         TEND,
         |d| {
             std::fs::create_dir(d.join("out")).unwrap();
             one_file(d, "one")
         },
         &[],
-    );
+    )
+}
+
+/// Defect 2: a save of the real program after an empty (or comment-only) one was taken for
+/// the text already running, and nothing ran until SIGHUP. Each save is applied: the
+/// emptied program, the real one again, and an edit of it.
+#[test]
+fn a_save_after_an_empty_program_is_applied() {
+    let daemon = one_file_daemon();
     let dir = daemon.dir.path().to_path_buf();
     let holds = |want: &str| daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == want);
     assert!(holds("one"), "first program applied\n{}", daemon.stderr());
@@ -100,21 +106,6 @@ fn a_save_after_an_empty_program_is_applied() {
         daemon.save("main.mcl", &one_file(&dir, "one"));
         assert!(holds("one"), "and the next\n{}", daemon.stderr());
     }
-}
-
-/// A chain of `depth` classes, each including the next.
-fn include_chain(depth: usize) -> String {
-    let mut text: String = (0..depth).map(|i| format!("class c{i} {{\n\tinclude c{}\n}}\n", i + 1)).collect();
-    text.push_str(&format!("class c{depth} {{\n\tprint \"end\" {{}}\n}}\ninclude c0\n"));
-    text
-}
-
-/// A chain of `depth` funcs, each calling the one before.
-fn call_chain(depth: usize) -> String {
-    let mut text = String::from("func f0($x) {\n\t$x\n}\n");
-    text.extend((1..depth).map(|i| format!("func f{i}($x) {{\n\tf{}($x)\n}}\n", i - 1)));
-    text.push_str(&format!("print \"p\" {{\n\tmsg => f{}(\"end\"),\n}}\n", depth - 1));
-    text
 }
 
 /// Defect 3: 4,000 chained includes or 10,000 chained calls overflowed the stack, and
@@ -158,14 +149,7 @@ fn deep_programs_are_an_error_not_an_abort() {
 /// repairing the last good one, and a good save after it applies.
 #[test]
 fn a_live_save_of_a_deep_program_leaves_the_daemon_repairing() {
-    let mut daemon = Daemon::start(
-        TEND,
-        |d| {
-            std::fs::create_dir(d.join("out")).unwrap();
-            one_file(d, "one")
-        },
-        &[],
-    );
+    let mut daemon = one_file_daemon();
     let dir = daemon.dir.path().to_path_buf();
     assert!(daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == "one"), "{}", daemon.stderr());
     for deep in [include_chain(12_000), call_chain(12_000)] {
@@ -525,29 +509,12 @@ fn metadata_yaml_is_read_as_yaml() {
     assert!(stderr.contains("metadata.yaml` does not parse"), "{stderr}");
 }
 
-/// The daemon's resident memory in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Defect 10: a 50 MB file of garbage saved as the program kept 640 MB in the daemon after
 /// its error, and errors were kept by the hundred thousand. At most 100 syntax errors are
 /// kept, what the compile took goes back once it failed, and the daemon runs on.
 #[test]
 fn a_huge_garbage_save_is_refused_and_its_memory_given_back() {
-    let mut daemon = Daemon::start(
-        TEND,
-        |d| {
-            std::fs::create_dir(d.join("out")).unwrap();
-            one_file(d, "one")
-        },
-        &[],
-    );
+    let mut daemon = one_file_daemon();
     assert!(daemon.eventually(Duration::from_secs(10), || daemon.read("out/a") == "one"), "{}", daemon.stderr());
     // Printable garbage (base64-like lines), 50 MB.
     let mut garbage = Vec::with_capacity(50_000_000);

@@ -654,7 +654,8 @@ fn tree(e: &serde_json::Value, indent: usize, out: &mut String) {
     }
 }
 
-fn shorten(s: &str, max: usize) -> String {
+/// At most `max` characters of `s`, with `…` when cut (for messages quoting a value).
+pub(crate) fn shorten(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }

@@ -60,7 +60,11 @@ pub fn read_frame(input: &mut impl BufRead) -> io::Result<Frame> {
         // header may follow its last byte on the same line.
         if let Some(at) = text.to_ascii_lowercase().find("content-length:") {
             let value = text[at + "content-length:".len()..].trim();
-            length = Some(value.parse::<usize>().map_err(|_| format!("a bad Content-Length `{}`", quote(value))));
+            length = Some(
+                value
+                    .parse::<usize>()
+                    .map_err(|_| format!("a bad Content-Length `{}`", crate::cmd::why::shorten(value, 40))),
+            );
         }
     }
     let length = match length {
@@ -105,14 +109,6 @@ fn skip_line(input: &mut impl BufRead) -> io::Result<()> {
                 input.consume(n);
             }
         }
-    }
-}
-
-/// At most 40 characters of `text`, for a message.
-fn quote(text: &str) -> String {
-    match text.char_indices().nth(40) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
     }
 }
 

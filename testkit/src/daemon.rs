@@ -89,3 +89,13 @@ pub fn eventually(limit: Duration, f: &mut dyn FnMut() -> bool) -> bool {
     }
     f()
 }
+
+/// The resident memory of process `pid` in KiB (0 when it cannot be read).
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}

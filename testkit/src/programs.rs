@@ -1,4 +1,5 @@
-//! Generated mcl programs for benchmarks: large, valid, and shaped like real code.
+//! Generated mcl programs for benchmarks (large, valid, and shaped like real code) and for
+//! the hostile tests (chains nested past what the front end allows).
 
 use std::fmt::Write;
 
@@ -28,4 +29,19 @@ pub fn mixed(lines: usize) -> String {
     }
     // The multi-line list rule needs the elements on their own lines; keep it single-line.
     s.replace(",]", "]")
+}
+
+/// A chain of `depth` classes, each including the next, and `include c0`.
+pub fn include_chain(depth: usize) -> String {
+    let mut text: String = (0..depth).map(|i| format!("class c{i} {{\n\tinclude c{}\n}}\n", i + 1)).collect();
+    text.push_str(&format!("class c{depth} {{\n\tprint \"end\" {{}}\n}}\ninclude c0\n"));
+    text
+}
+
+/// A chain of `depth` funcs, each calling the one before, and a call of the last.
+pub fn call_chain(depth: usize) -> String {
+    let mut text = String::from("func f0($x) {\n\t$x\n}\n");
+    text.extend((1..depth).map(|i| format!("func f{i}($x) {{\n\tf{}($x)\n}}\n", i - 1)));
+    text.push_str(&format!("print \"p\" {{\n\tmsg => f{}(\"end\"),\n}}\n", depth - 1));
+    text
 }

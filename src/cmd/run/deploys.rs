@@ -71,8 +71,7 @@ impl Deploys {
             let placed = crate::bundle::materialize(&dir, id, &deploy.bundle)?;
             std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
                 .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
-            let ran = std::fs::read_to_string(dir.join(RAN)).ok().and_then(|r| r.trim().parse().ok());
-            crate::bundle::prune(&dir, KEEP + 1, ran);
+            crate::bundle::prune(&dir, KEEP + 1, recorded_ran(&dir));
             Ok::<_, String>(placed)
         })
         .await
@@ -98,7 +97,7 @@ impl Deploys {
 
     /// The deploy that last ran here, when it is still on disk.
     pub fn last_ran(&self) -> Option<u64> {
-        let id: u64 = std::fs::read_to_string(self.dir.join(RAN)).ok()?.trim().parse().ok()?;
+        let id = recorded_ran(&self.dir)?;
         (self.dir.join(id.to_string()).is_dir() && self.dir.join(format!("{id}.entry")).is_file()).then_some(id)
     }
 
@@ -106,4 +105,9 @@ impl Deploys {
     pub fn skip(&mut self, id: u64) {
         self.seen = self.seen.max(id);
     }
+}
+
+/// The id [`Deploys::ran`] recorded under `dir`.
+fn recorded_ran(dir: &std::path::Path) -> Option<u64> {
+    std::fs::read_to_string(dir.join(RAN)).ok()?.trim().parse().ok()
 }
