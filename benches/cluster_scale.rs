@@ -15,9 +15,8 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use engine::world::{Export, Follow, Topic, World};
-use resources::world::etcd::{EtcdConfig, EtcdWorld};
 use testkit::etcd::Etcd;
+use world::{Export, Follow, Topic, World};
 
 const TRIALS: usize = 30;
 const EXPORTS: usize = 10;
@@ -73,7 +72,7 @@ fn exports(host: usize, version: usize) -> Vec<Export> {
 }
 
 /// Waits until every follow's view satisfies `done`; returns when each one got there.
-async fn all_see(follows: &mut [Follow], done: impl Fn(&engine::world::View) -> bool + Copy) -> Vec<Duration> {
+async fn all_see(follows: &mut [Follow], done: impl Fn(&world::View) -> bool + Copy) -> Vec<Duration> {
     let start = Instant::now();
     let waits = follows.iter_mut().map(|f| async move {
         let _ = tokio::time::timeout(Duration::from_secs(60), f.wait_for(|v| done(v))).await;
@@ -89,20 +88,17 @@ async fn simulate(etcd: &Etcd, n: usize) {
     let rss_before = rss_kib(pid);
     let etcd_cpu_before = cpu_secs(etcd_pid);
     let started = Instant::now();
-    let mut worlds: Vec<Arc<EtcdWorld>> = Vec::with_capacity(n);
+    let mut worlds: Vec<Arc<dyn World>> = Vec::with_capacity(n);
     for batch in (0..n).collect::<Vec<_>>().chunks(50) {
         let joins = batch.iter().map(|&i| {
-            let cfg = EtcdConfig {
-                seeds: vec![etcd.url()],
-                hostname: format!("sim{i:04}"),
+            let cfg = world::Config {
                 ttl: 60,
-                state_dir: state.path().join(format!("sim{i}")),
-                observer: false,
+                ..world::Config::new(vec![etcd.url()], format!("sim{i:04}"), state.path().join(format!("sim{i}")))
             };
-            EtcdWorld::connect(cfg)
+            world::connect(cfg)
         });
         for w in futures::future::join_all(joins).await {
-            worlds.push(Arc::new(w.expect("a simulated host joins")));
+            worlds.push(w.expect("a simulated host joins"));
         }
     }
     for (i, w) in worlds.iter().enumerate() {
@@ -138,7 +134,7 @@ async fn simulate(etcd: &Etcd, n: usize) {
         let host = (t * 104729) % n;
         let writer = worlds[host].clone();
         tokio::spawn(async move { writer.export(&exports(host, t)).await });
-        let entry = engine::world::export_entry("file", &format!("sim{host:04}"), &format!("/srv/sim/{host}/0"));
+        let entry = world::export_entry("file", &format!("sim{host:04}"), &format!("/srv/sim/{host}/0"));
         let want = format!("version {t}\"");
         let seen = all_see(&mut collectors, |v| v.entries.get(&entry).is_some_and(|r| r.contains(&want))).await;
         export_reach.push(seen.iter().map(|d| d.as_secs_f64() * 1000.0).fold(0.0, f64::max));

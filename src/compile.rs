@@ -131,7 +131,7 @@ pub struct WorldUse {
 /// and, for a program that collects, what other hosts export to this one.
 #[derive(Clone, Debug, Default)]
 pub struct WorldRead {
-    pub seen: Vec<crate::world::Seen>,
+    pub seen: Vec<world::Seen>,
     pub remote: lang::interpret::Remote,
 }
 
@@ -168,8 +168,9 @@ pub fn first_output_in(
     let graph = std::sync::Arc::new(graph);
     let me = crate::services::world_hostname(hostname.as_deref());
     let result = rt.block_on(async {
-        let inner = crate::world::observe(&world.seeds, &state, &me).await?;
-        let recorded = std::sync::Arc::new(crate::world::Recorded::new(inner));
+        let config = crate::services::world_config(&world.seeds, Some(&me), &state).observing();
+        let inner = world::connect(config).await.map_err(|e| e.to_string())?;
+        let recorded = std::sync::Arc::new(world::Recorded::new(inner));
         host.world = recorded.clone();
         let output = funcs::runtime::first_output(graph, std::sync::Arc::new(registry), host.clone(), timeout).await;
         let mut read = WorldRead {
@@ -179,10 +180,10 @@ pub fn first_output_in(
         if let Ok(out) = &output
             && lang::interpret::collects_remote(out)
         {
-            let mut follow = engine::world::World::follow(recorded.as_ref(), &engine::world::Topic::Exports);
+            let mut follow = world::World::follow(recorded.as_ref(), &world::Topic::Exports);
             let _ = tokio::time::timeout(timeout, follow.wait_for(|v| v.read)).await;
             let view = follow.borrow().clone();
-            let (remote, unreadable) = crate::world::remote_of(&view, &me);
+            let (remote, unreadable) = crate::cmd::run::remote_of(&view, &me);
             for (what, e) in unreadable {
                 tracing::warn!(export = %what, error = %e, "cannot read an export; it is ignored");
             }

@@ -1,9 +1,8 @@
-//! The `tend` command line as a library: glue over the `lang`, `funcs`, `engine` and
-//! `resources` crates, one module per subcommand (`cmd`) plus what they share. `main.rs`
+//! The `tend` command line as a library: glue over the `world`, `lang`, `funcs`, `engine`
+//! and `resources` crates, one module per subcommand (`cmd`) plus what they share. `main.rs`
 //! only parses arguments and calls in; tests use these modules directly.
 
 pub mod agent_lock;
-pub mod bundle;
 pub mod cli;
 pub mod cmd;
 pub mod compile;
@@ -15,4 +14,3 @@ pub mod observe;
 pub mod services;
 pub mod stderr;
 pub mod stdout;
-pub mod world;

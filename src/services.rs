@@ -6,12 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine::world::World;
 use funcs::api::Watched;
 use lang::value::Value;
 use resources::util::watch::FileWatch;
 use resources::value::ValueStore;
-use resources::world::LocalWorld;
+use world::World;
 
 /// The two halves of one run's context.
 pub struct Services {
@@ -38,9 +37,19 @@ impl Services {
 pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -> funcs::api::Host {
     let mut funcs = funcs::api::Host::new(root, state_dir);
     funcs.args = std::env::args().collect();
-    funcs.world = Arc::new(LocalWorld::new(state_dir, world_hostname(hostname.as_deref())));
+    funcs.world = Arc::new(resources::world::local(state_dir, world_hostname(hostname.as_deref())));
     funcs.hostname = hostname;
     funcs
+}
+
+/// What `world::connect` needs to reach the world of host `hostname` (`--hostname`, else
+/// the machine's): the cluster at `seeds`, or with none the local store under
+/// `state_dir`, followed through the process's inotify hub.
+pub fn world_config(seeds: &[String], hostname: Option<&str>, state_dir: &Path) -> world::Config {
+    world::Config {
+        watcher: Some(resources::world::hub()),
+        ..world::Config::new(seeds.to_vec(), world_hostname(hostname), state_dir)
+    }
 }
 
 /// This host's name in the world: `--hostname`, else the machine's.

@@ -61,7 +61,6 @@ mod res;
 mod starts;
 mod swap;
 mod worker;
-pub mod world;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -396,7 +395,6 @@ mod layering {
     /// The engine's modules, bottom first: each may use only the ones before it (see
     /// `key.rs`). A `use crate::x` against this order is an import loop in the making.
     const ORDER: &[&str] = &[
-        "world",
         "fasthash",
         "meta",
         "key",

@@ -73,7 +73,7 @@ pub struct Host {
     /// What the hosts of a fleet share (`world.getval`, `world.kvlookup`): in `tend run`
     /// the local store or etcd, the same one the `kv` resources write. [`Host::new`] has
     /// an empty one.
-    pub world: Arc<dyn engine::world::World>,
+    pub world: Arc<dyn world::World>,
 }
 
 impl Host {
@@ -87,7 +87,7 @@ impl Host {
             values: Arc::new(crate::core::value::MemValues::default()),
             hostname: None,
             watcher: Arc::new(Polling),
-            world: Arc::new(engine::world::Detached::new("")),
+            world: Arc::new(world::Detached::new("")),
         }
     }
 }

@@ -61,7 +61,7 @@ pub struct Host {
     /// The docker daemon (`docker:image`).
     pub docker: Arc<dyn crate::docker::Docker>,
     /// What the hosts of a fleet share (`kv`): the binary sets the local store or etcd.
-    pub world: Arc<dyn engine::world::World>,
+    pub world: Arc<dyn world::World>,
 }
 
 impl Host {
@@ -86,7 +86,7 @@ impl Host {
             builder: Arc::new(crate::virt_builder::VirtBuilder),
             machines: Arc::new(crate::nspawn::Machinectl),
             docker: Arc::new(crate::docker::DockerCli),
-            world: Arc::new(engine::world::Detached::new("")),
+            world: Arc::new(world::Detached::new("")),
         }
     }
 
@@ -95,7 +95,7 @@ impl Host {
     pub fn sandbox(root: impl Into<PathBuf>) -> Host {
         let root: PathBuf = root.into();
         Host {
-            world: Arc::new(crate::world::LocalWorld::new(root.join("var/lib/tend"), "sandbox")),
+            world: Arc::new(crate::world::local(root.join("var/lib/tend"), "sandbox")),
             machines: Arc::new(crate::nspawn::FakeMachines::new(&root)),
             root,
             services: Arc::new(FakeServices::default()),

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
+use world::{Follow, Topic, World};
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;

@@ -10,9 +10,9 @@ use lang::params::ParamMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use engine::world::{Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, Payload, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
+use world::{Follow, Topic, World};
 
 use crate::common::Raw;
 use crate::host::Host;

@@ -1,5 +1,5 @@
 //! `schedule`: volunteers this host for a named schedule (`namespace`, default the name),
-//! or with `withdraw` takes it back out, through the world (`engine::world::World`): the
+//! or with `withdraw` takes it back out, through the world (`world::World`): the
 //! local store on one host, etcd in a cluster, where one elected agent chooses the hosts
 //! of every namespace by its strategy and `world.schedule(namespace)` reads the choice.
 //!
@@ -15,15 +15,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::world::{Candidacy, Follow, Topic, World};
 use engine::{ApplyCtx, InitCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
+use world::{Candidacy, Follow, Topic, World};
 
 use crate::common::Raw;
 use crate::host::Host;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
-pub use crate::world::local::DEFAULT_LEASE;
+pub use world::local::DEFAULT_LEASE;
 
 crate::choice! {
     /// How a namespace's hosts are chosen.
@@ -93,7 +93,7 @@ impl Schedule {
         }
     }
 
-    fn refused(&self, e: engine::world::WorldError) -> ResError {
+    fn refused(&self, e: world::WorldError) -> ResError {
         ResError::transient(format!("schedule[{}]: {e}", self.raw.name))
     }
 }

@@ -3,9 +3,9 @@
 //! --seeds URL` without a PATH) then runs it with its own host name, facts and world.
 
 use crate::compile::{self, Report};
-use engine::world::Parent;
 use std::path::Path;
 use std::process::ExitCode;
+use world::Parent;
 
 /// `parent`: the deploy this one must follow (refused if another landed since), unless
 /// `force`; without it, the deploy lands after whatever is latest.
@@ -30,7 +30,12 @@ pub fn run(
             return code;
         }
     };
-    let bundle = match crate::bundle::of_program(path, &program, &sources) {
+    let bundle = if path.is_dir() {
+        world::bundle::of_tree(&program.root, &program.entry)
+    } else {
+        world::bundle::of_files(&program.root, &program.entry, sources.files().map(|(_, f)| f.name.as_str()))
+    };
+    let bundle = match bundle {
         Ok(b) => b,
         Err(e) => {
             crate::stderr::line(format_args!("error: not deployed: {e}"));
@@ -48,7 +53,8 @@ pub fn run(
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let deployed = rt.block_on(async {
-        let world = crate::world::observe(seeds, &state, &me).await?;
+        let config = crate::services::world_config(seeds, Some(&me), &state).observing();
+        let world = world::connect(config).await.map_err(|e| e.to_string())?;
         let id = world.deploy(&bundle, parent).await.map_err(|e| e.to_string())?;
         match world.collect_deploys(keep).await {
             Ok((0, 0)) => {}

@@ -4,6 +4,8 @@
 
 mod deploys;
 mod exports;
+
+pub use exports::remote_of;
 mod patch;
 mod report;
 mod status;
@@ -126,27 +128,16 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let hostname = crate::services::world_hostname(opts.hostname.as_deref());
-    let cluster = if opts.seeds.is_empty() {
-        None
-    } else {
-        let cfg = resources::world::etcd::EtcdConfig {
-            seeds: opts.seeds.clone(),
-            hostname: hostname.clone(),
-            ttl: opts.world_ttl,
-            state_dir: state_dir.clone(),
-            observer: false,
-        };
-        match rt.block_on(resources::world::etcd::EtcdWorld::connect(cfg)) {
-            Ok(w) => Some(Arc::new(w)),
-            Err(e) => {
-                crate::stderr::line(format_args!("error: cannot join the cluster: {e}"));
-                return ExitCode::from(2);
-            }
-        }
+    let config = world::Config {
+        ttl: opts.world_ttl,
+        ..crate::services::world_config(&opts.seeds, Some(&hostname), &state_dir)
     };
-    let world: Arc<dyn engine::world::World> = match &cluster {
-        Some(w) => w.clone(),
-        None => Arc::new(resources::world::LocalWorld::new(&state_dir, hostname)),
+    let world = match rt.block_on(world::connect(config)) {
+        Ok(w) => w,
+        Err(e) => {
+            crate::stderr::line(format_args!("error: cannot join the cluster: {e}"));
+            return ExitCode::from(2);
+        }
     };
     // Following deploys, the program's root is where they are placed.
     let (program, start) = match given {
@@ -164,7 +155,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
         one_shot: first_converge && matches!(start, Start::Program(_)),
     };
     let metrics = Arc::new(metrics::Metrics::new());
-    metrics.watch_world(world);
+    metrics.watch_world(world.clone());
     let mut runner = Runner {
         engine: Engine::new(config),
         registry: Arc::new(registry),
@@ -180,7 +171,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
         swaps: 0,
         left_out: Vec::new(),
         state_dir,
-        cluster: cluster.is_some(),
+        cluster: !opts.seeds.is_empty(),
         facts: None,
         style: report::Style {
             show: !opts.quiet,
@@ -193,10 +184,8 @@ pub fn run(opts: RunArgs) -> ExitCode {
     };
     let code = rt.block_on(async {
         let code = runner.main(start, hold, watch).await;
-        // Leave the cluster: this host's claim and entries go at once.
-        if let Some(w) = &cluster {
-            w.close().await;
-        }
+        // Leave the world: in a cluster, this host's claim and entries go at once.
+        world.close().await;
         code
     });
     rt.shutdown_timeout(Duration::from_millis(500));

@@ -3,10 +3,10 @@
 //! as an observer (nothing is claimed or written). `--format json` for machines.
 
 use crate::cli::StatusFormat;
-use engine::world::Topic;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
+use world::Topic;
 
 pub fn run(seeds: &[String], format: StatusFormat, hostname: Option<String>) -> ExitCode {
     let rt = match super::one_shot_runtime() {
@@ -16,7 +16,8 @@ pub fn run(seeds: &[String], format: StatusFormat, hostname: Option<String>) -> 
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let read = rt.block_on(async {
-        let world = crate::world::observe(seeds, &state, &me).await?;
+        let config = crate::services::world_config(seeds, Some(&me), &state).observing();
+        let world = world::connect(config).await.map_err(|e| e.to_string())?;
         let mut statuses = world.follow(&Topic::Statuses);
         let mut deploys = world.follow(&Topic::Deploys);
         let both = async {

@@ -67,7 +67,7 @@ pub fn run(
                 "read": s.view.read,
                 "stale": s.view.stale,
                 "revision": s.view.revision,
-                "state": crate::world::describe(&s.view),
+                "state": s.view.describe(),
             })
         })
         .collect();

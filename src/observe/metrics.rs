@@ -96,7 +96,7 @@ pub struct Metrics {
     events_lagged: AtomicU64,
     labelled: Mutex<Labelled>,
     /// The world the run shares with other hosts (its link is read at each scrape).
-    world: std::sync::OnceLock<Arc<dyn engine::world::World>>,
+    world: std::sync::OnceLock<Arc<dyn world::World>>,
 }
 
 /// The series with labels, kept in ordered maps so the exposition is deterministic.
@@ -135,7 +135,7 @@ impl Metrics {
     }
 
     /// Reports on `world`'s link to its store from now on.
-    pub fn watch_world(&self, world: Arc<dyn engine::world::World>) {
+    pub fn watch_world(&self, world: Arc<dyn world::World>) {
         let _ = self.world.set(world);
     }
 
@@ -356,7 +356,7 @@ impl Metrics {
 }
 
 /// The world's series: its link, staleness, latency, watch events and owned keys.
-fn render_world(out: &mut String, h: &engine::world::Health) {
+fn render_world(out: &mut String, h: &world::Health) {
     family(out, "tend_world_connected", "gauge", "1 while the world's store (etcd, or the local store) is reachable.");
     let _ = writeln!(out, "tend_world_connected{{backend=\"{}\"}} {}", h.backend, u8::from(h.connected));
     let stale = h.stale_since.and_then(|t| t.elapsed().ok()).map_or(0.0, |d| d.as_secs_f64());

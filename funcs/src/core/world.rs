@@ -1,5 +1,5 @@
 //! The `world` package: what the hosts of a fleet share, read through the host's
-//! `engine::world::World` (the local store under the state directory, or etcd with
+//! `world::World` (the local store under the state directory, or etcd with
 //! `--seeds`). `world.getval`, `world.kvlookup`, `world.schedule` and
 //! `world/collect.res` each follow a topic
 //! of the world and emit a value per change; a topic never read yet (etcd not reached)
@@ -9,9 +9,9 @@ use super::streams::Emitter;
 use super::{strukt, typed};
 use crate::registry::Registry;
 use crate::streaming;
-use engine::world::Topic;
 use lang::value::Value;
 use std::collections::BTreeMap;
+use world::Topic;
 
 pub fn register(r: &mut Registry) {
     typed(r, "world.getval", getval::DEF);
@@ -57,7 +57,7 @@ streaming! {
         follow_world(em, Topic::Exports, move |entries| {
             let mut found: Vec<(String, String)> = entries
                 .keys()
-                .filter_map(|entry| engine::world::parse_export_entry(entry))
+                .filter_map(|entry| world::parse_export_entry(entry))
                 .filter(|(k, ..)| *k == kind)
                 .map(|(_, host, name)| (name, host))
                 .collect();

@@ -3,7 +3,6 @@
 
 use crate::common;
 use common::*;
-use engine::world::{Health, Topic, View, World, WorldError, Written};
 use funcs::api::{FuncError, FuncImpl, FuncResult, Host, StreamCtx};
 use lang::types::Type;
 use lang::value::Value;
@@ -12,6 +11,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use world::{Health, Topic, View, World, WorldError, Written};
 
 struct Running {
     inputs: watch::Sender<Option<Vec<Value>>>,
@@ -402,7 +402,7 @@ impl World for MemWorld {
     fn hostname(&self) -> &str {
         "h1"
     }
-    fn follow(&self, topic: &Topic) -> engine::world::Follow {
+    fn follow(&self, topic: &Topic) -> world::Follow {
         self.sender(topic).subscribe()
     }
     async fn get(&self, _key: &str) -> Option<String> {
@@ -414,17 +414,17 @@ impl World for MemWorld {
     async fn set_mine(&self, _ns: &str, _value: Option<&str>) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
-    async fn volunteer(&self, _ns: &str, _terms: &engine::world::Candidacy) -> Result<Written, WorldError> {
+    async fn volunteer(&self, _ns: &str, _terms: &world::Candidacy) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
     async fn withdraw(&self, _ns: &str, _owner: Option<&str>, _linger: u64) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
-    async fn export(&self, _exports: &[engine::world::Export]) -> Result<Written, WorldError> {
+    async fn export(&self, _exports: &[world::Export]) -> Result<Written, WorldError> {
         Ok(Written::Done)
     }
     fn health(&self) -> Health {
-        engine::world::Detached::new("h1").health()
+        world::Detached::new("h1").health()
     }
 }
 
@@ -457,9 +457,9 @@ async fn world_functions_follow_the_world() {
     sc.stop().await;
     let mut c = start_on(host.clone(), "world/collect.res", Some(vec![s("file")]));
     let (a, b2, other) = (
-        engine::world::export_entry("file", "h2", "/b"),
-        engine::world::export_entry("file", "h1", "/a"),
-        engine::world::export_entry("exec", "h1", "x"),
+        world::export_entry("file", "h2", "/b"),
+        world::export_entry("file", "h1", "/a"),
+        world::export_entry("exec", "h1", "x"),
     );
     world.show(&Topic::Exports, &[(a.as_str(), "{}"), (b2.as_str(), "{}"), (other.as_str(), "{}")], false);
     let entry = |name: &str, host: &str| st(vec![("name", s(name)), ("host", s(host))]);

@@ -390,9 +390,9 @@ pub struct HttpUiInput {
     values: Arc<crate::value::ValueStore>,
     input: Arc<Input>,
     store: Result<Store, String>,
-    world: Arc<dyn engine::world::World>,
+    world: Arc<dyn world::World>,
     /// The key of a `world://` store as last seen (after init).
-    view: Option<engine::world::Follow>,
+    view: Option<world::Follow>,
     /// The value the last apply sent.
     last: Option<String>,
     sent: Option<String>,
@@ -409,7 +409,7 @@ impl HttpUiInput {
     pub fn build(
         hub: Arc<Hub>,
         store_values: Arc<crate::value::ValueStore>,
-        world: Arc<dyn engine::world::World>,
+        world: Arc<dyn world::World>,
         name: &str,
         values: &ParamMap,
     ) -> Result<HttpUiInput, BuildError> {
@@ -545,7 +545,7 @@ impl Resource for HttpUiInput {
 
     async fn init(&mut self, _ctx: &InitCtx) -> Result<(), ResError> {
         if let Ok(Store::World(key)) = &self.store {
-            self.view = Some(self.world.follow(&engine::world::Topic::Val(key.clone())));
+            self.view = Some(self.world.follow(&world::Topic::Val(key.clone())));
         }
         Ok(())
     }
@@ -700,15 +700,10 @@ mod tests {
     }
 
     fn input(hub: &Arc<Hub>, name: &str, pairs: &[(&str, &str)]) -> HttpUiInput {
-        input_in(hub, name, pairs, Arc::new(engine::world::Detached::new("h1")))
+        input_in(hub, name, pairs, Arc::new(world::Detached::new("h1")))
     }
 
-    fn input_in(
-        hub: &Arc<Hub>,
-        name: &str,
-        pairs: &[(&str, &str)],
-        world: Arc<dyn engine::world::World>,
-    ) -> HttpUiInput {
+    fn input_in(hub: &Arc<Hub>, name: &str, pairs: &[(&str, &str)], world: Arc<dyn world::World>) -> HttpUiInput {
         let values = pairs.iter().map(|(k, v)| (k.to_string(), Value::str(*v))).collect();
         HttpUiInput::build(hub.clone(), Arc::default(), world, name, &values).unwrap()
     }
@@ -796,7 +791,7 @@ mod tests {
     async fn a_world_store_input_follows_the_kv_store_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let h = hub();
-        let world = Arc::new(crate::world::LocalWorld::new(dir.path(), "h1"));
+        let world = Arc::new(crate::world::local(dir.path(), "h1"));
         let mut i = input_in(&h, "text1", &[("store", "world://")], world.clone());
         let init = InitCtx {
             key: engine::ResKey::new(INPUT_KIND, "text1"),
@@ -818,7 +813,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "from web");
         assert_eq!(sent(&i), "from web");
 
-        engine::world::World::set(world.as_ref(), "text1", Some("from world")).await.unwrap();
+        world::World::set(world.as_ref(), "text1", Some("from world")).await.unwrap();
         i.input.lock().store_event = true; // what the watch does on the change
         assert!(!i.check_apply(&mut ctx, true).await.unwrap());
         assert_eq!((i.value(), sent(&i)), ("from world".into(), "from world".into()));

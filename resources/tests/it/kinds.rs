@@ -9,9 +9,9 @@ use std::sync::Arc;
 use engine::{ApplyCtx, InitCtx, ResKey};
 use lang::value::Value;
 use resources::host::{FakeAccounts, FakePackages, FakeServices, Host};
-use resources::world::LocalWorld;
 use resources::{build, build_with, payload, value_of};
 use support::{check, converge, params, s, strs};
+use world::LocalWorld;
 
 fn init_ctx(dir: &std::path::Path, kind: &str, name: &str) -> InitCtx {
     InitCtx { key: ResKey::new(kind, name), var_dir: Some(dir.join("var")), state_dir: dir.to_path_buf() }

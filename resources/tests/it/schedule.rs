@@ -14,10 +14,10 @@ use lang::types::Type;
 use lang::value::Value;
 use resources::build_with;
 use resources::host::Host;
-use resources::world::LocalWorld;
 use support::{WAIT, check, converge, engine, eventually, params, s};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
+use world::LocalWorld;
 
 /// A running `world.schedule(namespace)`.
 struct Chosen {
@@ -79,17 +79,17 @@ fn record_path(state: &Path, ns: &str, host: &str) -> std::path::PathBuf {
 }
 
 /// The local world under `state`, as this machine.
-fn world(state: &Path) -> std::sync::Arc<dyn engine::world::World> {
+fn world(state: &Path) -> std::sync::Arc<dyn world::World> {
     std::sync::Arc::new(LocalWorld::new(state, me()))
 }
 
 fn read_schedule(state: &Path, ns: &str) -> Value {
-    Value::list(resources::world::local::read_schedule(state, ns).into_iter().map(Value::str).collect())
+    Value::list(world::local::read_schedule(state, ns).into_iter().map(Value::str).collect())
 }
 
 /// A `schedule` resource built and initialised on `world` (one agent's resources share one).
 async fn schedule(
-    world: &std::sync::Arc<dyn engine::world::World>,
+    world: &std::sync::Arc<dyn world::World>,
     state: &Path,
     ns: &str,
     pairs: &[(&str, Value)],
@@ -152,7 +152,7 @@ async fn candidacy_max_withdraw_ttl_and_persist_reach_world_schedule() {
     ttl.cleanup().await.unwrap();
     let text = fs::read_to_string(record_path(state, "ns1", &me())).unwrap();
     let expires: u64 = text.lines().find_map(|l| l.strip_prefix("expires=")).unwrap().parse().unwrap();
-    let now = resources::world::local::now();
+    let now = world::local::now();
     assert!((now + 25..=now + 31).contains(&expires), "{text}");
     assert_eq!(read_schedule(state, "ns1"), Value::list(vec![Value::str(me())]));
     let mut persist = schedule(&agent, state, "ns2", &[("persist", Value::Bool(true))]).await;

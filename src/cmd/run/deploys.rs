@@ -7,9 +7,9 @@
 //! whose program fails on this host) never leaves a restarted agent running nothing.
 
 use crate::loader::ProgramPath;
-use engine::world::{Follow, Topic, World};
 use std::path::PathBuf;
 use std::sync::Arc;
+use world::{Follow, Topic, World};
 
 /// Deploys kept on disk besides the one running (for a look at what ran before).
 const KEEP: usize = 3;
@@ -68,10 +68,11 @@ impl Deploys {
             .ok_or_else(|| format!("deploy {id} is not in the cluster"))?;
         let dir = self.dir.clone();
         let placed = tokio::task::spawn_blocking(move || {
-            let placed = crate::bundle::materialize(&dir, id, &deploy.bundle)?;
+            let root = world::bundle::materialize(&dir, id, &deploy.bundle)?;
+            let placed = ProgramPath { root, entry: deploy.bundle.entry.clone() };
             std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
                 .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
-            crate::bundle::prune(&dir, KEEP + 1, recorded_ran(&dir));
+            world::bundle::prune(&dir, KEEP + 1, recorded_ran(&dir));
             Ok::<_, String>(placed)
         })
         .await

@@ -2,12 +2,13 @@
 //! world (off the main loop, the latest set winning), and what other hosts export is
 //! followed, for a program that collects, and decoded for interpretation.
 
-use engine::world::{Export, Follow, Topic, World};
 use lang::exported::ExportRecord;
 use lang::interpret::Remote;
+use lang::span::Span;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tokio::sync::watch;
+use world::{Export, Follow, Topic, View, World, parse_export_entry};
 
 pub struct Exports {
     world: Arc<dyn World>,
@@ -74,7 +75,7 @@ impl Exports {
         let me = self.world.hostname().to_string();
         let Some(follow) = self.follow.as_mut() else { return Remote { me, exports: Vec::new() } };
         let view = follow.borrow_and_update().clone();
-        let (remote, unreadable) = crate::world::remote_of(&view, &me);
+        let (remote, unreadable) = remote_of(&view, &me);
         for (what, e) in unreadable {
             if self.unreadable.insert(what.clone()) {
                 tracing::warn!(export = %what, error = %e, "cannot read an export; it is ignored");
@@ -93,4 +94,22 @@ impl Exports {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// What other hosts export to host `me`, decoded from a [`Topic::Exports`] view. Records
+/// that cannot be decoded are returned apart, as `(entry, why)`.
+pub fn remote_of(view: &View, me: &str) -> (Remote, Vec<(String, String)>) {
+    let mut exports = Vec::with_capacity(view.entries.len());
+    let mut unreadable = Vec::new();
+    for (entry, record) in &view.entries {
+        let Some((kind, from, name)) = parse_export_entry(entry) else { continue };
+        if from == me {
+            continue;
+        }
+        match lang::exported::decode(&kind, &name, &from, record, Span::default()) {
+            Ok(decl) => exports.push(decl),
+            Err(e) => unreadable.push((format!("{kind}[{name}] from {from}"), e)),
+        }
+    }
+    (Remote { me: me.to_string(), exports }, unreadable)
 }

@@ -5,12 +5,12 @@
 //! world (only what changed, the latest winning).
 
 use engine::EngineEvent;
-use engine::world::World;
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::SystemTime;
 use tokio::sync::{broadcast, watch};
+use world::World;
 
 /// One agent's status, as the run loop knows it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -124,16 +124,13 @@ pub fn fleet_converged(statuses: &BTreeMap<String, String>, latest: u64) -> bool
 
 /// The fleet as this agent follows it, for a converged exit that waits for every agent.
 pub struct Fleet {
-    statuses: engine::world::Follow,
-    deploys: engine::world::Follow,
+    statuses: world::Follow,
+    deploys: world::Follow,
 }
 
 impl Fleet {
     pub fn follow(world: &dyn World) -> Fleet {
-        Fleet {
-            statuses: world.follow(&engine::world::Topic::Statuses),
-            deploys: world.follow(&engine::world::Topic::Deploys),
-        }
+        Fleet { statuses: world.follow(&world::Topic::Statuses), deploys: world.follow(&world::Topic::Deploys) }
     }
 
     /// Waits until every live agent runs the latest deploy and converged.

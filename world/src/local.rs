@@ -1,14 +1,14 @@
 //! The world of one host: files under the state directory. A plain key is
 //! `<state>/kv/<key>/value`, a host's entry of a mapped namespace `<state>/kv/<ns>/<host>`
-//! (names escaped by `engine::world::escape`); `json:edit`'s `etcd://` store and
+//! (names escaped by [`crate::escape`]); `json:edit`'s `etcd://` store and
 //! `http:server:ui:input`'s `world://` store are the same files. A schedule candidacy is
 //! `<state>/schedule/<ns>/<host>`: the candidacy's `key=value` lines plus, unless it
 //! persists, `expires=<unix seconds>`, which its resource renews while it runs; readers
 //! ignore expired records, and a namespace chooses among the live ones by its strategy
 //! (this host being the only writer here, that is this host or no one). Exports live in
 //! memory, for this agent's own `collect.res` (no other host can collect them). Followers watch the
-//! directory through the process's inotify hub, with a slow re-read for what a watch
-//! cannot see, or a fast poll when the hub is unavailable.
+//! directory through the [`Watcher`] the binary gives (the process's inotify hub), with a
+//! slow re-read for what a watch cannot see, or a fast poll without one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -16,13 +16,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use engine::world::{
-    Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, escape, export_entry, reaches, unescape,
-};
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 
-use crate::util::fs::atomic_write;
-use crate::util::watch::FileWatch;
+use crate::{
+    Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, escape, export_entry, reaches, unescape,
+};
 
 /// The re-read while watched.
 const SAFETY: Duration = Duration::from_secs(5);
@@ -38,9 +37,23 @@ pub struct LocalWorld {
     followed: Arc<Mutex<Followed>>,
     /// What this host exports to itself (or to every host), as a [`Topic::Exports`] view.
     exports: watch::Sender<Arc<View>>,
+    watcher: Option<Arc<dyn Watcher>>,
 }
 
 type Followed = HashMap<Topic, watch::Sender<Arc<View>>>;
+
+/// What tells the store's followers of changes in a directory (the binary gives the
+/// process's inotify hub); without one they poll.
+pub trait Watcher: Send + Sync {
+    /// Watches directory `dir` and its direct entries; `None` when it cannot.
+    fn entries(&self, dir: PathBuf) -> Option<Box<dyn Changes>>;
+}
+
+/// One directory's watch.
+pub trait Changes: Send {
+    /// Resolves at the next change: `true`, or `false` once the watch is lost.
+    fn changed(&mut self) -> BoxFuture<'_, bool>;
+}
 
 impl LocalWorld {
     pub fn new(root: impl Into<PathBuf>, hostname: impl Into<String>) -> LocalWorld {
@@ -49,7 +62,13 @@ impl LocalWorld {
             hostname: hostname.into(),
             followed: Arc::default(),
             exports: watch::Sender::new(Arc::new(View::fresh(BTreeMap::new(), 0))),
+            watcher: None,
         }
+    }
+
+    /// The same store, its followers told of changes by `watcher`.
+    pub fn watched_by(self, watcher: Arc<dyn Watcher>) -> LocalWorld {
+        LocalWorld { watcher: Some(watcher), ..self }
     }
 
     fn dir(&self, name: &str) -> PathBuf {
@@ -181,13 +200,13 @@ pub fn read(root: &Path, topic: &Topic) -> BTreeMap<String, String> {
 }
 
 fn write(path: &Path, value: Option<&str>) -> Result<Written, WorldError> {
-    let fail = |e: std::io::Error| WorldError(format!("{}: {e}", path.display()));
+    let fail = |e: std::io::Error| WorldError::Io { path: path.to_path_buf(), reason: e.to_string() };
     match value {
         Some(v) => {
             if let Some(dir) = path.parent() {
                 std::fs::create_dir_all(dir).map_err(fail)?;
             }
-            atomic_write(path, v.as_bytes(), None).map_err(fail)?;
+            crate::atomic::replace_file(path, v.as_bytes()).map_err(fail)?;
         }
         None => match std::fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(e)),
@@ -223,7 +242,7 @@ impl World for LocalWorld {
             return watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0))).1;
         };
         // Watched before the first read, so no change falls between the two.
-        let mut watch = FileWatch::entries(vec![dir]).ok();
+        let mut watch = self.watcher.as_ref().and_then(|w| w.entries(dir));
         let (tx, rx) = watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0)));
         followed.insert(topic.clone(), tx.clone());
         let (root, topic, all) = (self.root.clone(), topic.clone(), self.followed.clone());
@@ -240,7 +259,7 @@ impl World for LocalWorld {
                         }
                         continue;
                     }
-                    changed = async { watch.as_mut()?.changed().await.ok() }, if watch.is_some() => {
+                    changed = async { watch.as_mut()?.changed().await.then_some(()) }, if watch.is_some() => {
                         if changed.is_none() {
                             watch = None;
                         }

@@ -1,5 +1,6 @@
-//! A program as one deploy bundle, and back: which files a deploy carries
-//! ([`of_program`]) and where an agent puts a deploy it runs ([`materialize`]).
+//! Deploys: a program as one [`Bundle`] of files and the records the world keeps of it
+//! ([`Deploy`], [`Parent`]); which files a bundle carries ([`of_tree`], [`of_files`]) and
+//! where an agent puts a deploy it runs ([`materialize`], [`prune`]).
 //!
 //! A program given as a directory carries its whole tree (the entry, every module and
 //! imported file, the `files/` its `deploy.*` calls read), without hidden entries
@@ -7,36 +8,67 @@
 //! the compiler read plus its directory's `files/`. Limits keep a bundle within what etcd
 //! stores: one file at most [`MAX_FILE`] bytes, the whole at most [`MAX_TOTAL`].
 
-use crate::loader::ProgramPath;
-use engine::world::Bundle;
-use lang::span::SourceMap;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A program to deploy: its files by deploy path (`/main.mcl`) and its entry file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bundle {
+    pub entry: String,
+    pub files: BTreeMap<String, Vec<u8>>,
+}
+
+/// How a deploy is placed after the ones before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Parent {
+    /// After whatever is latest when it lands (concurrent deploys both land, in turn).
+    Latest,
+    /// Only right after deploy `n` (0: the first): refused when another landed meanwhile.
+    Exactly(u64),
+}
+
+/// A deploy as stored: its id, the id it followed, who made it, and its program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Deploy {
+    pub id: u64,
+    pub parent: u64,
+    /// The host name of the agent or command that deployed it.
+    pub by: String,
+    pub bundle: Bundle,
+}
 
 /// etcd refuses requests over 1.5 MiB by default.
 pub const MAX_FILE: usize = 1024 * 1024;
 pub const MAX_TOTAL: usize = 64 * 1024 * 1024;
 
-/// The bundle of `program` (located from `given`, compiled into `sources`).
-pub fn of_program(given: &Path, program: &ProgramPath, sources: &SourceMap) -> Result<Bundle, String> {
+/// The bundle of the program at directory `root` with entry `entry` (`/main.mcl`): the
+/// whole tree.
+pub fn of_tree(root: &Path, entry: &str) -> Result<Bundle, String> {
     let mut files = BTreeMap::new();
-    if given.is_dir() {
-        walk(&program.root, "", &mut files)?;
-    } else {
-        for (_, file) in sources.files() {
-            let path = program.root.join(file.name.trim_start_matches('/'));
-            add(&path, file.name.clone(), &mut files)?;
-        }
-        let data = program.root.join("files");
-        if data.is_dir() {
-            walk(&data, "/files", &mut files)?;
-        }
+    walk(root, "", &mut files)?;
+    whole(entry, files)
+}
+
+/// The bundle of the program in `root` with entry `entry` that the compiler read from the
+/// deploy paths `read` (`/main.mcl`, `/lib/x.mcl`): those files and `root`'s `files/`.
+pub fn of_files<'a>(root: &Path, entry: &str, read: impl IntoIterator<Item = &'a str>) -> Result<Bundle, String> {
+    let mut files = BTreeMap::new();
+    for name in read {
+        add(&root.join(name.trim_start_matches('/')), name.to_string(), &mut files)?;
     }
+    let data = root.join("files");
+    if data.is_dir() {
+        walk(&data, "/files", &mut files)?;
+    }
+    whole(entry, files)
+}
+
+fn whole(entry: &str, files: BTreeMap<String, Vec<u8>>) -> Result<Bundle, String> {
     let total: usize = files.values().map(Vec::len).sum();
     if total > MAX_TOTAL {
         return Err(format!("the program's files hold {total} bytes; a deploy holds at most {MAX_TOTAL}"));
     }
-    Ok(Bundle { entry: program.entry.clone(), files })
+    Ok(Bundle { entry: entry.to_string(), files })
 }
 
 fn walk(dir: &Path, prefix: &str, files: &mut BTreeMap<String, Vec<u8>>) -> Result<(), String> {
@@ -73,8 +105,9 @@ fn add(path: &Path, deploy_path: String, files: &mut BTreeMap<String, Vec<u8>>) 
 }
 
 /// Writes deploy `id`'s files under `<dir>/<id>/` (complete or not at all: they are
-/// written beside it and renamed into place) and returns the program there.
-pub fn materialize(dir: &Path, id: u64, bundle: &Bundle) -> Result<ProgramPath, String> {
+/// written beside it and renamed into place) and returns that directory, the program's
+/// root (its entry is the bundle's).
+pub fn materialize(dir: &Path, id: u64, bundle: &Bundle) -> Result<PathBuf, String> {
     let root = dir.join(id.to_string());
     if !root.is_dir() {
         let partial = dir.join(format!(".{id}.partial"));
@@ -91,7 +124,7 @@ pub fn materialize(dir: &Path, id: u64, bundle: &Bundle) -> Result<ProgramPath, 
         std::fs::create_dir_all(&partial).map_err(|e| format!("cannot create `{}`: {e}", partial.display()))?;
         std::fs::rename(&partial, &root).map_err(|e| format!("cannot place deploy {id}: {e}"))?;
     }
-    Ok(ProgramPath { root, entry: bundle.entry.clone() })
+    Ok(root)
 }
 
 /// Removes the deploys under `dir` other than the `keep` newest and `spare` (the one running).
@@ -129,12 +162,11 @@ mod tests {
         std::fs::write(src.join("main.mcl"), "import \"mod/\"\n").unwrap();
         std::fs::write(src.join("mod/files/data.txt"), "data").unwrap();
         std::fs::write(src.join(".git/HEAD"), "x").unwrap();
-        let program = crate::loader::locate(&src).unwrap();
-        let bundle = of_program(&src, &program, &SourceMap::new()).unwrap();
+        let bundle = of_tree(&src, "/main.mcl").unwrap();
         assert_eq!(bundle.files.keys().collect::<Vec<_>>(), ["/main.mcl", "/mod/files/data.txt"]);
         let placed = materialize(&dir.path().join("deploys"), 7, &bundle).unwrap();
-        assert_eq!(placed.entry, "/main.mcl");
-        assert_eq!(std::fs::read_to_string(placed.root.join("mod/files/data.txt")).unwrap(), "data");
+        assert_eq!(bundle.entry, "/main.mcl");
+        assert_eq!(std::fs::read_to_string(placed.join("mod/files/data.txt")).unwrap(), "data");
         let mut evil = bundle.clone();
         evil.files.insert("/../x".into(), vec![]);
         assert!(materialize(&dir.path().join("deploys"), 8, &evil).unwrap_err().contains("outside its root"));
@@ -147,5 +179,20 @@ mod tests {
         prune(&dir.path().join("deploys"), 1, Some(9));
         let kept = |id: u32| dir.path().join(format!("deploys/{id}")).exists();
         assert!(kept(9) && !kept(10) && kept(11));
+    }
+
+    #[test]
+    fn a_one_file_program_carries_what_was_read_and_its_files_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("files")).unwrap();
+        std::fs::create_dir_all(dir.path().join("other")).unwrap();
+        std::fs::write(dir.path().join("main.mcl"), "x").unwrap();
+        std::fs::write(dir.path().join("lib.mcl"), "y").unwrap();
+        std::fs::write(dir.path().join("files/a"), "a").unwrap();
+        std::fs::write(dir.path().join("other/b"), "b").unwrap();
+        let bundle = of_files(dir.path(), "/main.mcl", ["/main.mcl", "/lib.mcl"]).unwrap();
+        assert_eq!(bundle.files.keys().collect::<Vec<_>>(), ["/files/a", "/lib.mcl", "/main.mcl"]);
+        let missing = of_files(dir.path(), "/main.mcl", ["/gone.mcl"]).unwrap_err();
+        assert!(missing.contains("cannot read") && missing.contains("gone.mcl"), "{missing}");
     }
 }

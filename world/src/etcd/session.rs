@@ -1,0 +1,340 @@
+//! The agent's session: connecting with backoff, a lease of `ttl` seconds, the claim of the
+//! host name bound to it (a forged or leftover claim taken over, a live agent's refused),
+//! the re-assertion of what this host owns, and the keep-alive (or, for an observer, a
+//! periodic read) until the session lapses.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use etcd_client::{Client, Compare, CompareOp, ConnectOptions, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use tokio::sync::oneshot;
+
+use super::keys::{self, PREFIX};
+use super::write::put_if_changed;
+use super::{Inner, MAX_BACKOFF, MIN_BACKOFF, REQUEST, Session, lock};
+use crate::WorldError;
+
+/// Why a session could not be made.
+enum Refused {
+    /// Another agent holds this host name.
+    Duplicate(String),
+    /// The cluster cannot be reached (or answered an error): try again.
+    Down(String),
+}
+
+impl From<etcd_client::Error> for Refused {
+    fn from(e: etcd_client::Error) -> Refused {
+        Refused::Down(e.to_string())
+    }
+}
+
+impl From<tokio::time::error::Elapsed> for Refused {
+    fn from(_: tokio::time::error::Elapsed) -> Refused {
+        Refused::Down("request timed out".into())
+    }
+}
+
+/// The task that keeps the session (see the module's documentation).
+pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Result<(), WorldError>>) {
+    let mut first = Some(first);
+    let mut backoff = MIN_BACKOFF;
+    let mut lease: Option<i64> = None;
+    let mut epoch = 0;
+    let mut duplicate_told = false;
+    while !inner.stop.is_cancelled() {
+        let why = match establish(&inner, lease).await {
+            Ok((client, id)) => {
+                lease = Some(id);
+                epoch += 1;
+                backoff = MIN_BACKOFF;
+                duplicate_told = false;
+                if let Some(f) = first.take() {
+                    let _ = f.send(Ok(()));
+                }
+                inner.went(true, "");
+                inner.session.send_replace(Some(Session { client: client.clone(), lease: id, epoch }));
+                let end = if inner.cfg.observer {
+                    keep_checking(&inner, client).await
+                } else {
+                    keep_alive(&inner, client, id).await
+                };
+                inner.session.send_replace(None);
+                match end {
+                    Lapse::Stopped => return,
+                    Lapse::Expired => {
+                        lease = None;
+                        "the session's lease expired".to_string()
+                    }
+                    Lapse::Lost(e) => e,
+                }
+            }
+            Err(Refused::Duplicate(msg)) => {
+                if let Some(f) = first.take() {
+                    let _ = f.send(Err(WorldError::NameTaken(msg)));
+                    return;
+                }
+                if !duplicate_told {
+                    tracing::error!("{msg}; this agent stays off the world until the name is free");
+                    duplicate_told = true;
+                }
+                backoff = MAX_BACKOFF;
+                "the host name is taken".to_string()
+            }
+            Err(Refused::Down(e)) => e,
+        };
+        inner.went(false, &why);
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = inner.stop.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// Connects, gets a lease (the old one if it is still alive), claims the host name and
+/// re-asserts what this host owns.
+async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
+    let options = ConnectOptions::new()
+        .with_connect_timeout(REQUEST)
+        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(true);
+    let mut client = tokio::time::timeout(REQUEST, Client::connect(&inner.cfg.seeds, Some(options))).await??;
+    if inner.cfg.observer {
+        // A linearizable read proves the cluster has a quorum.
+        tokio::time::timeout(REQUEST, client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1))))
+            .await??;
+        return Ok((client, 0));
+    }
+    let alive = match lease {
+        Some(id) => {
+            let ttl = tokio::time::timeout(REQUEST, client.lease_time_to_live(id, None)).await??.ttl();
+            (ttl > 0).then_some(id)
+        }
+        None => None,
+    };
+    let id = match alive {
+        Some(id) => id,
+        None => tokio::time::timeout(REQUEST, client.lease_grant(inner.cfg.ttl, None)).await??.id(),
+    };
+    claim(inner, &mut client, id).await?;
+    let owned: Vec<(String, (String, bool))> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (key, (value, leased)) in owned {
+        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, Some(&value), leased.then_some(id))).await??;
+    }
+    let disowned: Vec<String> = lock(&inner.disowned).iter().cloned().collect();
+    for key in disowned {
+        tokio::time::timeout(REQUEST, put_if_changed(&mut client, &key, None, None)).await??;
+        lock(&inner.disowned).remove(&key);
+    }
+    Ok((client, id))
+}
+
+/// Where the agent remembers its session's lease.
+fn lease_file(inner: &Inner) -> PathBuf {
+    inner.cfg.state_dir.join("world").join(format!("etcd-lease-{}", crate::escape(&inner.cfg.hostname)))
+}
+
+/// Claims `/_tend/hosts/<host>` for lease `id`.
+async fn claim(inner: &Inner, client: &mut Client, id: i64) -> Result<(), Refused> {
+    let key = keys::host_key(&inner.cfg.hostname);
+    let me = format!("{id:x}");
+    let before = std::fs::read_to_string(lease_file(inner)).ok().map(|s| s.trim().to_string());
+    for _ in 0..3 {
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.as_str(), me.as_str(), Some(PutOptions::new().with_lease(id)))])
+            .or_else([TxnOp::get(key.as_str(), None)]);
+        let resp = tokio::time::timeout(REQUEST, client.txn(txn)).await??;
+        let holder = match resp.op_responses().into_iter().next() {
+            _ if resp.succeeded() => None,
+            Some(TxnOpResponse::Get(get)) => get
+                .kvs()
+                .first()
+                .map(|kv| (String::from_utf8_lossy(kv.value()).into_owned(), kv.lease(), kv.mod_revision())),
+            _ => None,
+        };
+        let Some((held_by, held_lease, revision)) = holder else {
+            if resp.succeeded() {
+                remember(inner, &me);
+                return Ok(());
+            }
+            continue;
+        };
+        if held_by == me {
+            remember(inner, &me);
+            return Ok(());
+        }
+        if !genuine_claim(&held_by, held_lease) {
+            // Not an agent's claim (every agent writes its own live lease's id, bound to
+            // it): garbage or a forgery. Taken over, if it is still what was read.
+            tracing::warn!(
+                key = %key,
+                value = %quote(&held_by),
+                "the host-name claim holds something no agent wrote; taking it over"
+            );
+            let txn = Txn::new()
+                .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, revision)])
+                .and_then([TxnOp::delete(key.as_str(), None)]);
+            tokio::time::timeout(REQUEST, client.txn(txn)).await??;
+            continue;
+        }
+        if before.as_deref() == Some(held_by.as_str()) {
+            // This agent's previous run (killed before it could leave): drop its session
+            // and with it everything it owned.
+            tracing::info!(lease = %held_by, "removing what this host's previous run left in etcd");
+            tokio::time::timeout(REQUEST, client.lease_revoke(held_lease)).await??;
+            continue;
+        }
+        let held_by = quote(&held_by);
+        return Err(Refused::Duplicate(format!(
+            "host name `{}` is already claimed in etcd by another running agent (session {held_by}); \
+             give each agent its own --hostname, or wait for a dead agent's claim to lapse (up to {} s)",
+            inner.cfg.hostname, inner.cfg.ttl
+        )));
+    }
+    Err(Refused::Down("the host-name claim kept changing".into()))
+}
+
+/// Whether a claim's value is what an agent writes: the id, in hex, of the live lease the
+/// key is bound to (a key bound to a lease exists only while the lease lives).
+fn genuine_claim(value: &str, lease: i64) -> bool {
+    lease != 0 && i64::from_str_radix(value, 16).is_ok_and(|id| id == lease)
+}
+
+/// At most 32 characters of a value read from etcd, for a message: a forged key may hold
+/// megabytes.
+pub(super) fn quote(value: &str) -> String {
+    match value.char_indices().nth(32) {
+        Some((at, _)) => format!("{}… ({} bytes)", &value[..at], value.len()),
+        None => value.to_string(),
+    }
+}
+
+fn remember(inner: &Inner, lease: &str) {
+    let path = lease_file(inner);
+    let saved = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| crate::atomic::replace_file(&path, lease.as_bytes()));
+    if let Err(e) = saved {
+        tracing::warn!(path = %path.display(), error = %e, "cannot record the etcd session");
+    }
+}
+
+/// How a session ended.
+enum Lapse {
+    Stopped,
+    Expired,
+    Lost(String),
+}
+
+/// Keeps lease `id` alive (three renewals per TTL) until that fails.
+async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
+    let (mut keeper, mut stream) = match tokio::time::timeout(REQUEST, client.lease_keep_alive(id)).await {
+        Ok(Ok(pair)) => pair,
+        Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+        Err(_) => return Lapse::Lost("keep-alive timed out".into()),
+    };
+    let period = inner.check_period();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        }
+        let sent = Instant::now();
+        if let Err(e) = keeper.keep_alive().await {
+            return Lapse::Lost(e.to_string());
+        }
+        match tokio::time::timeout(period.min(REQUEST), stream.message()).await {
+            Ok(Ok(Some(resp))) if resp.ttl() > 0 => {
+                inner.latency_us.store(sent.elapsed().as_micros().max(1) as u64, Ordering::Relaxed);
+            }
+            Ok(Ok(Some(_))) => return Lapse::Expired,
+            Ok(Ok(None)) => return Lapse::Lost("the keep-alive stream ended".into()),
+            Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+            Err(_) => return Lapse::Lost("keep-alive timed out".into()),
+        }
+    }
+}
+
+/// An observer's session: a linearizable read every third of the TTL, until one fails.
+async fn keep_checking(inner: &Inner, mut client: Client) -> Lapse {
+    let period = inner.check_period();
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => {}
+            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        }
+        let sent = Instant::now();
+        let read = client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1)));
+        match tokio::time::timeout(REQUEST, read).await {
+            Ok(Ok(_)) => inner.latency_us.store(sent.elapsed().as_micros().max(1) as u64, Ordering::Relaxed),
+            Ok(Err(e)) => return Lapse::Lost(e.to_string()),
+            Err(_) => return Lapse::Lost("read timed out".into()),
+        }
+    }
+}
+
+impl Inner {
+    /// Logs a change of the link (once per transition) and marks the views stale when it
+    /// went down.
+    fn went(&self, up: bool, why: &str) {
+        let mut since = lock(&self.stale_since);
+        match (up, since.is_some()) {
+            (true, true) => {
+                let down = since.and_then(|t| t.elapsed().ok()).unwrap_or_default();
+                tracing::info!(host = %self.cfg.hostname, down_ms = down.as_millis() as u64, "joined etcd: the world is live");
+                *since = None;
+            }
+            (false, false) => {
+                tracing::warn!(error = %why, "lost etcd: the world's values are stale until it is back");
+                *since = Some(SystemTime::now());
+                drop(since);
+                for tx in lock(&self.followed).values() {
+                    tx.send_if_modified(|v| {
+                        let was = v.stale;
+                        if !was {
+                            *v = Arc::new(v.to_stale());
+                        }
+                        !was
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// How often the session is renewed (or, for an observer, checked): three times a TTL.
+    fn check_period(&self) -> Duration {
+        Duration::from_millis((self.cfg.ttl.max(1) as u64) * 1000 / 3)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 45, defect 7: only an agent's claim (its live lease's id, bound to that lease)
+    /// holds a host name; garbage or a value not bound to its lease is taken over.
+    #[test]
+    fn a_claim_is_genuine_only_as_an_agent_writes_it() {
+        assert!(genuine_claim("7ed6a223a7407608", 0x7ed6a223a7407608));
+        assert!(!genuine_claim("7ed6a223a7407608", 0), "bound to no lease");
+        assert!(!genuine_claim("7ed6a223a7407608", 0x1234), "bound to another lease");
+        assert!(!genuine_claim("garbage", 0x1234));
+        assert!(!genuine_claim("", 0));
+    }
+
+    /// Issue 45, defect 7: a message quotes at most a short prefix of a value.
+    #[test]
+    fn values_are_quoted_short() {
+        assert_eq!(quote("short"), "short");
+        let huge = "x".repeat(1_500_000);
+        let quoted = quote(&huge);
+        assert!(quoted.len() < 64, "{quoted}");
+        assert!(quoted.ends_with("… (1500000 bytes)"), "{quoted}");
+    }
+}
