@@ -1,22 +1,29 @@
-//! Scores the binary against mgmt's conformance corpus (`../shared/conformance/{graph,
+//! Runs the binary on mgmt's conformance corpus (`../shared/conformance/{graph,
 //! unit-errors}`) the way `shared/tools/conform` does: each archive is unpacked into a
-//! temp dir and `tend graph|check main.mcl` is run there. Prints per-stage counts and the
-//! failing names, and asserts the pass rates (check mode ≥ 95% on both folders, graph mode
-//! ≥ 85% on `graph/`). Skips with a message when `../shared` is absent.
+//! temp dir and `tend graph|check main.mcl` is run there. One test per archive and mode,
+//! named `graph/NAME (graph)`, `graph/NAME (check)`, `unit-errors/NAME (check)`, so a
+//! failure names its case; every case must pass but the few listed in [`KNOWN`], each with
+//! its reason (run as ignored tests: `-- --ignored` shows whether they still fail). Skips
+//! with a message when `../shared` is absent.
 
-#![allow(clippy::print_stdout, clippy::print_stderr)] // test reports and figures
+#![allow(clippy::print_stdout)] // the skip message
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 /// Stages `tend check` must reproduce; later ones are not its business.
 const EARLY: [&str; 5] = ["errLexParse", "errInit", "errInterpolate", "errSetScope", "errUnify"];
 const TIMEOUT: Duration = Duration::from_secs(30);
-const THREADS: usize = 3;
+
+/// Cases tend does not pass yet: (folder, archive, mode, why).
+const KNOWN: &[(&str, &str, Mode, &str)] = &[(
+    "unit-errors",
+    "resdupefields0",
+    Mode::Check,
+    "a duplicate field in a resource body is found when the graph is built, after `check`'s stages",
+)];
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -36,7 +43,6 @@ impl Mode {
 /// One case's result: its category (expected stage, `graph` or `empty`) and, when it
 /// failed, why.
 struct Outcome {
-    name: String,
     category: String,
     failure: Option<String>,
 }
@@ -103,12 +109,7 @@ fn run_binary(dir: &Path, mode: Mode) -> Result<Option<(String, bool)>, String> 
 
 /// Runs one archive and judges it like `conform`.
 fn run_one(path: &Path, mode: Mode) -> Outcome {
-    let name = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let fail = |category: &str, why: String| Outcome {
-        name: name.clone(),
-        category: category.to_string(),
-        failure: Some(why),
-    };
+    let fail = |category: &str, why: String| Outcome { category: category.to_string(), failure: Some(why) };
     let files = match std::fs::read(path) {
         Ok(bytes) => sections_by_name(&String::from_utf8_lossy(&bytes)),
         Err(e) => return fail("unreadable", e.to_string()),
@@ -136,7 +137,7 @@ fn run_one(path: &Path, mode: Mode) -> Outcome {
         Ok(judge(mode, want, &stages, &got, success))
     })();
     let failure = judged.unwrap_or_else(|e| Some(format!("harness error: {e}")));
-    Outcome { name, category, failure }
+    Outcome { category, failure }
 }
 
 /// `None` when `got` passes, else the reason it fails.
@@ -200,48 +201,6 @@ fn archives(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Runs every archive of `dir` in `mode` on a few threads; prints the report and returns
-/// the pass rate.
-fn score(dir: &Path, mode: Mode) -> f64 {
-    let cases = archives(dir);
-    assert!(!cases.is_empty(), "no archives under {}", dir.display());
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Outcome>> = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..THREADS {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(case) = cases.get(i) else { break };
-                    let outcome = run_one(case, mode);
-                    results.lock().unwrap_or_else(|p| p.into_inner()).push(outcome);
-                }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
-    results.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut by_category: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for r in &results {
-        let e = by_category.entry(r.category.as_str()).or_default();
-        e.1 += 1;
-        if r.failure.is_none() {
-            e.0 += 1;
-        }
-    }
-    let passed = results.iter().filter(|r| r.failure.is_none()).count();
-    println!("== {} ({} mode): {passed}/{} passed", dir.display(), mode.arg(), results.len());
-    for (category, (ok, total)) in &by_category {
-        println!("  {category}: {ok}/{total}");
-    }
-    for r in &results {
-        if let Some(why) = &r.failure {
-            println!("  FAIL {}: {why}", r.name);
-        }
-    }
-    passed as f64 / results.len() as f64
-}
-
 /// `../shared/conformance` (`TEND_SHARED_DIR` overrides `../shared`, for worktrees), or
 /// `None` (with a message) when absent.
 fn corpus() -> Option<PathBuf> {
@@ -258,23 +217,46 @@ fn corpus() -> Option<PathBuf> {
     }
 }
 
-#[test]
-fn check_mode_conformance() {
-    let Some(corpus) = corpus() else { return };
-    for folder in ["graph", "unit-errors"] {
-        let rate = score(&corpus.join(folder), Mode::Check);
-        assert!(rate >= 0.95, "check mode passes only {:.1}% of {folder}/ (want ≥ 95%)", rate * 100.0);
+/// One test per archive and mode (graph mode on `graph/`, check mode on both folders), and
+/// the judge's own test.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let mut trials = vec![libtest_mimic::Trial::test("judging_follows_conform", || {
+        judging_follows_conform();
+        Ok(())
+    })];
+    if let Some(corpus) = corpus() {
+        for (folder, modes) in [("graph", &[Mode::Graph, Mode::Check][..]), ("unit-errors", &[Mode::Check][..])] {
+            let cases = archives(&corpus.join(folder));
+            assert!(!cases.is_empty(), "no archives under {}", corpus.join(folder).display());
+            for path in cases {
+                for &mode in modes {
+                    trials.push(trial(folder, &path, mode));
+                }
+            }
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
+/// The test of archive `path` of `folder` in `mode`; ignored (with why) when [`KNOWN`].
+fn trial(folder: &str, path: &Path, mode: Mode) -> libtest_mimic::Trial {
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy().into_owned();
+    let known = KNOWN.iter().find(|(f, n, m, _)| *f == folder && *n == stem && *m == mode);
+    let path = path.to_path_buf();
+    let test = libtest_mimic::Trial::test(format!("{folder}/{stem} ({})", mode.arg()), move || {
+        let outcome = run_one(&path, mode);
+        match outcome.failure {
+            None => Ok(()),
+            Some(why) => Err(format!("[{}] {why}", outcome.category).into()),
+        }
+    });
+    match known {
+        Some((.., why)) => test.with_ignored_flag(true).with_kind(format!("known: {why}")),
+        None => test,
     }
 }
 
-#[test]
-fn graph_mode_conformance() {
-    let Some(corpus) = corpus() else { return };
-    let rate = score(&corpus.join("graph"), Mode::Graph);
-    assert!(rate >= 0.85, "graph mode passes only {:.1}% of graph/ (want ≥ 85%)", rate * 100.0);
-}
-
-#[test]
 fn judging_follows_conform() {
     let stages = expected_errors("# err: errUnify: bad\n# err: errSetScope: x\n");
     assert_eq!(stages, ["errUnify", "errSetScope"]);

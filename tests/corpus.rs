@@ -5,7 +5,8 @@
 //! An optional `STDERR` section holds lines that must each appear in stderr (the rendered
 //! diagnostics: labels, notes, further errors); it is never blessed. An optional
 //! `NOT-STDERR` section holds lines that must not appear there (a note that would mislead).
-//! `TEND_BLESS=1 cargo test --test corpus` rewrites the OUTPUT sections in place.
+//! `TEND_BLESS=1 cargo test --test corpus` rewrites the OUTPUT sections in place. Each
+//! archive is a test of its own (`cargo test --test corpus -- graph/NAME`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -69,7 +70,8 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
     Err(format!("expected:\n{}\ngot:\n{}\nstderr:\n{stderr}", expected.trim(), stdout.trim()))
 }
 
-fn run_dir(mode: &str) {
+/// The archives of `tests/corpus/<mode>/`, sorted.
+fn cases(mode: &str) -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(mode);
     let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| {
@@ -79,20 +81,20 @@ fn run_dir(mode: &str) {
         })
         .unwrap_or_default();
     cases.sort();
-    assert!(!cases.is_empty(), "no cases in {}", dir.display());
-    let failures: Vec<String> = cases
-        .iter()
-        .filter_map(|c| run_case(c, mode).err().map(|e| format!("{}: {e}", c.file_name().unwrap().to_string_lossy())))
-        .collect();
-    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+    cases
 }
 
-#[test]
-fn check_corpus() {
-    run_dir("check");
-}
-
-#[test]
-fn graph_corpus() {
-    run_dir("graph");
+/// One test per archive, named `<mode>/<archive>`, so a failure names its case.
+fn main() {
+    let args = libtest_mimic::Arguments::from_args();
+    let mut trials = Vec::new();
+    for mode in ["check", "graph"] {
+        let found = cases(mode);
+        assert!(!found.is_empty(), "no archives in tests/corpus/{mode}");
+        for path in found {
+            let name = format!("{mode}/{}", path.file_stem().unwrap_or_default().to_string_lossy());
+            trials.push(libtest_mimic::Trial::test(name, move || run_case(&path, mode).map_err(Into::into)));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
 }

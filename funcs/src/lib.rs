@@ -1,6 +1,7 @@
 //! Built-in functions of mcl and the dataflow runtime that runs a function graph.
 
 pub mod api;
+pub mod command;
 pub mod core;
 pub mod lease;
 pub mod printf;

@@ -224,12 +224,11 @@ impl NetLinks for IpRoute2 {
             .map_err(|e| ResError::new(format!("{}: {e}", path.display())))
     }
     fn monitor(&self, name: &str) -> Result<BoxStream<'static, Result<(), ResError>>, ResError> {
-        let mut child = tokio::process::Command::new("ip")
-            .args(["monitor", "link", "address", "route"])
-            .stdin(Stdio::null())
+        let argv = ["monitor", "link", "address", "route"].map(String::from).to_vec();
+        let mut child = crate::util::command::CmdSpec { cmd: "ip".into(), args: argv, ..Default::default() }
+            .command()?
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()
             .map_err(|e| ResError::new(format!("cannot run `ip monitor`: {e}")))?;
         let stdout = child.stdout.take().ok_or_else(|| ResError::new("`ip monitor`: no stdout pipe"))?;

@@ -282,9 +282,8 @@ streaming! {
 
 /// The first IPv4 `addr/prefix` of an interface, from `ip -o -4 addr show dev IFACE`.
 async fn iface_cidr(name: &str) -> FuncResult {
-    let out = tokio::process::Command::new("ip")
+    let out = crate::command::new("ip")
         .args(["-o", "-4", "addr", "show", "dev", name])
-        .kill_on_drop(true)
         .output()
         .await
         .map_err(|e| FuncError::catchable(format!("can't run `ip addr`: {e}")))?;

@@ -275,13 +275,11 @@ streaming! {
     /// Runs `sh -c CMD` and emits every line of its standard output. A failure to start is
     /// a catchable error; the command is killed when the input changes or on shutdown.
     fn system(em, cmd: String) -> "str" {
-        let child = tokio::process::Command::new("sh")
+        let child = crate::command::new("sh")
             .arg("-c")
             .arg(&cmd)
-            .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
-            .kill_on_drop(true)
             .spawn();
         let mut child = match child {
             Ok(c) => c,
