@@ -3,6 +3,7 @@
 //! (`--noop`), and reload the program when its source files change.
 
 mod deploys;
+mod events;
 mod exports;
 
 pub use exports::remote_of;
@@ -313,7 +314,7 @@ impl Runner {
         // Changes are followed by their own task, so a large graph does not wake this loop
         // once per resource; a failure is seen here through a counter.
         let reporter = report::Reporter::start(&self.engine, self.style);
-        let mut failures_seen = self.engine.failures_seen();
+        let failures_seen = self.engine.failures_seen();
         // Without an endpoint nobody reads the metrics: do not follow every engine event
         // (at 10,000 resources the extra subscriber is a measurable share of a run).
         let feed = self.metrics_addr.is_some().then(|| self.metrics.watch_engine(&self.engine));
@@ -322,10 +323,9 @@ impl Runner {
             Err(code) => return code,
         };
         let announcer = notify::enabled().then(|| ready::announce(&self.engine));
-        let mut resync = tokio::time::interval(Duration::from_secs(5));
         let signals = Signals::new()
             .and_then(|s| Ok((s, tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?)));
-        let (mut signals, mut hup) = match signals {
+        let (mut signals, hup) = match signals {
             Ok(s) => s,
             Err(e) => {
                 crate::stderr::line(format_args!("error: cannot install signal handlers: {e}"));
@@ -340,7 +340,7 @@ impl Runner {
             self.facts = Some(tx);
         }
         // Following deploys, `--converged-timeout` waits for the whole fleet.
-        let mut fleet = (deploys.is_some() && hold.is_some()).then(|| status::Fleet::follow(self.host.world.as_ref()));
+        let fleet = (deploys.is_some() && hold.is_some()).then(|| status::Fleet::follow(self.host.world.as_ref()));
         let compiled = match start {
             Start::Program(compiled) => compiled,
             Start::Deploys => {
@@ -367,239 +367,41 @@ impl Runner {
                 }
             }
         };
-        let mut watcher =
-            if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
-        let mut sources = compiled.sources;
-        // The outline of the code whose first output is awaited, and, once that code's last
-        // output is applied, of the running program (see `patch.rs`).
-        let mut pending = compiled.outline;
-        let mut outline: Option<Outline> = None;
-        // The dataflow holds the function graph as long as it needs it (a program without
-        // streams drops it once its output is computed).
-        let mut dataflow = Some(self.start(&compiled.graph));
-        // A deploy's program runs beside the current one until its first output: only then
-        // does it replace it (a deploy that fails here leaves the running program alone).
-        let mut candidate: Option<Candidate> = None;
-        // An output to handle before the dataflow's next one (a promoted candidate's first).
-        let mut replay: Option<Arc<lang::output::Output>> = None;
+        let watcher = if watch { watch_code::CodeWatcher::new(&self.program.root, &compiled.sources) } else { None };
+        let dataflow = Some(self.start(&compiled.graph));
         drop(compiled.graph);
-        let mut exports = exports::Exports::new(self.host.world.clone());
-        // The last output, kept while the program collects other hosts' exports: a change
-        // of those interprets it again.
-        let mut last_output: Option<Arc<lang::output::Output>> = None;
-        let mut exit_rx = self.engine.exit_requested();
-        // A failed resource keeps its dependants waiting, so the graph never converges;
-        // once a failure was seen, `--converged-timeout` also ends a run that has stalled.
-        let mut saw_failure = false;
-        // The rejected values last reported (each is reported once, while it lasts).
-        let mut rejected: Vec<lang::diag::Diagnostic> = Vec::new();
-        let mut stalled_since: Option<tokio::time::Instant> = None;
-        let mut tick = tokio::time::interval(STALL_POLL);
-        // Once a graph (new or patched) has converged and stayed so for a moment, the memory
-        // its making freed goes back to the OS (see `crate::memory`); a run that ends as it
-        // converges has no need. The moment lets the wake-ups of a cold start settle too: at
-        // 100,000 new files the watcher's queue overflows, and each overflow wakes every file.
-        let mut settled = self.engine.converged();
-        let mut released = self.engine.generation();
-        let keeps_running = hold != Some(Duration::ZERO);
-        let release = tokio::time::sleep(Duration::MAX / 4);
-        tokio::pin!(release);
-        let mut release_armed = false;
+        let mut lp = events::Loop {
+            signals,
+            hup,
+            hold,
+            deploys,
+            fleet,
+            watcher,
+            sources: compiled.sources,
+            pending: compiled.outline,
+            outline: None,
+            dataflow,
+            candidate: None,
+            replay: None,
+            exports: exports::Exports::new(self.host.world.clone()),
+            last_output: None,
+            exit_rx: self.engine.exit_requested(),
+            failures_seen,
+            saw_failure: false,
+            rejected: Vec::new(),
+            stalled_since: None,
+            tick: tokio::time::interval(STALL_POLL),
+            resync: feed.is_some().then(|| tokio::time::interval(Duration::from_secs(5))),
+            settled: self.engine.converged(),
+            released: self.engine.generation(),
+            keeps_running: hold != Some(Duration::ZERO),
+            release: Box::pin(tokio::time::sleep(Duration::MAX / 4)),
+            release_armed: false,
+        };
         let stop = loop {
-            let converged = async {
-                match hold {
-                    Some(hold) if self.applied => {
-                        let here = self.engine.wait_converged_for(hold, Duration::MAX / 4).await;
-                        match fleet.as_mut() {
-                            Some(f) if here => {
-                                tracing::info!(
-                                    "converged here; waiting for every agent to converge on the latest deploy"
-                                );
-                                f.converged().await
-                            }
-                            _ => here,
-                        }
-                    }
-                    _ => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                _ = signals.recv() => break Stop::Signal,
-                first = candidate_output(&mut candidate) => {
-                    let Some(c) = candidate.take() else { continue };
-                    match first {
-                        Some(Ok(output)) => {
-                            if let Some(df) = dataflow.replace(c.dataflow) {
-                                df.shutdown().await;
-                            }
-                            tracing::info!(deploy = c.id, "deploy {} is running", c.id);
-                            if let Some(d) = deploys.as_ref() {
-                                d.ran(c.id);
-                            }
-                            self.note(|f| {
-                                f.deploy = Some(c.id);
-                                f.broken = f.broken.take().filter(|(b, _)| *b > c.id);
-                            });
-                            self.funcs_host.root = c.program.root.clone();
-                            self.program = c.program;
-                            sources = c.sources;
-                            (pending, outline) = (None, None);
-                            replay = Some(output);
-                        }
-                        Some(Err(d)) => {
-                            let why = d.one_line(&c.sources);
-                            self.note(|f| f.broken = Some((c.id, why)));
-                            print_diags(&[d], &c.sources);
-                            tracing::error!(deploy = c.id, "deploy {} fails on this host; it keeps running what it ran", c.id);
-                            c.dataflow.shutdown().await;
-                        }
-                        None => c.dataflow.shutdown().await,
-                    }
-                }
-                out = next_output_or(&mut replay, &mut dataflow) => match out {
-                    Some(Ok(output)) => {
-                        self.metrics.dataflow_snapshot(true);
-                        if output.rejected != rejected {
-                            if !output.rejected.is_empty() {
-                                print_diags(&output.rejected, &sources);
-                                tell("the resources that value feeds keep their last good state until it is good again");
-                            } else if !rejected.is_empty() {
-                                tell("every value is good again");
-                            }
-                            rejected = output.rejected.clone();
-                        }
-                        if let Some(df) = &dataflow {
-                            self.metrics.dataflow_evaluations(df.evaluations());
-                        }
-                        let collects = lang::interpret::collects_remote(&output);
-                        exports.want(collects);
-                        last_output = collects.then(|| output.clone());
-                        if !exports.known() {
-                            // Applied once the world's exports are read (below).
-                            continue;
-                        }
-                        let confirmed = pending.take().map(|mut o| {
-                            o.confirm(&output);
-                            o
-                        });
-                        let last = dataflow.as_ref().is_some_and(Dataflow::is_fixed)
-                            && last_output.is_none()
-                            && candidate.is_none();
-                        // When this output is the program's last (no stream, nothing collected
-                        // from other hosts), `apply` lets the sources go once the resources are
-                        // built: no output and no diagnostic on them can come any more, so their
-                        // text (the program's size again) is not held through the swap. A reload
-                        // or a deploy brings its own; an edit of resources' params compiles
-                        // alone from the outline.
-                        let applied = self.apply(output, &mut sources, last, &mut exports).await;
-                        if !applied && !self.applied {
-                            break Stop::FirstFailed;
-                        }
-                        // Later outputs would undo a patch: edits then compile whole.
-                        outline = confirmed.filter(|_| last && applied);
-                    }
-                    Some(Err(d)) => {
-                        self.metrics.dataflow_snapshot(false);
-                        let recoverable = d.code.is_some_and(lang::diag::Code::is_recoverable);
-                        print_diags(&[d], &sources);
-                        // A daemon whose first value failed (a fact file not readable yet)
-                        // waits for a good one rather than exiting; a one-shot run ends.
-                        let waits = recoverable && hold.is_none();
-                        if !self.applied && !waits {
-                            break Stop::FirstFailed;
-                        }
-                        if !self.applied {
-                            tell("nothing runs yet; the program starts when the value is good");
-                            rejected.clear();
-                            continue;
-                        }
-                        if recoverable {
-                            // The dataflow goes on: the next good value applies.
-                            tell("the last graph keeps running and repairing; the program goes on when the value is good again");
-                            rejected.clear();
-                            continue;
-                        }
-                        tell("the program stopped; the last graph keeps running and repairing until the code changes");
-                        dataflow = None;
-                    }
-                    None => dataflow = None,
-                },
-                _ = exports.changed() => {
-                    if let Some(output) = last_output.clone().filter(|_| exports.known()) {
-                        tracing::debug!(stale = exports.stale(), "other hosts' exports changed; interpreting again");
-                        if !self.apply(output, &mut sources, false, &mut exports).await && !self.applied {
-                            break Stop::FirstFailed;
-                        }
-                    }
-                }
-                id = next_deploy(&mut deploys) => {
-                    if let Some(d) = deploys.as_mut()
-                        && let Some((program, c)) = self.take_up(d, id).await
-                    {
-                        if let Some(old) = candidate.take() {
-                            old.dataflow.shutdown().await;
-                        }
-                        let mut host = self.funcs_host.clone();
-                        host.root = program.root.clone();
-                        let dataflow = Dataflow::start(c.graph.clone(), self.registry.clone(), host);
-                        candidate = Some(Candidate { id, program, sources: c.sources, dataflow });
-                    }
-                }
-                reload = watch_code::changed(&mut watcher, &mut hup) => {
-                    tracing::info!(reason = reload, "reloading the program");
-                    // SIGHUP evaluates everything again; `--graph-dump` writes the whole graph.
-                    let patchable = reload == watch_code::SOURCES && self.graph_dump.is_none();
-                    if let Some(o) = outline.as_ref().filter(|_| patchable) {
-                        match self.patch(o, &mut watcher).await {
-                            patch::Patched::Applied(next) => {
-                                outline = Some(next);
-                                continue;
-                            }
-                            patch::Patched::Kept => continue,
-                            patch::Patched::Whole => {}
-                        }
-                    }
-                    if let Some(o) = self.reload(&mut watcher, &mut dataflow, &mut sources).await {
-                        (pending, outline) = (o, None);
-                    }
-                }
-                ok = converged => {
-                    if ok {
-                        break Stop::Converged;
-                    }
-                }
-                code = exit_rx.wait_for(|c| c.is_some()) => {
-                    let code = code.ok().and_then(|c| *c).unwrap_or(0);
-                    break Stop::Exit(code);
-                }
-                Ok(()) = failures_seen.changed() => saw_failure = true,
-                _ = settled.wait_for(|c| *c), if keeps_running && !release_armed && self.engine.generation() != released => {
-                    release_armed = true;
-                    release.as_mut().reset(tokio::time::Instant::now() + RELEASE_QUIET);
-                }
-                _ = &mut release, if release_armed => {
-                    // Not converged any more: armed again once it is.
-                    release_armed = false;
-                    if self.engine.is_converged() {
-                        released = self.engine.generation();
-                        let started = std::time::Instant::now();
-                        crate::memory::release_freed();
-                        let took_us = started.elapsed().as_micros() as u64;
-                        tracing::debug!(generation = released, took_us, "returned freed memory to the OS");
-                    }
-                }
-                _ = resync.tick(), if feed.is_some() => self.metrics.sync_states(&self.engine.status().await),
-                _ = tick.tick(), if saw_failure && self.applied && hold.is_some() => {
-                    if self.stalled().await {
-                        let since = *stalled_since.get_or_insert_with(tokio::time::Instant::now);
-                        if since.elapsed() >= hold.unwrap_or_default() {
-                            break Stop::Converged;
-                        }
-                    } else {
-                        stalled_since = None;
-                    }
-                }
+            let event = self.next_event(&mut lp).await;
+            if let Some(stop) = self.handle(&mut lp, event).await {
+                break stop;
             }
         };
         let tally = reporter.finish().await;
@@ -613,7 +415,7 @@ impl Runner {
         }
         let failures = self.engine.failures().await;
         let shutdown = async {
-            if let Some(df) = dataflow.take() {
+            if let Some(df) = lp.dataflow.take() {
                 df.shutdown().await;
             }
             resources::util::watch::leave_watches_at_exit();
@@ -625,7 +427,7 @@ impl Runner {
         };
         tokio::select! {
             _ = shutdown => {}
-            _ = signals.recv() => {
+            _ = lp.signals.recv() => {
                 crate::stderr::line(format_args!("second signal: exiting without waiting for resources to stop"));
                 std::process::exit(130);
             }
@@ -909,40 +711,6 @@ fn dump_graph(dir: &std::path::Path, n: u64, dot: &str) {
     let result = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, dot));
     if let Err(e) = result {
         tracing::warn!(path = %path.display(), error = %e, "cannot write the graph dump");
-    }
-}
-
-/// The next deploy to take up, or never when the run does not follow deploys.
-async fn next_deploy(deploys: &mut Option<deploys::Deploys>) -> u64 {
-    match deploys {
-        Some(d) => d.next().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// The first output of a candidate deploy, or never without one.
-async fn candidate_output(candidate: &mut Option<Candidate>) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
-    match candidate {
-        Some(c) => c.dataflow.next_shared().await,
-        None => std::future::pending().await,
-    }
-}
-
-/// `replay`'s output first, then the dataflow's next.
-async fn next_output_or(
-    replay: &mut Option<Arc<lang::output::Output>>,
-    df: &mut Option<Dataflow>,
-) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
-    if let Some(out) = replay.take() {
-        return Some(Ok(out));
-    }
-    next_output(df).await
-}
-
-async fn next_output(df: &mut Option<Dataflow>) -> Option<Result<Arc<lang::output::Output>, Diagnostic>> {
-    match df {
-        Some(df) => df.next_shared().await,
-        None => std::future::pending().await,
     }
 }
 
