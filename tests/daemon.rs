@@ -3,9 +3,10 @@
 //! resource whose params did not change. The soak test drives thousands of edits and fact
 //! changes and checks that file descriptors, inotify watches and memory stay flat.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+use testkit::daemon::Daemon;
 
 const TEND: &str = env!("CARGO_BIN_EXE_tend");
 
@@ -17,104 +18,18 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A daemon on a program in a temporary directory; killed if a test fails early.
-struct Daemon {
-    child: Child,
-    dir: tempfile::TempDir,
+/// A daemon on `program` in a temporary directory holding `out/` and `fact` (`one`).
+fn start(program: impl Fn(&Path) -> String) -> Daemon {
+    start_with(program, &[])
 }
 
-impl Daemon {
-    fn start(program: impl Fn(&Path) -> String) -> Daemon {
-        Daemon::start_with(program, &[])
-    }
-
-    fn start_with(program: impl Fn(&Path) -> String, args: &[&str]) -> Daemon {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("out")).unwrap();
-        std::fs::write(dir.path().join("fact"), "one").unwrap();
-        std::fs::write(dir.path().join("main.mcl"), program(dir.path())).unwrap();
-        let child = Command::new(TEND)
-            .arg("run")
-            .arg(dir.path().join("main.mcl"))
-            .args(["--prefix", &dir.path().join("state").display().to_string()])
-            // TEND_DAEMON_TEST_LOG=1: debug logs in the daemon's stderr, for diagnosing a failure.
-            .args(std::env::var("TEND_DAEMON_TEST_LOG").ok().map(|_| "-vv"))
-            .args(args)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
-            .spawn()
-            .unwrap();
-        Daemon { child, dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.path().join(rel)
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path(rel)).unwrap_or_default()
-    }
-
-    fn write(&self, rel: &str, text: &str) {
-        std::fs::write(self.path(rel), text).unwrap();
-    }
-
-    /// Waits until `rel` holds `want`; how long it took.
-    fn expect(&self, rel: &str, want: &str, what: &str) -> Duration {
-        let started = Instant::now();
-        while started.elapsed() < Duration::from_secs(20) {
-            if self.read(rel) == want {
-                return started.elapsed();
-            }
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        panic!("{what}: {rel} is {:?}, expected {want:?}\nstderr:\n{}", self.read(rel), self.read("stderr"));
-    }
-
-    /// Open file descriptors, inotify watches and resident memory (KiB) of the daemon.
-    fn usage(&self) -> (usize, usize, u64) {
-        let proc = PathBuf::from(format!("/proc/{}", self.child.id()));
-        let fds: Vec<_> = std::fs::read_dir(proc.join("fd")).unwrap().filter_map(|e| e.ok()).collect();
-        let mut watches = 0;
-        for fd in &fds {
-            let target = std::fs::read_link(fd.path()).unwrap_or_default();
-            if target.to_string_lossy().contains("inotify") {
-                let info = std::fs::read_to_string(proc.join("fdinfo").join(fd.file_name())).unwrap_or_default();
-                watches += info.lines().filter(|l| l.starts_with("inotify wd:")).count();
-            }
-        }
-        let status = std::fs::read_to_string(proc.join("status")).unwrap();
-        let rss = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0);
-        (fds.len(), watches, rss)
-    }
-
-    /// How many inotify instances the daemon holds.
-    fn inotify_instances(&self) -> usize {
-        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).unwrap();
-        fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
-            .filter(|target| target.to_string_lossy().contains("inotify"))
-            .count()
-    }
-
-    /// SIGTERM, then the exit status, how long the daemon took to exit, and its stderr.
-    fn stop(mut self) -> (std::process::ExitStatus, Duration, String) {
-        let started = Instant::now();
-        let ok = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap().success();
-        assert!(ok, "signalled");
-        let status = self.child.wait().unwrap();
-        (status, started.elapsed(), self.read("stderr"))
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+fn start_with(program: impl Fn(&Path) -> String, args: &[&str]) -> Daemon {
+    let layout = |dir: &Path| {
+        std::fs::create_dir(dir.join("out")).unwrap();
+        std::fs::write(dir.join("fact"), "one").unwrap();
+        program(dir)
+    };
+    Daemon::start(TEND, layout, args)
 }
 
 /// A file that follows a fact, a file that follows the code, and a bystander: an exec
@@ -150,7 +65,7 @@ exec "bystander" {{
 #[test]
 fn facts_and_edits_swap_only_what_changed() {
     let _serial = serial();
-    let daemon = Daemon::start(|d| program(d, "v1"));
+    let daemon = start(|d| program(d, "v1"));
     daemon.expect("out/derived", "fact is one", "first converge");
     daemon.expect("out/code", "v1", "first converge");
     // Files managed, a file followed by a function, and the program's own source watched:
@@ -186,7 +101,7 @@ fn facts_and_edits_swap_only_what_changed() {
     assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
     assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");
 
-    let (status, _, stderr) = daemon.stop();
+    let (status, _, stderr) = daemon.stop_timed();
     assert!(stderr.contains("errUnify"), "the diagnostic was printed: {stderr}");
     assert!(status.success(), "graceful stop: {status:?}\n{stderr}");
 }
@@ -211,7 +126,7 @@ fn literal_program(dir: &Path, contents: [&str; 3], extra: &str) -> String {
 fn an_edit_of_resources_params_patches_only_those_resources() {
     let _serial = serial();
     let patched = |stderr: &str| stderr.matches("compiled the changed resources alone").count();
-    let daemon = Daemon::start_with(|d| literal_program(d, ["a1", "b1", "c1"], ""), &["-v"]);
+    let daemon = start_with(|d| literal_program(d, ["a1", "b1", "c1"], ""), &["-v"]);
     let dir = daemon.dir.path().to_path_buf();
     daemon.expect("out/c", "c1", "first converge");
 
@@ -248,7 +163,7 @@ fn an_edit_of_resources_params_patches_only_those_resources() {
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(daemon.read("runs"), "run\n", "the bystander never re-ran");
     assert_eq!(daemon.read("watches"), "started\n", "the bystander's watch was never restarted");
-    let (status, _, stderr) = daemon.stop();
+    let (status, _, stderr) = daemon.stop_timed();
     assert!(stderr.contains("unknown") || stderr.contains("contnet"), "the error named the field: {stderr}");
     assert!(status.success(), "graceful stop: {status:?}\n{stderr}");
 }
@@ -259,7 +174,7 @@ fn an_edit_of_resources_params_patches_only_those_resources() {
 #[test]
 fn soak_ten_thousand_edits_and_fact_changes() {
     let _serial = serial();
-    let daemon = Daemon::start(|d| program(d, "0"));
+    let daemon = start(|d| program(d, "0"));
     daemon.expect("out/code", "0", "first converge");
     let mut samples = Vec::new();
     for round in 0..10 {
@@ -294,7 +209,7 @@ fn soak_ten_thousand_edits_and_fact_changes() {
     }
     assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
 
-    let (status, took, stderr) = daemon.stop();
+    let (status, took, stderr) = daemon.stop_timed();
     assert!(status.success(), "graceful stop: {status:?}\n{stderr}");
     println!("stopped in {took:?}");
     assert!(took < Duration::from_secs(1), "an idle daemon stops within a second of SIGTERM: {took:?}");
@@ -345,7 +260,7 @@ fn hostile_programs() -> Vec<(&'static str, Vec<u8>)> {
 #[test]
 fn hostile_edits_never_take_the_daemon_down() {
     let _serial = serial();
-    let mut daemon = Daemon::start(|d| program(d, "v1"));
+    let mut daemon = start(|d| program(d, "v1"));
     daemon.expect("out/code", "v1", "first converge");
     let good = program(daemon.dir.path(), "v1").replacen(
         "import \"os\"",
@@ -366,7 +281,7 @@ fn hostile_edits_never_take_the_daemon_down() {
     }
     daemon.write("main.mcl", &program(daemon.dir.path(), "v2"));
     daemon.expect("out/code", "v2", "a good edit after the hostile ones");
-    let (status, _, stderr) = daemon.stop();
+    let (status, _, stderr) = daemon.stop_timed();
     assert!(!stderr.contains("panicked"), "no panic: {}", tail(&stderr));
     assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
 }
@@ -389,7 +304,7 @@ fn tail(text: &str) -> String {
 fn a_save_in_progress_is_not_compiled() {
     use std::io::Write;
     let _serial = serial();
-    let daemon = Daemon::start(|d| program(d, "v1"));
+    let daemon = start(|d| program(d, "v1"));
     daemon.expect("out/code", "v1", "first converge");
     for version in ["v2", "v3", "v4"] {
         let mut file = std::fs::File::create(daemon.path("main.mcl")).unwrap(); // truncates
@@ -424,7 +339,7 @@ fn a_kept_exec_runs_once_through_edits_under_cpu_load() {
             })
         })
         .collect();
-    let daemon = Daemon::start(|d| program(d, "0"));
+    let daemon = start(|d| program(d, "0"));
     daemon.expect("out/code", "0", "first converge");
     for n in 1..=60 {
         let text = program(daemon.dir.path(), &n.to_string());
@@ -459,7 +374,7 @@ fn bystander_untouched_then_stop(daemon: Daemon) {
     }
     assert_eq!(daemon.read("runs"), "run\n", "the unrelated exec never re-ran");
     assert_eq!(daemon.read("watches"), "started\n", "the unrelated watch was never restarted");
-    let (status, _, stderr) = daemon.stop();
+    let (status, _, stderr) = daemon.stop_timed();
     assert!(status.success(), "graceful stop: {status:?}\n{}", tail(&stderr));
 }
 
@@ -470,7 +385,7 @@ fn bystander_untouched_then_stop(daemon: Daemon) {
 #[test]
 fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
     let _serial = serial();
-    let daemon = Daemon::start(|dir| {
+    let daemon = start(|dir| {
         std::fs::write(dir.join("port"), "8080").unwrap();
         format!(
             "import \"os\"\nimport \"fmt\"\nimport \"convert\"\n\
@@ -500,7 +415,7 @@ fn a_rejected_fact_keeps_the_last_good_value_until_a_good_one_comes() {
     assert_eq!(daemon.read("out/port"), "8080", "still its last good value");
     daemon.write("port", "9090");
     daemon.expect("out/port", "9090", "the next good value applies");
-    let (status, _, stderr) = daemon.stop();
+    let (status, _, stderr) = daemon.stop_timed();
     assert!(status.success(), "{stderr}");
     assert_eq!(stderr.matches("keep their last good state").count(), 1, "reported once:\n{stderr}");
     assert_eq!(stderr.matches("the port is a TCP port").count(), 2, "one excerpt (title and label):\n{stderr}");

@@ -1,7 +1,7 @@
 //! The reactive dataflow runtime: runs a typed [`FuncGraph`] and produces a program
 //! [`Output`] each time the values settle.
 //!
-//! Design in brief (details in `runtime/engine.rs`):
+//! Design in brief (details in `runtime/evaluator.rs`):
 //! * A node evaluated in one environment is an *instance*. Static nodes (no free lambda
 //!   or loop parameter) have one instance; dynamic nodes have one per distinct value of
 //!   their free parameters, so a lambda body called by `iter.map` is cached per element.
@@ -23,8 +23,8 @@
 //! larger stack than a runtime worker has.
 
 mod driver;
-mod engine;
 mod eval;
+mod evaluator;
 mod info;
 mod key;
 mod ops;
@@ -48,22 +48,22 @@ use crate::registry::Registry;
 use driver::Snapshot;
 use stream::{Event, Spawner};
 
-/// Stack of the engine thread: deep graphs recurse once per level (about 1 KiB each).
+/// Stack of the evaluator thread: deep graphs recurse once per level (about 1 KiB each).
 /// Only touched pages are committed.
 const ENGINE_STACK: usize = 256 << 20;
 
 /// A running function graph.
 pub struct Dataflow {
-    /// The latest settled snapshot. The engine thread owns the sender and drops it when
+    /// The latest settled snapshot. The evaluator thread owns the sender and drops it when
     /// it stops, which ends [`Dataflow::next`].
     snapshots: watch::Receiver<Snapshot>,
-    /// To wake the engine thread for shutdown.
+    /// To wake the evaluator thread for shutdown.
     events: std::sync::mpsc::Sender<Event>,
     /// Root of every stream's cancellation token.
     cancel: CancellationToken,
     /// Tracks every stream task (and its forwarder), awaited by `shutdown`.
     tracker: TaskTracker,
-    /// Completes (by being dropped) when the engine thread has finished.
+    /// Completes (by being dropped) when the evaluator thread has finished.
     done: Option<oneshot::Receiver<()>>,
     /// Instance computations so far, and whether the last output is out.
     progress: Arc<driver::Progress>,
@@ -111,7 +111,7 @@ impl Dataflow {
         Some(self.next_shared().await?.map(Arc::unwrap_or_clone))
     }
 
-    /// [`Dataflow::next`] without copying the output: it is shared with the engine thread.
+    /// [`Dataflow::next`] without copying the output: it is shared with the evaluator thread.
     pub async fn next_shared(&mut self) -> Option<Result<Arc<Output>, Diagnostic>> {
         loop {
             if self.snapshots.changed().await.is_err() {

@@ -8,11 +8,10 @@
 //! is sent again (five tries).
 
 use lang::params::ParamMap;
-use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -25,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::Raw;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
-use crate::util::listen::{bind_first, check_root, parse_listen};
+use crate::util::listen::{bind_first, check_root};
 use crate::util::registry::Registry;
 
 /// The most transfers one server runs at once; more requests get a "busy" error.
@@ -53,26 +52,22 @@ const E_ILLEGAL: u16 = 4;
 /// What the tftp kinds of one engine share: the files by server, and where servers listen.
 pub struct TftpHub {
     pub files: Arc<Registry<TftpEntry>>,
-    bound: Mutex<BTreeMap<String, SocketAddr>>,
+    bound: crate::util::listen::Bound,
 }
 
 impl TftpHub {
     /// The process-wide hub of the real host.
     pub fn new() -> Arc<TftpHub> {
-        Arc::new(TftpHub { files: Registry::new(), bound: Mutex::default() })
+        Arc::new(TftpHub { files: Registry::new(), bound: Default::default() })
     }
 
     /// Where the `tftp:server` called `name` listens, while it does.
     pub fn bound(&self, name: &str) -> Option<SocketAddr> {
-        self.bound.lock().unwrap_or_else(|e| e.into_inner()).get(name).copied()
+        self.bound.get(name)
     }
 
     fn set_bound(&self, name: &str, addr: Option<SocketAddr>) {
-        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
-        match addr {
-            Some(a) => bound.insert(name.to_string(), a),
-            None => bound.remove(name),
-        };
+        self.bound.set(name, addr)
     }
 }
 
@@ -118,7 +113,7 @@ impl TftpServer {
     }
 
     fn address(&self) -> &str {
-        if self.params.address.is_empty() { &self.raw.name } else { &self.params.address }
+        crate::util::listen::address(&self.params.address, &self.raw.name)
     }
 
     fn err(&self, field: &str, message: impl Into<String>) -> ResError {
@@ -138,18 +133,7 @@ pub struct Serving {
 #[async_trait]
 impl Resource for TftpServer {
     fn validate(&self) -> Result<(), ResError> {
-        if self.address().is_empty() {
-            return Err(self.err("address", "empty address"));
-        }
-        parse_listen(self.address()).map_err(|e| self.err("address", e))?;
-        let root = &self.params.root;
-        if !root.is_empty() {
-            crate::util::path::check(root).map_err(|m| self.err("root", m))?;
-        }
-        if !root.is_empty() && !root.ends_with('/') {
-            return Err(self.err("root", "the root must be a directory (end with `/`)"));
-        }
-        Ok(())
+        crate::util::listen::validate(self.address(), &self.params.root).map_err(|(field, why)| self.err(field, why))
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
@@ -468,15 +452,7 @@ impl Resource for TftpFile {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let hub = self.hub.clone();
-        let entry = self.entry.clone();
-        let server = self.params.server.clone();
-        Box::pin(async move {
-            let _listed = hub.files.register(&server, entry);
-            ctx.event();
-            ctx.cancelled().await;
-            Ok(())
-        })
+        self.hub.files.listed_while_running(self.params.server.clone(), self.entry.clone(), ctx)
     }
 
     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {

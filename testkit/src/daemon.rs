@@ -47,6 +47,49 @@ impl Daemon {
         std::fs::rename(&tmp, self.path(rel)).expect("renamed");
     }
 
+    /// Writes `rel` in place (truncated, then written), as `echo > rel` does.
+    pub fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.path(rel), text).expect("written");
+    }
+
+    /// Waits up to 20 s until `rel` holds `want`; how long it took. Panics, naming `what`
+    /// and showing the daemon's stderr, when it never does.
+    pub fn expect(&self, rel: &str, want: &str, what: &str) -> Duration {
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(20) {
+            if self.read(rel) == want {
+                return started.elapsed();
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        panic!("{what}: {rel} is {:?}, expected {want:?}\nstderr:\n{}", self.read(rel), self.stderr());
+    }
+
+    /// Open file descriptors, inotify watches and resident memory (KiB) of the daemon.
+    pub fn usage(&self) -> (usize, usize, u64) {
+        let proc = PathBuf::from(format!("/proc/{}", self.child.id()));
+        let fds: Vec<_> = std::fs::read_dir(proc.join("fd")).map(|d| d.flatten().collect()).unwrap_or_default();
+        let mut watches = 0;
+        for fd in &fds {
+            let target = std::fs::read_link(fd.path()).unwrap_or_default();
+            if target.to_string_lossy().contains("inotify") {
+                let info = std::fs::read_to_string(proc.join("fdinfo").join(fd.file_name())).unwrap_or_default();
+                watches += info.lines().filter(|l| l.starts_with("inotify wd:")).count();
+            }
+        }
+        (fds.len(), watches, rss_kib(self.child.id()))
+    }
+
+    /// How many inotify instances the daemon holds.
+    pub fn inotify_instances(&self) -> usize {
+        let fds = std::fs::read_dir(format!("/proc/{}/fd", self.child.id())).map(|d| d.flatten().collect::<Vec<_>>());
+        fds.unwrap_or_default()
+            .iter()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .filter(|target| target.to_string_lossy().contains("inotify"))
+            .count()
+    }
+
     pub fn stderr(&self) -> String {
         self.read("stderr")
     }
@@ -62,12 +105,18 @@ impl Daemon {
     }
 
     /// SIGTERM, then the exit status and stderr.
-    pub fn stop(mut self) -> (std::process::ExitStatus, String) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let status = self.child.wait().expect("waited");
-        let stderr = self.stderr();
+    pub fn stop(self) -> (std::process::ExitStatus, String) {
+        let (status, _, stderr) = self.stop_timed();
         (status, stderr)
+    }
+
+    /// SIGTERM, then the exit status, how long the daemon took to exit, and its stderr.
+    pub fn stop_timed(mut self) -> (std::process::ExitStatus, Duration, String) {
+        let started = Instant::now();
+        let signalled = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        assert!(signalled.is_ok_and(|s| s.success()), "the daemon was signalled");
+        let status = self.child.wait().expect("waited");
+        (status, started.elapsed(), self.stderr())
     }
 }
 

@@ -1,4 +1,4 @@
-//! The engine thread's loop: evaluate a wave, decide whether the graph settled, publish
+//! The evaluator thread's loop: evaluate a wave, decide whether the graph settled, publish
 //! the snapshot, wait for the next event.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -13,7 +13,7 @@ use lang::output::Output;
 use tokio::sync::watch;
 
 use crate::registry::Registry;
-use crate::runtime::engine::Engine;
+use crate::runtime::evaluator::Evaluator;
 use crate::runtime::info::{CycleAt, GraphInfo};
 use crate::runtime::stream::{Event, Spawner};
 use crate::runtime::walk::{Walked, walk};
@@ -25,7 +25,7 @@ const STALE_GRACE: Duration = Duration::from_millis(100);
 
 /// Shared, not copied (at 10,000 resources a copy is several megabytes), and handed over
 /// by the channel rather than kept in it: once the reader took an output, only the reader
-/// and the engine thread's `last` hold it (`last` is what the next wave is compared with,
+/// and the evaluator thread's `last` hold it (`last` is what the next wave is compared with,
 /// and is gone when the program has no streams), so a program without streams frees its
 /// output as soon as the reader has turned it into resources.
 pub(crate) type Snapshot = Option<Result<Handoff, Diagnostic>>;
@@ -45,7 +45,7 @@ impl Handoff {
     }
 }
 
-/// What the engine thread tells the reader besides outputs.
+/// What the evaluator thread tells the reader besides outputs.
 #[derive(Default)]
 pub(crate) struct Progress {
     /// Instance computations so far, updated after each wave.
@@ -82,7 +82,7 @@ pub(crate) fn run(
         }
     };
     let cancel = spawner.cancel.clone();
-    let engine = Engine::new(graph, info, spawner);
+    let engine = Evaluator::new(graph, info, spawner);
     let result = catch_unwind(AssertUnwindSafe(|| drive(&engine, &events, &out, &progress)));
     match result {
         Ok(Driven::Stopped) => {}
@@ -117,7 +117,7 @@ pub(crate) fn run(
     cancel.cancel();
 }
 
-fn drive(engine: &Engine, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, progress: &Progress) -> Driven {
+fn drive(engine: &Evaluator, events: &Receiver<Event>, out: &watch::Sender<Snapshot>, progress: &Progress) -> Driven {
     let mut last: Option<Arc<Output>> = None;
     let mut stale_since: Option<Instant> = None;
     // A value a declared type's checks reject, reported once: with streams, a later
@@ -200,7 +200,7 @@ enum Drained {
 }
 
 /// Applies every queued event without waiting.
-fn drain(engine: &Engine, events: &Receiver<Event>) -> Drained {
+fn drain(engine: &Evaluator, events: &Receiver<Event>) -> Drained {
     let mut any = Drained::Nothing;
     loop {
         match events.try_recv() {

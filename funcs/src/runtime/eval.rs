@@ -9,7 +9,7 @@ use lang::types::Type;
 use lang::value::{Closure, Env, Value};
 
 use crate::api::{CallCtx, Caller, FuncError, FuncImpl, FuncResult};
-use crate::runtime::engine::{Engine, Failure, Res, Slot, from_result};
+use crate::runtime::evaluator::{Computed, Evaluator, Failure, Slot, from_result};
 use crate::runtime::ops;
 use crate::runtime::stream::InstId;
 
@@ -20,9 +20,9 @@ enum Gathered {
     Failed(Failure),
 }
 
-impl Engine {
+impl Evaluator {
     /// Computes instance `id` of `node` in `env`. Operands are obtained with
-    /// [`Engine::get`], which records them as dependencies.
+    /// [`Evaluator::get`], which records them as dependencies.
     pub(crate) fn eval(&self, id: InstId, node: NodeId, env: &Env) -> Slot {
         let graph = &*self.graph;
         let fail = |err: FuncError| Some(Err(Failure::new(err, node)));
@@ -58,7 +58,7 @@ impl Engine {
                             let ctx = CallCtx {
                                 arg_types: &call.arg_types,
                                 ret_type: &call.ret_type,
-                                caller: &EngineCaller { engine: self },
+                                caller: &EvaluatorCaller { engine: self },
                                 host: &self.host,
                             };
                             // A panicking built-in is a bug in it, but it should stop this
@@ -153,7 +153,7 @@ impl Engine {
 
     /// Evaluates every operand (all of them, so that every stream among them starts
     /// even while another is still pending).
-    /// A value of a declared type, once every check holds. Apart from [`Engine::eval`]
+    /// A value of a declared type, once every check holds. Apart from [`Evaluator::eval`]
     /// (and never inlined into it) so that its frame, which every level of a deep chain
     /// pays, stays small.
     #[inline(never)]
@@ -200,7 +200,7 @@ impl Engine {
         }
     }
 
-    fn with_all(&self, nodes: &[NodeId], env: &Env, f: impl FnOnce(Vec<Value>) -> Res) -> Slot {
+    fn with_all(&self, nodes: &[NodeId], env: &Env, f: impl FnOnce(Vec<Value>) -> Computed) -> Slot {
         match self.gather(nodes, env) {
             Gathered::Ready(vals) => Some(f(vals)),
             Gathered::Pending => None,
@@ -239,14 +239,14 @@ fn panic_message(panic: &(dyn Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".to_string())
 }
 
-/// The [`Caller`] handed to pure built-ins while they run on the engine thread. `Caller`
+/// The [`Caller`] handed to pure built-ins while they run on the evaluator thread. `Caller`
 /// is not `Sync`, so a built-in cannot hand it to another thread: the engine (and its
 /// `RefCell`) is only ever touched from its own.
-struct EngineCaller<'a> {
-    engine: &'a Engine,
+struct EvaluatorCaller<'a> {
+    engine: &'a Evaluator,
 }
 
-impl Caller for EngineCaller<'_> {
+impl Caller for EvaluatorCaller<'_> {
     fn call(&self, f: &Closure, args: Vec<Value>) -> FuncResult {
         match self.engine.call_closure(f, args, f.lambda) {
             None => {

@@ -17,7 +17,7 @@
 //!   and an `Except` on its fallback only while the fallback is in use.
 //! * After a wave, instances not reachable from the statement walk's roots through the
 //!   recorded dependencies are dropped (their streams cancelled). Static nodes keep
-//!   their arena slot (`Engine::statics`: constants and parameters have none) and are
+//!   their arena slot (`Evaluator::statics`: constants and parameters have none) and are
 //!   merely reset.
 //!
 //! All state sits in one `RefCell`: evaluation is re-entrant (a built-in calls a lambda
@@ -63,9 +63,9 @@ impl Failure {
     }
 }
 
-pub(crate) type Res = Result<Value, Failure>;
+pub(crate) type Computed = Result<Value, Failure>;
 /// The state of a value: `None` while it is not known yet (a stream has not produced).
-pub(crate) type Slot = Option<Res>;
+pub(crate) type Slot = Option<Computed>;
 
 const CLEAN: u8 = 0;
 /// A dependency may have changed: verify before use.
@@ -74,7 +74,7 @@ const CHECK: u8 = 1;
 const MUST: u8 = 2;
 
 /// How many computations may be nested (each dependency level of a chain is one). The
-/// engine thread's stack holds this many even in a debug build; deeper graphs fail with
+/// evaluator thread's stack holds this many even in a debug build; deeper graphs fail with
 /// a diagnostic instead of overflowing it.
 const MAX_DEPTH: usize = 40_000;
 
@@ -156,24 +156,24 @@ struct State {
     mark: u64,
 }
 
-pub(crate) struct Engine {
+pub(crate) struct Evaluator {
     pub graph: Arc<FuncGraph>,
     pub info: GraphInfo,
     pub host: Host,
     pub spawner: Spawner,
     /// Where each static node's instance lives in `State::insts`. Constants and
-    /// parameters have none ([`NO_INST`]): [`Engine::get`] answers them from the graph, so
+    /// parameters have none ([`NO_INST`]): [`Evaluator::get`] answers them from the graph, so
     /// a program made mostly of constants (most are) pays four bytes for each of them
     /// instead of an instance.
     statics: Vec<InstId>,
     st: RefCell<State>,
 }
 
-/// A node that never has an instance (see `Engine::statics`).
+/// A node that never has an instance (see `Evaluator::statics`).
 const NO_INST: InstId = InstId::MAX;
 
-impl Engine {
-    pub fn new(graph: Arc<FuncGraph>, info: GraphInfo, spawner: Spawner) -> Engine {
+impl Evaluator {
+    pub fn new(graph: Arc<FuncGraph>, info: GraphInfo, spawner: Spawner) -> Evaluator {
         let mut insts = Vec::new();
         let statics = (graph.nodes.iter().enumerate())
             .map(|(i, node)| match node.kind {
@@ -185,7 +185,7 @@ impl Engine {
             })
             .collect();
         let host = spawner.host.clone();
-        Engine { graph, info, host, spawner, statics, st: RefCell::new(State { insts, ..State::default() }) }
+        Evaluator { graph, info, host, spawner, statics, st: RefCell::new(State { insts, ..State::default() }) }
     }
 
     /// The value of `node` in `env`, recording it as a dependency of whatever is being
@@ -628,6 +628,6 @@ fn collect(st: &mut State) {
 }
 
 /// Converts a built-in's result into a slot value raised at `origin`.
-pub(crate) fn from_result(r: FuncResult, origin: NodeId) -> Res {
+pub(crate) fn from_result(r: FuncResult, origin: NodeId) -> Computed {
     r.map_err(|err| Failure::new(err, origin))
 }

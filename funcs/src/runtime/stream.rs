@@ -16,7 +16,7 @@ use crate::runtime::key::same;
 /// Index of an instance in the engine's arena.
 pub(crate) type InstId = u32;
 
-/// What wakes the engine thread.
+/// What wakes the evaluator thread.
 pub(crate) enum Event {
     /// A stream instance produced a value. `generation` tells apart reuses of the same arena slot,
     /// so values from a cancelled stream that were already queued are dropped.

@@ -10,7 +10,7 @@ use lang::output::{
 use lang::span::Span;
 use lang::value::{Env, Value};
 
-use crate::runtime::engine::Engine;
+use crate::runtime::evaluator::Evaluator;
 
 /// What one walk produced.
 pub(crate) enum Walked {
@@ -23,7 +23,7 @@ pub(crate) enum Walked {
 
 /// Walks the statements; `previous` is the last output sent, whose declarations stand in
 /// for resources fed by a value a declared type's checks reject.
-pub(crate) fn walk(engine: &Engine, previous: Option<&Output>) -> Walked {
+pub(crate) fn walk(engine: &Evaluator, previous: Option<&Output>) -> Walked {
     let graph = engine.graph.clone();
     let mut w = Walker { engine, previous, out: Output::default(), pending: false };
     // Sized like the last output, or else a declaration per top-level resource statement:
@@ -42,7 +42,7 @@ pub(crate) fn walk(engine: &Engine, previous: Option<&Output>) -> Walked {
 }
 
 struct Walker<'a> {
-    engine: &'a Engine,
+    engine: &'a Evaluator,
     previous: Option<&'a Output>,
     out: Output,
     /// Set when a value was missing; the walk goes on so that every stream starts.

@@ -179,7 +179,7 @@ async fn a_stream_that_ends_without_a_value_is_an_error() {
 
 #[tokio::test]
 async fn a_graph_without_streams_is_released_once_its_output_is_out() {
-    // Nothing can change a graph of constants: the engine thread drops the function graph
+    // Nothing can change a graph of constants: the evaluator thread drops the function graph
     // (and every computed value) as soon as the output is published.
     let mut g = G::new();
     let one = g.int(1);

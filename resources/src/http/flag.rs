@@ -91,12 +91,7 @@ impl Route for FlagRoute {
 #[async_trait]
 impl Resource for HttpFlag {
     fn validate(&self) -> Result<(), ResError> {
-        if !self.route.path.starts_with('/') {
-            return Err(self
-                .raw
-                .invalid(Some("path"), format!("the path must be absolute, found `{}`", self.route.path)));
-        }
-        Ok(())
+        super::check_route_path(&self.raw, &self.route.path)
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {

@@ -15,11 +15,10 @@ pub mod proxy;
 pub mod server;
 pub mod ui;
 
-use std::collections::BTreeMap;
 use std::io;
 use std::net::SocketAddr;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
@@ -47,28 +46,32 @@ pub struct Hub {
     /// Where `http:server:proxy` downloads from.
     pub upstream: Arc<dyn proxy::Upstream>,
     /// The address each running server listens on, by server name.
-    bound: Mutex<BTreeMap<String, SocketAddr>>,
+    bound: crate::util::listen::Bound,
 }
 
 impl Hub {
     /// The process-wide hub of the real host (downloads through `curl`).
     /// A fresh hub (tests: one per sandbox) downloading through `upstream`.
     pub fn with_upstream(upstream: Arc<dyn proxy::Upstream>) -> Arc<Hub> {
-        Arc::new(Hub { routes: Registry::new(), inputs: Registry::new(), upstream, bound: Mutex::default() })
+        Arc::new(Hub { routes: Registry::new(), inputs: Registry::new(), upstream, bound: Default::default() })
     }
 
     /// Where the `http:server` called `name` listens, while it does.
     pub fn bound(&self, name: &str) -> Option<SocketAddr> {
-        self.bound.lock().unwrap_or_else(|e| e.into_inner()).get(name).copied()
+        self.bound.get(name)
     }
 
     fn set_bound(&self, name: &str, addr: Option<SocketAddr>) {
-        let mut bound = self.bound.lock().unwrap_or_else(|e| e.into_inner());
-        match addr {
-            Some(a) => bound.insert(name.to_string(), a),
-            None => bound.remove(name),
-        };
+        self.bound.set(name, addr)
     }
+}
+
+/// A route's `path` param must be absolute (`validate` of the routes).
+fn check_route_path(raw: &crate::common::Raw, path: &str) -> Result<(), engine::ResError> {
+    if path.starts_with('/') {
+        return Ok(());
+    }
+    Err(raw.invalid(Some("path"), format!("the path must be absolute, found `{path}`")))
 }
 
 /// One request as routes see it; the body has been read (size-capped) before dispatch.

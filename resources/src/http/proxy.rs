@@ -348,15 +348,8 @@ impl Resource for HttpProxy {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let hub = self.hub.clone();
-        let route = self.route.clone();
-        let server = self.params.server.clone();
-        Box::pin(async move {
-            let _listed = hub.routes.register(&server, route.clone() as Arc<dyn Route>);
-            ctx.event();
-            ctx.cancelled().await;
-            Ok(())
-        })
+        let route = self.route.clone() as Arc<dyn Route>;
+        self.hub.routes.listed_while_running(self.params.server.clone(), route, ctx)
     }
 
     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {

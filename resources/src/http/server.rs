@@ -83,7 +83,7 @@ impl HttpServer {
     }
 
     fn address(&self) -> &str {
-        if self.params.address.is_empty() { &self.raw.name } else { &self.params.address }
+        crate::util::listen::address(&self.params.address, &self.raw.name)
     }
 
     fn err(&self, field: &str, message: impl Into<String>) -> ResError {
@@ -105,18 +105,7 @@ struct Serving {
 #[async_trait]
 impl Resource for HttpServer {
     fn validate(&self) -> Result<(), ResError> {
-        if self.address().is_empty() {
-            return Err(self.err("address", "empty address"));
-        }
-        parse_listen(self.address()).map_err(|e| self.err("address", e))?;
-        let root = &self.params.root;
-        if !root.is_empty() {
-            crate::util::path::check(root).map_err(|m| self.err("root", m))?;
-        }
-        if !root.is_empty() && !root.ends_with('/') {
-            return Err(self.err("root", "the root must be a directory (end with `/`)"));
-        }
-        Ok(())
+        crate::util::listen::validate(self.address(), &self.params.root).map_err(|(field, why)| self.err(field, why))
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {

@@ -224,24 +224,12 @@ impl Route for UiRoute {
 #[async_trait]
 impl Resource for HttpUi {
     fn validate(&self) -> Result<(), ResError> {
-        if !self.route.path.starts_with('/') {
-            return Err(self
-                .raw
-                .invalid(Some("path"), format!("the path must be absolute, found `{}`", self.route.path)));
-        }
-        Ok(())
+        super::check_route_path(&self.raw, &self.route.path)
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let hub = self.hub.clone();
-        let route = self.route.clone();
-        let server = self.params.server.clone();
-        Box::pin(async move {
-            let _listed = hub.routes.register(&server, route as Arc<dyn Route>);
-            ctx.event();
-            ctx.cancelled().await;
-            Ok(())
-        })
+        let route = self.route.clone() as Arc<dyn Route>;
+        self.hub.routes.listed_while_running(self.params.server.clone(), route, ctx)
     }
 
     async fn check_apply(&mut self, _ctx: &mut ApplyCtx, _apply: bool) -> Result<bool, ResError> {

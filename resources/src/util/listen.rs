@@ -56,6 +56,48 @@ where
     Err(last.unwrap_or_else(|| io::Error::other("no address to bind")))
 }
 
+/// Where each running server of one kind listens, by name (tests and `send` read it).
+#[derive(Default)]
+pub struct Bound(std::sync::Mutex<std::collections::BTreeMap<String, SocketAddr>>);
+
+impl Bound {
+    /// Where the server called `name` listens, while it does.
+    pub fn get(&self, name: &str) -> Option<SocketAddr> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).get(name).copied()
+    }
+
+    /// Records (`Some`) or forgets where the server called `name` listens.
+    pub fn set(&self, name: &str, addr: Option<SocketAddr>) {
+        let mut bound = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match addr {
+            Some(a) => bound.insert(name.to_string(), a),
+            None => bound.remove(name),
+        };
+    }
+}
+
+/// The address a server resource listens on: its `address` param, else its name.
+pub fn address<'a>(param: &'a str, name: &'a str) -> &'a str {
+    if param.is_empty() { name } else { param }
+}
+
+/// A server's own params as `validate` checks them: a listen address, and a `root` that
+/// is empty or an absolute directory path in normal form (ending with `/`). The field at
+/// fault and why.
+pub fn validate(address: &str, root: &str) -> Result<(), (&'static str, String)> {
+    if address.is_empty() {
+        return Err(("address", "empty address".into()));
+    }
+    parse_listen(address).map_err(|e| ("address", e))?;
+    if !root.is_empty() {
+        crate::util::path::check(root).map_err(|m| ("root", m))?;
+        if !root.ends_with('/') {
+            return Err(("root", "the root must be a directory (end with `/`)".into()));
+        }
+    }
+    Ok(())
+}
+
 /// A server's `root` param: empty, or a directory. A root that does not exist yet is only
 /// warned about (another resource may create it; until then lookups under it fail).
 pub fn check_root(key: &str, root: &str) -> Result<(), String> {

@@ -33,6 +33,23 @@ impl<T: ?Sized + Send + Sync + 'static> Registry<T> {
         Registration { registry: Arc::downgrade(self), id }
     }
 
+    /// The watch of a member served on demand (a route, a TFTP file): listed under its
+    /// server `parent` for as long as it runs; its one event says it is in place.
+    pub fn listed_while_running(
+        self: &Arc<Self>,
+        parent: String,
+        item: Arc<T>,
+        ctx: engine::WatchCtx,
+    ) -> futures::future::BoxFuture<'static, Result<(), engine::ResError>> {
+        let registry = self.clone();
+        Box::pin(async move {
+            let _listed = registry.register(&parent, item);
+            ctx.event();
+            ctx.cancelled().await;
+            Ok(())
+        })
+    }
+
     /// The members a parent called `name` serves, oldest first.
     pub fn members(&self, name: &str) -> Vec<Arc<T>> {
         self.lock().iter().filter(|m| m.parent.is_empty() || m.parent == name).map(|m| m.item.clone()).collect()
