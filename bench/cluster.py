@@ -68,6 +68,20 @@ def rss_kib(pid):
     return 0
 
 
+def stop_all(procs, etcd, work):
+    """Stops the agents `procs` (SIGTERM, then SIGKILL after 10 s), then etcd, and removes `work`."""
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    etcd.kill()
+    etcd.wait()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def pct(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(round(p / 100.0 * (len(sorted_values) - 1))))]
 
@@ -149,16 +163,7 @@ def main():
               % (rss_cluster, rss_local, rss_cluster - rss_local))
         failover(tend, work, url, int(sys.argv[3]) if len(sys.argv) > 3 else 5, procs)
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        etcd.kill()
-        etcd.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop_all(procs, etcd, work)
 
 
 def exported_trials(agent, work, trials):

@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import pct, read, start_etcd, wait  # noqa: E402
+from cluster import pct, read, start_etcd, stop_all, wait  # noqa: E402
 
 PROGRAM = '''import "deploy"
 file "%s/${hostname}" {
@@ -59,16 +59,7 @@ def main():
         print("deploy to 3 agents applied, trials=%d p50=%.1f ms p90=%.1f ms p99=%.1f ms max=%.1f ms"
               % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-        etcd.kill()
-        etcd.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop_all(procs, etcd, work)
 
 
 if __name__ == "__main__":

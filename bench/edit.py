@@ -16,6 +16,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import read, rss_kib  # noqa: E402
+
 
 def program(root, n, version, changed):
     out = ['file "%s/" {\n\tstate => "exists",\n\tmode => "0755",\n}' % root]
@@ -24,14 +27,6 @@ def program(root, n, version, changed):
         out.append('file "%s/f%05d" {\n\tstate => "exists",\n\tcontent => "file %05d edit %d\\n",\n\tmode => "0644",\n}'
                    % (root, i, i, tag))
     return "\n".join(out) + "\n"
-
-
-def rss_kib(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def main():
@@ -46,12 +41,6 @@ def main():
     proc = subprocess.Popen([tend, "run", "--prefix", os.path.join(work, "state"), main_mcl],
                             stderr=subprocess.DEVNULL)
 
-    def read(p):
-        try:
-            with open(p) as f:
-                return f.read()
-        except OSError:
-            return None
 
     try:
         last = os.path.join(root, "f%05d" % (n - 2))

@@ -40,8 +40,7 @@ pub struct User {
 
 impl User {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<User, BuildError> {
-        let raw = Raw::new("user", name, values);
-        let params = raw.decode(UserParams::decode)?;
+        let (raw, params) = Raw::decoded("user", name, values, UserParams::decode)?;
         Ok(User { raw, params, accounts: host.accounts.clone() })
     }
 
@@ -141,9 +140,7 @@ impl Resource for User {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 crate::params! {
@@ -163,8 +160,7 @@ pub struct Group {
 
 impl Group {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Group, BuildError> {
-        let raw = Raw::new("group", name, values);
-        let params = raw.decode(GroupParams::decode)?;
+        let (raw, params) = Raw::decoded("group", name, values, GroupParams::decode)?;
         Ok(Group { raw, params, accounts: host.accounts.clone() })
     }
 }
@@ -207,9 +203,7 @@ impl Resource for Group {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// A `user` comes after the groups it names (by `gid`, `group` or `groups`), or before
@@ -237,25 +231,17 @@ fn group_provides(index: &mut Index<'_>, idx: usize, _name: &str, params: &Param
 }
 
 /// The `user` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const USER: crate::kind::Kind = crate::kind::Kind {
-    name: "user",
-    params: UserParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules {
-        provides: None,
-        requires: Some(user_requires),
-        reads: &["state", "gid", "group", "groups"],
-    },
-    build: |host, name, params| Ok(Box::new(User::build(host, name, params)?)),
-};
+pub const USER: crate::kind::Kind = crate::kind::Kind::new("user", UserParams::FIELDS, |host, name, params| {
+    Ok(Box::new(User::build(host, name, params)?))
+})
+.autoedges(crate::autoedge::Rules {
+    provides: None,
+    requires: Some(user_requires),
+    reads: &["state", "gid", "group", "groups"],
+});
 
 /// The `group` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const GROUP: crate::kind::Kind = crate::kind::Kind {
-    name: "group",
-    params: GroupParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: Some(group_provides), requires: None, reads: &["gid"] },
-    build: |host, name, params| Ok(Box::new(Group::build(host, name, params)?)),
-};
+pub const GROUP: crate::kind::Kind = crate::kind::Kind::new("group", GroupParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Group::build(host, name, params)?))
+})
+.autoedges(crate::autoedge::Rules { provides: Some(group_provides), requires: None, reads: &["gid"] });

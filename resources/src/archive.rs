@@ -129,8 +129,7 @@ pub struct Gzip {
 
 impl Gzip {
     pub fn build(name: &str, values: &ParamMap) -> Result<Gzip, BuildError> {
-        let raw = Raw::new("gzip", name, values);
-        let params = raw.decode(GzipParams::decode)?;
+        let (raw, params) = Raw::decoded("gzip", name, values, GzipParams::decode)?;
         Ok(Gzip { raw, params })
     }
 
@@ -179,9 +178,7 @@ impl Resource for Gzip {
         converge_output(&key, Path::new(self.path()), ctx, apply, &produce)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// Gzips `input` into `out` at a Go compression level (checked by validate).
@@ -278,8 +275,7 @@ impl TarFormat {
 
 impl Tar {
     pub fn build(name: &str, values: &ParamMap) -> Result<Tar, BuildError> {
-        let raw = Raw::new("tar", name, values);
-        let params = raw.decode(TarParams::decode)?;
+        let (raw, params) = Raw::decoded("tar", name, values, TarParams::decode)?;
         Ok(Tar { raw, params })
     }
 
@@ -324,9 +320,7 @@ impl Resource for Tar {
         converge_output(&key, Path::new(self.path()), ctx, apply, &produce)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// One archive member before it is written.
@@ -551,32 +545,22 @@ fn tar_requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, e
 }
 
 /// The `gzip` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const GZIP: crate::kind::Kind = crate::kind::Kind {
-    name: "gzip",
-    params: GzipParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules {
-        provides: Some(provides),
-        requires: Some(gzip_requires),
-        reads: &["path", "input"],
-    },
-    build: |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)),
-};
+pub const GZIP: crate::kind::Kind =
+    crate::kind::Kind::new("gzip", GzipParams::FIELDS, |_host, name, params| Ok(Box::new(Gzip::build(name, params)?)))
+        .autoedges(crate::autoedge::Rules {
+            provides: Some(provides),
+            requires: Some(gzip_requires),
+            reads: &["path", "input"],
+        });
 
 /// The `tar` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const TAR: crate::kind::Kind = crate::kind::Kind {
-    name: "tar",
-    params: TarParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules {
-        provides: Some(provides),
-        requires: Some(tar_requires),
-        reads: &["path", "inputs"],
-    },
-    build: |_host, name, params| Ok(Box::new(Tar::build(name, params)?)),
-};
+pub const TAR: crate::kind::Kind =
+    crate::kind::Kind::new("tar", TarParams::FIELDS, |_host, name, params| Ok(Box::new(Tar::build(name, params)?)))
+        .autoedges(crate::autoedge::Rules {
+            provides: Some(provides),
+            requires: Some(tar_requires),
+            reads: &["path", "inputs"],
+        });
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,19 @@ impl Raw {
         Raw { kind, name: name.to_string(), values: sorted(kind, values.iter()) }
     }
 
+    /// The raw params of resource `kind[name]` and their typed decoding by `decode`: what
+    /// every kind's `build` starts with.
+    pub(crate) fn decoded<T>(
+        kind: &'static str,
+        name: &str,
+        values: &ParamMap,
+        decode: impl Fn(&Params<'_>) -> Result<T, BuildError>,
+    ) -> Result<(Raw, T), BuildError> {
+        let raw = Raw::new(kind, name, values);
+        let params = raw.decode(decode)?;
+        Ok((raw, params))
+    }
+
     /// A validation error of this resource, naming the field at fault when there is one.
     pub(crate) fn invalid(&self, field: Option<&str>, message: impl Into<String>) -> ResError {
         res_error(BuildError {

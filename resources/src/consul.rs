@@ -221,8 +221,7 @@ pub struct ConsulKv {
 
 impl ConsulKv {
     pub fn build(name: &str, values: &ParamMap) -> Result<ConsulKv, BuildError> {
-        let raw = Raw::new("consul:kv", name, values);
-        let params = raw.decode(ConsulKvParams::decode)?;
+        let (raw, params) = Raw::decoded("consul:kv", name, values, ConsulKvParams::decode)?;
         Ok(ConsulKv { raw, params })
     }
 
@@ -284,20 +283,14 @@ impl Resource for ConsulKv {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `consul:kv` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const CONSUL_KV: crate::kind::Kind = crate::kind::Kind {
-    name: "consul:kv",
-    params: ConsulKvParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(ConsulKv::build(name, params)?)),
-};
+pub const CONSUL_KV: crate::kind::Kind =
+    crate::kind::Kind::new("consul:kv", ConsulKvParams::FIELDS, |_host, name, params| {
+        Ok(Box::new(ConsulKv::build(name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

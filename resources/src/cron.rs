@@ -80,8 +80,7 @@ pub struct Cron {
 
 impl Cron {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Cron, BuildError> {
-        let raw = Raw::new("cron", name, values);
-        let params = raw.decode(CronParams::decode)?;
+        let (raw, params) = Raw::decoded("cron", name, values, CronParams::decode)?;
         let dir = if params.session {
             let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
             host.path(&format!("{home}/.config/systemd/user/"))
@@ -184,9 +183,7 @@ impl Resource for Cron {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -207,11 +204,8 @@ fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
 }
 
 /// The `cron` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const CRON: crate::kind::Kind = crate::kind::Kind {
-    name: "cron",
-    params: CronParams::FIELDS,
-    sends: &[],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules { provides: Some(provides), requires: None, reads: &["unit"] },
-    build: |host, name, params| Ok(Box::new(Cron::build(host, name, params)?)),
-};
+pub const CRON: crate::kind::Kind = crate::kind::Kind::new("cron", CronParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Cron::build(host, name, params)?))
+})
+.receiving()
+.autoedges(crate::autoedge::Rules { provides: Some(provides), requires: None, reads: &["unit"] });

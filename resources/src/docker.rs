@@ -194,8 +194,7 @@ pub struct DockerImage {
 
 impl DockerImage {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<DockerImage, BuildError> {
-        let raw = Raw::new("docker:image", name, values);
-        let params = raw.decode(DockerImageParams::decode)?;
+        let (raw, params) = Raw::decoded("docker:image", name, values, DockerImageParams::decode)?;
         Ok(DockerImage { raw, params, docker: host.docker.clone() })
     }
 }
@@ -240,20 +239,14 @@ impl Resource for DockerImage {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `docker:image` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const DOCKER_IMAGE: crate::kind::Kind = crate::kind::Kind {
-    name: "docker:image",
-    params: DockerImageParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(DockerImage::build(host, name, params)?)),
-};
+pub const DOCKER_IMAGE: crate::kind::Kind =
+    crate::kind::Kind::new("docker:image", DockerImageParams::FIELDS, |host, name, params| {
+        Ok(Box::new(DockerImage::build(host, name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

@@ -129,8 +129,7 @@ pub struct Exec {
 
 impl Exec {
     pub fn build(name: &str, values: &ParamMap) -> Result<Exec, BuildError> {
-        let raw = Raw::new("exec", name, values);
-        let params = raw.decode(ExecParams::decode)?;
+        let (raw, params) = Raw::decoded("exec", name, values, ExecParams::decode)?;
         Ok(Exec { raw, params, last: None, var_dir: None, bounded: None })
     }
 
@@ -477,31 +476,27 @@ fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges
 }
 
 /// The `exec` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const EXEC: crate::kind::Kind = crate::kind::Kind {
-    name: "exec",
-    params: ExecParams::FIELDS,
-    sends: &[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules {
-        provides: None,
-        requires: Some(requires),
-        reads: &[
-            "cmd",
-            "shell",
-            "watchcmd",
-            "watchshell",
-            "ifcmd",
-            "ifshell",
-            "nifcmd",
-            "nifshell",
-            "donecmd",
-            "doneshell",
-            "user",
-            "group",
-        ],
-    },
-    build: |_host, name, params| Ok(Box::new(Exec::build(name, params)?)),
-};
+pub const EXEC: crate::kind::Kind =
+    crate::kind::Kind::new("exec", ExecParams::FIELDS, |_host, name, params| Ok(Box::new(Exec::build(name, params)?)))
+        .sending(&[("output", "str"), ("stdout", "str"), ("stderr", "str"), ("exitcode", "int")])
+        .autoedges(crate::autoedge::Rules {
+            provides: None,
+            requires: Some(requires),
+            reads: &[
+                "cmd",
+                "shell",
+                "watchcmd",
+                "watchshell",
+                "ifcmd",
+                "ifshell",
+                "nifcmd",
+                "nifshell",
+                "donecmd",
+                "doneshell",
+                "user",
+                "group",
+            ],
+        });
 
 #[cfg(test)]
 mod tests {

@@ -966,18 +966,15 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges:
 }
 
 /// The `file` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const FILE: crate::kind::Kind = crate::kind::Kind {
-    name: "file",
-    params: FileParams::FIELDS,
-    sends: &[],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules {
-        provides: Some(provides),
-        requires: Some(requires),
-        reads: &["path", "dirname", "basename", "fragments"],
-    },
-    build: |host, name, params| Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone()))),
-};
+pub const FILE: crate::kind::Kind = crate::kind::Kind::new("file", FileParams::FIELDS, |host, name, params| {
+    Ok(Box::new(File::build(name, params)?.sweeping(host.temps.clone())))
+})
+.receiving()
+.autoedges(crate::autoedge::Rules {
+    provides: Some(provides),
+    requires: Some(requires),
+    reads: &["path", "dirname", "basename", "fragments"],
+});
 
 #[cfg(test)]
 mod tests {

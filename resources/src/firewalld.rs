@@ -231,8 +231,7 @@ enum Fix {
 
 impl Firewalld {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Firewalld, BuildError> {
-        let raw = Raw::new("firewalld", name, values);
-        let params = raw.decode(FirewalldParams::decode)?;
+        let (raw, params) = Raw::decoded("firewalld", name, values, FirewalldParams::decode)?;
         Ok(Firewalld { raw, params, firewall: host.firewall.clone() })
     }
 
@@ -353,20 +352,14 @@ impl Resource for Firewalld {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `firewalld` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const FIREWALLD: crate::kind::Kind = crate::kind::Kind {
-    name: "firewalld",
-    params: FirewalldParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Firewalld::build(host, name, params)?)),
-};
+pub const FIREWALLD: crate::kind::Kind =
+    crate::kind::Kind::new("firewalld", FirewalldParams::FIELDS, |host, name, params| {
+        Ok(Box::new(Firewalld::build(host, name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

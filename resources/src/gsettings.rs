@@ -287,8 +287,7 @@ pub struct Gsettings {
 
 impl Gsettings {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Gsettings, BuildError> {
-        let raw = Raw::new("gsettings", name, values);
-        let params = raw.decode(GsettingsParams::decode)?;
+        let (raw, params) = Raw::decoded("gsettings", name, values, GsettingsParams::decode)?;
         Ok(Gsettings { raw, params, settings: host.settings.clone() })
     }
 
@@ -403,20 +402,14 @@ impl Resource for Gsettings {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `gsettings` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const GSETTINGS: crate::kind::Kind = crate::kind::Kind {
-    name: "gsettings",
-    params: GsettingsParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Gsettings::build(host, name, params)?)),
-};
+pub const GSETTINGS: crate::kind::Kind =
+    crate::kind::Kind::new("gsettings", GsettingsParams::FIELDS, |host, name, params| {
+        Ok(Box::new(Gsettings::build(host, name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

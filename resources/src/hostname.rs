@@ -135,17 +135,11 @@ impl Resource for Hostname {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `hostname` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HOSTNAME: crate::kind::Kind = crate::kind::Kind {
-    name: "hostname",
-    params: HostnameSpec::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Hostname::build(host, name, params)?)),
-};
+pub const HOSTNAME: crate::kind::Kind =
+    crate::kind::Kind::new("hostname", HostnameSpec::FIELDS, |host, name, params| {
+        Ok(Box::new(Hostname::build(host, name, params)?))
+    });

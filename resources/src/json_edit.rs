@@ -94,8 +94,7 @@ pub struct JsonEdit {
 
 impl JsonEdit {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<JsonEdit, BuildError> {
-        let raw = Raw::new("json:edit", name, values);
-        let params = raw.decode(JsonEditParams::decode)?;
+        let (raw, params) = Raw::decoded("json:edit", name, values, JsonEditParams::decode)?;
         Ok(JsonEdit { raw, params, world: host.world.clone(), path: None, view: None })
     }
 
@@ -212,9 +211,7 @@ impl Resource for JsonEdit {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -638,14 +635,11 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges:
 }
 
 /// The `json:edit` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const JSON_EDIT: crate::kind::Kind = crate::kind::Kind {
-    name: "json:edit",
-    params: JsonEditParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["store"] },
-    build: |host, name, params| Ok(Box::new(JsonEdit::build(host, name, params)?)),
-};
+pub const JSON_EDIT: crate::kind::Kind =
+    crate::kind::Kind::new("json:edit", JsonEditParams::FIELDS, |host, name, params| {
+        Ok(Box::new(JsonEdit::build(host, name, params)?))
+    })
+    .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["store"] });
 
 #[cfg(test)]
 mod tests {

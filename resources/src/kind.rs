@@ -36,6 +36,29 @@ pub struct Kind {
     pub build: BuildFn,
 }
 
+impl Kind {
+    /// A kind called `name` with `params`, built by `build`, that neither sends nor
+    /// receives and has no automatic edges (the builders below add them).
+    pub const fn new(name: &'static str, params: &'static [crate::typed::Field], build: BuildFn) -> Kind {
+        Kind { name, params, sends: &[], can_recv: false, autoedges: crate::autoedge::Rules::NONE, build }
+    }
+
+    /// The same kind, sending `sends` over send/recv edges.
+    pub const fn sending(self, sends: &'static [(&'static str, &'static str)]) -> Kind {
+        Kind { sends, ..self }
+    }
+
+    /// The same kind, receiving over send/recv edges.
+    pub const fn receiving(self) -> Kind {
+        Kind { can_recv: true, ..self }
+    }
+
+    /// The same kind, with automatic edges `rules`.
+    pub const fn autoedges(self, rules: crate::autoedge::Rules) -> Kind {
+        Kind { autoedges: rules, ..self }
+    }
+}
+
 /// The registered kind called `name`.
 pub fn find(name: &str) -> Option<&'static Kind> {
     static BY_NAME: std::sync::OnceLock<engine::fasthash::FastMap<&'static str, &'static Kind>> =

@@ -42,8 +42,7 @@ pub struct Kv {
 
 impl Kv {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Kv, BuildError> {
-        let raw = Raw::new("kv", name, values);
-        let params = raw.decode(KvParams::decode)?;
+        let (raw, params) = Raw::decoded("kv", name, values, KvParams::decode)?;
         Ok(Kv { raw, params, world: host.world.clone(), view: None })
     }
 
@@ -143,9 +142,7 @@ impl Resource for Kv {
         }
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -157,14 +154,9 @@ impl Resource for Kv {
 }
 
 /// The `kv` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const KV: crate::kind::Kind = crate::kind::Kind {
-    name: "kv",
-    params: KvParams::FIELDS,
-    sends: &[],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Kv::build(host, name, params)?)),
-};
+pub const KV: crate::kind::Kind =
+    crate::kind::Kind::new("kv", KvParams::FIELDS, |host, name, params| Ok(Box::new(Kv::build(host, name, params)?)))
+        .receiving();
 
 #[cfg(test)]
 mod tests {

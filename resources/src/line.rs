@@ -34,8 +34,7 @@ pub struct Line {
 
 impl Line {
     pub fn build(name: &str, values: &ParamMap) -> Result<Line, BuildError> {
-        let raw = Raw::new("line", name, values);
-        let params = raw.decode(LineParams::decode)?;
+        let (raw, params) = Raw::decoded("line", name, values, LineParams::decode)?;
         Ok(Line { raw, params })
     }
 
@@ -144,20 +143,12 @@ impl Resource for Line {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `line` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const LINE: crate::kind::Kind = crate::kind::Kind {
-    name: "line",
-    params: LineParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Line::build(name, params)?)),
-};
+pub const LINE: crate::kind::Kind =
+    crate::kind::Kind::new("line", LineParams::FIELDS, |_host, name, params| Ok(Box::new(Line::build(name, params)?)));
 
 #[cfg(test)]
 mod tests {

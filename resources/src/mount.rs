@@ -47,8 +47,7 @@ pub struct Mount {
 
 impl Mount {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Mount, BuildError> {
-        let raw = Raw::new("mount", name, values);
-        let params = raw.decode(MountParams::decode)?;
+        let (raw, params) = Raw::decoded("mount", name, values, MountParams::decode)?;
         Ok(Mount {
             raw,
             params,
@@ -160,17 +159,10 @@ impl Resource for Mount {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `mount` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const MOUNT: crate::kind::Kind = crate::kind::Kind {
-    name: "mount",
-    params: MountParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Mount::build(host, name, params)?)),
-};
+pub const MOUNT: crate::kind::Kind = crate::kind::Kind::new("mount", MountParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Mount::build(host, name, params)?))
+});

@@ -50,8 +50,7 @@ pub struct Msg {
 
 impl Msg {
     pub fn build(name: &str, values: &ParamMap) -> Result<Msg, BuildError> {
-        let raw = Raw::new("msg", name, values);
-        let params = raw.decode(MsgParams::decode)?;
+        let (raw, params) = Raw::decoded("msg", name, values, MsgParams::decode)?;
         Ok(Msg { raw, params, logged: false })
     }
 
@@ -102,9 +101,7 @@ impl Resource for Msg {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -112,11 +109,5 @@ impl Resource for Msg {
 }
 
 /// The `msg` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const MSG: crate::kind::Kind = crate::kind::Kind {
-    name: "msg",
-    params: MsgParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Msg::build(name, params)?)),
-};
+pub const MSG: crate::kind::Kind =
+    crate::kind::Kind::new("msg", MsgParams::FIELDS, |_host, name, params| Ok(Box::new(Msg::build(name, params)?)));

@@ -412,8 +412,7 @@ pub struct Net {
 
 impl Net {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Net, BuildError> {
-        let raw = Raw::new("net", name, values);
-        let params = raw.decode(NetParams::decode)?;
+        let (raw, params) = Raw::decoded("net", name, values, NetParams::decode)?;
         Ok(Net {
             raw,
             params,
@@ -666,14 +665,9 @@ pub fn unit_path(root: &Path, name: &str) -> PathBuf {
 }
 
 /// The `net` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const NET: crate::kind::Kind = crate::kind::Kind {
-    name: "net",
-    params: NetParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Net::build(host, name, params)?)),
-};
+pub const NET: crate::kind::Kind = crate::kind::Kind::new("net", NetParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Net::build(host, name, params)?))
+});
 
 #[cfg(test)]
 mod tests {

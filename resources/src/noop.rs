@@ -63,21 +63,8 @@ impl Resource for Panic {
 }
 
 /// The `noop` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const NOOP: crate::kind::Kind = crate::kind::Kind {
-    name: "noop",
-    params: NoopParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Noop::build(name, params)?)),
-};
+pub const NOOP: crate::kind::Kind =
+    crate::kind::Kind::new("noop", NoopParams::FIELDS, |_host, name, params| Ok(Box::new(Noop::build(name, params)?)));
 
 /// The `_panic` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const PANIC: crate::kind::Kind = crate::kind::Kind {
-    name: "_panic",
-    params: &[],
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, _name, _params| Ok(Box::new(Panic)),
-};
+pub const PANIC: crate::kind::Kind = crate::kind::Kind::new("_panic", &[], |_host, _name, _params| Ok(Box::new(Panic)));

@@ -199,8 +199,7 @@ pub struct Nspawn {
 
 impl Nspawn {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Nspawn, BuildError> {
-        let raw = Raw::new("nspawn", name, values);
-        let params = raw.decode(NspawnParams::decode)?;
+        let (raw, params) = Raw::decoded("nspawn", name, values, NspawnParams::decode)?;
         Ok(Nspawn { raw, params, machines: host.machines.clone() })
     }
 }
@@ -265,9 +264,7 @@ impl Resource for Nspawn {
         }
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -275,14 +272,9 @@ impl Resource for Nspawn {
 }
 
 /// The `nspawn` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const NSPAWN: crate::kind::Kind = crate::kind::Kind {
-    name: "nspawn",
-    params: NspawnParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Nspawn::build(host, name, params)?)),
-};
+pub const NSPAWN: crate::kind::Kind = crate::kind::Kind::new("nspawn", NspawnParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Nspawn::build(host, name, params)?))
+});
 
 #[cfg(test)]
 mod tests {

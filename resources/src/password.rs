@@ -47,8 +47,7 @@ pub struct Password {
 
 impl Password {
     pub fn build(name: &str, values: &ParamMap) -> Result<Password, BuildError> {
-        let raw = Raw::new("password", name, values);
-        let params = raw.decode(PasswordParams::decode)?;
+        let (raw, params) = Raw::decoded("password", name, values, PasswordParams::decode)?;
         Ok(Password { raw, params, current: None, file: None })
     }
 
@@ -108,9 +107,7 @@ impl Resource for Password {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -158,21 +155,12 @@ impl Resource for Exit {
 }
 
 /// The `password` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const PASSWORD: crate::kind::Kind = crate::kind::Kind {
-    name: "password",
-    params: PasswordParams::FIELDS,
-    sends: &[("password", "str")],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Password::build(name, params)?)),
-};
+pub const PASSWORD: crate::kind::Kind =
+    crate::kind::Kind::new("password", PasswordParams::FIELDS, |_host, name, params| {
+        Ok(Box::new(Password::build(name, params)?))
+    })
+    .sending(&[("password", "str")]);
 
 /// The `exit` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const EXIT: crate::kind::Kind = crate::kind::Kind {
-    name: "exit",
-    params: ExitParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Exit::build(name, params)?)),
-};
+pub const EXIT: crate::kind::Kind =
+    crate::kind::Kind::new("exit", ExitParams::FIELDS, |_host, name, params| Ok(Box::new(Exit::build(name, params)?)));

@@ -33,8 +33,7 @@ pub struct Pkg {
 
 impl Pkg {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Pkg, BuildError> {
-        let raw = Raw::new("pkg", name, values);
-        let params = raw.decode(PkgParams::decode)?;
+        let (raw, params) = Raw::decoded("pkg", name, values, PkgParams::decode)?;
         Ok(Pkg { raw, params, packages: host.packages.clone() })
     }
 }
@@ -76,17 +75,10 @@ impl Resource for Pkg {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `pkg` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const PKG: crate::kind::Kind = crate::kind::Kind {
-    name: "pkg",
-    params: PkgParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Pkg::build(host, name, params)?)),
-};
+pub const PKG: crate::kind::Kind = crate::kind::Kind::new("pkg", PkgParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Pkg::build(host, name, params)?))
+});

@@ -27,8 +27,7 @@ pub struct Print {
 
 impl Print {
     pub fn build(name: &str, values: &ParamMap) -> Result<Print, BuildError> {
-        let raw = Raw::new("print", name, values);
-        let params = raw.decode(PrintParams::decode)?;
+        let (raw, params) = Raw::decoded("print", name, values, PrintParams::decode)?;
         Ok(Print { raw, params, printed: None })
     }
 }
@@ -56,9 +55,7 @@ impl Resource for Print {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -70,11 +67,7 @@ impl Resource for Print {
 }
 
 /// The `print` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const PRINT: crate::kind::Kind = crate::kind::Kind {
-    name: "print",
-    params: PrintParams::FIELDS,
-    sends: &[],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Print::build(name, params)?)),
-};
+pub const PRINT: crate::kind::Kind = crate::kind::Kind::new("print", PrintParams::FIELDS, |_host, name, params| {
+    Ok(Box::new(Print::build(name, params)?))
+})
+.receiving();

@@ -76,8 +76,7 @@ pub struct Schedule {
 
 impl Schedule {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Schedule, BuildError> {
-        let raw = Raw::new("schedule", name, values);
-        let params = raw.decode(ScheduleParams::decode)?;
+        let (raw, params) = Raw::decoded("schedule", name, values, ScheduleParams::decode)?;
         let owner = format!("{:016x}", rand::random::<u64>());
         Ok(Schedule { raw, params, world: host.world.clone(), view: None, owner })
     }
@@ -214,20 +213,14 @@ impl Resource for Schedule {
         Ok(())
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `schedule` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SCHEDULE: crate::kind::Kind = crate::kind::Kind {
-    name: "schedule",
-    params: ScheduleParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Schedule::build(host, name, params)?)),
-};
+pub const SCHEDULE: crate::kind::Kind =
+    crate::kind::Kind::new("schedule", ScheduleParams::FIELDS, |host, name, params| {
+        Ok(Box::new(Schedule::build(host, name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

@@ -82,8 +82,7 @@ impl Locator {
 
 impl SshAuthorizedKey {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<SshAuthorizedKey, BuildError> {
-        let raw = Raw::new("ssh:authorized_key", name, values);
-        let params = raw.decode(SshKeyParams::decode)?;
+        let (raw, params) = Raw::decoded("ssh:authorized_key", name, values, SshKeyParams::decode)?;
         Ok(SshAuthorizedKey { raw, params, host: host.clone() })
     }
 
@@ -226,9 +225,7 @@ impl Resource for SshAuthorizedKey {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The new file text, or `None` when it is already right.
@@ -429,14 +426,11 @@ fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges
 }
 
 /// The `ssh:authorized_key` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SSH_AUTHORIZED_KEY: crate::kind::Kind = crate::kind::Kind {
-    name: "ssh:authorized_key",
-    params: SshKeyParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["user", "file"] },
-    build: |host, name, params| Ok(Box::new(SshAuthorizedKey::build(host, name, params)?)),
-};
+pub const SSH_AUTHORIZED_KEY: crate::kind::Kind =
+    crate::kind::Kind::new("ssh:authorized_key", SshKeyParams::FIELDS, |host, name, params| {
+        Ok(Box::new(SshAuthorizedKey::build(host, name, params)?))
+    })
+    .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["user", "file"] });
 
 #[cfg(test)]
 mod tests {

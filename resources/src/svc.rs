@@ -74,8 +74,7 @@ pub struct Svc {
 
 impl Svc {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Svc, BuildError> {
-        let raw = Raw::new("svc", name, values);
-        let params = raw.decode(SvcParams::decode)?;
+        let (raw, params) = Raw::decoded("svc", name, values, SvcParams::decode)?;
         let unit = format!("{name}.service");
         let unit_files = ["/etc/systemd/system/", "/usr/lib/systemd/system/"]
             .iter()
@@ -157,9 +156,7 @@ impl Resource for Svc {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -253,11 +250,7 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &ParamMap, edges
 }
 
 /// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SVC: crate::kind::Kind = crate::kind::Kind {
-    name: "svc",
-    params: SvcParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] },
-    build: |host, name, params| Ok(Box::new(Svc::build(host, name, params)?)),
-};
+pub const SVC: crate::kind::Kind = crate::kind::Kind::new("svc", SvcParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Svc::build(host, name, params)?))
+})
+.autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] });

@@ -38,8 +38,7 @@ pub struct Sysctl {
 
 impl Sysctl {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Sysctl, BuildError> {
-        let raw = Raw::new("sysctl", name, values);
-        let params = raw.decode(SysctlParams::decode)?;
+        let (raw, params) = Raw::decoded("sysctl", name, values, SysctlParams::decode)?;
         let proc_path = host.path(&format!("/proc/sys/{}", name.replace('.', "/")));
         let conf_path = host.path(&params.path);
         Ok(Sysctl { raw, params, proc_path, conf_path })
@@ -106,17 +105,10 @@ impl Resource for Sysctl {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `sysctl` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SYSCTL: crate::kind::Kind = crate::kind::Kind {
-    name: "sysctl",
-    params: SysctlParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Sysctl::build(host, name, params)?)),
-};
+pub const SYSCTL: crate::kind::Kind = crate::kind::Kind::new("sysctl", SysctlParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Sysctl::build(host, name, params)?))
+});

@@ -88,8 +88,7 @@ pub struct Test {
 impl Test {
     pub fn build(name: &str, values: &ParamMap) -> Result<Test, BuildError> {
         static SERIAL: AtomicU64 = AtomicU64::new(0);
-        let raw = Raw::new("test", name, values);
-        let params = raw.decode(TestParams::decode)?;
+        let (raw, params) = Raw::decoded("test", name, values, TestParams::decode)?;
         Ok(Test { raw, params, received: BTreeSet::new(), serial: SERIAL.fetch_add(1, Ordering::SeqCst) })
     }
 
@@ -163,11 +162,7 @@ impl Resource for Test {
 }
 
 /// The `test` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const TEST: crate::kind::Kind = crate::kind::Kind {
-    name: "test",
-    params: TestParams::FIELDS,
-    sends: &[("hello", "str"), ("answer", "int")],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Test::build(name, params)?)),
-};
+pub const TEST: crate::kind::Kind =
+    crate::kind::Kind::new("test", TestParams::FIELDS, |_host, name, params| Ok(Box::new(Test::build(name, params)?)))
+        .sending(&[("hello", "str"), ("answer", "int")])
+        .receiving();

@@ -107,8 +107,7 @@ pub struct TftpServer {
 
 impl TftpServer {
     pub fn build(hub: Arc<TftpHub>, name: &str, values: &ParamMap) -> Result<TftpServer, BuildError> {
-        let raw = Raw::new("tftp:server", name, values);
-        let params = raw.decode(ServerParams::decode)?;
+        let (raw, params) = Raw::decoded("tftp:server", name, values, ServerParams::decode)?;
         Ok(TftpServer { raw, params, hub })
     }
 
@@ -170,9 +169,7 @@ impl Resource for TftpServer {
         Ok(true)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// Answers requests on `sock` until `stop`; each read runs as its own transfer (own port,
@@ -420,8 +417,7 @@ pub struct TftpFile {
 
 impl TftpFile {
     pub fn build(hub: Arc<TftpHub>, name: &str, values: &ParamMap) -> Result<TftpFile, BuildError> {
-        let raw = Raw::new("tftp:file", name, values);
-        let params = raw.decode(FileParams::decode)?;
+        let (raw, params) = Raw::decoded("tftp:file", name, values, FileParams::decode)?;
         let filename = if params.filename.is_empty() { name.to_string() } else { params.filename.clone() };
         let source = if params.path.is_empty() {
             Source::Data(params.data.as_bytes().to_vec())
@@ -460,30 +456,20 @@ impl Resource for TftpFile {
         Ok(true)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `tftp:server` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const TFTP_SERVER: crate::kind::Kind = crate::kind::Kind {
-    name: "tftp:server",
-    params: ServerParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(TftpServer::build(host.tftp.clone(), name, params)?)),
-};
+pub const TFTP_SERVER: crate::kind::Kind =
+    crate::kind::Kind::new("tftp:server", ServerParams::FIELDS, |host, name, params| {
+        Ok(Box::new(TftpServer::build(host.tftp.clone(), name, params)?))
+    });
 
 /// The `tftp:file` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const TFTP_FILE: crate::kind::Kind = crate::kind::Kind {
-    name: "tftp:file",
-    params: FileParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(TftpFile::build(host.tftp.clone(), name, params)?)),
-};
+pub const TFTP_FILE: crate::kind::Kind =
+    crate::kind::Kind::new("tftp:file", FileParams::FIELDS, |host, name, params| {
+        Ok(Box::new(TftpFile::build(host.tftp.clone(), name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

@@ -84,11 +84,6 @@ impl Resource for Timer {
 }
 
 /// The `timer` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const TIMER: crate::kind::Kind = crate::kind::Kind {
-    name: "timer",
-    params: TimerParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(Timer::build(name, params)?)),
-};
+pub const TIMER: crate::kind::Kind = crate::kind::Kind::new("timer", TimerParams::FIELDS, |_host, name, params| {
+    Ok(Box::new(Timer::build(name, params)?))
+});

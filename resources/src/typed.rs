@@ -360,6 +360,18 @@ impl Fingerprint for Value {
     }
 }
 
+/// `Resource::fingerprint` for a kind whose fingerprint is its typed params' (its
+/// `self.params`, a [`params!`] struct): `crate::fingerprint_by_params!();` in its
+/// `impl Resource`.
+#[macro_export]
+macro_rules! fingerprint_by_params {
+    () => {
+        fn fingerprint(&self) -> String {
+            self.params.fingerprint()
+        }
+    };
+}
+
 /// [`Fingerprint`] for a plain struct, field by field: `fingerprint_fields!(Disk { source, kind });`.
 #[macro_export]
 macro_rules! fingerprint_fields {

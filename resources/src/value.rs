@@ -73,8 +73,7 @@ pub struct ValueRes {
 
 impl ValueRes {
     pub fn build(store: Arc<ValueStore>, name: &str, values: &ParamMap) -> Result<ValueRes, BuildError> {
-        let raw = Raw::new("value", name, values);
-        let params = raw.decode(ValueParams::decode)?;
+        let (raw, params) = Raw::decoded("value", name, values, ValueParams::decode)?;
         Ok(ValueRes { raw, params, store, mirror: None })
     }
 }
@@ -109,9 +108,7 @@ impl Resource for ValueRes {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {
         self.params.any.clone().map(|v| sends(vec![("any", v)]))
@@ -123,11 +120,8 @@ impl Resource for ValueRes {
 }
 
 /// The `value` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VALUE: crate::kind::Kind = crate::kind::Kind {
-    name: "value",
-    params: ValueParams::FIELDS,
-    sends: &[("any", "variant")],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(ValueRes::build(host.values.clone(), name, params)?)),
-};
+pub const VALUE: crate::kind::Kind = crate::kind::Kind::new("value", ValueParams::FIELDS, |host, name, params| {
+    Ok(Box::new(ValueRes::build(host.values.clone(), name, params)?))
+})
+.sending(&[("any", "variant")])
+.receiving();

@@ -935,8 +935,7 @@ pub struct Virt {
 
 impl Virt {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Virt, BuildError> {
-        let raw = Raw::new("virt", name, values);
-        let params = raw.decode(VirtParams::decode)?;
+        let (raw, params) = Raw::decoded("virt", name, values, VirtParams::decode)?;
         Ok(Virt { raw, params, libvirt: host.libvirt.clone() })
     }
 
@@ -1234,9 +1233,7 @@ impl Resource for Virt {
         Ok(ok)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn refreshable(&self) -> bool {
         true
@@ -1244,14 +1241,9 @@ impl Resource for Virt {
 }
 
 /// The `virt` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT: crate::kind::Kind = crate::kind::Kind {
-    name: "virt",
-    params: VirtParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(Virt::build(host, name, params)?)),
-};
+pub const VIRT: crate::kind::Kind = crate::kind::Kind::new("virt", VirtParams::FIELDS, |host, name, params| {
+    Ok(Box::new(Virt::build(host, name, params)?))
+});
 
 #[cfg(test)]
 mod tests {

@@ -289,8 +289,7 @@ pub struct VirtBuilderRes {
 
 impl VirtBuilderRes {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtBuilderRes, BuildError> {
-        let raw = Raw::new("virt:builder", name, values);
-        let params = raw.decode(BuilderParams::decode)?;
+        let (raw, params) = Raw::decoded("virt:builder", name, values, BuilderParams::decode)?;
         Ok(VirtBuilderRes {
             raw,
             params,
@@ -445,20 +444,14 @@ impl Resource for VirtBuilderRes {
         }
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `virt:builder` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT_BUILDER: crate::kind::Kind = crate::kind::Kind {
-    name: "virt:builder",
-    params: BuilderParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(VirtBuilderRes::build(host, name, params)?)),
-};
+pub const VIRT_BUILDER: crate::kind::Kind =
+    crate::kind::Kind::new("virt:builder", BuilderParams::FIELDS, |host, name, params| {
+        Ok(Box::new(VirtBuilderRes::build(host, name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

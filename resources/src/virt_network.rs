@@ -898,8 +898,7 @@ pub struct VirtNetwork {
 
 impl VirtNetwork {
     pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtNetwork, BuildError> {
-        let raw = Raw::new("virt:network", name, values);
-        let params = raw.decode(NetworkParams::decode)?;
+        let (raw, params) = Raw::decoded("virt:network", name, values, NetworkParams::decode)?;
         Ok(VirtNetwork { raw, params, members: Vec::new(), networks: host.networks.clone() })
     }
 
@@ -1297,34 +1296,22 @@ impl Resource for VirtNetwork {
 }
 
 /// The `virt:network` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT_NETWORK: crate::kind::Kind = crate::kind::Kind {
-    name: "virt:network",
-    params: NetworkParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(VirtNetwork::build(host, name, params)?)),
-};
+pub const VIRT_NETWORK: crate::kind::Kind =
+    crate::kind::Kind::new("virt:network", NetworkParams::FIELDS, |host, name, params| {
+        Ok(Box::new(VirtNetwork::build(host, name, params)?))
+    });
 
 /// The `virt:network:host` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT_NETWORK_HOST: crate::kind::Kind = crate::kind::Kind {
-    name: "virt:network:host",
-    params: HostParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?)),
-};
+pub const VIRT_NETWORK_HOST: crate::kind::Kind =
+    crate::kind::Kind::new("virt:network:host", HostParams::FIELDS, |_host, name, params| {
+        Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?))
+    });
 
 /// The `virt:network:range` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT_NETWORK_RANGE: crate::kind::Kind = crate::kind::Kind {
-    name: "virt:network:range",
-    params: RangeParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |_host, name, params| Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?)),
-};
+pub const VIRT_NETWORK_RANGE: crate::kind::Kind =
+    crate::kind::Kind::new("virt:network:range", RangeParams::FIELDS, |_host, name, params| {
+        Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

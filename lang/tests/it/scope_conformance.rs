@@ -10,7 +10,6 @@ use lang::catalog::{Catalog, FuncDecl};
 use lang::diag::{Diagnostics, Stage};
 use lang::span::SourceMap;
 use lang::types::Type;
-use std::path::{Path, PathBuf};
 
 /// Every built-in the corpus calls (names only; signatures do not matter to scope).
 const FUNCS: &[&str] = &[
@@ -121,17 +120,8 @@ fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
 
 #[test]
 fn corpus_scope_stage_matches() {
-    let Some(shared) = testkit::shared_dir().filter(|s| s.join("conformance").is_dir()) else {
-        println!("skipping: ../shared/conformance not found");
-        return;
-    };
+    let Some(files) = corpus_support::corpus_archives(&["graph", "unit-errors"]) else { return };
     let catalog = catalog();
-    let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["graph", "unit-errors"] {
-        let d: &Path = &shared.join("conformance").join(dir);
-        files.extend(testkit::archives(d));
-    }
-    files.sort();
     let (mut pass, mut fail, mut skipped, mut exact) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for path in &files {

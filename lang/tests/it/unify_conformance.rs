@@ -12,7 +12,6 @@ use lang::diag::{Diagnostics, Stage};
 use lang::span::SourceMap;
 use lang::types::{Type, parse_type};
 use lang::value::Value;
-use std::path::{Path, PathBuf};
 
 /// Built-ins the corpus uses most, with mgmt's signatures.
 const FUNCS: &[(&str, &[&str])] = &[
@@ -219,17 +218,8 @@ fn run(sections: &[(String, String)], catalog: &Catalog) -> Outcome {
 
 #[test]
 fn corpus_unify_stage_matches() {
-    let Some(shared) = testkit::shared_dir().filter(|s| s.join("conformance").is_dir()) else {
-        println!("skipping: ../shared/conformance not found");
-        return;
-    };
+    let Some(files) = corpus_support::corpus_archives(&["graph", "unit-errors", "engine"]) else { return };
     let catalog = catalog();
-    let mut files: Vec<PathBuf> = Vec::new();
-    for dir in ["graph", "unit-errors", "engine"] {
-        let d: &Path = &shared.join("conformance").join(dir);
-        files.extend(testkit::archives(d));
-    }
-    files.sort();
     let (mut pass, mut skipped, mut want_fail_ran) = (0, 0, 0);
     let mut failures = Vec::new();
     for path in &files {

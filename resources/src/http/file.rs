@@ -64,8 +64,7 @@ struct Version {
 
 impl HttpFile {
     pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpFile, BuildError> {
-        let raw = Raw::new("http:server:file", name, values);
-        let params = raw.decode(FileParams::decode)?;
+        let (raw, params) = Raw::decoded("http:server:file", name, values, FileParams::decode)?;
         let public = if params.filename.is_empty() { name.to_string() } else { params.filename.clone() };
         let route = Arc::new(FileRoute {
             public,
@@ -261,9 +260,7 @@ impl Resource for HttpFile {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
         if key != "data" {
@@ -274,14 +271,11 @@ impl Resource for HttpFile {
 }
 
 /// The `http:server:file` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_FILE: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server:file",
-    params: FileParams::FIELDS,
-    sends: &[],
-    can_recv: true,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?)),
-};
+pub const HTTP_SERVER_FILE: crate::kind::Kind =
+    crate::kind::Kind::new("http:server:file", FileParams::FIELDS, |host, name, params| {
+        Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?))
+    })
+    .receiving();
 
 #[cfg(test)]
 mod tests {

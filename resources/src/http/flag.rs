@@ -52,8 +52,7 @@ pub struct FlagRoute {
 
 impl HttpFlag {
     pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpFlag, BuildError> {
-        let raw = Raw::new("http:server:flag", name, values);
-        let params = raw.decode(FlagParams::decode)?;
+        let (raw, params) = Raw::decoded("http:server:flag", name, values, FlagParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };
         let route =
             Arc::new(FlagRoute { path, key: params.key.clone(), value: Mutex::new(None), posted: Notify::new() });
@@ -119,9 +118,7 @@ impl Resource for HttpFlag {
         Ok(same)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {
         self.sent.clone().map(|v| sends(vec![("value", Value::str(v))]))
@@ -129,14 +126,11 @@ impl Resource for HttpFlag {
 }
 
 /// The `http:server:flag` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_FLAG: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server:flag",
-    params: FlagParams::FIELDS,
-    sends: &[("value", "str")],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?)),
-};
+pub const HTTP_SERVER_FLAG: crate::kind::Kind =
+    crate::kind::Kind::new("http:server:flag", FlagParams::FIELDS, |host, name, params| {
+        Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?))
+    })
+    .sending(&[("value", "str")]);
 
 #[cfg(test)]
 mod tests {

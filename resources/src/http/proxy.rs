@@ -191,8 +191,7 @@ impl PathMap {
 
 impl HttpProxy {
     pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpProxy, BuildError> {
-        let raw = Raw::new("http:server:proxy", name, values);
-        let params = raw.decode(ProxyParams::decode)?;
+        let (raw, params) = Raw::decoded("http:server:proxy", name, values, ProxyParams::decode)?;
         let map = PathMap {
             path: if params.path.is_empty() { name.to_string() } else { params.path.clone() },
             sub: params.sub.clone(),
@@ -369,20 +368,14 @@ impl Resource for HttpProxy {
         Ok(())
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// The `http:server:proxy` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_PROXY: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server:proxy",
-    params: ProxyParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?)),
-};
+pub const HTTP_SERVER_PROXY: crate::kind::Kind =
+    crate::kind::Kind::new("http:server:proxy", ProxyParams::FIELDS, |host, name, params| {
+        Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

@@ -77,8 +77,7 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpServer, BuildError> {
-        let raw = Raw::new("http:server", name, values);
-        let params = raw.decode(ServerParams::decode)?;
+        let (raw, params) = Raw::decoded("http:server", name, values, ServerParams::decode)?;
         Ok(HttpServer { raw, params, hub })
     }
 
@@ -147,9 +146,7 @@ impl Resource for HttpServer {
         Ok(true)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// Accepts connections until `stop`, then drains them (within `drain` when given). Every
@@ -323,14 +320,10 @@ impl hyper::body::Body for Deadline {
 }
 
 /// The `http:server` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server",
-    params: ServerParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?)),
-};
+pub const HTTP_SERVER: crate::kind::Kind =
+    crate::kind::Kind::new("http:server", ServerParams::FIELDS, |host, name, params| {
+        Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?))
+    });
 
 #[cfg(test)]
 mod tests {

@@ -91,8 +91,7 @@ pub struct UiRoute {
 
 impl HttpUi {
     pub fn build(hub: Arc<Hub>, name: &str, values: &ParamMap) -> Result<HttpUi, BuildError> {
-        let raw = Raw::new("http:server:ui", name, values);
-        let params = raw.decode(UiParams::decode)?;
+        let (raw, params) = Raw::decoded("http:server:ui", name, values, UiParams::decode)?;
         let path = if params.path.is_empty() { name.to_string() } else { params.path.clone() };
         let base = if path.ends_with('/') { path.clone() } else { format!("{path}/") };
         let route = Arc::new(UiRoute {
@@ -236,9 +235,7 @@ impl Resource for HttpUi {
         Ok(true)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 }
 
 /// One form field as the ui sees it, shared with its `http:server:ui:input` resource.
@@ -401,8 +398,7 @@ impl HttpUiInput {
         name: &str,
         values: &ParamMap,
     ) -> Result<HttpUiInput, BuildError> {
-        let raw = Raw::new(INPUT_KIND, name, values);
-        let params = raw.decode(InputParams::decode)?;
+        let (raw, params) = Raw::decoded(INPUT_KIND, name, values, InputParams::decode)?;
         let (scheme, query) = parse_url(&params.r#type).unwrap_or_default();
         let bounds = if scheme == "range" {
             query
@@ -644,9 +640,7 @@ impl Resource for HttpUiInput {
         Ok(false)
     }
 
-    fn fingerprint(&self) -> String {
-        self.params.fingerprint()
-    }
+    crate::fingerprint_by_params!();
 
     fn sends(&self) -> Option<BTreeMap<String, Payload>> {
         self.sent.clone().map(|v| sends(vec![("value", Value::str(v))]))
@@ -654,26 +648,17 @@ impl Resource for HttpUiInput {
 }
 
 /// The `http:server:ui` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_UI: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server:ui",
-    params: UiParams::FIELDS,
-    sends: &[],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?)),
-};
+pub const HTTP_SERVER_UI: crate::kind::Kind =
+    crate::kind::Kind::new("http:server:ui", UiParams::FIELDS, |host, name, params| {
+        Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?))
+    });
 
 /// The `http:server:ui:input` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind = crate::kind::Kind {
-    name: "http:server:ui:input",
-    params: InputParams::FIELDS,
-    sends: &[("value", "str")],
-    can_recv: false,
-    autoedges: crate::autoedge::Rules::NONE,
-    build: |host, name, params| {
+pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind =
+    crate::kind::Kind::new("http:server:ui:input", InputParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), host.world.clone(), name, params)?))
-    },
-};
+    })
+    .sending(&[("value", "str")]);
 
 #[cfg(test)]
 mod tests {

@@ -66,3 +66,17 @@ pub fn expected_stage(output: &str) -> Option<&str> {
     let rest = first.strip_prefix("# err: ")?;
     rest.split(':').next()
 }
+
+/// mgmt's corpus archives of `dirs` (under `../shared/conformance`), sorted; `None`, said
+/// on stdout, when the corpus is absent.
+#[allow(clippy::print_stdout)] // the skip message
+pub fn corpus_archives(dirs: &[&str]) -> Option<Vec<std::path::PathBuf>> {
+    let Some(shared) = testkit::shared_dir().filter(|s| s.join("conformance").is_dir()) else {
+        println!("skipping: ../shared/conformance not found");
+        return None;
+    };
+    let mut files: Vec<std::path::PathBuf> =
+        dirs.iter().flat_map(|dir| testkit::archives(&shared.join("conformance").join(dir))).collect();
+    files.sort();
+    Some(files)
+}
