@@ -231,17 +231,13 @@ fn group_provides(index: &mut Index<'_>, idx: usize, _name: &str, params: &Param
 }
 
 /// The `user` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const USER: crate::kind::Kind = crate::kind::Kind::new("user", UserParams::FIELDS, |host, name, params| {
-    Ok(Box::new(User::build(host, name, params)?))
-})
-.autoedges(crate::autoedge::Rules {
-    provides: None,
-    requires: Some(user_requires),
-    reads: &["state", "gid", "group", "groups"],
-});
+pub const USER: crate::kind::Kind = crate::kind::Kind::new("user", UserParams::FIELDS, crate::built_on_host!(User))
+    .autoedges(crate::autoedge::Rules {
+        provides: None,
+        requires: Some(user_requires),
+        reads: &["state", "gid", "group", "groups"],
+    });
 
 /// The `group` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const GROUP: crate::kind::Kind = crate::kind::Kind::new("group", GroupParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Group::build(host, name, params)?))
-})
-.autoedges(crate::autoedge::Rules { provides: Some(group_provides), requires: None, reads: &["gid"] });
+pub const GROUP: crate::kind::Kind = crate::kind::Kind::new("group", GroupParams::FIELDS, crate::built_on_host!(Group))
+    .autoedges(crate::autoedge::Rules { provides: Some(group_provides), requires: None, reads: &["gid"] });

@@ -204,8 +204,6 @@ fn provides(index: &mut Index<'_>, idx: usize, name: &str, params: &ParamMap) {
 }
 
 /// The `cron` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const CRON: crate::kind::Kind = crate::kind::Kind::new("cron", CronParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Cron::build(host, name, params)?))
-})
-.receiving()
-.autoedges(crate::autoedge::Rules { provides: Some(provides), requires: None, reads: &["unit"] });
+pub const CRON: crate::kind::Kind = crate::kind::Kind::new("cron", CronParams::FIELDS, crate::built_on_host!(Cron))
+    .receiving()
+    .autoedges(crate::autoedge::Rules { provides: Some(provides), requires: None, reads: &["unit"] });

@@ -244,9 +244,7 @@ impl Resource for DockerImage {
 
 /// The `docker:image` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const DOCKER_IMAGE: crate::kind::Kind =
-    crate::kind::Kind::new("docker:image", DockerImageParams::FIELDS, |host, name, params| {
-        Ok(Box::new(DockerImage::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("docker:image", DockerImageParams::FIELDS, crate::built_on_host!(DockerImage));
 
 #[cfg(test)]
 mod tests {

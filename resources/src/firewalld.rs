@@ -357,9 +357,7 @@ impl Resource for Firewalld {
 
 /// The `firewalld` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const FIREWALLD: crate::kind::Kind =
-    crate::kind::Kind::new("firewalld", FirewalldParams::FIELDS, |host, name, params| {
-        Ok(Box::new(Firewalld::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("firewalld", FirewalldParams::FIELDS, crate::built_on_host!(Firewalld));
 
 #[cfg(test)]
 mod tests {

@@ -407,9 +407,7 @@ impl Resource for Gsettings {
 
 /// The `gsettings` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const GSETTINGS: crate::kind::Kind =
-    crate::kind::Kind::new("gsettings", GsettingsParams::FIELDS, |host, name, params| {
-        Ok(Box::new(Gsettings::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("gsettings", GsettingsParams::FIELDS, crate::built_on_host!(Gsettings));
 
 #[cfg(test)]
 mod tests {

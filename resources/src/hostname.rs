@@ -140,6 +140,4 @@ impl Resource for Hostname {
 
 /// The `hostname` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const HOSTNAME: crate::kind::Kind =
-    crate::kind::Kind::new("hostname", HostnameSpec::FIELDS, |host, name, params| {
-        Ok(Box::new(Hostname::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("hostname", HostnameSpec::FIELDS, crate::built_on_host!(Hostname));

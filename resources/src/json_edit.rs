@@ -636,10 +636,8 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, params: &ParamMap, edges:
 
 /// The `json:edit` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const JSON_EDIT: crate::kind::Kind =
-    crate::kind::Kind::new("json:edit", JsonEditParams::FIELDS, |host, name, params| {
-        Ok(Box::new(JsonEdit::build(host, name, params)?))
-    })
-    .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["store"] });
+    crate::kind::Kind::new("json:edit", JsonEditParams::FIELDS, crate::built_on_host!(JsonEdit))
+        .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["store"] });
 
 #[cfg(test)]
 mod tests {

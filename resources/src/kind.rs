@@ -36,6 +36,15 @@ pub struct Kind {
     pub build: BuildFn,
 }
 
+/// The [`BuildFn`] of a kind whose resource `$res` is built by `$res::build(host, name,
+/// params)`: `Kind::new("svc", SvcParams::FIELDS, crate::built_on_host!(Svc))`.
+#[macro_export]
+macro_rules! built_on_host {
+    ($res:ident) => {
+        |host, name, params| Ok(Box::new($res::build(host, name, params)?))
+    };
+}
+
 impl Kind {
     /// A kind called `name` with `params`, built by `build`, that neither sends nor
     /// receives and has no automatic edges (the builders below add them).

@@ -154,9 +154,7 @@ impl Resource for Kv {
 }
 
 /// The `kv` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const KV: crate::kind::Kind =
-    crate::kind::Kind::new("kv", KvParams::FIELDS, |host, name, params| Ok(Box::new(Kv::build(host, name, params)?)))
-        .receiving();
+pub const KV: crate::kind::Kind = crate::kind::Kind::new("kv", KvParams::FIELDS, crate::built_on_host!(Kv)).receiving();
 
 #[cfg(test)]
 mod tests {

@@ -163,6 +163,4 @@ impl Resource for Mount {
 }
 
 /// The `mount` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const MOUNT: crate::kind::Kind = crate::kind::Kind::new("mount", MountParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Mount::build(host, name, params)?))
-});
+pub const MOUNT: crate::kind::Kind = crate::kind::Kind::new("mount", MountParams::FIELDS, crate::built_on_host!(Mount));

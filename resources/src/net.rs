@@ -665,9 +665,7 @@ pub fn unit_path(root: &Path, name: &str) -> PathBuf {
 }
 
 /// The `net` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const NET: crate::kind::Kind = crate::kind::Kind::new("net", NetParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Net::build(host, name, params)?))
-});
+pub const NET: crate::kind::Kind = crate::kind::Kind::new("net", NetParams::FIELDS, crate::built_on_host!(Net));
 
 #[cfg(test)]
 mod tests {

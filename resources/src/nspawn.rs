@@ -272,9 +272,8 @@ impl Resource for Nspawn {
 }
 
 /// The `nspawn` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const NSPAWN: crate::kind::Kind = crate::kind::Kind::new("nspawn", NspawnParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Nspawn::build(host, name, params)?))
-});
+pub const NSPAWN: crate::kind::Kind =
+    crate::kind::Kind::new("nspawn", NspawnParams::FIELDS, crate::built_on_host!(Nspawn));
 
 #[cfg(test)]
 mod tests {

@@ -79,6 +79,4 @@ impl Resource for Pkg {
 }
 
 /// The `pkg` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const PKG: crate::kind::Kind = crate::kind::Kind::new("pkg", PkgParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Pkg::build(host, name, params)?))
-});
+pub const PKG: crate::kind::Kind = crate::kind::Kind::new("pkg", PkgParams::FIELDS, crate::built_on_host!(Pkg));

@@ -218,9 +218,7 @@ impl Resource for Schedule {
 
 /// The `schedule` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SCHEDULE: crate::kind::Kind =
-    crate::kind::Kind::new("schedule", ScheduleParams::FIELDS, |host, name, params| {
-        Ok(Box::new(Schedule::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("schedule", ScheduleParams::FIELDS, crate::built_on_host!(Schedule));
 
 #[cfg(test)]
 mod tests {

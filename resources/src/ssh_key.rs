@@ -427,10 +427,8 @@ fn requires(index: &Index<'_>, idx: usize, _name: &str, params: &ParamMap, edges
 
 /// The `ssh:authorized_key` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SSH_AUTHORIZED_KEY: crate::kind::Kind =
-    crate::kind::Kind::new("ssh:authorized_key", SshKeyParams::FIELDS, |host, name, params| {
-        Ok(Box::new(SshAuthorizedKey::build(host, name, params)?))
-    })
-    .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["user", "file"] });
+    crate::kind::Kind::new("ssh:authorized_key", SshKeyParams::FIELDS, crate::built_on_host!(SshAuthorizedKey))
+        .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &["user", "file"] });
 
 #[cfg(test)]
 mod tests {

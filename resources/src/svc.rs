@@ -250,7 +250,5 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &ParamMap, edges
 }
 
 /// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SVC: crate::kind::Kind = crate::kind::Kind::new("svc", SvcParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Svc::build(host, name, params)?))
-})
-.autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] });
+pub const SVC: crate::kind::Kind = crate::kind::Kind::new("svc", SvcParams::FIELDS, crate::built_on_host!(Svc))
+    .autoedges(crate::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] });

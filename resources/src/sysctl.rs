@@ -109,6 +109,5 @@ impl Resource for Sysctl {
 }
 
 /// The `sysctl` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const SYSCTL: crate::kind::Kind = crate::kind::Kind::new("sysctl", SysctlParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Sysctl::build(host, name, params)?))
-});
+pub const SYSCTL: crate::kind::Kind =
+    crate::kind::Kind::new("sysctl", SysctlParams::FIELDS, crate::built_on_host!(Sysctl));

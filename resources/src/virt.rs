@@ -1241,9 +1241,7 @@ impl Resource for Virt {
 }
 
 /// The `virt` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const VIRT: crate::kind::Kind = crate::kind::Kind::new("virt", VirtParams::FIELDS, |host, name, params| {
-    Ok(Box::new(Virt::build(host, name, params)?))
-});
+pub const VIRT: crate::kind::Kind = crate::kind::Kind::new("virt", VirtParams::FIELDS, crate::built_on_host!(Virt));
 
 #[cfg(test)]
 mod tests {

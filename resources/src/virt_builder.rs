@@ -449,9 +449,7 @@ impl Resource for VirtBuilderRes {
 
 /// The `virt:builder` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_BUILDER: crate::kind::Kind =
-    crate::kind::Kind::new("virt:builder", BuilderParams::FIELDS, |host, name, params| {
-        Ok(Box::new(VirtBuilderRes::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("virt:builder", BuilderParams::FIELDS, crate::built_on_host!(VirtBuilderRes));
 
 #[cfg(test)]
 mod tests {

@@ -1297,9 +1297,7 @@ impl Resource for VirtNetwork {
 
 /// The `virt:network` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK: crate::kind::Kind =
-    crate::kind::Kind::new("virt:network", NetworkParams::FIELDS, |host, name, params| {
-        Ok(Box::new(VirtNetwork::build(host, name, params)?))
-    });
+    crate::kind::Kind::new("virt:network", NetworkParams::FIELDS, crate::built_on_host!(VirtNetwork));
 
 /// The `virt:network:host` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK_HOST: crate::kind::Kind =

@@ -6,10 +6,9 @@
 
 use crate::corpus_support;
 
-use lang::catalog::{Catalog, FuncDecl};
+use lang::catalog::Catalog;
 use lang::diag::{Diagnostics, Stage};
 use lang::span::SourceMap;
-use lang::types::Type;
 
 /// Every built-in the corpus calls (names only; signatures do not matter to scope).
 const FUNCS: &[&str] = &[
@@ -93,16 +92,7 @@ const FUNCS: &[&str] = &[
 ];
 
 fn catalog() -> Catalog {
-    let mut c = Catalog::new();
-    for name in FUNCS {
-        c.add_func(FuncDecl {
-            name: name.to_string(),
-            sigs: vec![Type::func(vec![], Type::Var(1))],
-            infer: None,
-            check: None,
-            doc: "",
-        });
-    }
+    let mut c = corpus_support::any_funcs(FUNCS);
     corpus_support::add_corpus_constants(&mut c);
     c
 }
@@ -125,13 +115,11 @@ fn corpus_scope_stage_matches() {
     let (mut pass, mut fail, mut skipped, mut exact) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for path in &files {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
-        let sections = testkit::txtar(&text);
-        let Some(output) = sections.iter().find(|(n, _)| n == "OUTPUT").map(|(_, b)| b.clone()) else {
+        let Some((sections, output, stage)) = corpus_support::archive_with_stage(path) else {
             skipped += 1;
             continue;
         };
-        let stage = corpus_support::expected_stage(&output);
+        let stage = stage.as_deref();
         if matches!(stage, Some("errLexParse" | "errInit" | "errInterpolate")) {
             skipped += 1;
             continue;

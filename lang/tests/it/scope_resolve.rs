@@ -2,7 +2,7 @@
 //! the elaborated function graph (shared binds, inlined funcs and includes, lambdas,
 //! loops, imports).
 
-use lang::catalog::{Catalog, FuncDecl};
+use lang::catalog::Catalog;
 use lang::diag::{Diagnostic, Stage};
 use lang::ir::{FuncGraph, IrStmt, NodeId, NodeKind};
 use lang::loader::MemLoader;
@@ -11,16 +11,8 @@ use lang::types::Type;
 use lang::value::Value;
 
 fn catalog() -> Catalog {
-    let mut c = Catalog::new();
-    for name in ["len", "panic", "panic_debug", "fmt.printf", "golang/strings.join", "iter.map", "math.mod"] {
-        c.add_func(FuncDecl {
-            name: name.to_string(),
-            sigs: vec![Type::func(vec![], Type::Var(1))],
-            infer: None,
-            check: None,
-            doc: "",
-        });
-    }
+    let names = ["len", "panic", "panic_debug", "fmt.printf", "golang/strings.join", "iter.map", "math.mod"];
+    let mut c = super::corpus_support::any_funcs(&names);
     c.add_constant("hostname", Value::str("h1"));
     c.add_constant("const.res.file.state.exists", Value::str("exists"));
     c

@@ -223,13 +223,11 @@ fn corpus_unify_stage_matches() {
     let (mut pass, mut skipped, mut want_fail_ran) = (0, 0, 0);
     let mut failures = Vec::new();
     for path in &files {
-        let Ok(text) = std::fs::read_to_string(path) else { continue };
-        let sections = testkit::txtar(&text);
-        let Some(output) = sections.iter().find(|(n, _)| n == "OUTPUT").map(|(_, b)| b.clone()) else {
+        let Some((sections, _, stage)) = corpus_support::archive_with_stage(path) else {
             skipped += 1;
             continue;
         };
-        let stage = corpus_support::expected_stage(&output);
+        let stage = stage.as_deref();
         if matches!(stage, Some("errLexParse" | "errInit" | "errInterpolate" | "errSetScope")) {
             skipped += 1;
             continue;

@@ -80,3 +80,32 @@ pub fn corpus_archives(dirs: &[&str]) -> Option<Vec<std::path::PathBuf>> {
     files.sort();
     Some(files)
 }
+
+/// A catalog of the functions `names`, each taking anything (scope resolution looks only
+/// at the names).
+pub fn any_funcs(names: &[&str]) -> Catalog {
+    let mut c = Catalog::new();
+    for name in names {
+        c.add_func(lang::catalog::FuncDecl {
+            name: name.to_string(),
+            sigs: vec![lang::types::Type::func(vec![], lang::types::Type::Var(1))],
+            infer: None,
+            check: None,
+            doc: "",
+        });
+    }
+    c
+}
+
+/// An archive as the stage tests read it: its sections, its `OUTPUT`, and its expected
+/// first error stage (`None`: it compiles).
+pub type Archive = (Vec<(String, String)>, String, Option<String>);
+
+/// The archive at `path`; `None` without an `OUTPUT` section or when it cannot be read.
+pub fn archive_with_stage(path: &std::path::Path) -> Option<Archive> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let sections = testkit::txtar(&text);
+    let output = sections.iter().find(|(n, _)| n == "OUTPUT").map(|(_, b)| b.clone())?;
+    let stage = expected_stage(&output).map(str::to_string);
+    Some((sections, output, stage))
+}
