@@ -73,14 +73,7 @@ pub trait NetLinks: Send + Sync {
 
 /// Parses `ip/prefix` and renders it canonically (`2001:DB8::1/64` -> `2001:db8::1/64`).
 pub fn parse_cidr(text: &str) -> Result<String, String> {
-    let (ip, prefix) = text.split_once('/').ok_or_else(|| format!("`{text}` is not in CIDR notation (ip/prefix)"))?;
-    let ip: IpAddr = ip.parse().map_err(|_| format!("`{ip}` in `{text}` is not an IP address"))?;
-    let max = if ip.is_ipv4() { 32 } else { 128 };
-    let prefix: u8 = prefix
-        .parse()
-        .ok()
-        .filter(|p| *p <= max)
-        .ok_or_else(|| format!("`{prefix}` in `{text}` is not a prefix length from 0 to {max}"))?;
+    let (ip, prefix) = crate::util::cidr::parse(text)?;
     Ok(format!("{ip}/{prefix}"))
 }
 

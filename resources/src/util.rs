@@ -1,8 +1,9 @@
 //! Helpers shared by the kinds: the one way to spawn a process, running external tools and
 //! following their event streams, atomic file writes and file metadata helpers, the
-//! process-wide file watcher, listen addresses, and the parent/child registry that stands in
+//! process-wide file watcher, listen addresses, CIDR addresses, and the parent/child registry that stands in
 //! for autogrouping.
 
+pub mod cidr;
 pub mod command;
 pub mod events;
 pub mod fs;

@@ -600,11 +600,10 @@ impl Networks for FakeNetworks {
 
 /// `a.b.c.d/n`.
 pub fn parse_cidr(text: &str) -> Result<(Ipv4Addr, u8), String> {
-    let (addr, prefix) = text.split_once('/').ok_or_else(|| format!("`{text}` is not in CIDR form (a.b.c.d/n)"))?;
-    let addr: Ipv4Addr = addr.parse().map_err(|_| format!("`{addr}` is not an IPv4 address"))?;
-    let prefix: u8 =
-        prefix.parse().ok().filter(|p| *p <= 32).ok_or_else(|| format!("`{prefix}` is not a prefix length"))?;
-    Ok((addr, prefix))
+    match crate::util::cidr::parse(text)? {
+        (std::net::IpAddr::V4(addr), prefix) => Ok((addr, prefix)),
+        (std::net::IpAddr::V6(_), _) => Err(format!("`{text}` is not an IPv4 address in CIDR form (a.b.c.d/n)")),
+    }
 }
 
 fn mask_bits(prefix: u8) -> u32 {
