@@ -6,7 +6,6 @@
 
 use lang::params::ParamMap;
 use std::collections::BTreeMap;
-use std::process::Stdio;
 use std::sync::Arc;
 #[cfg(any(test, feature = "fakes"))]
 use std::sync::Mutex;
@@ -17,7 +16,6 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use lang::value::Value;
-use tokio::io::AsyncBufReadExt;
 
 use crate::common::Raw;
 use crate::host::Host;
@@ -185,24 +183,9 @@ impl Settings for GsettingsCli {
         schema: &str,
         key: &str,
     ) -> Result<BoxStream<'static, Result<(), ResError>>, ResError> {
-        let mut child = spec(who, gsettings_argv("monitor", schema, key, None))
-            .command()?
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| ResError::new(format!("cannot run `gsettings monitor`: {e}")))?;
-        let stdout = child.stdout.take().ok_or_else(|| ResError::new("`gsettings monitor`: no stdout pipe"))?;
-        let lines = tokio::io::BufReader::new(stdout).lines();
-        // The child (kill-on-drop) lives in the stream's state.
-        Ok(futures::stream::unfold(Some((child, lines)), |state| async move {
-            let (child, mut lines) = state?;
-            match lines.next_line().await {
-                Ok(Some(_)) => Some((Ok(()), Some((child, lines)))),
-                Ok(None) => Some((Err(ResError::new("`gsettings monitor` exited")), None)),
-                Err(e) => Some((Err(ResError::new(format!("`gsettings monitor`: {e}"))), None)),
-            }
-        })
-        .boxed())
+        // Every line is a change; the process goes with the stream.
+        let lines = crate::util::events::lines_of(&spec(who, gsettings_argv("monitor", schema, key, None)))?;
+        Ok(futures::TryStreamExt::map_ok(lines, |_| ()).boxed())
     }
 }
 

@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 #[cfg(any(test, feature = "fakes"))]
 use std::sync::Mutex;
@@ -27,7 +26,6 @@ use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use tokio::io::AsyncBufReadExt;
 
 use crate::common::{Raw, res_error};
 use crate::host::Host;
@@ -217,31 +215,14 @@ impl NetLinks for IpRoute2 {
             .map_err(|e| ResError::new(format!("{}: {e}", path.display())))
     }
     fn monitor(&self, name: &str) -> Result<BoxStream<'static, Result<(), ResError>>, ResError> {
-        let argv = ["monitor", "link", "address", "route"].map(String::from).to_vec();
-        let mut child = crate::util::command::CmdSpec { cmd: "ip".into(), args: argv, ..Default::default() }
-            .command()?
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| ResError::new(format!("cannot run `ip monitor`: {e}")))?;
-        let stdout = child.stdout.take().ok_or_else(|| ResError::new("`ip monitor`: no stdout pipe"))?;
-        let lines = tokio::io::BufReader::new(stdout).lines();
+        let argv = ["ip", "monitor", "link", "address", "route"].map(String::from);
+        let lines = crate::util::events::line_stream(&argv, &[])?;
         let name = name.to_string();
-        // The child lives in the stream's state, so dropping the stream kills it.
-        Ok(futures::stream::unfold(Some((child, lines, name)), |state| async move {
-            let (child, mut lines, name) = state?;
-            loop {
-                match lines.next_line().await {
-                    Ok(Some(line)) if monitor_line_mentions(&line, &name) => {
-                        return Some((Ok(()), Some((child, lines, name))));
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => return Some((Err(ResError::new("`ip monitor` exited")), None)),
-                    Err(e) => return Some((Err(ResError::new(format!("`ip monitor`: {e}"))), None)),
-                }
-            }
-        })
-        .boxed())
+        // The lines about this interface are its changes; the process goes with the stream.
+        let mentions = move |line: &Result<String, ResError>| {
+            std::future::ready(line.as_ref().map_or(true, |l| monitor_line_mentions(l, &name)))
+        };
+        Ok(futures::TryStreamExt::map_ok(lines.filter(mentions), |_| ()).boxed())
     }
 }
 

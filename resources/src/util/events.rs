@@ -56,8 +56,13 @@ pub async fn run_tool_ok(argv: &[String], env: &[(String, String)]) -> Result<Cm
 /// Spawns `argv` and streams its stdout line by line. The process is killed when the
 /// stream is dropped; its exit ends the stream with an error.
 pub fn line_stream(argv: &[String], env: &[(String, String)]) -> Result<Lines, ResError> {
-    let shown = argv.join(" ");
-    let mut child = spec(argv, env)
+    lines_of(&spec(argv, env))
+}
+
+/// [`line_stream`] of the command `spec` says (its user, group and environment too).
+pub fn lines_of(spec: &CmdSpec) -> Result<Lines, ResError> {
+    let shown = spec.argv().join(" ");
+    let mut child = spec
         .command()?
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
