@@ -20,11 +20,12 @@ const ATTEMPTS: usize = 20;
 /// Stores `bundle` as the deploy after `parent`; its id.
 pub(super) async fn deploy(inner: &Inner, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
     let mut client = inner.client_now()?;
-    let mut files = BTreeMap::new();
+    let mut record =
+        Record { parent: 0, by: inner.cfg.hostname.clone(), entry: bundle.entry.clone(), files: BTreeMap::new() };
     for (path, bytes) in &bundle.files {
         let hash = sha256_hex(bytes);
         put_blob(&mut client, &hash, bytes).await?;
-        files.insert(path.clone(), hash);
+        record.files.insert(path.clone(), hash);
     }
     let latest_key = keys::latest_key();
     for _ in 0..ATTEMPTS {
@@ -37,7 +38,7 @@ pub(super) async fn deploy(inner: &Inner, bundle: &Bundle, parent: Parent) -> Re
             return Err(WorldError::StaleParent { want, latest });
         }
         let id = latest + 1;
-        let record = Record { parent: latest, by: inner.cfg.hostname.clone(), entry: bundle.entry.clone(), files };
+        record.parent = latest;
         let unchanged = if latest == 0 {
             Compare::version(latest_key.as_str(), CompareOp::Equal, 0)
         } else {
@@ -64,7 +65,6 @@ pub(super) async fn deploy(inner: &Inner, bundle: &Bundle, parent: Parent) -> Re
             let Some(hash) = record.files.get(path) else { continue };
             put_blob(&mut client, hash, bytes).await?;
         }
-        files = record.files;
     }
     Err(WorldError::Contended)
 }

@@ -74,9 +74,8 @@ async fn follow_topic(inner: Arc<Inner>, topic: Topic, tx: watch::Sender<Arc<Vie
                     }
                     !was
                 });
-                tokio::select! {
-                    _ = tokio::time::sleep(backoff) => {}
-                    _ = inner.stop.cancelled() => return,
+                if !inner.pause(backoff).await {
+                    return;
                 }
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }

@@ -35,9 +35,8 @@ pub(super) async fn lead_schedules(inner: Arc<Inner>) {
             }
         };
         let Some((key, rev)) = leader else {
-            tokio::select! {
-                _ = tokio::time::sleep(MAX_BACKOFF) => {}
-                _ = inner.stop.cancelled() => return,
+            if !inner.pause(MAX_BACKOFF).await {
+                return;
             }
             continue;
         };

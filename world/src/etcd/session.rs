@@ -85,9 +85,8 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
             Err(Refused::Down(e)) => e,
         };
         inner.went(false, &why);
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = inner.stop.cancelled() => return,
+        if !inner.pause(backoff).await {
+            return;
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
@@ -240,9 +239,8 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
     };
     let period = inner.check_period();
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        if !inner.pause(period).await {
+            return Lapse::Stopped;
         }
         let sent = Instant::now();
         if let Err(e) = keeper.keep_alive().await {
@@ -264,9 +262,8 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
 async fn keep_checking(inner: &Inner, mut client: Client) -> Lapse {
     let period = inner.check_period();
     loop {
-        tokio::select! {
-            _ = tokio::time::sleep(period) => {}
-            _ = inner.stop.cancelled() => return Lapse::Stopped,
+        if !inner.pause(period).await {
+            return Lapse::Stopped;
         }
         let sent = Instant::now();
         let read = client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1)));
@@ -304,6 +301,14 @@ impl Inner {
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Waits `period`; false when the agent stops meanwhile.
+    pub(super) async fn pause(&self, period: Duration) -> bool {
+        tokio::select! {
+            _ = tokio::time::sleep(period) => true,
+            _ = self.stop.cancelled() => false,
         }
     }
 
