@@ -59,6 +59,9 @@ pub(crate) struct Node {
     state: AtomicU8,
     /// A run has succeeded at least once.
     pub(crate) succeeded: AtomicBool,
+    /// The worker failed for good and no run has succeeded since (its error is in `rare`):
+    /// a check again after an event or a swap does not clear it until it succeeds.
+    failed: AtomicBool,
     /// Its sends are not what it would send: in noop mode it would have changed (or it
     /// received such a value) but did not run.
     pub(crate) sends_guessed: AtomicBool,
@@ -157,6 +160,7 @@ impl Node {
             fingerprint: [AtomicU64::new(fingerprint.0), AtomicU64::new(fingerprint.1)],
             state: AtomicU8::new(StateCode::Starting as u8),
             succeeded: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             sends_guessed: AtomicBool::new(false),
             batched: AtomicBool::new(false),
         }
@@ -301,17 +305,35 @@ impl Node {
 
     /// Sets the worker's state; only the worker calls it. A state with an error is stored
     /// (and one left) under `rare`'s lock, so a reader holding that lock finds the error of
-    /// an error code.
+    /// an error code. A failure for good is kept apart until a run succeeds ([`Node::failure`]).
     pub(crate) fn set_state(&self, state: WorkerState) {
         let code = StateCode::of(&state) as u8;
-        if StateCode::errs(code) {
+        if let WorkerState::Failed { error } = &state {
+            let mut rare = lock(&self.rare);
+            let r = rare.get_or_insert_default();
+            r.failure = Some(error.to_string());
+            r.errored = Some(state);
+            self.failed.store(true, Ordering::SeqCst);
+            self.state.store(code, Ordering::SeqCst);
+        } else if StateCode::errs(code) {
             let mut rare = lock(&self.rare);
             rare.get_or_insert_default().errored = Some(state);
             self.state.store(code, Ordering::SeqCst);
-        } else if StateCode::errs(self.state.load(Ordering::SeqCst)) {
+        } else if StateCode::errs(self.state.load(Ordering::SeqCst))
+            || (code == StateCode::Idle as u8 && self.failed.load(Ordering::SeqCst))
+        {
             let mut rare = lock(&self.rare);
             self.state.store(code, Ordering::SeqCst);
-            Rare::update(&mut rare, |r| r.errored = None);
+            let succeeded = code == StateCode::Idle as u8;
+            if succeeded {
+                self.failed.store(false, Ordering::SeqCst);
+            }
+            Rare::update(&mut rare, |r| {
+                r.errored = None;
+                if succeeded {
+                    r.failure = None;
+                }
+            });
         } else {
             self.state.store(code, Ordering::SeqCst);
         }
@@ -329,15 +351,19 @@ impl Node {
         errored.unwrap_or_else(|| StateCode::plain(code))
     }
 
-    /// The last error of a worker that stopped for good after exhausting its retries.
+    /// Whether the worker is in a check-apply, which ends in a stored time or an error.
+    pub(crate) fn is_applying(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == StateCode::Applying as u8
+    }
+
+    /// The last error of a worker that failed for good after exhausting its retries, while
+    /// no run has succeeded since: a check again in flight (after an event, a swap or a
+    /// backoff) leaves it failed until it succeeds, so a run ending meanwhile still counts it.
     pub(crate) fn failure(&self) -> Option<String> {
-        if self.state.load(Ordering::SeqCst) != StateCode::Failed as u8 {
+        if !self.failed.load(Ordering::SeqCst) {
             return None;
         }
-        match self.state() {
-            WorkerState::Failed { error } => Some(error.to_string()),
-            _ => None,
-        }
+        lock(&self.rare).as_ref().and_then(|r| r.failure.clone())
     }
 
     /// The latest values published by a run of check-apply.
@@ -368,13 +394,15 @@ struct Rare {
     sends: Option<BTreeMap<String, Payload>>,
     /// The state, while it is one with an error.
     errored: Option<WorkerState>,
+    /// The error of a failure for good, until a run succeeds.
+    failure: Option<String>,
 }
 
 impl Rare {
     /// Changes the (made if need be) box, and drops it once it holds nothing.
     fn update(rare: &mut Option<Box<Rare>>, change: impl FnOnce(&mut Rare)) {
         change(rare.get_or_insert_default());
-        if rare.as_ref().is_some_and(|r| r.sends.is_none() && r.errored.is_none()) {
+        if rare.as_ref().is_some_and(|r| r.sends.is_none() && r.errored.is_none() && r.failure.is_none()) {
             *rare = None;
         }
     }
@@ -519,7 +547,12 @@ mod tests {
         node.set_state(WorkerState::Failed { error: ResError::new("gone") });
         assert_eq!(node.failure().as_deref(), Some("gone"));
         node.set_state(WorkerState::Applying);
-        assert_eq!(node.failure(), None);
+        assert_eq!(node.failure().as_deref(), Some("gone"), "a check again leaves it failed");
+        node.set_state(WorkerState::Failed { error: ResError::new("still gone") });
+        node.set_state(WorkerState::Waiting);
+        assert_eq!(node.failure().as_deref(), Some("still gone"));
+        node.set_state(WorkerState::Idle);
+        assert_eq!(node.failure(), None, "a success ends the failure");
         assert!(node.sends().is_some_and(|s| s.contains_key("out")), "the sends outlive the error");
         node.set_sends(None);
         assert!(lock(&node.rare).is_none());

@@ -457,7 +457,14 @@ impl Worker {
         self.node.waiting.store(true, Ordering::SeqCst);
         let stale: Vec<&Arc<Node>> = links.parents.iter().map(|p| &p.node).filter(|n| !n.satisfies(mine)).collect();
         if !stale.is_empty() {
-            for parent in stale.into_iter().filter(|p| !p.waiting.load(Ordering::SeqCst)) {
+            // Asked are only parents that would not run otherwise. One running now wakes
+            // this waiting vertex when it succeeds (it stores its time before it looks at
+            // the flag set above). One that failed for good is not run again for asking:
+            // it is checked again when its cause may have passed (an event, a swap, a
+            // backoff). Either way a failing command runs once, not once per dependant.
+            let askable =
+                |p: &&Arc<Node>| !p.waiting.load(Ordering::SeqCst) && !p.is_applying() && p.failure().is_none();
+            for parent in stale.into_iter().filter(askable) {
                 parent.poke(&self.shared.converger);
             }
             return Ok(Outcome::BackPoked);

@@ -134,6 +134,51 @@ async fn failures_retry_per_metaparams_and_then_succeed() {
     assert_eq!(retries, 2);
 }
 
+/// Polls `ok` until it holds or `WAIT` passes.
+async fn eventually(mut ok: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while tokio::time::Instant::now() < deadline {
+        if ok().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// A run that ends while a failed resource is checked again (its event, or a dependant
+/// that looked before it failed) still counts the failure: only a success ends it.
+#[tokio::test]
+async fn a_failure_counts_while_it_is_checked_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = engine(&dir);
+    let log = Log::default();
+    let mut broken = Scripted::new("broken", &log);
+    broken.work = Duration::from_millis(300);
+    let probe = broken.probe();
+    probe.fail_times.store(2, Ordering::SeqCst);
+    let child = Scripted::new("child", &log);
+    engine.apply(graph(vec![broken, child], &[("broken", "child", false)])).await.unwrap();
+    assert!(eventually(async || !engine.failures().await.is_empty()).await, "{:?}", log.entries());
+    let tries = log.count("broken");
+    // An event checks it again; while that runs, it is still failed and still holds up its dependant.
+    probe.trigger.notify_one();
+    assert!(eventually(async || engine.status().await[&key("broken")] == WorkerState::Applying).await);
+    assert!(engine.failures().await.contains_key(&key("broken")));
+    assert_eq!(engine.held_up().await.get(&key("child")), Some(&key("broken")));
+    assert!(eventually(async || log.count("broken") == tries + 1).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(engine.failures().await.contains_key(&key("broken")), "failed again");
+    // The child waits without making its failed parent run again.
+    assert_eq!(log.count("broken"), tries + 1, "{:?}", log.entries());
+    assert_eq!(log.count("child"), 0);
+    // A success ends the failure and lets the child run.
+    probe.trigger.notify_one();
+    assert!(engine.wait_converged(WAIT).await);
+    assert!(engine.failures().await.is_empty());
+    assert_eq!(log.count("child"), 1);
+}
+
 #[tokio::test]
 async fn an_exhausted_resource_blocks_only_its_dependents() {
     let dir = tempfile::tempdir().unwrap();
