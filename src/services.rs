@@ -6,9 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use funcs::api::Watched;
 use lang::value::Value;
-use resources::util::watch::FileWatch;
 use resources::value::ValueStore;
 use world::World;
 
@@ -26,7 +24,7 @@ impl Services {
         resources.world = world.clone();
         let mut funcs = functions_only(root, state_dir, hostname);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
-        funcs.watcher = Arc::new(HubWatcher);
+        funcs.watcher = resources::world::hub();
         funcs.world = world;
         Services { funcs, resources }
     }
@@ -70,40 +68,6 @@ impl funcs::api::ValueSource for SharedValues {
 
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.changes()
-    }
-}
-
-/// The functions' file watches, on the resources' inotify hub: one inotify instance for
-/// the whole process.
-pub struct HubWatcher;
-
-impl funcs::api::PathWatcher for HubWatcher {
-    fn watch(&self, path: &Path, what: Watched) -> Option<Box<dyn funcs::api::PathChanges>> {
-        let path = std::path::absolute(path).ok()?;
-        let watch = match what {
-            Watched::Path => FileWatch::new(vec![path], false),
-            Watched::Entries => FileWatch::entries(vec![path]),
-        };
-        match watch {
-            Ok(w) => Some(Box::new(HubChanges(w))),
-            Err(e) => {
-                tracing::warn!(error = %e.message, "cannot watch files; functions will poll");
-                None
-            }
-        }
-    }
-}
-
-struct HubChanges(FileWatch);
-
-impl funcs::api::PathChanges for HubChanges {
-    fn changed(&mut self) -> std::pin::Pin<Box<dyn Future<Output = ()> + Send + '_>> {
-        Box::pin(async move {
-            if let Err(e) = self.0.changed().await {
-                tracing::warn!(error = %e.message, "a file watch failed");
-                std::future::pending::<()>().await;
-            }
-        })
     }
 }
 

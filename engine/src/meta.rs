@@ -1,7 +1,10 @@
-//! Metaparameters (engine.md 2.13): per-resource engine knobs, their defaults and
-//! validation.
+//! Metaparameters (engine.md 2.13): the per-resource knobs the engine runs by, their
+//! defaults and validation.
 
-/// Every metaparameter. Durations are in milliseconds, `poll` in seconds.
+/// The metaparameters the engine acts on, converted from the program's (`lang`'s
+/// `resgraph::Meta`, decoded once there): those only the interpreter and the bridge read
+/// (`realize`, `export`, `autoedge`, `autogroup`, `tags`) stay there. Durations are in
+/// milliseconds, `poll` in seconds.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Meta {
     /// Run check-apply with `apply = false`.
@@ -27,22 +30,13 @@ pub struct Meta {
     pub sema: Vec<String>,
     /// Restart a failed worker on the next graph swap.
     pub rewatch: bool,
-    /// Recorded only ("converge at least once before removal" is not implemented, as in
-    /// mgmt).
-    pub realize: bool,
     /// Allow names starting with `$`.
     pub dollar: bool,
     /// Keep in the graph but never watch or check-apply.
     pub hidden: bool,
-    /// Hosts to export to (recorded; exporting needs a world backend).
-    pub export: Vec<String>,
     /// Undo this resource when it leaves the graph ([`crate::Resource::reversal`]);
     /// pending reversals live in memory, so they do not survive a restart.
     pub reverse: bool,
-    /// Recorded for the autoedge pass that runs before the engine.
-    pub autoedge: bool,
-    /// Recorded (no autogrouping).
-    pub autogroup: bool,
 }
 
 impl Default for Meta {
@@ -59,13 +53,9 @@ impl Default for Meta {
             reset: false,
             sema: Vec::new(),
             rewatch: false,
-            realize: false,
             dollar: false,
             hidden: false,
-            export: Vec::new(),
             reverse: false,
-            autoedge: true,
-            autogroup: true,
         }
     }
 }
@@ -77,8 +67,6 @@ pub enum MetaError {
     PermanentlyLimited { limit: String },
     #[error("meta: semaphore id `{0}` is invalid (expected `name` or `name:N` with N > 0)")]
     BadSema(String),
-    #[error("meta: export entries must not be empty")]
-    EmptyExport,
     #[error("meta: limit must not be negative or NaN")]
     BadLimit,
 }
@@ -93,9 +81,6 @@ impl Meta {
         }
         for id in &self.sema {
             parse_sema(id)?;
-        }
-        if self.export.iter().any(String::is_empty) {
-            return Err(MetaError::EmptyExport);
         }
         Ok(())
     }

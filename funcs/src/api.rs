@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use lang::catalog::FuncDecl;
 use lang::types::Type;
 use lang::value::{Closure, Value};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -116,36 +116,9 @@ pub trait ValueSource: Send + Sync {
     fn changes(&self) -> watch::Receiver<u64>;
 }
 
-/// What a watch on a path follows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Watched {
-    /// The path itself: its creation, removal, content and metadata.
-    Path,
-    /// A directory and its direct entries.
-    Entries,
-}
-
-/// Watches paths for built-ins (see [`Host::watcher`]).
-pub trait PathWatcher: Send + Sync {
-    /// A subscription to changes of `path`, also while it or its directory does not exist
-    /// yet; `None` when the path cannot be watched, and the caller polls.
-    fn watch(&self, path: &Path, what: Watched) -> Option<Box<dyn PathChanges>>;
-}
-
-/// A live watch; dropping it releases the watch.
-pub trait PathChanges: Send {
-    /// Waits for the next change (a burst may count once; a spurious wake-up is possible).
-    fn changed(&mut self) -> BoxFuture<'_, ()>;
-}
-
-/// The watcher of a host without one: nothing is watched, and built-ins poll.
-pub struct Polling;
-
-impl PathWatcher for Polling {
-    fn watch(&self, _: &Path, _: Watched) -> Option<Box<dyn PathChanges>> {
-        None
-    }
-}
+/// How built-ins watch paths (see [`Host::watcher`]): the contract the local world store
+/// uses too, defined once in the lowest layer.
+pub use world::watch::{PathChanges, PathWatcher, Polling, Watched};
 
 /// Everything a pure call sees besides its argument values.
 pub struct CallCtx<'a> {

@@ -3,6 +3,7 @@
 pub mod api;
 pub mod command;
 pub mod core;
+pub mod gofmt;
 pub mod lease;
 pub mod printf;
 pub mod registry;

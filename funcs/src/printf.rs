@@ -5,53 +5,39 @@ use lang::catalog::CallSite;
 use lang::types::Type;
 use lang::value::{Value, format_float, quote_str};
 
-/// One piece of a parsed format string.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Piece {
-    Lit(String),
-    Verb(char),
-}
+use crate::gofmt::{self, Piece};
 
 const VERBS: &str = "tsqdfvT";
 
-/// Splits a format string into literal text and verbs. Unknown verbs, flags, widths and a
-/// trailing lone `%` are errors.
-pub fn parse_format(format: &str) -> Result<Vec<Piece>, String> {
-    let mut pieces = Vec::new();
-    let mut lit = String::new();
-    let mut chars = format.chars();
-    while let Some(c) = chars.next() {
-        if c != '%' {
-            lit.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('%') => lit.push('%'),
-            Some(v) if VERBS.contains(v) => {
-                if !lit.is_empty() {
-                    pieces.push(Piece::Lit(std::mem::take(&mut lit)));
-                }
-                pieces.push(Piece::Verb(v));
-            }
-            Some(v) => {
+/// The verbs of a format string, in order. Unknown verbs, flags, widths and a trailing
+/// lone `%` are errors: mcl's `printf` is Go's without them.
+pub fn parse_format(format: &str) -> Result<Vec<Piece<'_>>, String> {
+    let pieces = gofmt::pieces(format);
+    for p in &pieces {
+        match p {
+            Piece::Verb(d) if d.is_bare() && VERBS.contains(d.verb) => {}
+            Piece::Verb(d) => {
+                let shown = if d.is_bare() {
+                    format!("`%{}`", d.verb)
+                } else {
+                    format!("`%{}` with flags, width or precision", d.verb)
+                };
                 return Err(format!(
-                    "invalid format verb `%{v}`: only %t %s %q %d %f %v %T and %% are supported (no flags, widths or precision)"
+                    "invalid format verb {shown}: only %t %s %q %d %f %v %T and %% are supported (no flags, widths or precision)"
                 ));
             }
-            None => return Err("format string ends with a lone `%` (write `%%` for a percent sign)".into()),
+            Piece::NoVerb => return Err("format string ends with a lone `%` (write `%%` for a percent sign)".into()),
+            Piece::Lit(_) | Piece::Percent => {}
         }
-    }
-    if !lit.is_empty() {
-        pieces.push(Piece::Lit(lit));
     }
     Ok(pieces)
 }
 
 /// The verbs of a format string, in order.
-pub fn verbs(pieces: &[Piece]) -> impl Iterator<Item = char> + '_ {
+pub fn verbs<'a>(pieces: &'a [Piece<'_>]) -> impl Iterator<Item = char> + 'a {
     pieces.iter().filter_map(|p| match p {
-        Piece::Verb(v) => Some(*v),
-        Piece::Lit(_) => None,
+        Piece::Verb(d) => Some(d.verb),
+        Piece::Lit(_) | Piece::Percent | Piece::NoVerb => None,
     })
 }
 
@@ -120,7 +106,10 @@ pub fn sprintf(format: &str, args: &[Value], types: &[Type]) -> Result<String, S
     for p in &pieces {
         match p {
             Piece::Lit(s) => out.push_str(s),
-            Piece::Verb(v) => {
+            Piece::Percent => out.push('%'),
+            Piece::NoVerb => {}
+            Piece::Verb(d) => {
+                let v = &d.verb;
                 let a = &args[i];
                 let mismatch = |want: &str| format!("verb %{v} needs a{want} but argument #{} is {a}", i + 1);
                 match (v, a) {

@@ -6,6 +6,7 @@
 //! way Go's `fmt` prints them (`[a b]`, `map[k:v]`, `{1 2}`, `3.1536042e+07`).
 
 use crate::api::FuncError;
+use crate::gofmt::Piece;
 use lang::value::Value;
 use std::collections::BTreeMap;
 
@@ -624,8 +625,6 @@ impl Template {
 
 /// The longest `range` over an int.
 const RANGE_LIMIT: i64 = 10_000_000;
-/// The widest `printf` field width or precision.
-const WIDTH_LIMIT: usize = 10_000;
 
 enum Flow {
     Normal,
@@ -1083,48 +1082,28 @@ pub fn go_sprint(args: &[Value]) -> String {
 /// (`%!d(string=x)`, `%!v(MISSING)`).
 pub fn go_sprintf(format: &str, args: &[Value]) -> String {
     let mut out = String::new();
-    let mut it = format.chars().peekable();
     let mut argi = 0;
-    while let Some(c) = it.next() {
-        if c != '%' {
-            out.push(c);
-            continue;
-        }
-        let (mut minus, mut plus, mut zero, mut space) = (false, false, false, false);
-        while let Some(&f) = it.peek() {
-            match f {
-                '-' => minus = true,
-                '+' => plus = true,
-                '0' => zero = true,
-                ' ' => space = true,
-                '#' => {}
-                _ => break,
+    for piece in crate::gofmt::pieces(format) {
+        let d = match piece {
+            Piece::Lit(text) => {
+                out.push_str(text);
+                continue;
             }
-            it.next();
-        }
-        let mut width = String::new();
-        while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
-            width.push(d);
-            it.next();
-        }
-        let mut prec: Option<usize> = None;
-        if it.peek() == Some(&'.') {
-            it.next();
-            let mut p = String::new();
-            while let Some(&d) = it.peek().filter(|d| d.is_ascii_digit()) {
-                p.push(d);
-                it.next();
+            Piece::Percent => {
+                out.push('%');
+                continue;
             }
-            prec = Some(if p.is_empty() { 0 } else { p.parse::<usize>().unwrap_or(WIDTH_LIMIT).min(WIDTH_LIMIT) });
-        }
-        let Some(verb) = it.next() else {
-            out.push_str("%!(NOVERB)");
-            break;
+            Piece::NoVerb => {
+                out.push_str("%!(NOVERB)");
+                break;
+            }
+            Piece::Verb(d) if d.verb == '%' => {
+                out.push('%');
+                continue;
+            }
+            Piece::Verb(d) => d,
         };
-        if verb == '%' {
-            out.push('%');
-            continue;
-        }
+        let (verb, prec, plus, space) = (d.verb, d.precision, d.plus, d.space);
         let Some(a) = args.get(argi) else {
             out.push_str(&format!("%!{verb}(MISSING)"));
             continue;
@@ -1168,16 +1147,13 @@ pub fn go_sprintf(format: &str, args: &[Value]) -> String {
             ('g', Value::Float(f)) => go_float(*f),
             _ => bad(),
         };
-        // Digits only, so a parse failure means too large.
-        let w: usize =
-            if width.is_empty() { 0 } else { width.parse::<usize>().unwrap_or(WIDTH_LIMIT).min(WIDTH_LIMIT) };
-        let n = body.chars().count();
+        let (w, n) = (d.width, body.chars().count());
         if n >= w {
             out.push_str(&body);
-        } else if minus {
+        } else if d.minus {
             out.push_str(&body);
             out.push_str(&" ".repeat(w - n));
-        } else if zero && matches!(a, Value::Int(_) | Value::Float(_)) {
+        } else if d.zero && matches!(a, Value::Int(_) | Value::Float(_)) {
             let (sign, digits) = match body.strip_prefix(['-', '+']) {
                 Some(d) => (&body[..1], d),
                 None => ("", body.as_str()),

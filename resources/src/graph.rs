@@ -291,13 +291,9 @@ pub fn engine_meta(m: &LangMeta) -> engine::Meta {
         reset: m.reset,
         sema: m.sema.clone(),
         rewatch: m.rewatch,
-        realize: m.realize,
         dollar: m.dollar,
         hidden: m.hidden,
-        export: m.export.clone(),
         reverse: m.reverse,
-        autoedge: m.autoedge,
-        autogroup: m.autogroup,
     }
 }
 

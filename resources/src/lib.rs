@@ -46,7 +46,6 @@ pub mod json_edit;
 pub mod kind;
 pub mod kv;
 pub mod line;
-pub mod meta;
 pub mod mount;
 pub mod msg;
 pub mod net;
@@ -76,13 +75,11 @@ pub mod world;
 use lang::params::ParamMap;
 
 use engine::Resource;
-use lang::value::Value;
 
 pub use autoedge::{AutoRes, autoedges, file_path};
 pub use common::{payload, value_of};
 pub use host::Host;
 pub use kind::declare;
-pub use meta::meta_from;
 pub use params::BuildError;
 
 /// Every resource kind, in the order the catalog declares them. A new kind is one module
@@ -154,17 +151,4 @@ pub fn build_with(host: &Host, kind: &str, name: &str, params: &ParamMap) -> Res
             message: format!("no resource kind `{kind}` available"),
         }),
     }
-}
-
-/// Builds an engine vertex: the resource plus its decoded metaparams.
-pub fn build_vertex(
-    host: &Host,
-    kind: &str,
-    name: &str,
-    params: &ParamMap,
-    metas: &[(String, Value)],
-) -> Result<engine::Vertex, BuildError> {
-    let meta = meta_from(kind, name, metas)?;
-    let res = build_with(host, kind, name, params)?;
-    Ok(engine::Vertex { key: engine::ResKey::new(kind, name), meta, res })
 }

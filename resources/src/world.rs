@@ -1,31 +1,52 @@
 //! What the resources that write the world (`kv`, `schedule`, `json:edit`'s `etcd://`,
-//! `http:server:ui:input`'s `world://`) share, and the process's inotify hub as the local
-//! store's [`world::local::Watcher`].
+//! `http:server:ui:input`'s `world://`) share, and the process's inotify hub as the one
+//! [`world::watch::PathWatcher`] of the local store and the functions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use world::watch::{PathChanges, PathWatcher, Watched};
 
 use crate::util::watch::FileWatch;
 
-/// The process's inotify hub, telling the local store's followers of changes.
-pub fn hub() -> Arc<dyn world::local::Watcher> {
+/// The process's inotify hub as a path watcher: one inotify instance for the whole
+/// process, whoever follows a path.
+pub fn hub() -> Arc<dyn PathWatcher> {
     Arc::new(Hub)
 }
 
 struct Hub;
 
-impl world::local::Watcher for Hub {
-    fn entries(&self, dir: PathBuf) -> Option<Box<dyn world::local::Changes>> {
-        let watch = FileWatch::entries(vec![dir]).ok()?;
-        Some(Box::new(HubChanges(watch)))
+impl PathWatcher for Hub {
+    fn watch(&self, path: &Path, what: Watched) -> Option<Box<dyn PathChanges>> {
+        let path = std::path::absolute(path).ok()?;
+        let watch = match what {
+            Watched::Path => FileWatch::new(vec![path], false),
+            Watched::Entries => FileWatch::entries(vec![path]),
+        };
+        match watch {
+            Ok(w) => Some(Box::new(HubChanges(w))),
+            Err(e) => {
+                tracing::warn!(error = %e.message, "cannot watch files; polling them");
+                None
+            }
+        }
     }
 }
 
 struct HubChanges(FileWatch);
 
-impl world::local::Changes for HubChanges {
+impl PathChanges for HubChanges {
     fn changed(&mut self) -> futures::future::BoxFuture<'_, bool> {
-        Box::pin(async move { self.0.changed().await.is_ok() })
+        Box::pin(async move {
+            match self.0.changed().await {
+                Ok(_) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e.message, "a file watch failed");
+                    false
+                }
+            }
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::local::Watcher;
+use crate::watch::PathWatcher;
 use crate::{LocalWorld, World, WorldError};
 
 /// A session's lease unless `--world-ttl` says otherwise (seconds).
@@ -25,7 +25,7 @@ pub struct Config {
     /// deploy`): no lease, no claim of the host name, nothing owned.
     pub observer: bool,
     /// What tells the local store of changes (the process's inotify hub); it polls without.
-    pub watcher: Option<Arc<dyn Watcher>>,
+    pub watcher: Option<Arc<dyn PathWatcher>>,
 }
 
 impl Config {

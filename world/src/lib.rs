@@ -31,6 +31,7 @@ pub mod local;
 mod recorded;
 mod schedule;
 mod topic;
+pub mod watch;
 
 pub use api::{Health, World, Written};
 pub use bundle::{Bundle, Deploy, Parent};

@@ -7,7 +7,7 @@
 //! ignore expired records, and a namespace chooses among the live ones by its strategy
 //! (this host being the only writer here, that is this host or no one). Exports live in
 //! memory, for this agent's own `collect.res` (no other host can collect them). Followers watch the
-//! directory through the [`Watcher`] the binary gives (the process's inotify hub), with a
+//! directory through the [`PathWatcher`](crate::watch::PathWatcher) the binary gives (the process's inotify hub), with a
 //! slow re-read for what a watch cannot see, or a fast poll without one.
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,9 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::future::BoxFuture;
 use tokio::sync::watch;
 
+use crate::watch::{PathWatcher, Watched};
 use crate::{
     Candidacy, Export, Follow, Health, Topic, View, World, WorldError, Written, escape, export_entry, reaches, unescape,
 };
@@ -37,23 +37,10 @@ pub struct LocalWorld {
     followed: Arc<Mutex<Followed>>,
     /// What this host exports to itself (or to every host), as a [`Topic::Exports`] view.
     exports: watch::Sender<Arc<View>>,
-    watcher: Option<Arc<dyn Watcher>>,
+    watcher: Option<Arc<dyn PathWatcher>>,
 }
 
 type Followed = HashMap<Topic, watch::Sender<Arc<View>>>;
-
-/// What tells the store's followers of changes in a directory (the binary gives the
-/// process's inotify hub); without one they poll.
-pub trait Watcher: Send + Sync {
-    /// Watches directory `dir` and its direct entries; `None` when it cannot.
-    fn entries(&self, dir: PathBuf) -> Option<Box<dyn Changes>>;
-}
-
-/// One directory's watch.
-pub trait Changes: Send {
-    /// Resolves at the next change: `true`, or `false` once the watch is lost.
-    fn changed(&mut self) -> BoxFuture<'_, bool>;
-}
 
 impl LocalWorld {
     pub fn new(root: impl Into<PathBuf>, hostname: impl Into<String>) -> LocalWorld {
@@ -67,7 +54,7 @@ impl LocalWorld {
     }
 
     /// The same store, its followers told of changes by `watcher`.
-    pub fn watched_by(self, watcher: Arc<dyn Watcher>) -> LocalWorld {
+    pub fn watched_by(self, watcher: Arc<dyn PathWatcher>) -> LocalWorld {
         LocalWorld { watcher: Some(watcher), ..self }
     }
 
@@ -242,7 +229,7 @@ impl World for LocalWorld {
             return watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0))).1;
         };
         // Watched before the first read, so no change falls between the two.
-        let mut watch = self.watcher.as_ref().and_then(|w| w.entries(dir));
+        let mut watch = self.watcher.as_ref().and_then(|w| w.watch(&dir, Watched::Entries));
         let (tx, rx) = watch::channel(Arc::new(View::fresh(read(&self.root, topic), 0)));
         followed.insert(topic.clone(), tx.clone());
         let (root, topic, all) = (self.root.clone(), topic.clone(), self.followed.clone());

@@ -6,7 +6,7 @@
 //! too, and again wherever it leads after a change.
 
 use super::streams::Emitter;
-use crate::api::{FuncError, FuncResult, Watched};
+use crate::api::{FuncError, FuncResult, PathChanges, Watched};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,7 +49,7 @@ where
     let mut watch = em.host().watcher.watch(&path, what);
     // Where a symlink at `path` leads, watched too: an edit of the target changes nothing
     // at the link's own place.
-    let mut target: Option<(PathBuf, Box<dyn crate::api::PathChanges>)> = None;
+    let mut target: Option<(PathBuf, Box<dyn PathChanges>)> = None;
     let mut last: Option<FuncResult> = None;
     let read = Arc::new(read);
     loop {
@@ -67,10 +67,14 @@ where
             Reading::Settled(r) => r,
             Reading::Unsettled(r) => {
                 // The writer's close is a change: read again then.
-                if let Some(w) = watch.as_mut()
-                    && tokio::time::timeout(SETTLE, w.changed()).await.is_ok()
-                {
-                    continue;
+                let settled = match watch.as_mut() {
+                    Some(w) => tokio::time::timeout(SETTLE, w.changed()).await.ok(),
+                    None => None,
+                };
+                match settled {
+                    Some(true) => continue,
+                    Some(false) => lost(&mut watch, &mut target, &path),
+                    None => {}
                 }
                 r
             }
@@ -89,13 +93,26 @@ where
                         None => std::future::pending().await,
                     }
                 };
-                tokio::select! {
-                    _ = w.changed() => {}
-                    _ = target_changed => {}
-                    _ = tokio::time::sleep(SAFETY) => {}
+                let (watching, target_watching) = tokio::select! {
+                    ok = w.changed() => (ok, true),
+                    ok = target_changed => (true, ok),
+                    _ = tokio::time::sleep(SAFETY) => (true, true),
+                };
+                if !watching {
+                    lost(&mut watch, &mut target, &path);
+                } else if !target_watching {
+                    // Made again on the next turn.
+                    target = None;
                 }
             }
             None => tokio::time::sleep(POLL).await,
         }
     }
+}
+
+/// A watch that was lost: say so once, and poll from now on.
+fn lost(watch: &mut Option<Box<dyn PathChanges>>, target: &mut Option<(PathBuf, Box<dyn PathChanges>)>, path: &Path) {
+    tracing::warn!(path = %path.display(), "the watch of a followed path was lost; polling it");
+    *watch = None;
+    *target = None;
 }

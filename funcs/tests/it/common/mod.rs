@@ -101,34 +101,7 @@ pub fn st(fields: Vec<(&str, Value)>) -> Value {
 }
 
 /// A host whose file-following built-ins watch through the resources' inotify hub, as in
-/// `tend run` (whose adapter is `tend::services::HubWatcher`; this crate cannot depend on
-/// the binary's library).
+/// `tend run`.
 pub fn watching_host() -> Host {
-    Host { watcher: std::sync::Arc::new(HubWatcher), ..Host::default() }
-}
-
-struct HubWatcher;
-
-impl funcs::api::PathWatcher for HubWatcher {
-    fn watch(&self, path: &std::path::Path, what: funcs::api::Watched) -> Option<Box<dyn funcs::api::PathChanges>> {
-        use resources::util::watch::FileWatch;
-        let path = std::path::absolute(path).ok()?;
-        let watch = match what {
-            funcs::api::Watched::Path => FileWatch::new(vec![path], false),
-            funcs::api::Watched::Entries => FileWatch::entries(vec![path]),
-        };
-        Some(Box::new(HubChanges(watch.ok()?)))
-    }
-}
-
-struct HubChanges(resources::util::watch::FileWatch);
-
-impl funcs::api::PathChanges for HubChanges {
-    fn changed(&mut self) -> futures::future::BoxFuture<'_, ()> {
-        Box::pin(async move {
-            if self.0.changed().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        })
-    }
+    Host { watcher: resources::world::hub(), ..Host::default() }
 }
