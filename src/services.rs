@@ -1,5 +1,5 @@
 //! The services a run shares between its functions and its resources, built once here and
-//! handed to both through their contexts (`funcs::api::Host`, `resources::Host`): the state
+//! handed to both through their contexts (`funcs::api::Host`, `resources::Machine`): the state
 //! directory, the value store that `value` resources write and `value.get*` read, the
 //! server registries, the file watcher. What stays process-wide is listed in ARCHITECTURE.md.
 
@@ -13,14 +13,14 @@ use world::World;
 /// The two halves of one run's context.
 pub struct Services {
     pub funcs: funcs::api::Host,
-    pub resources: resources::Host,
+    pub resources: resources::Machine,
 }
 
 impl Services {
     /// The real host for the program rooted at `root`, keeping state under `state_dir`,
     /// sharing `world` with the other hosts (or keeping it to itself: the local store).
     pub fn system(root: &Path, state_dir: &Path, hostname: Option<String>, world: Arc<dyn World>) -> Services {
-        let mut resources = resources::Host::system();
+        let mut resources = resources::Machine::system();
         resources.world = world.clone();
         let mut funcs = functions_only(root, state_dir, hostname);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));

@@ -12,19 +12,19 @@ use std::fmt;
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ResGraph {
-    pub vertices: Vec<Vertex>,
+    pub vertices: Vec<ResVertex>,
     pub edges: Vec<Edge>,
 }
 
 /// One resource.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Vertex {
+pub struct ResVertex {
     pub kind: String,
     pub name: String,
     /// The parameters that were set (omitted ones keep the kind's default).
     pub params: ParamMap,
     /// Where each parameter was set (`field => value,`), in the order of `params`' keys
-    /// (see [`Vertex::param_span`]), for errors found later, e.g. when a value does not fit
+    /// (see [`ResVertex::param_span`]), for errors found later, e.g. when a value does not fit
     /// the kind's field. A slice, not a second map keyed by copies of the names: at 100,000
     /// resources the map weighed tens of megabytes at the run's peak.
     pub param_spans: Box<[Span]>,
@@ -37,7 +37,7 @@ pub struct Vertex {
     pub span: Span,
 }
 
-impl Vertex {
+impl ResVertex {
     /// Where param `name` was set, when known.
     pub fn param_span(&self, name: &str) -> Option<Span> {
         let at = self.params.keys().position(|k| k == name)?;
@@ -55,7 +55,7 @@ impl Vertex {
         &self.meta.export
     }
     /// Equal parameters and meta params: duplicates that may be merged.
-    pub fn same_as(&self, other: &Vertex) -> bool {
+    pub fn same_as(&self, other: &ResVertex) -> bool {
         self.kind == other.kind && self.name == other.name && self.params == other.params && self.meta == other.meta
     }
 }

@@ -11,7 +11,7 @@ use lang::value::Value;
 
 use crate::autoedge::{Edges, Index, list_param, str_param};
 use crate::common::Raw;
-use crate::host::{Accounts, Host, UserSpec};
+use crate::machine::{Accounts, Machine, UserSpec};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -39,7 +39,7 @@ pub struct User {
 }
 
 impl User {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<User, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<User, BuildError> {
         let (raw, params) = Raw::decoded("user", name, values, UserParams::decode)?;
         Ok(User { raw, params, accounts: host.accounts.clone() })
     }
@@ -159,7 +159,7 @@ pub struct Group {
 }
 
 impl Group {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Group, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Group, BuildError> {
         let (raw, params) = Raw::decoded("group", name, values, GroupParams::decode)?;
         Ok(Group { raw, params, accounts: host.accounts.clone() })
     }

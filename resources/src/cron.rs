@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 
 use crate::autoedge::{Index, str_param};
 use crate::common::Raw;
-use crate::host::{Host, ServiceManager};
+use crate::machine::{Machine, ServiceManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::{Presence, Startup};
@@ -79,7 +79,7 @@ pub struct Cron {
 }
 
 impl Cron {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Cron, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Cron, BuildError> {
         let (raw, params) = Raw::decoded("cron", name, values, CronParams::decode)?;
         let dir = if params.session {
             let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());

@@ -22,7 +22,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -193,7 +193,7 @@ pub struct DockerImage {
 }
 
 impl DockerImage {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<DockerImage, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<DockerImage, BuildError> {
         let (raw, params) = Raw::decoded("docker:image", name, values, DockerImageParams::decode)?;
         Ok(DockerImage { raw, params, docker: host.docker.clone() })
     }

@@ -20,7 +20,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -230,7 +230,7 @@ enum Fix {
 }
 
 impl Firewalld {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Firewalld, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Firewalld, BuildError> {
         let (raw, params) = Raw::decoded("firewalld", name, values, FirewalldParams::decode)?;
         Ok(Firewalld { raw, params, firewall: host.firewall.clone() })
     }
@@ -391,7 +391,7 @@ mod tests {
 
     #[test]
     fn fixes_follow_the_listing() {
-        let host = Host::sandbox("/nonexistent");
+        let host = Machine::sandbox("/nonexistent");
         let values = ParamMap::from([
             ("services".to_string(), Value::list(vec![Value::str("dhcp"), Value::str("tftp")])),
             ("ports".to_string(), Value::list(vec![Value::str("4280/tcp")])),

@@ -5,13 +5,13 @@
 
 use engine::{Graph, ResKey};
 use lang::diag::{Diagnostic, Diagnostics, Stage};
-use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, Vertex};
+use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, ResVertex};
 use lang::value::Value;
 
 use std::collections::BTreeMap;
 
 use crate::autoedge::{AutoRes, autoedges};
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::virt_network::{self, GroupRes, MemberSpec, NetworkMember, VirtNetwork};
 
@@ -25,7 +25,7 @@ fn network_groups(graph: &ResGraph) -> BTreeMap<usize, usize> {
 /// Builds vertex `i`; a `virt:network` gets the hosts and ranges grouped into it and each
 /// of those learns its network.
 fn build_in_graph(
-    host: &Host,
+    host: &Machine,
     graph: &ResGraph,
     i: usize,
     groups: &BTreeMap<usize, usize>,
@@ -59,7 +59,7 @@ fn build_in_graph(
 /// Builds every vertex and validates the non-hidden ones (hidden resources skip their own
 /// validation, as in mgmt). One diagnostic per failing vertex, at the field when known.
 pub fn check(graph: &ResGraph) -> Diagnostics {
-    let host = Host::system();
+    let host = Machine::system();
     let groups = network_groups(graph);
     let mut diags = same_paths(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
@@ -114,7 +114,7 @@ fn same_paths(graph: &ResGraph) -> Diagnostics {
     diags
 }
 
-fn validate_diagnostic(v: &Vertex, e: &engine::ResError) -> Diagnostic {
+fn validate_diagnostic(v: &ResVertex, e: &engine::ResError) -> Diagnostic {
     let msg = format!("{} did not Validate: {}", v.key(), strip_key(&e.message, v));
     Diagnostic::new(Stage::Interpret, msg, v.span)
 }
@@ -152,14 +152,14 @@ pub fn add_autoedges(graph: &mut ResGraph) {
 /// Takes the graph: each vertex's params are let go once it is built (unless a network
 /// group still reads them), so the interpreted graph and the built one are not both whole
 /// at a large graph's peak.
-pub fn to_engine(host: &Host, mut graph: ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
+pub fn to_engine(host: &Machine, mut graph: ResGraph, noop: bool) -> Result<Graph, Diagnostics> {
     let mut out = Graph::new();
     let send_recv: usize = graph.edges.iter().map(|e| e.send_recv.len()).sum();
     out.reserve(graph.vertices.len(), graph.edges.len() + send_recv);
     let mut diags = same_paths(&graph);
     // Sorted component-wise, so the paths below a directory form one contiguous run. Only a
     // purging directory reads them.
-    let purging = |v: &Vertex| v.kind == "file" && matches!(v.params.get("purge"), Some(Value::Bool(true)));
+    let purging = |v: &ResVertex| v.kind == "file" && matches!(v.params.get("purge"), Some(Value::Bool(true)));
     let file_paths: std::collections::BTreeSet<std::path::PathBuf> = if graph.vertices.iter().any(purging) {
         graph
             .vertices
@@ -225,12 +225,12 @@ const SPLIT_BUILD: usize = 4096;
 #[allow(clippy::type_complexity)]
 fn build_files(
     temps: &std::sync::Arc<crate::util::fs::TempSweeps>,
-    vertices: &mut [Vertex],
+    vertices: &mut [ResVertex],
     keys: &[ResKey],
     file_paths: &std::collections::BTreeSet<std::path::PathBuf>,
     grouped: &std::collections::BTreeSet<usize>,
 ) -> Vec<Option<Result<Box<dyn engine::Resource>, Diagnostic>>> {
-    let build = |first: usize, vertices: &mut [Vertex]| {
+    let build = |first: usize, vertices: &mut [ResVertex]| {
         let mut out = Vec::with_capacity(vertices.len());
         for (i, v) in (first..).zip(vertices.iter_mut()) {
             if v.kind != "file" {
@@ -270,7 +270,7 @@ fn build_files(
 }
 
 /// `res` once it validated (a hidden resource is not asked).
-fn validated(v: &Vertex, res: Box<dyn engine::Resource>) -> Result<Box<dyn engine::Resource>, Diagnostic> {
+fn validated(v: &ResVertex, res: Box<dyn engine::Resource>) -> Result<Box<dyn engine::Resource>, Diagnostic> {
     if v.meta.hidden {
         return Ok(res);
     }
@@ -321,7 +321,7 @@ fn keys(graph: &ResGraph) -> Vec<ResKey> {
         .collect()
 }
 
-fn build_diagnostic(v: &Vertex, e: &BuildError) -> Diagnostic {
+fn build_diagnostic(v: &ResVertex, e: &BuildError) -> Diagnostic {
     let span = e.field.as_ref().and_then(|f| v.param_span(f)).unwrap_or(v.span);
     let message = match &e.field {
         Some(field) => format!("error building resource {}: field `{field}`: {}", v.key(), e.message),
@@ -331,7 +331,7 @@ fn build_diagnostic(v: &Vertex, e: &BuildError) -> Diagnostic {
 }
 
 /// Validation messages start with `kind[name]: `; the diagnostic already names it.
-fn strip_key<'a>(message: &'a str, v: &Vertex) -> &'a str {
+fn strip_key<'a>(message: &'a str, v: &ResVertex) -> &'a str {
     message.strip_prefix(&format!("{}: ", v.key())).unwrap_or(message)
 }
 
@@ -343,8 +343,8 @@ mod tests {
 
     use super::*;
 
-    fn vertex(kind: &str, name: &str, params: &[(&str, Value)]) -> Vertex {
-        Vertex {
+    fn vertex(kind: &str, name: &str, params: &[(&str, Value)]) -> ResVertex {
+        ResVertex {
             kind: kind.into(),
             name: name.into(),
             params: params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
@@ -379,7 +379,7 @@ mod tests {
     fn a_large_graph_builds_its_files_on_two_threads_in_order_with_every_error() {
         let n = SPLIT_BUILD + 1000;
         let file = |i: usize| vertex("file", &format!("/tmp/many/f{i}"), &[("content", Value::str("x"))]);
-        let mut vertices: Vec<Vertex> = (0..n).map(file).collect();
+        let mut vertices: Vec<ResVertex> = (0..n).map(file).collect();
         // Another kind between files, and errors in both halves: a build error, a
         // validation error, and a hidden file whose invalid params are not asked about.
         vertices[10] = vertex("test", "between", &[]);
@@ -391,14 +391,14 @@ mod tests {
         let failing = ResGraph { vertices: vertices.clone(), edges: Vec::new() };
         let expected: Vec<String> = check(&failing).into_vec().into_iter().map(|d| d.message).collect();
         assert_eq!(expected.len(), 2, "{expected:?}");
-        let diags = to_engine(&Host::system(), failing, false).err().expect("two resources are wrong").into_vec();
+        let diags = to_engine(&Machine::system(), failing, false).err().expect("two resources are wrong").into_vec();
         assert_eq!(diags.into_iter().map(|d| d.message).collect::<Vec<_>>(), expected, "as `check` says, in order");
 
         vertices[20] = file(20);
         vertices[n - 5] = file(n - 5);
         let graph = ResGraph { vertices, edges: Vec::new() };
         let expected = keys(&graph);
-        let built = to_engine(&Host::system(), graph, false).expect("builds");
+        let built = to_engine(&Machine::system(), graph, false).expect("builds");
         let got: Vec<&ResKey> = built.vertices.iter().map(|v| &v.key).collect();
         assert_eq!(got.len(), n);
         assert!(got.iter().zip(&expected).all(|(a, b)| *a == b), "every vertex, in the interpreter's order");
@@ -458,7 +458,7 @@ mod tests {
             stop_timeout: std::time::Duration::from_secs(5),
             ..Default::default()
         });
-        let g = to_engine(&Host::sandbox(dir.path()), graph, false).expect("builds");
+        let g = to_engine(&Machine::sandbox(dir.path()), graph, false).expect("builds");
         engine.apply(g).await.expect("valid");
         assert!(engine.wait_converged(std::time::Duration::from_secs(10)).await);
         assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);

@@ -18,7 +18,7 @@ use futures::stream::BoxStream;
 use lang::value::Value;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::command::{self, CmdSpec};
@@ -269,7 +269,7 @@ pub struct Gsettings {
 }
 
 impl Gsettings {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Gsettings, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Gsettings, BuildError> {
         let (raw, params) = Raw::decoded("gsettings", name, values, GsettingsParams::decode)?;
         Ok(Gsettings { raw, params, settings: host.settings.clone() })
     }
@@ -436,7 +436,7 @@ mod tests {
 
     #[test]
     fn schema_and_key_come_from_the_name_or_the_params() {
-        let host = Host::sandbox("/nonexistent");
+        let host = Machine::sandbox("/nonexistent");
         let build = |name: &str, pairs: &[(&str, Value)]| {
             let values = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
             Gsettings::build(&host, name, &values).unwrap()

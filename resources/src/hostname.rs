@@ -11,7 +11,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
 use crate::common::Raw;
-use crate::host::{Host, HostnameSetter};
+use crate::machine::{HostnameSetter, Machine};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
@@ -46,7 +46,7 @@ pub struct Hostname {
 }
 
 impl Hostname {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Hostname, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Hostname, BuildError> {
         let raw = Raw::new("hostname", name, values);
         let spec = raw.decode(HostnameSpec::decode)?;
         let pick = |name: Option<String>| name.or_else(|| spec.hostname.clone());

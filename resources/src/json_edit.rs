@@ -23,7 +23,7 @@ use world::{Follow, Topic, World};
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::{atomic_write, unified_diff};
@@ -93,7 +93,7 @@ pub struct JsonEdit {
 }
 
 impl JsonEdit {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<JsonEdit, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<JsonEdit, BuildError> {
         let (raw, params) = Raw::decoded("json:edit", name, values, JsonEditParams::decode)?;
         Ok(JsonEdit { raw, params, world: host.world.clone(), path: None, view: None })
     }

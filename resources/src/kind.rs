@@ -13,11 +13,11 @@ use engine::Resource;
 use lang::catalog::{Catalog, ParamDecl, ResourceDecl};
 use lang::types::{Type, parse_type};
 
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 
 /// Builds a resource of a kind from its params, against a host's backends and services.
-pub type BuildFn = fn(&Host, &str, &ParamMap) -> Result<Box<dyn Resource>, BuildError>;
+pub type BuildFn = fn(&Machine, &str, &ParamMap) -> Result<Box<dyn Resource>, BuildError>;
 
 /// One resource kind.
 pub struct Kind {
@@ -92,8 +92,8 @@ pub fn validate_constant(kind: &str, name: &str, params: &lang::params::ParamMap
     if kind.starts_with("virt:network") || find(kind).is_none() {
         return None;
     }
-    static HOST: std::sync::OnceLock<crate::Host> = std::sync::OnceLock::new();
-    let host = HOST.get_or_init(crate::Host::system);
+    static HOST: std::sync::OnceLock<crate::Machine> = std::sync::OnceLock::new();
+    let host = HOST.get_or_init(crate::Machine::system);
     let built = crate::build_with(host, kind, name, params);
     let building = built.is_err();
     let (field, message) = match built {

@@ -15,7 +15,7 @@ use futures::future::BoxFuture;
 use world::{Follow, Topic, World};
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
@@ -41,7 +41,7 @@ pub struct Kv {
 }
 
 impl Kv {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Kv, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Kv, BuildError> {
         let (raw, params) = Raw::decoded("kv", name, values, KvParams::decode)?;
         Ok(Kv { raw, params, world: host.world.clone(), view: None })
     }

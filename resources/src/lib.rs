@@ -9,7 +9,7 @@
 //! engine skips for hidden resources. Kinds that touch the host beyond plain files (svc,
 //! pkg, user, group, mount, cron, hostname, sysctl, ssh:authorized_key, schedule, net, gsettings,
 //! firewalld, virt*, nspawn, docker:image) go through
-//! [`host::Host`], which tests replace with a temporary root and in-memory fakes.
+//! [`host::Machine`], which tests replace with a temporary root and in-memory fakes.
 //!
 //! Kinds: `file`, `exec`, `print`, `test`, `noop`, `value`, `msg`, `timer`, `kv` (local
 //! store), `line`, `sysctl`, `hostname` (files + sethostname, not hostnamed), `user` and
@@ -39,13 +39,13 @@ pub mod file;
 pub mod firewalld;
 pub mod graph;
 pub mod gsettings;
-pub mod host;
 pub mod hostname;
 pub mod http;
 pub mod json_edit;
 pub mod kind;
 pub mod kv;
 pub mod line;
+pub mod machine;
 pub mod mount;
 pub mod msg;
 pub mod net;
@@ -78,8 +78,8 @@ use engine::Resource;
 
 pub use autoedge::{AutoRes, autoedges, file_path};
 pub use common::{payload, value_of};
-pub use host::Host;
 pub use kind::declare;
+pub use machine::Machine;
 pub use params::BuildError;
 
 /// Every resource kind, in the order the catalog declares them. A new kind is one module
@@ -133,14 +133,14 @@ pub const KINDS: &[&kind::Kind] = &[
 ];
 
 /// Builds a resource of `kind` against a fresh real host (its own value store and server
-/// registries: resources that must meet are built with one shared [`Host`] through
+/// registries: resources that must meet are built with one shared [`Machine`] through
 /// [`build_with`]).
 pub fn build(kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
-    build_with(&Host::system(), kind, name, params)
+    build_with(&Machine::system(), kind, name, params)
 }
 
 /// Builds a resource of `kind`; host-touching kinds use `host`'s backends and root.
-pub fn build_with(host: &Host, kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
+pub fn build_with(host: &Machine, kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
     params::Params::new(kind, name, params)?;
     match kind::find(kind) {
         Some(k) => (k.build)(host, name, params),

@@ -13,7 +13,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
 use crate::common::Raw;
-use crate::host::{Host, Mounter};
+use crate::machine::{Machine, Mounter};
 use crate::params::{BuildError, Params};
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -46,7 +46,7 @@ pub struct Mount {
 }
 
 impl Mount {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Mount, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Mount, BuildError> {
         let (raw, params) = Raw::decoded("mount", name, values, MountParams::decode)?;
         Ok(Mount {
             raw,

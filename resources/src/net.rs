@@ -28,7 +28,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use crate::common::{Raw, res_error};
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint;
 use crate::util::command::{self, CmdOutput, CmdSpec};
@@ -385,7 +385,7 @@ pub struct Net {
 }
 
 impl Net {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Net, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Net, BuildError> {
         let (raw, params) = Raw::decoded("net", name, values, NetParams::decode)?;
         Ok(Net {
             raw,
@@ -698,7 +698,7 @@ mod tests {
 
     #[test]
     fn unit_file_lists_the_params() {
-        let host = Host::sandbox("/nonexistent");
+        let host = Machine::sandbox("/nonexistent");
         let values = ParamMap::from([
             ("state".to_string(), Value::str("up")),
             ("addrs".to_string(), Value::list(vec![Value::str("192.168.42.1/24")])),
@@ -715,7 +715,7 @@ mod tests {
 
     #[test]
     fn validation_names_the_field() {
-        let host = Host::sandbox("/nonexistent");
+        let host = Machine::sandbox("/nonexistent");
         let build = |k: &str, v: Value| Net::build(&host, "eth0", &ParamMap::from([(k.to_string(), v)])).unwrap();
         let err =
             Net::build(&host, "eth0", &ParamMap::from([("state".to_string(), Value::str("sideways"))])).err().unwrap();

@@ -26,7 +26,7 @@ use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::events::{run_tool, run_tool_ok};
@@ -198,7 +198,7 @@ pub struct Nspawn {
 }
 
 impl Nspawn {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Nspawn, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Nspawn, BuildError> {
         let (raw, params) = Raw::decoded("nspawn", name, values, NspawnParams::decode)?;
         Ok(Nspawn { raw, params, machines: host.machines.clone() })
     }

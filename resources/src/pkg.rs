@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource};
 
 use crate::common::Raw;
-use crate::host::{Host, PackageManager};
+use crate::machine::{Machine, PackageManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 
@@ -32,7 +32,7 @@ pub struct Pkg {
 }
 
 impl Pkg {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Pkg, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Pkg, BuildError> {
         let (raw, params) = Raw::decoded("pkg", name, values, PkgParams::decode)?;
         Ok(Pkg { raw, params, packages: host.packages.clone() })
     }

@@ -20,7 +20,7 @@ use futures::future::BoxFuture;
 use world::{Candidacy, Follow, Topic, World};
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 pub use world::local::DEFAULT_LEASE;
@@ -75,7 +75,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Schedule, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Schedule, BuildError> {
         let (raw, params) = Raw::decoded("schedule", name, values, ScheduleParams::decode)?;
         let owner = format!("{:016x}", rand::random::<u64>());
         Ok(Schedule { raw, params, world: host.world.clone(), view: None, owner })

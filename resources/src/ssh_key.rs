@@ -24,7 +24,7 @@ use futures::future::BoxFuture;
 
 use crate::autoedge::{Edges, Index, str_param};
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Presence;
@@ -50,13 +50,13 @@ crate::params! {
 pub struct SshAuthorizedKey {
     raw: Raw,
     params: SshKeyParams,
-    host: Host,
+    host: Machine,
 }
 
 /// What locating the file needs, owned so the watch future can do it too.
 #[derive(Clone)]
 struct Locator {
-    host: Host,
+    host: Machine,
     /// `file`, or the default for `user`.
     spec: String,
 }
@@ -81,7 +81,7 @@ impl Locator {
 }
 
 impl SshAuthorizedKey {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<SshAuthorizedKey, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<SshAuthorizedKey, BuildError> {
         let (raw, params) = Raw::decoded("ssh:authorized_key", name, values, SshKeyParams::decode)?;
         Ok(SshAuthorizedKey { raw, params, host: host.clone() })
     }

@@ -18,7 +18,7 @@ use futures::future::BoxFuture;
 
 use crate::autoedge::{Edges, Index};
 use crate::common::Raw;
-use crate::host::{Host, ServiceManager, UnitChanges};
+use crate::machine::{Machine, ServiceManager, UnitChanges};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::typed::Startup;
@@ -73,7 +73,7 @@ pub struct Svc {
 }
 
 impl Svc {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Svc, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Svc, BuildError> {
         let (raw, params) = Raw::decoded("svc", name, values, SvcParams::decode)?;
         let unit = format!("{name}.service");
         let unit_files = ["/etc/systemd/system/", "/usr/lib/systemd/system/"]

@@ -10,7 +10,7 @@ use engine::{ApplyCtx, IoAt, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
@@ -37,7 +37,7 @@ pub struct Sysctl {
 }
 
 impl Sysctl {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Sysctl, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Sysctl, BuildError> {
         let (raw, params) = Raw::decoded("sysctl", name, values, SysctlParams::decode)?;
         let proc_path = host.path(&format!("/proc/sys/{}", name.replace('.', "/")));
         let conf_path = host.path(&params.path);

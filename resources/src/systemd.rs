@@ -1,6 +1,6 @@
 //! systemd over D-Bus: [`SystemdBus`], the [`ServiceManager`] that talks to
 //! `org.freedesktop.systemd1` with zbus (the system bus, or the session bus for user units),
-//! and [`Systemd`], the one [`Host::system`](crate::host::Host::system) holds, which uses
+//! and [`Systemd`], the one [`Machine::system`](crate::machine::Machine::system) holds, which uses
 //! `SystemdBus` when systemd answers on the bus and the `systemctl` backend when it does not.
 //!
 //! Jobs (start, stop, reload-or-try-restart) are queued with mode `replace` and waited for
@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 use zbus::proxy::CacheProperties;
 use zbus::{Connection, OwnedObjectPath};
 
-use crate::host::{ServiceManager, Systemctl, UnitChanges};
+use crate::machine::{ServiceManager, Systemctl, UnitChanges};
 use crate::util::command::{self, CmdSpec};
 use crate::util::lock;
 

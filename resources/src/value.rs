@@ -2,7 +2,7 @@
 //! resource name (so the program can read it back, e.g. through `value.get`), and sends it
 //! as `any`. A received value overrides the param for the life of the instance.
 //!
-//! The store is in memory ([`ValueStore`], one per [`crate::Host`], shared by the binary
+//! The store is in memory ([`ValueStore`], one per [`crate::Machine`], shared by the binary
 //! with the `value.get*` functions) and mirrored as text under `<state_dir>/value/<name>`
 //! for people looking at the host.
 

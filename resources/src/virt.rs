@@ -38,7 +38,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::Raw;
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::params::{BuildError, Fields, Params};
 use crate::typed::Fingerprint as _;
 #[cfg(any(test, feature = "fakes"))]
@@ -934,7 +934,7 @@ pub struct Virt {
 }
 
 impl Virt {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<Virt, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Virt, BuildError> {
         let (raw, params) = Raw::decoded("virt", name, values, VirtParams::decode)?;
         Ok(Virt { raw, params, libvirt: host.libvirt.clone() })
     }

@@ -28,7 +28,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 
 use crate::common::Raw;
-use crate::host::{Host, PackageManager};
+use crate::machine::{Machine, PackageManager};
 use crate::params::BuildError;
 use crate::typed::Fingerprint as _;
 use crate::util::command::CmdOutput;
@@ -288,7 +288,7 @@ pub struct VirtBuilderRes {
 }
 
 impl VirtBuilderRes {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtBuilderRes, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<VirtBuilderRes, BuildError> {
         let (raw, params) = Raw::decoded("virt:builder", name, values, BuilderParams::decode)?;
         Ok(VirtBuilderRes {
             raw,

@@ -39,7 +39,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::common::{Raw, res_error};
-use crate::host::Host;
+use crate::machine::Machine;
 use crate::net::AdminState;
 use crate::params::BuildError;
 use crate::typed::{Fingerprint, Startup};
@@ -896,7 +896,7 @@ pub struct VirtNetwork {
 }
 
 impl VirtNetwork {
-    pub fn build(host: &Host, name: &str, values: &ParamMap) -> Result<VirtNetwork, BuildError> {
+    pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<VirtNetwork, BuildError> {
         let (raw, params) = Raw::decoded("virt:network", name, values, NetworkParams::decode)?;
         Ok(VirtNetwork { raw, params, members: Vec::new(), networks: host.networks.clone() })
     }

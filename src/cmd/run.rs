@@ -282,7 +282,7 @@ struct Runner {
     program: ProgramPath,
     noop: bool,
     /// What resources are built against (backends, value store, server registries).
-    host: resources::Host,
+    host: resources::Machine,
     /// What the functions see: the program's root, the state directory, the same value store.
     funcs_host: funcs::api::Host,
     /// Whether a graph was ever accepted by the engine.

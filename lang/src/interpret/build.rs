@@ -7,12 +7,12 @@ use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::halves;
 use crate::output::{Output, ResDecl};
 use crate::params::ParamMap;
-use crate::resgraph::{Meta, Vertex};
+use crate::resgraph::{Meta, ResVertex};
 use crate::span::Span;
 use crate::value::Value;
 
 /// One vertex per declaration, `None` where building failed (already reported).
-pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<ResVertex>> {
     let built = out.resources.iter().map(|decl| {
         build(decl, catalog, |decl| (decl.kind.clone(), decl.name.clone(), decl.params.clone())).map_err(|f| f.diag)
     });
@@ -21,7 +21,7 @@ pub(super) fn build_all(out: &Output, catalog: &Catalog, diags: &mut Diagnostics
 
 /// [`build_all`], moving each declaration's kind, name and params into its vertex. A
 /// declaration that fails keeps its kind and name (the edges to it are not reported again).
-pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut Diagnostics) -> Vec<Option<ResVertex>> {
     // A large program builds in halves side by side: each declaration builds alone, and
     // the halves' vertices and errors join in program order.
     if decls.len() >= halves::IN_HALVES {
@@ -38,7 +38,7 @@ pub(super) fn build_owned(decls: &mut [ResDecl], catalog: &Catalog, diags: &mut 
     built
 }
 
-fn build_owned_here(decls: &mut [ResDecl], catalog: &Catalog) -> (Vec<Option<Vertex>>, Diagnostics) {
+fn build_owned_here(decls: &mut [ResDecl], catalog: &Catalog) -> (Vec<Option<ResVertex>>, Diagnostics) {
     let mut diags = Diagnostics::new();
     let built = decls.iter_mut().map(|decl| {
         let taken = |decl: &mut ResDecl| {
@@ -57,7 +57,10 @@ fn build_owned_here(decls: &mut [ResDecl], catalog: &Catalog) -> (Vec<Option<Ver
     (built, diags)
 }
 
-fn reported(built: impl Iterator<Item = Result<Vertex, Diagnostic>>, diags: &mut Diagnostics) -> Vec<Option<Vertex>> {
+fn reported(
+    built: impl Iterator<Item = Result<ResVertex, Diagnostic>>,
+    diags: &mut Diagnostics,
+) -> Vec<Option<ResVertex>> {
     built
         .map(|built| match built {
             Ok(v) => Some(v),
@@ -81,7 +84,7 @@ struct Failed {
 
 /// Builds the vertex of `decl`, taking its parts with `parts` once every check of the
 /// declaration alone passed. An error after that hands its kind and name back.
-fn build<D>(decl: D, catalog: &Catalog, parts: impl FnOnce(D) -> Parts) -> Result<Vertex, Box<Failed>>
+fn build<D>(decl: D, catalog: &Catalog, parts: impl FnOnce(D) -> Parts) -> Result<ResVertex, Box<Failed>>
 where
     D: std::ops::Deref<Target = ResDecl>,
 {
@@ -124,7 +127,7 @@ where
     let (collected, span) = (decl.collect, decl.span);
     let (kind, name, given) = parts(decl);
     let (params, param_spans) = params_of(given);
-    let vertex = Vertex { kind, name, params, param_spans, meta, collected, span };
+    let vertex = ResVertex { kind, name, params, param_spans, meta, collected, span };
     match validate(&vertex) {
         Ok(()) => Ok(vertex),
         Err(reason) => {
@@ -211,7 +214,7 @@ fn set_meta(meta: &mut Meta, name: &str, value: &Value) -> Result<(), String> {
 }
 
 /// The checks every kind shares (the kind's own checks run in the resources crate).
-fn validate(v: &Vertex) -> Result<(), String> {
+fn validate(v: &ResVertex) -> Result<(), String> {
     if v.name.is_empty() {
         return Err("the resource name is empty".into());
     }

@@ -9,7 +9,7 @@
 //! differing normal duplicate is an error.
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
-use crate::resgraph::{ResGraph, Vertex};
+use crate::resgraph::{ResGraph, ResVertex};
 use std::collections::HashMap;
 
 /// Where a declared resource ended up.
@@ -24,20 +24,20 @@ pub(super) enum Placement {
 /// What to do with a normal resource declared twice with different contents.
 pub enum MergeOutcome {
     /// Replace the existing vertex by this merged one.
-    Merged(Box<Vertex>),
+    Merged(Box<ResVertex>),
     /// The declarations conflict; the reason names the first differing field.
     Incompatible(String),
 }
 
 /// Merges two differing normal declarations of the same kind and name. The per-kind
 /// hook for compatible merging goes here; no kind has one yet.
-pub fn merge_duplicate(existing: &Vertex, new: &Vertex) -> MergeOutcome {
+pub fn merge_duplicate(existing: &ResVertex, new: &ResVertex) -> MergeOutcome {
     MergeOutcome::Incompatible(first_difference(existing, new))
 }
 
 /// Adds every built vertex to `graph` by the duplicate rules.
 pub(super) fn place_all(
-    built: Vec<Option<Vertex>>,
+    built: Vec<Option<ResVertex>>,
     graph: &mut ResGraph,
     diags: &mut Diagnostics,
 ) -> Vec<Option<Placement>> {
@@ -50,7 +50,7 @@ pub(super) fn place_all(
             placed.push(None);
             continue;
         };
-        let failed = |v: &Vertex| Some(Placement::Failed { kind: v.kind.clone(), name: v.name.clone() });
+        let failed = |v: &ResVertex| Some(Placement::Failed { kind: v.kind.clone(), name: v.name.clone() });
         if let Some(d) = check_exports(&vertex, graph, &exports) {
             diags.push(d);
             placed.push(failed(&vertex));
@@ -108,7 +108,7 @@ pub(super) fn place_all(
 struct ByKey {
     /// Hash -> (first, last) vertex with it.
     ends: foldhash::HashMap<u64, (usize, usize)>,
-    /// Vertex -> the next vertex of the same hash ([`usize::MAX`] for none).
+    /// A vertex -> the next vertex of the same hash ([`usize::MAX`] for none).
     next: Vec<usize>,
 }
 
@@ -117,7 +117,7 @@ impl ByKey {
         ByKey { ends: foldhash::HashMap::with_capacity_and_hasher(n, Default::default()), next: Vec::with_capacity(n) }
     }
 
-    fn hash(v: &Vertex) -> u64 {
+    fn hash(v: &ResVertex) -> u64 {
         use std::hash::BuildHasher;
         foldhash::fast::FixedState::default().hash_one((&v.kind, &v.name))
     }
@@ -138,7 +138,7 @@ impl ByKey {
 
     /// The vertices of `graph` with the kind and name of `v` (whose hash is `hash`), in the
     /// order they were added.
-    fn same<'g>(&'g self, hash: u64, v: &'g Vertex, graph: &'g ResGraph) -> impl Iterator<Item = usize> + 'g {
+    fn same<'g>(&'g self, hash: u64, v: &'g ResVertex, graph: &'g ResGraph) -> impl Iterator<Item = usize> + 'g {
         let first = self.ends.get(&hash).map_or(usize::MAX, |&(first, _)| first);
         std::iter::successors(Some(first), |&i| self.next.get(i).copied())
             .take_while(|&i| i != usize::MAX)
@@ -148,7 +148,7 @@ impl ByKey {
 
 /// Two resources exported to the same host under one kind and name must be identical.
 fn check_exports(
-    vertex: &Vertex,
+    vertex: &ResVertex,
     graph: &ResGraph,
     exports: &HashMap<(String, String, String), usize>,
 ) -> Option<Diagnostic> {
@@ -170,7 +170,7 @@ fn check_exports(
 }
 
 /// A description of the first field in which two vertices differ.
-fn first_difference(a: &Vertex, b: &Vertex) -> String {
+fn first_difference(a: &ResVertex, b: &ResVertex) -> String {
     let mut names: Vec<&String> = a.params.keys().chain(b.params.keys()).collect();
     names.sort();
     names.dedup();

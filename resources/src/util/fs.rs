@@ -73,7 +73,7 @@ pub fn sweep_stale_temps(dir: &Path) -> io::Result<usize> {
 }
 
 /// The directories whose stale temporary files were swept in this run, so that each is
-/// read once however many files it holds. One per [`crate::Host`].
+/// read once however many files it holds. One per [`crate::Machine`].
 ///
 /// Inside a tokio runtime the sweeps run on one thread of their own while the swap goes on:
 /// a sweep only removes names of writers that are gone, which no check-apply of this

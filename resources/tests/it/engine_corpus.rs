@@ -8,7 +8,7 @@ use crate::e2e_support;
 
 use std::time::Duration;
 
-use resources::Host;
+use resources::Machine;
 
 /// Resources that fail at runtime, as the archives themselves say mgmt's do
 /// (`sendrecv-simple3`: an int received into `print.msg`).
@@ -55,7 +55,7 @@ async fn the_engine_corpus_runs() {
                     stop_timeout: Duration::from_secs(5),
                     ..Default::default()
                 });
-                let g = resources::graph::to_engine(&Host::system(), graph, false).expect("builds");
+                let g = resources::graph::to_engine(&Machine::system(), graph, false).expect("builds");
                 engine.apply(g).await.expect("valid");
                 if !engine.wait_converged(Duration::from_secs(20)).await {
                     failures.push(format!("{name}: did not converge: {:?}", engine.status().await));

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use engine::{Graph, InitCtx, Meta, ResKey, Resource};
 use lang::value::Value;
-use resources::host::{Host, UserInfo};
+use resources::machine::{Machine, UserInfo};
 use resources::{build, build_with};
 use support::{WAIT, check, converge, engine, eventually, params, s, strs};
 
@@ -92,7 +92,7 @@ async fn json_edit_changes_only_the_edited_values() {
 async fn json_edit_keeps_a_world_key_starting_from_an_empty_object() {
     let dir = tempfile::tempdir().unwrap();
     let world = std::sync::Arc::new(resources::world::local(dir.path(), "h1"));
-    let host = resources::host::Host { world, ..resources::host::Host::sandbox(dir.path()) };
+    let host = resources::machine::Machine { world, ..resources::machine::Machine::sandbox(dir.path()) };
     let edits = strs(&[".a.b = 1"]);
     let mut res = resources::build_with(
         &host,
@@ -308,14 +308,14 @@ async fn tar_follows_files_deep_in_its_inputs() {
 
 const KEY: &str = "AAAAC3NzaC1lZDI1NTE5AAAAIOLlHSZU/zoD54fGacCI1wAFEdRmoBYFKG1PMDhhJBFX";
 
-fn sandbox_with_alice(root: &Path) -> Host {
-    let host = Host::sandbox(root);
+fn sandbox_with_alice(root: &Path) -> Machine {
+    let host = Machine::sandbox(root);
     fs::create_dir_all(root.join("home/alice")).unwrap();
     let (uid, gid) = (nix::unistd::getuid().as_raw(), nix::unistd::getgid().as_raw());
     let alice = UserInfo { uid, gid, home: "/home/alice".into(), shell: "/bin/sh".into(), ..UserInfo::default() };
-    let accounts = resources::host::FakeAccounts::default();
+    let accounts = resources::machine::FakeAccounts::default();
     accounts.users.lock().unwrap().insert("alice".into(), alice);
-    Host { accounts: std::sync::Arc::new(accounts), ..host }
+    Machine { accounts: std::sync::Arc::new(accounts), ..host }
 }
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper_util::rt::TokioIo;
 use lang::value::Value;
-use resources::{Host, build_with};
+use resources::{Machine, build_with};
 use support::{WAIT, engine, eventually, s};
 use tokio::net::{TcpStream, UdpSocket};
 
@@ -24,7 +24,7 @@ use tokio::net::{TcpStream, UdpSocket};
 type Res<'a> = (&'a str, &'a str, Vec<(&'a str, Value)>);
 
 /// A graph of resources with `(from, send, to, recv)` send/recv edges.
-fn graph(host: &Host, res: &[Res<'_>], sendrecv: &[(ResKey, &str, ResKey, &str)]) -> Graph {
+fn graph(host: &Machine, res: &[Res<'_>], sendrecv: &[(ResKey, &str, ResKey, &str)]) -> Graph {
     let mut g = Graph::new();
     for (kind, name, params) in res {
         let params: ParamMap = params.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
@@ -80,7 +80,7 @@ fn key(kind: &str, name: &str) -> ResKey {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_serves_files_root_flags_and_long_polls() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     std::fs::create_dir(dir.path().join("root")).unwrap();
     std::fs::write(dir.path().join("root/file0"), "i'm file0\n").unwrap();
     std::fs::write(dir.path().join("some_file"), "i'm a cool file\n").unwrap();
@@ -152,7 +152,7 @@ async fn a_server_serves_files_root_flags_and_long_polls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_work_whichever_starts_first() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     let engine = engine(&dir.path().join("state"));
     let server = || ("http:server", "srv", vec![("address", s("127.0.0.1:0"))]);
     let file = || ("http:server:file", "/f", vec![("data", s("data")), ("server", s("srv"))]);
@@ -173,7 +173,7 @@ async fn routes_work_whichever_starts_first() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ui_form_sends_saved_values() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     let value_name = "tend-http-test-ui-value";
     let data = Value::strukt(vec![("title".into(), s("mgmt http ui")), ("head".into(), s(""))]);
     let g = graph(
@@ -220,9 +220,9 @@ async fn the_proxy_caches_through_curl_from_a_loopback_upstream() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let host = Host {
+    let host = Machine {
         http: resources::http::Hub::with_upstream(Arc::new(resources::http::proxy::Curl)),
-        ..Host::sandbox(dir.path())
+        ..Machine::sandbox(dir.path())
     };
     let engine = engine(&dir.path().join("state"));
     let upstream = || ("http:server", "up", vec![("address", s("127.0.0.1:0"))]);
@@ -287,7 +287,7 @@ async fn tftp_read(server: SocketAddr, filename: &str) -> Result<Vec<u8>, u16> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tftp_serves_registered_files_and_its_root() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     std::fs::create_dir(dir.path().join("tftproot")).unwrap();
     std::fs::write(dir.path().join("tftproot/file0"), "i'm file0\n").unwrap();
     let big: Vec<u8> = (0..2000u32).map(|i| (i * 7 % 256) as u8).collect();

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use engine::{ApplyCtx, InitCtx, ResKey};
 use lang::value::Value;
-use resources::host::{FakeAccounts, FakePackages, FakeServices, Host};
+use resources::machine::{FakeAccounts, FakePackages, FakeServices, Machine};
 use resources::{build, build_with, payload, value_of};
 use support::{check, converge, params, s, strs};
 use world::LocalWorld;
@@ -65,7 +65,7 @@ async fn noop_and_panic_are_always_right() {
 #[tokio::test]
 async fn value_stores_and_sends_its_value() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     let mut v = build_with(&host, "value", "kinds-test-value", &params(&[("any", Value::Int(42))])).unwrap();
     v.init(&init_ctx(dir.path(), "value", "kinds-test-value")).await.unwrap();
     converge(v.as_mut()).await;
@@ -99,7 +99,7 @@ async fn timer_is_quiet_until_refreshed() {
 #[tokio::test]
 async fn kv_stores_keys_and_respects_skiplessthan() {
     let dir = tempfile::tempdir().unwrap();
-    let host = Host { world: Arc::new(LocalWorld::new(dir.path(), "h1")), ..Host::sandbox(dir.path()) };
+    let host = Machine { world: Arc::new(LocalWorld::new(dir.path(), "h1")), ..Machine::sandbox(dir.path()) };
     let kv = |values: &[(&str, Value)]| build_with(&host, "kv", "k", &params(values)).unwrap();
     let mut set = kv(&[("value", s("10"))]);
     set.init(&init_ctx(dir.path(), "kv", "k")).await.unwrap();
@@ -139,7 +139,7 @@ async fn line_appends_and_removes_blocks() {
 #[tokio::test]
 async fn sysctl_writes_runtime_and_persistent_values_under_the_root() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     fs::create_dir_all(root.path().join("proc/sys/net/ipv4")).unwrap();
     fs::write(root.path().join("proc/sys/net/ipv4/ip_forward"), "0\n").unwrap();
     let mut s1 = build_with(&host, "sysctl", "net.ipv4.ip_forward", &params(&[("value", s("1"))])).unwrap();
@@ -154,7 +154,7 @@ async fn sysctl_writes_runtime_and_persistent_values_under_the_root() {
 #[tokio::test]
 async fn an_io_failure_names_its_path() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     fs::create_dir_all(root.path().join("proc/sys/vm")).unwrap();
     fs::write(root.path().join("proc/sys/vm/swappiness"), "60\n").unwrap();
     // `/etc/sysctl.d` is a regular file, so the persistent file cannot be written under it.
@@ -170,7 +170,7 @@ async fn an_io_failure_names_its_path() {
 #[tokio::test]
 async fn hostname_sets_static_pretty_and_transient_names() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     fs::create_dir_all(root.path().join("etc")).unwrap();
     let mut h =
         build_with(&host, "hostname", "h", &params(&[("hostname", s("box1")), ("pretty_hostname", s("Box One"))]))
@@ -186,7 +186,7 @@ async fn hostname_sets_static_pretty_and_transient_names() {
 async fn users_and_groups_through_the_accounts_backend() {
     let root = tempfile::tempdir().unwrap();
     let accounts = Arc::new(FakeAccounts::default());
-    let host = Host { accounts: accounts.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { accounts: accounts.clone(), ..Machine::sandbox(root.path()) };
     let mut group =
         build_with(&host, "group", "staff", &params(&[("state", s("exists")), ("gid", Value::Int(500))])).unwrap();
     converge(group.as_mut()).await;
@@ -210,7 +210,7 @@ async fn users_and_groups_through_the_accounts_backend() {
 async fn svc_starts_enables_and_reloads_on_refresh() {
     let root = tempfile::tempdir().unwrap();
     let services = Arc::new(FakeServices::default());
-    let host = Host { services: services.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { services: services.clone(), ..Machine::sandbox(root.path()) };
     let mut missing = build_with(&host, "svc", "nope", &params(&[("state", s("running"))])).unwrap();
     assert!(check(missing.as_mut(), true).await.unwrap_err().contains("does not exist"));
     services.add("web.service");
@@ -230,7 +230,7 @@ async fn svc_starts_enables_and_reloads_on_refresh() {
 async fn cron_writes_a_timer_unit_and_starts_it() {
     let root = tempfile::tempdir().unwrap();
     let services = Arc::new(FakeServices::default());
-    let host = Host { services: services.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { services: services.clone(), ..Machine::sandbox(root.path()) };
     services.add("backup.timer");
     let pairs = [("trigger", s("OnCalendar")), ("time", s("daily")), ("persistent", Value::Bool(true))];
     let mut cron = build_with(&host, "cron", "backup", &params(&pairs)).unwrap();
@@ -250,7 +250,7 @@ async fn cron_writes_a_timer_unit_and_starts_it() {
 #[tokio::test]
 async fn mount_keeps_the_fstab_entry_and_the_live_mount() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     fs::create_dir_all(root.path().join("etc")).unwrap();
     fs::write(root.path().join("etc/fstab"), "# static\n/dev/sda1\t/\text4\tdefaults\t0 1\n").unwrap();
     let pairs = [("state", s("exists")), ("device", s("/dev/sdb1")), ("type", s("ext4"))];
@@ -271,7 +271,7 @@ async fn mount_keeps_the_fstab_entry_and_the_live_mount() {
 async fn pkg_installs_pins_and_removes() {
     let root = tempfile::tempdir().unwrap();
     let packages = Arc::new(FakePackages::default());
-    let host = Host { packages: packages.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { packages: packages.clone(), ..Machine::sandbox(root.path()) };
     packages.offer("hello", "2.10");
     converge(build_with(&host, "pkg", "hello", &params(&[])).unwrap().as_mut()).await;
     assert_eq!(packages.installed_version("hello").as_deref(), Some("2.10"));
@@ -290,7 +290,7 @@ async fn pkg_installs_pins_and_removes() {
 #[tokio::test]
 async fn every_declared_kind_can_be_built() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     for decl in resources::kind::decls() {
         assert!(build_with(&host, &decl.kind, "/x", &params(&[])).is_ok(), "{}", decl.kind);
     }
@@ -333,7 +333,7 @@ async fn exit_asks_the_engine_to_stop_with_its_code() {
 async fn svc_notices_a_unit_stopped_behind_its_back() {
     let root = tempfile::tempdir().unwrap();
     let services = Arc::new(FakeServices::default());
-    let host = Host { services: services.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { services: services.clone(), ..Machine::sandbox(root.path()) };
     services.add("web.service");
     let engine = support::engine(&root.path().join("state"));
     let mut g = engine::Graph::new();
@@ -342,7 +342,7 @@ async fn svc_notices_a_unit_stopped_behind_its_back() {
     engine.apply(g).await.unwrap();
     assert!(engine.wait_converged(support::WAIT).await);
     assert!(services.active("web.service"));
-    use resources::host::ServiceManager;
+    use resources::machine::ServiceManager;
     services.stop("web.service", false).await.unwrap();
     tokio::time::sleep(resources::svc::STATE_POLL * 3).await;
     assert!(engine.wait_converged(support::WAIT).await);
@@ -369,8 +369,8 @@ async fn the_shadow_tools_backend_edits_account_files_under_a_root() {
     fs::write(etc.join("group"), "root:x:0:\n").unwrap();
     fs::write(etc.join("shadow"), "root:*:19000:0:99999:7:::\n").unwrap();
     fs::write(etc.join("gshadow"), "root:*::\n").unwrap();
-    let accounts = Arc::new(resources::host::ShadowTools { root: root.path().to_path_buf() });
-    let host = Host { accounts, ..Host::sandbox(root.path()) };
+    let accounts = Arc::new(resources::machine::ShadowTools { root: root.path().to_path_buf() });
+    let host = Machine { accounts, ..Machine::sandbox(root.path()) };
     let mut group =
         build_with(&host, "group", "staff", &params(&[("state", s("exists")), ("gid", Value::Int(500))])).unwrap();
     converge(group.as_mut()).await;
@@ -388,7 +388,7 @@ async fn the_shadow_tools_backend_edits_account_files_under_a_root() {
 
 #[tokio::test]
 async fn the_real_package_and_mount_backends_answer_read_only_queries() {
-    use resources::host::{Apt, MountTools, Mounter, PackageManager};
+    use resources::machine::{Apt, MountTools, Mounter, PackageManager};
     if std::path::Path::new("/usr/bin/dpkg-query").exists() {
         let bash = Apt.installed("bash").await.unwrap();
         assert!(bash.is_some_and(|v| !v.is_empty()), "bash is installed on a Debian host");

@@ -11,7 +11,7 @@ use engine::{InitCtx, ResKey};
 use lang::value::Value;
 use resources::firewalld::{FakeFirewall, Layer};
 use resources::gsettings::FakeSettings;
-use resources::host::Host;
+use resources::machine::Machine;
 use resources::net::{FakeLink, FakeNet, unit_path};
 use resources::{build, build_with};
 use support::{check, converge, params, s, strs};
@@ -21,13 +21,13 @@ fn init_ctx(dir: &std::path::Path, kind: &str, name: &str) -> InitCtx {
     InitCtx { key: ResKey::new(kind, name), var_dir: Some(dir.join("var")), state_dir: dir.to_path_buf() }
 }
 
-fn net_host(root: &std::path::Path) -> (Arc<FakeNet>, Host) {
+fn net_host(root: &std::path::Path) -> (Arc<FakeNet>, Machine) {
     let net = Arc::new(FakeNet::default());
     net.add(
         "meth0",
         FakeLink { addrs: ["fe80::1/64".to_string(), "10.9.9.9/8".to_string()].into(), ..FakeLink::default() },
     );
-    let host = Host { net: net.clone(), ..Host::sandbox(root) };
+    let host = Machine { net: net.clone(), ..Machine::sandbox(root) };
     (net, host)
 }
 
@@ -112,7 +112,7 @@ async fn gsettings_sets_values_of_each_type_and_repairs_drift() {
     settings.define("org.gnome.desktop.interface", "clock-show-seconds", "false");
     settings.define("org.gnome.desktop.input-sources", "sources", "@a(ss) []");
     settings.define("org.gnome.desktop.interface", "gtk-theme", "'Adwaita'");
-    let host = Host { settings: settings.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { settings: settings.clone(), ..Machine::sandbox(root.path()) };
 
     let mut clock = build_with(
         &host,
@@ -174,7 +174,7 @@ async fn gsettings_watch_follows_the_monitor() {
     let root = tempfile::tempdir().unwrap();
     let settings = Arc::new(FakeSettings::default());
     settings.define("org.gnome.desktop.interface", "clock-show-seconds", "false");
-    let host = Host { settings: settings.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { settings: settings.clone(), ..Machine::sandbox(root.path()) };
     let engine = support::engine(&root.path().join("state"));
     let mut g = engine::Graph::new();
     let name = "org.gnome.desktop.interface clock-show-seconds";
@@ -193,7 +193,7 @@ async fn gsettings_watch_follows_the_monitor() {
 async fn firewalld_opens_and_closes_in_runtime_and_permanent_config() {
     let root = tempfile::tempdir().unwrap();
     let fw = Arc::new(FakeFirewall::default());
-    let host = Host { firewall: fw.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { firewall: fw.clone(), ..Machine::sandbox(root.path()) };
     let open = params(&[("services", strs(&["dhcp", "tftp"])), ("ports", strs(&["4280/tcp"]))]);
     let mut res = build_with(&host, "firewalld", "misc", &open).unwrap();
     let (ok, reports) = check(res.as_mut(), false).await.unwrap();

@@ -13,7 +13,7 @@ use funcs::api::{FuncImpl, FuncResult, StreamCtx};
 use lang::types::Type;
 use lang::value::Value;
 use resources::build_with;
-use resources::host::Host;
+use resources::machine::Machine;
 use support::{WAIT, check, converge, engine, eventually, params, s};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -94,7 +94,7 @@ async fn schedule(
     ns: &str,
     pairs: &[(&str, Value)],
 ) -> Box<dyn Resource> {
-    let host = Host { world: world.clone(), ..Host::system() };
+    let host = Machine { world: world.clone(), ..Machine::system() };
     let mut res = build_with(&host, "schedule", ns, &params(pairs)).unwrap();
     res.validate().unwrap();
     res.init(&init_ctx(state, ns)).await.unwrap();
@@ -169,7 +169,7 @@ async fn a_running_candidacy_is_renewed_and_restored() {
     let state = dir.path().join("state");
     let engine = engine(&state);
     let mut g = Graph::new();
-    let host = Host { world: world(&state), ..Host::system() };
+    let host = Machine { world: world(&state), ..Machine::system() };
     let res = build_with(&host, "schedule", "renewed", &params(&[("ttl", Value::Int(1))])).unwrap();
     g.add_vertex(ResKey::new("schedule", "renewed"), Meta::default(), res);
     engine.apply(g).await.unwrap();
@@ -193,7 +193,7 @@ async fn a_running_candidacy_is_renewed_and_restored() {
 
 #[tokio::test]
 async fn bad_schedule_params_are_named() {
-    let host = Host::system();
+    let host = Machine::system();
     let cases: [(&[(&str, Value)], &str); 5] = [
         (&[("strategy", s("fifo"))], "field `strategy`: `fifo` is not one of `rr` or `alpha`"),
         (&[("max", Value::Int(-1))], "field `max`"),

@@ -5,10 +5,10 @@ use crate::support;
 
 use engine::{EngineEvent, Graph, Meta, ResKey};
 use lang::value::Value;
-use resources::Host;
+use resources::Machine;
 use support::{WAIT, engine, params, s};
 
-fn add(host: &Host, g: &mut Graph, kind: &str, name: &str, pairs: &[(&str, Value)]) {
+fn add(host: &Machine, g: &mut Graph, kind: &str, name: &str, pairs: &[(&str, Value)]) {
     let res = resources::build_with(host, kind, name, &params(pairs)).expect("builds");
     g.add_vertex(ResKey::new(kind, name), Meta::default(), res);
 }
@@ -18,7 +18,7 @@ async fn a_value_chain_reaches_a_test_resource() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path());
     let mut events = engine.subscribe();
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     let mut g = Graph::new();
     add(&host, &mut g, "value", "sr-hello1", &[("any", s("wow"))]);
     add(&host, &mut g, "value", "sr-hello2", &[("any", s("whatever"))]);
@@ -43,7 +43,7 @@ async fn a_value_chain_reaches_a_test_resource() {
 async fn a_value_of_the_wrong_type_fails_only_the_receiver() {
     let dir = tempfile::tempdir().unwrap();
     let engine = engine(dir.path());
-    let host = Host::sandbox(dir.path());
+    let host = Machine::sandbox(dir.path());
     let mut g = Graph::new();
     add(&host, &mut g, "test", "sr-send", &[("sendvalue", s("hello"))]);
     add(&host, &mut g, "value", "sr-int", &[("any", s("NOPE"))]);

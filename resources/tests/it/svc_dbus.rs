@@ -12,7 +12,7 @@ use std::time::Duration;
 use engine::{ApplyCtx, ResKey};
 use lang::value::Value;
 use resources::build_with;
-use resources::host::{Host, ServiceManager};
+use resources::machine::{Machine, ServiceManager};
 use resources::systemd::{Backend, Systemd, SystemdBus};
 use support::{check, eventually_within, params, s};
 use zbus::object_server::{ObjectServer, SignalEmitter};
@@ -301,9 +301,9 @@ async fn soon(cond: impl FnMut() -> bool) -> bool {
     eventually_within(WITHIN, cond).await
 }
 
-fn sandbox(root: &std::path::Path, system: &Fake, session: &Fake) -> Host {
+fn sandbox(root: &std::path::Path, system: &Fake, session: &Fake) -> Machine {
     let services = SystemdBus::over(system.client.clone(), session.client.clone());
-    Host { services: Arc::new(services), ..Host::sandbox(root) }
+    Machine { services: Arc::new(services), ..Machine::sandbox(root) }
 }
 
 #[tokio::test]

@@ -13,7 +13,7 @@ use engine::{ApplyCtx, InitCtx, ResKey, Resource};
 use lang::value::Value;
 use resources::build_with;
 use resources::docker::FakeDocker;
-use resources::host::{FakePackages, Host};
+use resources::machine::{FakePackages, Machine};
 use resources::nspawn::FakeMachines;
 use resources::virt::{Conn, DomState, FakeLibvirt, Libvirt};
 use resources::virt_builder::FakeBuilder;
@@ -30,9 +30,9 @@ fn int(n: i64) -> Value {
     Value::Int(n)
 }
 
-fn virt_host(root: &std::path::Path) -> (Host, Arc<FakeLibvirt>) {
+fn virt_host(root: &std::path::Path) -> (Machine, Arc<FakeLibvirt>) {
     let libvirt = Arc::new(FakeLibvirt::default());
-    (Host { libvirt: libvirt.clone(), ..Host::sandbox(root) }, libvirt)
+    (Machine { libvirt: libvirt.clone(), ..Machine::sandbox(root) }, libvirt)
 }
 
 fn vm(state: &str, transient: bool, extra: &[(&str, Value)]) -> ParamMap {
@@ -258,7 +258,7 @@ fn range_member(name: &str, start: &str, end: &str) -> MemberSpec {
     MemberSpec::decode("virt:network:range", name, &params(&[("start", s(start)), ("end", s(end))])).unwrap()
 }
 
-fn network(host: &Host, extra: &[(&str, Value)], members: Vec<MemberSpec>) -> VirtNetwork {
+fn network(host: &Machine, extra: &[(&str, Value)], members: Vec<MemberSpec>) -> VirtNetwork {
     VirtNetwork::build(host, "mgmtnet", &net_params(extra)).unwrap().with_members(members)
 }
 
@@ -273,7 +273,7 @@ fn members() -> Vec<MemberSpec> {
 async fn a_network_is_defined_with_its_hosts_and_ranges_started_and_autostarted() {
     let root = tempfile::tempdir().unwrap();
     let nets = Arc::new(FakeNetworks::default());
-    let host = Host { networks: nets.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { networks: nets.clone(), ..Machine::sandbox(root.path()) };
     let mut res = network(&host, &[], members());
     let (ok, reports) = check(&mut res, false).await.unwrap();
     assert!(!ok && reports == ["virt:network[mgmtnet]: would define the network"], "{reports:?}");
@@ -300,7 +300,7 @@ async fn a_network_is_defined_with_its_hosts_and_ranges_started_and_autostarted(
 async fn dhcp_entries_are_reconciled_in_both_views_without_a_restart() {
     let root = tempfile::tempdir().unwrap();
     let nets = Arc::new(FakeNetworks::default());
-    let host = Host { networks: nets.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { networks: nets.clone(), ..Machine::sandbox(root.path()) };
     converge(&mut network(&host, &[], members())).await;
     let before = nets.calls().len();
 
@@ -350,7 +350,7 @@ async fn dhcp_entries_are_reconciled_in_both_views_without_a_restart() {
 async fn base_drift_rewrites_the_definition_and_restarts_the_network() {
     let root = tempfile::tempdir().unwrap();
     let nets = Arc::new(FakeNetworks::default());
-    let host = Host { networks: nets.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { networks: nets.clone(), ..Machine::sandbox(root.path()) };
     converge(&mut network(&host, &[], members())).await;
     nets.tamper("mgmtnet", false, |d| d.bridge = "virbr9".into());
     let before = nets.calls().len();
@@ -365,7 +365,7 @@ async fn base_drift_rewrites_the_definition_and_restarts_the_network() {
 async fn transient_networks_are_created_and_torn_down() {
     let root = tempfile::tempdir().unwrap();
     let nets = Arc::new(FakeNetworks::default());
-    let host = Host { networks: nets.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { networks: nets.clone(), ..Machine::sandbox(root.path()) };
     let up = [("transient", Value::Bool(true)), ("startup", s(""))];
     converge(&mut network(&host, &up, members())).await;
     assert_eq!(nets.calls(), ["net-create mgmtnet"]);
@@ -391,7 +391,7 @@ async fn transient_networks_are_created_and_torn_down() {
 #[tokio::test]
 async fn network_validation_checks_the_grouped_members() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     let cases: Vec<NetCase> = vec![
         (vec![("mac", s("52:54:00:BD:00:01"))], vec![], "canonical format of: 52:54:00:bd:00:01"),
         (vec![("ip", s("192.168.42.1"))], vec![], "field `ip`"),
@@ -435,9 +435,9 @@ async fn network_validation_checks_the_grouped_members() {
 
 #[test]
 fn graph_building_groups_hosts_and_ranges_into_their_network() {
-    use lang::resgraph::{Meta, ResGraph, Vertex};
+    use lang::resgraph::{Meta, ResGraph, ResVertex};
     use lang::span::Span;
-    let vertex = |kind: &str, name: &str, p: ParamMap| Vertex {
+    let vertex = |kind: &str, name: &str, p: ParamMap| ResVertex {
         kind: kind.into(),
         name: name.into(),
         params: p,
@@ -476,7 +476,7 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
 async fn network_watch_restarts_a_network_stopped_behind_our_back() {
     let root = tempfile::tempdir().unwrap();
     let nets = Arc::new(FakeNetworks::default());
-    let host = Host { networks: nets.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { networks: nets.clone(), ..Machine::sandbox(root.path()) };
     let engine = support::engine(&root.path().join("state"));
     let mut g = engine::Graph::new();
     g.add_vertex(
@@ -494,10 +494,10 @@ async fn network_watch_restarts_a_network_stopped_behind_our_back() {
 // ---------------------------------------------------------------------------------------
 // virt:builder
 
-fn builder_host(root: &std::path::Path) -> (Host, Arc<FakeBuilder>, Arc<FakePackages>) {
+fn builder_host(root: &std::path::Path) -> (Machine, Arc<FakeBuilder>, Arc<FakePackages>) {
     let builder = Arc::new(FakeBuilder::default());
     let packages = Arc::new(FakePackages::default());
-    (Host { builder: builder.clone(), packages: packages.clone(), ..Host::sandbox(root) }, builder, packages)
+    (Machine { builder: builder.clone(), packages: packages.clone(), ..Machine::sandbox(root) }, builder, packages)
 }
 
 #[tokio::test]
@@ -560,7 +560,7 @@ async fn a_failed_build_leaves_no_partial_image() {
 #[tokio::test]
 async fn builder_validation_names_the_field() {
     let root = tempfile::tempdir().unwrap();
-    let host = Host::sandbox(root.path());
+    let host = Machine::sandbox(root.path());
     let cases: &[(&str, Fields<'_>, &str)] = &[
         ("relative.raw", &[("os_version", s("fedora-40"))], "field `output`"),
         ("/i.raw", &[], "field `os_version`"),
@@ -583,7 +583,7 @@ async fn builder_validation_names_the_field() {
 async fn nspawn_starts_stops_and_reboots_on_refresh() {
     let root = tempfile::tempdir().unwrap();
     let machines = Arc::new(FakeMachines::new(root.path()));
-    let host = Host { machines: machines.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { machines: machines.clone(), ..Machine::sandbox(root.path()) };
     let mut running = build_with(&host, "nspawn", "stretch-nspawn-1", &params(&[])).unwrap();
     running.validate().unwrap();
     let err = apply_once(running.as_mut()).await.unwrap_err();
@@ -616,7 +616,7 @@ async fn nspawn_watch_restarts_a_container_that_exited() {
     let root = tempfile::tempdir().unwrap();
     let machines = Arc::new(FakeMachines::new(root.path()));
     machines.add_image("m1");
-    let host = Host { machines: machines.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { machines: machines.clone(), ..Machine::sandbox(root.path()) };
     let engine = support::engine(&root.path().join("state"));
     let mut g = engine::Graph::new();
     g.add_vertex(
@@ -643,7 +643,7 @@ async fn nspawn_watch_restarts_a_container_that_exited() {
 async fn docker_images_are_pulled_and_removed() {
     let root = tempfile::tempdir().unwrap();
     let docker = Arc::new(FakeDocker::default());
-    let host = Host { docker: docker.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { docker: docker.clone(), ..Machine::sandbox(root.path()) };
     let mut missing = build_with(&host, "docker:image", "nosuch", &params(&[])).unwrap();
     assert!(apply_once(missing.as_mut()).await.unwrap_err().contains("manifest for nosuch:latest not found"));
 
@@ -672,7 +672,7 @@ async fn docker_watch_pulls_an_image_removed_behind_our_back() {
     let root = tempfile::tempdir().unwrap();
     let docker = Arc::new(FakeDocker::default());
     docker.offer("nginx:latest", "sha256:1");
-    let host = Host { docker: docker.clone(), ..Host::sandbox(root.path()) };
+    let host = Machine { docker: docker.clone(), ..Machine::sandbox(root.path()) };
     let engine = support::engine(&root.path().join("state"));
     let mut g = engine::Graph::new();
     g.add_vertex(
