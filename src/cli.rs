@@ -62,17 +62,8 @@ pub enum Command {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: GraphFormat,
-        /// Give up when the dataflow has not settled after this many seconds.
-        #[arg(long, default_value_t = 10.0)]
-        timeout: f64,
-        /// Read the world (and other hosts' exports) from this etcd cluster, as an
-        /// observer: nothing is claimed or written.
-        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
-        seeds: Vec<String>,
-        /// The state directory whose world to read (a `tend run --prefix`'s): the local
-        /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
+        #[command(flatten)]
+        observing: Observing,
     },
     /// Explain how a resource's params were produced: source lines, values, provenance.
     Why {
@@ -81,17 +72,8 @@ pub enum Command {
         resource: String,
         #[arg(long, value_enum, default_value = "text")]
         format: WhyFormat,
-        /// Give up when the dataflow has not settled after this many seconds.
-        #[arg(long, default_value_t = 10.0)]
-        timeout: f64,
-        /// Read the world from this etcd cluster, as an observer (nothing is claimed or
-        /// written); the report says each world value's revision, age and staleness.
-        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
-        seeds: Vec<String>,
-        /// The state directory whose world to read (a `tend run --prefix`'s): the local
-        /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
-        #[arg(long, value_name = "DIR")]
-        prefix: Option<PathBuf>,
+        #[command(flatten)]
+        observing: Observing,
     },
     /// Type-check a program and store it in the cluster as the next deploy: every agent
     /// following deploys (`tend run --seeds URL` without a PATH) runs it.
@@ -134,6 +116,23 @@ pub enum Command {
 }
 
 /// `tend run`'s options, as parsed and as `cmd::run` reads them (one definition).
+/// How `graph` and `why` run a program once, to look at it.
+#[derive(Args, Debug, Clone)]
+pub struct Observing {
+    /// Give up when the dataflow has not settled after this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    /// Read the world (and other hosts' exports) from this etcd cluster, as an observer:
+    /// nothing is claimed or written (`why` says each world value's revision, age and
+    /// staleness).
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
+    pub seeds: Vec<String>,
+    /// The state directory whose world to read (a `tend run --prefix`'s): the local
+    /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// A .mcl file, or a directory holding main.mcl (or metadata.yaml). Without it (and

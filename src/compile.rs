@@ -68,7 +68,7 @@ pub fn resource_graph(
     if !left_out.is_empty() {
         return Err(left_out);
     }
-    let diags = resources::graph::check(&graph);
+    let diags = resources::contract::graph::check(&graph);
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }
@@ -76,7 +76,7 @@ pub fn resource_graph(
 }
 
 /// The interpreted graph with its automatic edges, without building the resources: for
-/// `tend run`, where `resources::graph::to_engine` builds and validates each one once.
+/// `tend run`, where `resources::contract::graph::to_engine` builds and validates each one once.
 pub fn interpreted(
     output: &lang::output::Output,
     catalog: &Catalog,
@@ -114,7 +114,7 @@ fn with_autoedges(
     if !diags.is_empty() {
         return Err(diags.into_vec());
     }
-    resources::graph::add_autoedges(&mut graph);
+    resources::contract::graph::add_autoedges(&mut graph);
     Ok((graph, left_out))
 }
 

@@ -3,7 +3,7 @@
 
 use clap::Parser;
 use std::process::ExitCode;
-use tend::cli::{Cli, Command, LogFormat};
+use tend::cli::{Cli, Command, LogFormat, Observing};
 use tend::compile::WorldUse;
 use tend::{cmd, stderr};
 
@@ -51,10 +51,10 @@ fn command(cli: Cli) -> ExitCode {
         }
         Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
         Command::Lsp => tend::lsp::run(),
-        Command::Graph { path, format, timeout, seeds, prefix } => {
+        Command::Graph { path, format, observing: Observing { timeout, seeds, prefix } } => {
             cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }
-        Command::Why { path, resource, format, timeout, seeds, prefix } => {
+        Command::Why { path, resource, format, observing: Observing { timeout, seeds, prefix } } => {
             cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
         }
         Command::Deploy { path, seeds, parent, force, keep } => {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lang::value::Value;
-use resources::value::ValueStore;
+use resources::basics::value::ValueStore;
 use world::World;
 
 /// The two halves of one run's context.
@@ -24,7 +24,7 @@ impl Services {
         resources.world = world.clone();
         let mut funcs = functions_only(root, state_dir, hostname);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
-        funcs.watcher = resources::world::hub();
+        funcs.watcher = resources::cluster::world::hub();
         funcs.world = world;
         Services { funcs, resources }
     }
@@ -35,7 +35,7 @@ impl Services {
 pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -> funcs::api::Host {
     let mut funcs = funcs::api::Host::new(root, state_dir);
     funcs.args = std::env::args().collect();
-    funcs.world = Arc::new(resources::world::local(state_dir, world_hostname(hostname.as_deref())));
+    funcs.world = Arc::new(resources::cluster::world::local(state_dir, world_hostname(hostname.as_deref())));
     funcs.hostname = hostname;
     funcs
 }
@@ -45,7 +45,7 @@ pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -
 /// `state_dir`, followed through the process's inotify hub.
 pub fn world_config(seeds: &[String], hostname: Option<&str>, state_dir: &Path) -> world::Config {
     world::Config {
-        watcher: Some(resources::world::hub()),
+        watcher: Some(resources::cluster::world::hub()),
         ..world::Config::new(seeds.to_vec(), world_hostname(hostname), state_dir)
     }
 }

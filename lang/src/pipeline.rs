@@ -99,8 +99,10 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Aske
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let resolve = if asked.naming { crate::scope::resolve_naming } else { crate::scope::resolve };
-    let (mut graph, found) = resolve(ast, entry, loader, catalog, &mut sources);
+    // With `naming`, also what each name resolved to (`FuncGraph::names`), for editors.
+    let front_end = &crate::scope::front_end;
+    let (mut graph, found) =
+        crate::scope::resolve_with(ast, entry, loader, catalog, &mut sources, front_end, asked.naming);
     let (mut warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     let checked = check_graph(&mut graph, errors.into_iter().collect(), catalog, &mut warnings);
     // The warnings of every stage, in source order, minus those a comment silences.

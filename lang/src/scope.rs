@@ -60,18 +60,6 @@ pub fn resolve(
     resolve_with(main, entry, loader, catalog, sources, &front_end, false)
 }
 
-/// [`resolve`], also recording what each name resolved to (`FuncGraph::names`), for
-/// editors; the rest of the pipeline does without it.
-pub fn resolve_naming(
-    main: ast::File,
-    entry: &str,
-    loader: &dyn Loader,
-    catalog: &Catalog,
-    sources: &mut SourceMap,
-) -> (FuncGraph, Diagnostics) {
-    resolve_with(main, entry, loader, catalog, sources, &front_end, true)
-}
-
 /// Turns an imported file's text into a checked, interpolated AST (`None` plus the
 /// errors when it cannot).
 pub type FrontEnd = dyn Fn(FileId, &str) -> (Option<ast::File>, Diagnostics);
@@ -144,7 +132,7 @@ fn sorted(diags: Diagnostics) -> Diagnostics {
 }
 
 /// Runs the earlier phases on an imported file.
-fn front_end(file: FileId, text: &str) -> (Option<ast::File>, Diagnostics) {
+pub(crate) fn front_end(file: FileId, text: &str) -> (Option<ast::File>, Diagnostics) {
     let (parsed, mut diags) = crate::syntax::parse(file, text);
     if !diags.is_empty() {
         return (None, diags);

@@ -643,7 +643,7 @@ impl Runner {
             }
         };
         let dot = self.graph_dump.as_ref().map(|_| super::graph::to_dot(&graph));
-        let mut candidate = match resources::graph::to_engine(&self.host, graph, self.noop) {
+        let mut candidate = match resources::contract::graph::to_engine(&self.host, graph, self.noop) {
             Ok(g) => g,
             Err(diags) => {
                 self.metrics.swap_rejected();

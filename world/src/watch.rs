@@ -1,7 +1,7 @@
 //! The one contract for watching paths on this host: the local store follows its
 //! directories through it, and the functions follow files through it (`os.readfile`,
 //! `os.exists`, ...). It lives here, in the lowest layer, so both take the same watcher;
-//! the binary gives the process's inotify hub (`resources::world::hub`), tests may give
+//! the binary gives the process's inotify hub (`resources::cluster::world::hub`), tests may give
 //! their own, and without one callers poll.
 
 use std::path::Path;

@@ -89,7 +89,7 @@ async fn graph_corpus_through_the_runtime() {
     };
     let registry = Arc::new(Registry::core());
     let mut catalog = registry.catalog();
-    resources::kind::declare(&mut catalog);
+    resources::contract::kind::declare(&mut catalog);
     let (mut ran, mut good, mut skipped) = (0, 0, 0);
     let (mut stream_want, mut stream_got, mut stream_exact) = (0, 0, 0);
     let mut failures = Vec::new();
@@ -161,7 +161,7 @@ async fn graph_corpus_through_the_runtime() {
                 if !diags.is_empty() {
                     Err(format!("interpret failed: {:?}", diags.first().map(|d| &d.message)))
                 } else {
-                    resources::graph::add_autoedges(&mut rg);
+                    resources::contract::graph::add_autoedges(&mut rg);
                     // Names may contain newlines: compare line by line like the harness.
                     let mut got: Vec<String> = rg.to_lines().join("\n").lines().map(str::to_string).collect();
                     got.sort();
@@ -203,7 +203,7 @@ async fn example_programs_run() {
     };
     let registry = Arc::new(Registry::core());
     let mut catalog = registry.catalog();
-    resources::kind::declare(&mut catalog);
+    resources::contract::kind::declare(&mut catalog);
     let dir = shared.join("conformance").join("examples");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())

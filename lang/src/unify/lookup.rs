@@ -35,17 +35,27 @@ impl Ctx<'_> {
                 }
                 true
             }
-            NodeKind::Field { base, field } => {
+            NodeKind::Field { base, field } | NodeKind::FieldOr { base, field, .. } => {
+                let default = match &graph.node(node).kind {
+                    NodeKind::FieldOr { default, .. } => Some(Self::var(*default)),
+                    _ => None,
+                };
                 let fields = match self.struct_fields(*base, node, field, force) {
                     Lookup::Pending => return false,
                     Lookup::Failed => return true,
                     Lookup::Fields(fields) => fields,
                 };
-                match fields.iter().find(|(n, _)| n == field) {
-                    Some((_, fv)) => {
+                match (fields.iter().find(|(n, _)| n == field), default) {
+                    (Some((_, fv)), default) => {
+                        if let Some(d) = default {
+                            self.eq(*fv, d, span);
+                        }
                         self.eq(*fv, v, span);
                     }
-                    None => {
+                    (None, Some(d)) => {
+                        self.eq(d, v, span);
+                    }
+                    (None, None) => {
                         let names: Vec<&str> = fields.iter().map(|(n, _)| n.as_str()).collect();
                         let msg = format!(
                             "error setting type: `{}`, error: field {field} was not found in struct",
@@ -61,23 +71,6 @@ impl Ctx<'_> {
                         }
                         self.diags.push(d);
                         self.table.poison(v);
-                    }
-                }
-                true
-            }
-            NodeKind::FieldOr { base, field, default } => {
-                let fields = match self.struct_fields(*base, node, field, force) {
-                    Lookup::Pending => return false,
-                    Lookup::Failed => return true,
-                    Lookup::Fields(fields) => fields,
-                };
-                match fields.iter().find(|(n, _)| n == field) {
-                    Some((_, fv)) => {
-                        self.eq(*fv, Self::var(*default), span);
-                        self.eq(*fv, v, span);
-                    }
-                    None => {
-                        self.eq(Self::var(*default), v, span);
                     }
                 }
                 true

@@ -149,22 +149,7 @@ fn describe_at(graph: &FuncGraph, node: NodeId, depth: usize) -> String {
 pub(crate) fn op_name(op: Op) -> &'static str {
     match op {
         Op::Not => "not",
-        Op::Bin(b) => match b {
-            BinOp::Add => "+",
-            BinOp::Sub => "-",
-            BinOp::Mul => "*",
-            BinOp::Div => "/",
-            BinOp::Eq => "==",
-            BinOp::Ne => "!=",
-            BinOp::Lt => "<",
-            BinOp::Gt => ">",
-            BinOp::Le => "<=",
-            BinOp::Ge => ">=",
-            BinOp::And => "and",
-            BinOp::Or => "or",
-            BinOp::In => "in",
-            BinOp::Except => "<|>",
-        },
+        Op::Bin(b) => b.as_str(),
     }
 }
 

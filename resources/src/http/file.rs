@@ -20,9 +20,9 @@ use hyper::{Method, StatusCode};
 use tokio::sync::watch;
 
 use super::{Content, Hub, Request, Response, Route};
-use crate::common::Raw;
-use crate::params::BuildError;
-use crate::typed::Fingerprint as _;
+use crate::contract::common::Raw;
+use crate::contract::params::BuildError;
+use crate::contract::typed::Fingerprint as _;
 use crate::util::watch::FileWatch;
 
 crate::params! {
@@ -271,8 +271,8 @@ impl Resource for HttpFile {
 }
 
 /// The `http:server:file` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_FILE: crate::kind::Kind =
-    crate::kind::Kind::new("http:server:file", FileParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER_FILE: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server:file", FileParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpFile::build(host.http.clone(), name, params)?))
     })
     .receiving();
@@ -280,7 +280,7 @@ pub const HTTP_SERVER_FILE: crate::kind::Kind =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::payload;
+    use crate::contract::common::payload;
     use crate::http::body_bytes;
     use crate::http::proxy::MemUpstream;
     use lang::value::Value;

@@ -16,9 +16,9 @@ use lang::value::Value;
 use tokio::sync::Notify;
 
 use super::{Hub, Request, Response, Route};
-use crate::common::{Raw, sends};
-use crate::params::BuildError;
-use crate::typed::Fingerprint as _;
+use crate::contract::common::{Raw, sends};
+use crate::contract::params::BuildError;
+use crate::contract::typed::Fingerprint as _;
 
 crate::params! {
     /// `http:server:flag`'s params.
@@ -126,8 +126,8 @@ impl Resource for HttpFlag {
 }
 
 /// The `http:server:flag` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_FLAG: crate::kind::Kind =
-    crate::kind::Kind::new("http:server:flag", FlagParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER_FLAG: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server:flag", FlagParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpFlag::build(host.http.clone(), name, params)?))
     })
     .sending(&[("value", "str")]);
@@ -135,7 +135,7 @@ pub const HTTP_SERVER_FLAG: crate::kind::Kind =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::value_of;
+    use crate::contract::common::value_of;
     use crate::http::dispatch;
     use crate::http::proxy::MemUpstream;
     use bytes::Bytes;

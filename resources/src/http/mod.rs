@@ -67,7 +67,7 @@ impl Hub {
 }
 
 /// A route's `path` param must be absolute (`validate` of the routes).
-fn check_route_path(raw: &crate::common::Raw, path: &str) -> Result<(), engine::ResError> {
+fn check_route_path(raw: &crate::contract::common::Raw, path: &str) -> Result<(), engine::ResError> {
     if path.starts_with('/') {
         return Ok(());
     }

@@ -20,9 +20,9 @@ use hyper::{Method, StatusCode};
 use tokio_util::sync::CancellationToken;
 
 use super::{Content, Hub, Request, Response, Route};
-use crate::common::Raw;
-use crate::params::BuildError;
-use crate::typed::Fingerprint as _;
+use crate::contract::common::Raw;
+use crate::contract::params::BuildError;
+use crate::contract::typed::Fingerprint as _;
 use crate::util::command::{self, CmdSpec};
 
 /// What a download gave.
@@ -372,8 +372,8 @@ impl Resource for HttpProxy {
 }
 
 /// The `http:server:proxy` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_PROXY: crate::kind::Kind =
-    crate::kind::Kind::new("http:server:proxy", ProxyParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER_PROXY: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server:proxy", ProxyParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpProxy::build(host.http.clone(), name, params)?))
     });
 

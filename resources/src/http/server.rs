@@ -28,9 +28,9 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::{Body, Content, Hub, Request, Response};
-use crate::common::Raw;
-use crate::params::BuildError;
-use crate::typed::Fingerprint as _;
+use crate::contract::common::Raw;
+use crate::contract::params::BuildError;
+use crate::contract::typed::Fingerprint as _;
 use crate::util::listen::{bind_first, check_root, parse_listen};
 
 /// The largest request body read before dispatch (flag and ui forms are small).
@@ -320,8 +320,8 @@ impl hyper::body::Body for Deadline {
 }
 
 /// The `http:server` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER: crate::kind::Kind =
-    crate::kind::Kind::new("http:server", ServerParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server", ServerParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?))
     });
 

@@ -31,9 +31,9 @@ use serde_json::json;
 use tokio::sync::{Notify, watch};
 
 use super::{Hub, Request, Response, Route, escape_html};
-use crate::common::{Raw, res_error, sends};
-use crate::params::{BuildError, Params};
-use crate::typed::Fingerprint as _;
+use crate::contract::common::{Raw, res_error, sends};
+use crate::contract::params::{BuildError, Params};
+use crate::contract::typed::Fingerprint as _;
 use crate::util::registry::Registry;
 
 const INPUT_KIND: &str = "http:server:ui:input";
@@ -57,7 +57,7 @@ pub struct UiData {
 
 crate::fingerprint_fields!(UiData { title, head });
 
-impl crate::typed::ParamType for UiData {
+impl crate::contract::typed::ParamType for UiData {
     const TYPE: &'static str = "struct{title str; head str}";
     fn from_value(_: &Params<'_>, _: &str, value: &Value) -> Result<Self, BuildError> {
         let field = |n: &str| match value {
@@ -372,7 +372,7 @@ pub struct HttpUiInput {
     params: InputParams,
     hub: Arc<Hub>,
     /// The host's value store, for a `local://` store.
-    values: Arc<crate::value::ValueStore>,
+    values: Arc<crate::basics::value::ValueStore>,
     input: Arc<Input>,
     store: Result<Store, String>,
     world: Arc<dyn world::World>,
@@ -393,7 +393,7 @@ fn parse_url(text: &str) -> Result<(String, Vec<(String, String)>), String> {
 impl HttpUiInput {
     pub fn build(
         hub: Arc<Hub>,
-        store_values: Arc<crate::value::ValueStore>,
+        store_values: Arc<crate::basics::value::ValueStore>,
         world: Arc<dyn world::World>,
         name: &str,
         values: &ParamMap,
@@ -498,7 +498,7 @@ impl HttpUiInput {
                 let what = format!("{INPUT_KIND}[{}]", self.raw.name);
                 let written =
                     self.world.set(key, Some(value)).await.map_err(|e| ResError::transient(format!("{what}: {e}")))?;
-                crate::world::note_queued(written, &what);
+                crate::cluster::world::note_queued(written, &what);
                 Ok(())
             }
         }
@@ -648,14 +648,14 @@ impl Resource for HttpUiInput {
 }
 
 /// The `http:server:ui` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_UI: crate::kind::Kind =
-    crate::kind::Kind::new("http:server:ui", UiParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER_UI: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server:ui", UiParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpUi::build(host.http.clone(), name, params)?))
     });
 
 /// The `http:server:ui:input` kind: its params and send fields as the type checker sees them, and its constructor.
-pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind =
-    crate::kind::Kind::new("http:server:ui:input", InputParams::FIELDS, |host, name, params| {
+pub const HTTP_SERVER_UI_INPUT: crate::contract::kind::Kind =
+    crate::contract::kind::Kind::new("http:server:ui:input", InputParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpUiInput::build(host.http.clone(), host.values.clone(), host.world.clone(), name, params)?))
     })
     .sending(&[("value", "str")]);
@@ -663,7 +663,7 @@ pub const HTTP_SERVER_UI_INPUT: crate::kind::Kind =
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::common::value_of;
+    use crate::contract::common::value_of;
     use crate::http::body_bytes;
     use crate::http::proxy::MemUpstream;
     use bytes::Bytes;
@@ -764,7 +764,7 @@ mod tests {
     async fn a_world_store_input_follows_the_kv_store_both_ways() {
         let dir = tempfile::tempdir().unwrap();
         let h = hub();
-        let world = Arc::new(crate::world::local(dir.path(), "h1"));
+        let world = Arc::new(crate::cluster::world::local(dir.path(), "h1"));
         let mut i = input_in(&h, "text1", &[("store", "world://")], world.clone());
         let init = InitCtx {
             key: engine::ResKey::new(INPUT_KIND, "text1"),

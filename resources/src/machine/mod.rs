@@ -10,7 +10,7 @@
 //! own modules (`virt`, `virt_network`, `virt_builder`, `nspawn`, `docker`); `Machine` only
 //! holds them.
 //!
-//! The real service backend is [`crate::systemd::Systemd`]: systemd over D-Bus (zbus), with
+//! The real service backend is [`crate::services::systemd::Systemd`]: systemd over D-Bus (zbus), with
 //! job results and change subscriptions, or the [`Systemctl`] backend here when no bus is
 //! reachable. The real package backend is dpkg/apt.
 
@@ -55,28 +55,28 @@ pub struct Machine {
     pub accounts: Arc<dyn Accounts>,
     pub mounts: Arc<dyn Mounter>,
     pub hostnames: Arc<dyn HostnameSetter>,
-    pub net: Arc<dyn crate::net::NetLinks>,
-    pub settings: Arc<dyn crate::gsettings::Settings>,
-    pub firewall: Arc<dyn crate::firewalld::Firewall>,
+    pub net: Arc<dyn crate::network::net::NetLinks>,
+    pub settings: Arc<dyn crate::system::gsettings::Settings>,
+    pub firewall: Arc<dyn crate::network::firewalld::Firewall>,
     /// Routes, ui inputs and the proxy's upstream of the `http:server` family.
     pub http: Arc<crate::http::Hub>,
     /// Files of the `tftp:server`s.
-    pub tftp: Arc<crate::tftp::TftpHub>,
+    pub tftp: Arc<crate::network::tftp::TftpHub>,
     /// What `value` resources (and `http:server:ui:input`'s `local://` store) keep; the
     /// binary hands the same store to the `value.get*` functions.
-    pub values: Arc<crate::value::ValueStore>,
+    pub values: Arc<crate::basics::value::ValueStore>,
     /// The directories `file` resources have swept of stale temporary files.
     pub temps: Arc<crate::util::fs::TempSweeps>,
     /// libvirt domains (`virt`).
-    pub libvirt: Arc<dyn crate::virt::Libvirt>,
+    pub libvirt: Arc<dyn crate::virtualization::virt::Libvirt>,
     /// libvirt networks (`virt:network` and its grouped hosts and ranges).
-    pub networks: Arc<dyn crate::virt_network::Networks>,
+    pub networks: Arc<dyn crate::virtualization::virt_network::Networks>,
     /// Disk image builds (`virt:builder`).
-    pub builder: Arc<dyn crate::virt_builder::ImageBuilder>,
+    pub builder: Arc<dyn crate::virtualization::virt_builder::ImageBuilder>,
     /// systemd-nspawn containers (`nspawn`).
-    pub machines: Arc<dyn crate::nspawn::Machines>,
+    pub machines: Arc<dyn crate::virtualization::nspawn::Machines>,
     /// The docker daemon (`docker:image`).
-    pub docker: Arc<dyn crate::docker::Docker>,
+    pub docker: Arc<dyn crate::virtualization::docker::Docker>,
     /// What the hosts of a fleet share (`kv`): the binary sets the local store or etcd.
     pub world: Arc<dyn world::World>,
 }
@@ -86,23 +86,23 @@ impl Machine {
     pub fn system() -> Machine {
         Machine {
             root: PathBuf::from("/"),
-            services: Arc::new(crate::systemd::Systemd::new()),
+            services: Arc::new(crate::services::systemd::Systemd::new()),
             packages: Arc::new(Apt),
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),
-            net: Arc::new(crate::net::IpRoute2 { proc_root: PathBuf::from("/") }),
-            settings: Arc::new(crate::gsettings::GsettingsCli),
-            firewall: Arc::new(crate::firewalld::FirewallCmd { root: PathBuf::from("/") }),
+            net: Arc::new(crate::network::net::IpRoute2 { proc_root: PathBuf::from("/") }),
+            settings: Arc::new(crate::system::gsettings::GsettingsCli),
+            firewall: Arc::new(crate::network::firewalld::FirewallCmd { root: PathBuf::from("/") }),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::Curl)),
-            tftp: crate::tftp::TftpHub::new(),
+            tftp: crate::network::tftp::TftpHub::new(),
             values: Arc::default(),
             temps: Arc::default(),
-            libvirt: Arc::new(crate::virt::Virsh),
-            networks: Arc::new(crate::virt_network::VirshNetworks),
-            builder: Arc::new(crate::virt_builder::VirtBuilder),
-            machines: Arc::new(crate::nspawn::Machinectl),
-            docker: Arc::new(crate::docker::DockerCli),
+            libvirt: Arc::new(crate::virtualization::virt::Virsh),
+            networks: Arc::new(crate::virtualization::virt_network::VirshNetworks),
+            builder: Arc::new(crate::virtualization::virt_builder::VirtBuilder),
+            machines: Arc::new(crate::virtualization::nspawn::Machinectl),
+            docker: Arc::new(crate::virtualization::docker::DockerCli),
             world: Arc::new(world::Detached::new("")),
         }
     }
@@ -112,25 +112,25 @@ impl Machine {
     pub fn sandbox(root: impl Into<PathBuf>) -> Machine {
         let root: PathBuf = root.into();
         Machine {
-            world: Arc::new(crate::world::local(root.join("var/lib/tend"), "sandbox")),
-            machines: Arc::new(crate::nspawn::FakeMachines::new(&root)),
+            world: Arc::new(crate::cluster::world::local(root.join("var/lib/tend"), "sandbox")),
+            machines: Arc::new(crate::virtualization::nspawn::FakeMachines::new(&root)),
             root,
             services: Arc::new(FakeServices::default()),
             packages: Arc::new(FakePackages::default()),
             accounts: Arc::new(FakeAccounts::default()),
             mounts: Arc::new(FakeMounts::default()),
             hostnames: Arc::new(FakeHostname::default()),
-            net: Arc::new(crate::net::FakeNet::default()),
-            settings: Arc::new(crate::gsettings::FakeSettings::default()),
-            firewall: Arc::new(crate::firewalld::FakeFirewall::default()),
+            net: Arc::new(crate::network::net::FakeNet::default()),
+            settings: Arc::new(crate::system::gsettings::FakeSettings::default()),
+            firewall: Arc::new(crate::network::firewalld::FakeFirewall::default()),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
-            tftp: crate::tftp::TftpHub::new(),
+            tftp: crate::network::tftp::TftpHub::new(),
             values: Arc::default(),
             temps: Arc::default(),
-            libvirt: Arc::new(crate::virt::FakeLibvirt::default()),
-            networks: Arc::new(crate::virt_network::FakeNetworks::default()),
-            builder: Arc::new(crate::virt_builder::FakeBuilder::default()),
-            docker: Arc::new(crate::docker::FakeDocker::default()),
+            libvirt: Arc::new(crate::virtualization::virt::FakeLibvirt::default()),
+            networks: Arc::new(crate::virtualization::virt_network::FakeNetworks::default()),
+            builder: Arc::new(crate::virtualization::virt_builder::FakeBuilder::default()),
+            docker: Arc::new(crate::virtualization::docker::FakeDocker::default()),
         }
     }
 

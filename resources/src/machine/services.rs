@@ -1,5 +1,5 @@
 //! The init system as the service kinds see it: [`ServiceManager`], the `systemctl`
-//! backend used when no D-Bus is reachable (the real one is [`crate::systemd::Systemd`]),
+//! backend used when no D-Bus is reachable (the real one is [`crate::services::systemd::Systemd`]),
 //! and an in-memory fake.
 
 #[cfg(any(test, feature = "fakes"))]
@@ -38,7 +38,7 @@ pub trait ServiceManager: Send + Sync {
 /// Wake-ups for one unit (see [`ServiceManager::changes`]).
 pub type UnitChanges = futures::stream::BoxStream<'static, ()>;
 
-/// systemd through `systemctl`: what [`crate::systemd::Systemd`] falls back to when no bus
+/// systemd through `systemctl`: what [`crate::services::systemd::Systemd`] falls back to when no bus
 /// is reachable (as root, `systemctl` still reaches PID 1 through systemd's private socket).
 pub struct Systemctl;
 

@@ -51,7 +51,7 @@ file "${{root}}/stamp" {{
         stop_timeout: Duration::from_secs(5),
         ..Default::default()
     });
-    let g = resources::graph::to_engine(&Machine::system(), graph, false).expect("builds");
+    let g = resources::contract::graph::to_engine(&Machine::system(), graph, false).expect("builds");
     engine.apply(g).await.expect("valid");
     assert!(engine.wait_converged(WAIT).await);
     assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);
@@ -87,7 +87,7 @@ async fn editing_the_program_swaps_only_what_changed() {
     let mut reports = Vec::new();
     for program in [version("1", "1"), version("2", "1"), version("2", "1")] {
         let graph = resource_graph(&program).await.expect("compiles");
-        let g = resources::graph::to_engine(&Machine::system(), graph, false).expect("builds");
+        let g = resources::contract::graph::to_engine(&Machine::system(), graph, false).expect("builds");
         reports.push(engine.apply(g).await.expect("valid"));
         assert!(engine.wait_converged(WAIT).await);
     }

@@ -55,7 +55,7 @@ async fn the_engine_corpus_runs() {
                     stop_timeout: Duration::from_secs(5),
                     ..Default::default()
                 });
-                let g = resources::graph::to_engine(&Machine::system(), graph, false).expect("builds");
+                let g = resources::contract::graph::to_engine(&Machine::system(), graph, false).expect("builds");
                 engine.apply(g).await.expect("valid");
                 if !engine.wait_converged(Duration::from_secs(20)).await {
                     failures.push(format!("{name}: did not converge: {:?}", engine.status().await));

@@ -6,7 +6,7 @@ use std::fs;
 
 use engine::{ApplyCtx, Graph, InitCtx, Meta, ResKey, Resource};
 use lang::value::Value;
-use resources::exec::Exec;
+use resources::services::exec::Exec;
 use resources::value_of;
 use support::{WAIT, check, engine, params, s, strs};
 

@@ -7,7 +7,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use engine::{Graph, Meta, ResKey, Resource};
 use lang::value::Value;
-use resources::file::File;
+use resources::files::file::File;
 use support::{WAIT, check, converge, engine, eventually, params, s, strs};
 
 fn file(name: &str, pairs: &[(&str, Value)]) -> File {
@@ -370,7 +370,7 @@ fn received_values_are_laid_over_the_params_the_file_keeps() {
     assert_eq!(f.params().content.as_deref(), Some("one\n"), "the content is kept");
     assert_eq!(*f.params().fragments, ["/srv/f1"]);
     assert!(f.params().force);
-    assert_eq!(f.params().state, resources::typed::Presence::Exists);
+    assert_eq!(f.params().state, resources::contract::typed::Presence::Exists);
     assert!(!f.recv("mode", &payload(s("0600"))).unwrap(), "the same value again is no change");
     assert!(f.recv("content", &payload(s("two\n"))).unwrap());
     assert_eq!(f.params().mode.as_str(), "0600", "an earlier received value is kept");

@@ -91,7 +91,7 @@ async fn json_edit_changes_only_the_edited_values() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn json_edit_keeps_a_world_key_starting_from_an_empty_object() {
     let dir = tempfile::tempdir().unwrap();
-    let world = std::sync::Arc::new(resources::world::local(dir.path(), "h1"));
+    let world = std::sync::Arc::new(resources::cluster::world::local(dir.path(), "h1"));
     let host = resources::machine::Machine { world, ..resources::machine::Machine::sandbox(dir.path()) };
     let edits = strs(&[".a.b = 1"]);
     let mut res = resources::build_with(

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use lang::value::Value;
 use proptest::prelude::*;
-use resources::file::File;
+use resources::files::file::File;
 use support::{check, params, s};
 
 fn tree(dst: &Path, src: &Path, force: bool) -> File {

@@ -291,7 +291,7 @@ async fn pkg_installs_pins_and_removes() {
 async fn every_declared_kind_can_be_built() {
     let root = tempfile::tempdir().unwrap();
     let host = Machine::sandbox(root.path());
-    for decl in resources::kind::decls() {
+    for decl in resources::contract::kind::decls() {
         assert!(build_with(&host, &decl.kind, "/x", &params(&[])).is_ok(), "{}", decl.kind);
     }
 }
@@ -344,7 +344,7 @@ async fn svc_notices_a_unit_stopped_behind_its_back() {
     assert!(services.active("web.service"));
     use resources::machine::ServiceManager;
     services.stop("web.service", false).await.unwrap();
-    tokio::time::sleep(resources::svc::STATE_POLL * 3).await;
+    tokio::time::sleep(resources::services::svc::STATE_POLL * 3).await;
     assert!(engine.wait_converged(support::WAIT).await);
     assert!(
         services.active("web.service"),

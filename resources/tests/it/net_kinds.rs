@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use engine::{InitCtx, ResKey};
 use lang::value::Value;
-use resources::firewalld::{FakeFirewall, Layer};
-use resources::gsettings::FakeSettings;
 use resources::machine::Machine;
-use resources::net::{FakeLink, FakeNet, unit_path};
+use resources::network::firewalld::{FakeFirewall, Layer};
+use resources::network::net::{FakeLink, FakeNet, unit_path};
+use resources::system::gsettings::FakeSettings;
 use resources::{build, build_with};
 use support::{check, converge, params, s, strs};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -409,8 +409,8 @@ fn have(tool: &str) -> bool {
 
 #[tokio::test]
 async fn the_real_ip_and_gsettings_backends_answer_read_only_queries() {
-    use resources::gsettings::{GsettingsCli, RunAs, Settings};
-    use resources::net::{IpRoute2, NetLinks};
+    use resources::network::net::{IpRoute2, NetLinks};
+    use resources::system::gsettings::{GsettingsCli, RunAs, Settings};
     if have("ip") {
         let ip = IpRoute2 { proc_root: "/".into() };
         let lo = ip.link("lo").await.unwrap().expect("every host has lo");

@@ -13,7 +13,7 @@ use engine::{ApplyCtx, ResKey};
 use lang::value::Value;
 use resources::build_with;
 use resources::machine::{Machine, ServiceManager};
-use resources::systemd::{Backend, Systemd, SystemdBus};
+use resources::services::systemd::{Backend, Systemd, SystemdBus};
 use support::{check, eventually_within, params, s};
 use zbus::object_server::{ObjectServer, SignalEmitter};
 use zbus::{Connection, ObjectPath, OwnedObjectPath, interface};
@@ -294,10 +294,10 @@ async fn p2p_pair(manager: Option<FakeManager>) -> (Connection, Connection) {
 }
 
 /// Polls `cond` for up to 3 s: well before the watch's fallback poll
-/// ([`resources::svc::STATE_POLL`]) could notice anything, so only a signal makes it true.
+/// ([`resources::services::svc::STATE_POLL`]) could notice anything, so only a signal makes it true.
 async fn soon(cond: impl FnMut() -> bool) -> bool {
     const WITHIN: Duration = Duration::from_secs(3);
-    assert!(WITHIN < resources::svc::STATE_POLL);
+    assert!(WITHIN < resources::services::svc::STATE_POLL);
     eventually_within(WITHIN, cond).await
 }
 

@@ -12,12 +12,12 @@ use std::sync::atomic::Ordering;
 use engine::{ApplyCtx, InitCtx, ResKey, Resource};
 use lang::value::Value;
 use resources::build_with;
-use resources::docker::FakeDocker;
 use resources::machine::{FakePackages, Machine};
-use resources::nspawn::FakeMachines;
-use resources::virt::{Conn, DomState, FakeLibvirt, Libvirt};
-use resources::virt_builder::FakeBuilder;
-use resources::virt_network::{DhcpHost, DhcpRange, FakeNetworks, MemberSpec, VirtNetwork};
+use resources::virtualization::docker::FakeDocker;
+use resources::virtualization::nspawn::FakeMachines;
+use resources::virtualization::virt::{Conn, DomState, FakeLibvirt, Libvirt};
+use resources::virtualization::virt_builder::FakeBuilder;
+use resources::virtualization::virt_network::{DhcpHost, DhcpRange, FakeNetworks, MemberSpec, VirtNetwork};
 use support::{check, converge, params, s, strs};
 
 /// Some params of a test case.
@@ -454,7 +454,7 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
         ],
         edges: Vec::new(),
     };
-    assert!(resources::graph::check(&graph).is_empty());
+    assert!(resources::contract::graph::check(&graph).is_empty());
     // The network validates its members: a host outside the subnet fails at check time.
     let graph = ResGraph {
         vertices: vec![
@@ -463,12 +463,12 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
         ],
         edges: Vec::new(),
     };
-    let diags = resources::graph::check(&graph).into_vec();
+    let diags = resources::contract::graph::check(&graph).into_vec();
     assert!(diags.len() == 1 && diags[0].message.contains("outside 192.168.42.0/24"), "{:?}", diags);
     // A host with no network to join is an error of its own.
     let graph =
         ResGraph { vertices: vec![vertex("virt:network:host", "james", host("192.168.42.7/24"))], edges: Vec::new() };
-    let diags = resources::graph::check(&graph).into_vec();
+    let diags = resources::contract::graph::check(&graph).into_vec();
     assert!(diags.len() == 1 && diags[0].message.contains("no virt:network resource in the graph"), "{:?}", diags);
 }
 

@@ -73,7 +73,7 @@ impl Runner {
         // Their automatic edges among themselves are already running (their identities
         // are unchanged): only the vertices count.
         let Ok(interpreted) = crate::compile::interpreted(&output, &self.catalog) else { return Patched::Whole };
-        let Ok(mut candidate) = resources::graph::to_engine(&self.host, interpreted, self.noop) else {
+        let Ok(mut candidate) = resources::contract::graph::to_engine(&self.host, interpreted, self.noop) else {
             return Patched::Whole;
         };
         if self.metrics_addr.is_some() {

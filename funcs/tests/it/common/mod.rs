@@ -103,5 +103,5 @@ pub fn st(fields: Vec<(&str, Value)>) -> Value {
 /// A host whose file-following built-ins watch through the resources' inotify hub, as in
 /// `tend run`.
 pub fn watching_host() -> Host {
-    Host { watcher: resources::world::hub(), ..Host::default() }
+    Host { watcher: resources::cluster::world::hub(), ..Host::default() }
 }

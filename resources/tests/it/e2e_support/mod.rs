@@ -26,11 +26,11 @@ pub async fn resource_graph(program: &str) -> Result<lang::resgraph::ResGraph, S
     if let Some(d) = diags.first() {
         return Err(first(d));
     }
-    let diags = resources::graph::check(&graph);
+    let diags = resources::contract::graph::check(&graph);
     if let Some(d) = diags.first() {
         return Err(first(d));
     }
-    resources::graph::add_autoedges(&mut graph);
+    resources::contract::graph::add_autoedges(&mut graph);
     Ok(graph)
 }
 
