@@ -2,6 +2,9 @@
 //! binds, built-in calls, inlined funcs, parameters and streaming facts a value is made
 //! of), the statements that gate a resource statement, and a source index that names
 //! bind nodes and class includes. Values are not known here; `tend why` adds them.
+//! [`probe`] makes the copy of a graph whose one run gives those values.
+
+pub mod probe;
 
 use std::collections::{BTreeMap, HashSet};
 

@@ -1,27 +1,19 @@
 //! `tend why PATH KIND[NAME]`: explains how a resource's params were produced. Compiles,
-//! finds the resource statements of that kind, runs the dataflow once with *probe*
-//! statements added next to each of them (synthetic resources that carry the values of
-//! every node of the provenance trees, evaluated in the same `if`/`for` context and under
-//! the same conditions), and prints the trees with their values, then each world value the
-//! program read with its revision and staleness (`--seeds`: from the etcd cluster).
-
+//! finds the resource statements of that kind, runs the dataflow once on the copy of the
+//! graph that `lang::provenance::probe` makes (a probe beside each statement, carrying
+//! the values of its provenance trees), and prints the trees with their values, then each
+//! world value the program read with its revision and staleness (`--seeds`: from the etcd
+//! cluster).
 use crate::cli::WhyFormat;
 use crate::compile::{self, Report, WorldUse};
-use lang::ir::{FuncGraph, IrField, IrResource, IrStmt, NodeId, NodeKind, Op, Origin};
-use lang::provenance::{BindHow, Builder, Enclosing, Entry, Gate, Located, SourceIndex, What};
+use lang::ir::{FuncGraph, NodeId, NodeKind, Origin};
+use lang::provenance::{BindHow, Builder, Enclosing, Entry, Located, SourceIndex, What, probe};
 use lang::span::{SourceMap, Span};
-use lang::syntax::ast::BinOp;
-use lang::types::Type;
 use lang::value::Value;
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::ExitCode;
-
-/// Prefix of the kinds of probe statements (a NUL can't start a real kind).
-const PROBE: &str = "\u{0}why:";
-/// The value a probe carries when its node failed with an error caught by `<|>`.
-const FAILED: &str = "\u{0}why:failed";
 
 pub fn run(
     path: &Path,
@@ -46,11 +38,11 @@ pub fn run(
     let index = SourceIndex::build(&sources);
     let is_fact = |f: &str| registry.get(f).is_some_and(|b| matches!(b.imp, funcs::api::FuncImpl::Stream(_)));
     let located = lang::provenance::resources_of_kind(&graph, &kind);
-    let plans: Vec<Plan> = {
+    let plans: Vec<probe::Plan> = {
         let mut builder = Builder::new(&graph, &index, &is_fact);
-        located.iter().map(|l| Plan::build(&mut builder, l)).collect()
+        located.iter().map(|l| probe::Plan::build(&mut builder, l)).collect()
     };
-    let probed = with_probes(&graph, &located, &plans);
+    let probed = probe::with_probes(&graph, &located, &plans);
 
     let first =
         compile::first_output_or_report(probed, registry, &program.root, hostname, timeout, world, &sources, how);
@@ -73,24 +65,12 @@ pub fn run(
         .collect();
 
     // Which statements produced it, with the probed values of each production.
-    let mut found: Vec<(usize, Vec<BTreeMap<String, Value>>)> = Vec::new();
-    for (i, l) in located.iter().enumerate() {
-        let probe_kind = format!("{PROBE}{}", l.id);
-        let runs: Vec<BTreeMap<String, Value>> = output
-            .resources
-            .iter()
-            .filter(|d| d.kind == probe_kind && d.name == name)
-            .map(|d| d.params.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect())
-            .collect();
-        if !runs.is_empty() {
-            found.push((i, runs));
-        }
-    }
+    let found = probe::readings(&output.resources, &located, &name);
     if found.is_empty() {
         let existing: Vec<String> = output
             .resources
             .iter()
-            .filter(|d| !d.kind.starts_with(PROBE))
+            .filter(|d| !probe::is_probe(&d.kind))
             .map(|d| format!("{}[{}]", d.kind, d.name))
             .collect();
         let wanted = format!("{kind}[{name}]");
@@ -108,7 +88,7 @@ pub fn run(
         }
         let facts: Vec<String> = plans
             .iter()
-            .flat_map(|p| facts_in(&p.name))
+            .flat_map(probe::Plan::name_facts)
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
@@ -177,18 +157,6 @@ pub fn run(
     ExitCode::SUCCESS
 }
 
-/// The streaming facts a tree depends on (outside lambda bodies).
-fn facts_in(e: &Entry) -> Vec<String> {
-    let mut out = Vec::new();
-    if let What::Fact(f) = &e.what {
-        out.push(f.clone());
-    }
-    for c in &e.children {
-        out.extend(facts_in(c));
-    }
-    out
-}
-
 /// `file[/tmp/x]` or `File[/tmp/x]` → (`file`, `/tmp/x`).
 fn parse_target(s: &str) -> Option<(String, String)> {
     let open = s.find('[')?;
@@ -198,160 +166,6 @@ fn parse_target(s: &str) -> Option<(String, String)> {
         return None;
     }
     Some((kind.to_lowercase(), name.to_string()))
-}
-
-/// The provenance trees of one resource statement and the nodes to probe.
-struct Plan {
-    name: Entry,
-    /// (param or meta name, is meta, entry span, cond tree, value tree)
-    params: Vec<(String, bool, Span, Option<Entry>, Entry)>,
-    /// Every node to probe with the gates it is evaluated under.
-    probes: BTreeMap<NodeId, Vec<Gate>>,
-}
-
-impl Plan {
-    fn build(b: &mut Builder<'_>, l: &Located<'_>) -> Plan {
-        b.reset();
-        let r = l.resource;
-        let name = b.tree(r.name, "name", &[]);
-        let mut params = Vec::new();
-        for f in &r.fields {
-            let cond = f.cond.map(|c| b.tree(c, "condition", &[]));
-            let gates: Vec<Gate> = f.cond.map(|c| vec![(c, true)]).unwrap_or_default();
-            params.push((f.name.to_string(), false, f.span, cond, b.tree(f.value, "value", &gates)));
-        }
-        for m in &r.metas {
-            let cond = m.cond.map(|c| b.tree(c, "condition", &[]));
-            let gates: Vec<Gate> = m.cond.map(|c| vec![(c, true)]).unwrap_or_default();
-            let label = m.name.as_ref().map_or("Meta".to_string(), |n| format!("Meta:{n}"));
-            params.push((label, true, m.span, cond, b.tree(m.value, "value", &gates)));
-        }
-        let mut probes = BTreeMap::new();
-        let mut add = |e: &Entry| collect_probes(e, &mut probes);
-        add(&name);
-        for (_, _, _, cond, value) in &params {
-            if let Some(c) = cond {
-                add(c);
-            }
-            add(value);
-        }
-        for enc in &l.enclosing {
-            if let Enclosing::If { cond, .. } = enc {
-                probes.entry(*cond).or_insert_with(Vec::new);
-            }
-        }
-        Plan { name, params, probes }
-    }
-}
-
-fn collect_probes(e: &Entry, out: &mut BTreeMap<NodeId, Vec<Gate>>) {
-    if e.per_call {
-        return;
-    }
-    match out.get_mut(&e.node) {
-        // Evaluated unconditionally somewhere: the weakest condition wins.
-        Some(g) if e.gates.is_empty() => g.clear(),
-        Some(_) => {}
-        None => {
-            out.insert(e.node, e.gates.clone());
-        }
-    }
-    for c in &e.children {
-        collect_probes(c, out);
-    }
-}
-
-/// The probe field name of a node.
-fn key(n: NodeId) -> String {
-    format!("n{}", n.0)
-}
-
-/// A copy of `graph` with a probe statement after each located resource statement.
-fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -> FuncGraph {
-    let mut g = graph.clone();
-    g.types.resize(g.nodes.len());
-    let add = |g: &mut FuncGraph, kind: NodeKind, ty: Option<Type>, span: Span| {
-        let id = g.add(kind, span);
-        g.types.set(id.0 as usize, ty);
-        id
-    };
-    let marker = add(&mut g, NodeKind::Const(Value::str(FAILED)), Some(Type::Str), Span::default());
-    let mut probe_stmts = Vec::new();
-    for (l, plan) in located.iter().zip(plans) {
-        let r = l.resource;
-        let mut fields = Vec::new();
-        let mut gate_nodes: HashMap<Vec<Gate>, NodeId> = HashMap::new();
-        for (node, gates) in &plan.probes {
-            let span = graph.node(*node).span;
-            let cond = if gates.is_empty() {
-                None
-            } else if let Some(c) = gate_nodes.get(gates) {
-                Some(*c)
-            } else {
-                let mut acc: Option<NodeId> = None;
-                for (c, holds) in gates {
-                    let one = if *holds {
-                        *c
-                    } else {
-                        add(&mut g, NodeKind::Op { op: Op::Not, args: vec![*c] }, Some(Type::Bool), span)
-                    };
-                    acc = Some(match acc {
-                        None => one,
-                        Some(a) => add(
-                            &mut g,
-                            NodeKind::Op { op: Op::Bin(BinOp::And), args: vec![a, one] },
-                            Some(Type::Bool),
-                            span,
-                        ),
-                    });
-                }
-                if let Some(c) = acc {
-                    gate_nodes.insert(gates.clone(), c);
-                }
-                acc
-            };
-            let ty = graph.ty(*node).cloned();
-            let value = add(&mut g, NodeKind::Except { lhs: *node, rhs: marker }, ty, span);
-            fields.push(IrField { origin: Default::default(), name: key(*node).into(), value, cond, span });
-        }
-        // The loop variables of every enclosing `for`.
-        for enc in &l.enclosing {
-            if let Enclosing::For { key: k, value: v, span, .. } = enc {
-                for p in [k, v] {
-                    let node = add(&mut g, NodeKind::Param(*p), None, *span);
-                    fields.push(IrField {
-                        origin: Default::default(),
-                        name: format!("p{}", p.0).into(),
-                        value: node,
-                        cond: None,
-                        span: *span,
-                    });
-                }
-            }
-        }
-        probe_stmts.push((
-            l.id,
-            IrStmt::Resource(IrResource {
-                kind: format!("{PROBE}{}", l.id),
-                kind_span: r.kind_span,
-                name: r.name,
-                fields,
-                edges: Vec::new(),
-                metas: Vec::new(),
-                collect: false,
-                virtuality: Default::default(),
-                classes: Vec::new(),
-                span: r.span,
-            }),
-        ));
-    }
-    // Last first, so that the numbering of the ones before stays valid.
-    for (id, stmt) in probe_stmts.into_iter().rev() {
-        if let Some((list, i)) = lang::provenance::statement_slot(&mut g.stmts, id) {
-            list.insert(i + 1, stmt);
-        }
-    }
-    g
 }
 
 struct Ctx<'a> {
@@ -381,7 +195,7 @@ impl Ctx<'_> {
     fn value(v: Option<&Value>) -> serde_json::Value {
         match v {
             None => serde_json::Value::Null,
-            Some(Value::Str(s)) if s.as_ref() == FAILED => state("<error, caught by <|>>", "error_caught"),
+            Some(Value::Str(s)) if s.as_ref() == probe::FAILED => state("<error, caught by <|>>", "error_caught"),
             Some(v) => json!({"text": shorten(&v.to_string(), 200), "json": crate::cmd::graph::value_json(v)}),
         }
     }
@@ -413,9 +227,9 @@ impl Ctx<'_> {
         out
     }
 
-    fn statement(&self, l: &Located<'_>, plan: &Plan, vals: &BTreeMap<String, Value>) -> serde_json::Value {
+    fn statement(&self, l: &Located<'_>, plan: &probe::Plan, vals: &BTreeMap<String, Value>) -> serde_json::Value {
         let r = l.resource;
-        let get = |n: NodeId| vals.get(&key(n));
+        let get = |n: NodeId| vals.get(&probe::field(n));
         let mut gates = Vec::new();
         for enc in &l.enclosing {
             match enc {
@@ -444,7 +258,7 @@ impl Ctx<'_> {
             json!({"class": name, "at": self.at(span), "includes": includes.iter().map(|s| json!({"at": self.at(*s), "source": self.source(*s)})).collect::<Vec<_>>()})
         });
         let mut params = Vec::new();
-        for (pname, meta, span, cond, value) in &plan.params {
+        for probe::Param { name: pname, meta, span, cond, value } in &plan.params {
             let cond_value = cond.as_ref().map(|c| get(c.node));
             if let Some(cv) = cond_value
                 && cv != Some(&Value::Bool(true))
@@ -505,13 +319,14 @@ impl Ctx<'_> {
         {
             o.insert("defined_at".into(), json!(self.at(self.graph.params[p.0 as usize].span)));
         }
-        let skipped = e.gates.iter().any(|(c, holds)| vals.get(&key(*c)).is_some_and(|v| v != &Value::Bool(*holds)));
+        let skipped =
+            e.gates.iter().any(|(c, holds)| vals.get(&probe::field(*c)).is_some_and(|v| v != &Value::Bool(*holds)));
         let value = match &self.graph.node(e.node).kind {
             _ if skipped => state("(branch not taken)", "not_taken"),
             NodeKind::Const(v) => Self::value(Some(v)),
             _ if e.fallback => state("(only if the left side fails)", "fallback"),
             _ if e.per_call => state("(per call)", "per_call"),
-            _ => Self::value(vals.get(&key(e.node))),
+            _ => Self::value(vals.get(&probe::field(e.node))),
         };
         o.insert("value".into(), value);
         if e.repeat {

@@ -1,29 +1,36 @@
 //! From the interpreter's [`ResGraph`] to what runs: kind-specific checks reported as
 //! `errInterpret` diagnostics (Go field widths, each kind's validation), automatic edges,
-//! the grouping of `virt:network` hosts and ranges into their network, and the engine
-//! graph with built resources and metaparams.
+//! and the engine graph with built resources and metaparams. What a kind is in a graph
+//! beyond one resource (the place it claims, whether it purges around it, the groups it
+//! forms) it says through its [`kind::InGraph`] hooks; this bridge names no kind, except
+//! that it builds a large graph's `file`s itself, on two threads.
 
 use engine::{Graph, ResKey};
 use lang::diag::{Diagnostic, Diagnostics, Stage};
 use lang::resgraph::{Edge, Meta as LangMeta, ResGraph, ResVertex};
-use lang::value::Value;
 
 use std::collections::BTreeMap;
 
 use crate::contract::autoedge::{AutoRes, autoedges};
+use crate::contract::kind::{self, GroupRes, Grouped};
 use crate::contract::params::BuildError;
 use crate::machine::Machine;
-use crate::virtualization::virt_network::{self, GroupRes, MemberSpec, NetworkMember, VirtNetwork};
 
-/// Member vertex index -> the `virt:network` vertex it groups into.
-fn network_groups(graph: &ResGraph) -> BTreeMap<usize, usize> {
+/// Member vertex index -> the vertex of the group it belongs to, from every kind that
+/// groups ([`kind::InGraph::groups`]).
+fn groups(graph: &ResGraph) -> BTreeMap<usize, usize> {
+    let mut hooks: Vec<kind::GroupsFn> = crate::KINDS.iter().filter_map(|k| k.in_graph.groups).collect();
+    hooks.dedup_by_key(|f| *f as usize);
+    if hooks.is_empty() {
+        return BTreeMap::new();
+    }
     let res: Vec<GroupRes<'_>> =
         graph.vertices.iter().map(|v| (v.kind.as_str(), v.name.as_str(), &v.params, v.meta.autogroup)).collect();
-    virt_network::groups(&res)
+    hooks.iter().flat_map(|f| f(&res)).collect()
 }
 
-/// Builds vertex `i`; a `virt:network` gets the hosts and ranges grouped into it and each
-/// of those learns its network.
+/// Builds vertex `i`, with its group when its kind is built so
+/// ([`kind::InGraph::build_grouped`]).
 fn build_in_graph(
     host: &Machine,
     graph: &ResGraph,
@@ -31,37 +38,35 @@ fn build_in_graph(
     groups: &BTreeMap<usize, usize>,
 ) -> Result<Box<dyn engine::Resource>, BuildError> {
     let v = &graph.vertices[i];
-    if v.kind == "virt:network" {
-        crate::contract::params::Params::new(&v.kind, &v.name, &v.params)?;
-        let members = groups
-            .iter()
-            .filter(|(_, n)| **n == i)
-            .filter_map(|(m, _)| {
-                let mv = &graph.vertices[*m];
-                let kind = if mv.kind == "virt:network:host" { "virt:network:host" } else { "virt:network:range" };
-                // A member that does not decode reports its own build error.
-                MemberSpec::decode(kind, &mv.name, &mv.params).ok()
-            })
-            .collect();
-        return Ok(Box::new(VirtNetwork::build(host, &v.name, &v.params)?.with_members(members)));
+    match kind::find(&v.kind).and_then(|k| k.in_graph.build_grouped) {
+        Some(build) => {
+            crate::contract::params::Params::new(&v.kind, &v.name, &v.params)?;
+            build(host, &Grouped { graph, at: i, groups })
+        }
+        None => crate::build_with(host, &v.kind, &v.name, &v.params),
     }
-    if virt_network::is_member_kind(&v.kind) {
-        crate::contract::params::Params::new(&v.kind, &v.name, &v.params)?;
-        let member = NetworkMember::build(&v.kind, &v.name, &v.params)?;
-        return Ok(Box::new(match groups.get(&i) {
-            Some(n) => member.grouped(&graph.vertices[*n].name),
-            None => member,
-        }));
-    }
-    crate::build_with(host, &v.kind, &v.name, &v.params)
+}
+
+/// The place vertex `v` claims ([`kind::InGraph::claims`]), in one spelling: no trailing
+/// slash (but `/` stays).
+fn claim(v: &ResVertex) -> Option<std::borrow::Cow<'_, str>> {
+    let claims = kind::find(&v.kind)?.in_graph.claims?;
+    Some(match claims(&v.name, &v.params) {
+        std::borrow::Cow::Borrowed(p) => {
+            std::borrow::Cow::Borrowed(p.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(p))
+        }
+        std::borrow::Cow::Owned(p) => {
+            std::borrow::Cow::Owned(p.strip_suffix('/').filter(|t| !t.is_empty()).unwrap_or(&p).to_string())
+        }
+    })
 }
 
 /// Builds every vertex and validates the non-hidden ones (hidden resources skip their own
 /// validation, as in mgmt). One diagnostic per failing vertex, at the field when known.
 pub fn check(graph: &ResGraph) -> Diagnostics {
     let host = Machine::system();
-    let groups = network_groups(graph);
-    let mut diags = same_paths(graph);
+    let groups = groups(graph);
+    let mut diags = same_claims(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
         match build_in_graph(&host, graph, i, &groups) {
             Err(e) => diags.push(build_diagnostic(v, &e)),
@@ -76,27 +81,19 @@ pub fn check(graph: &ResGraph) -> Diagnostics {
     diags
 }
 
-/// Two `file` resources whose paths name the same place (`/x` named `a` and `/x`, or
-/// `/x` and the directory `/x/`) would fight over it: an error at the second, naming the
-/// first. Two declarations of one key were already merged (or refused) by interpretation,
-/// under mgmt's rule; hidden resources are never applied, so they are left out.
-fn same_paths(graph: &ResGraph) -> Diagnostics {
+/// Two resources that claim the same place (two `file`s whose paths name it: `/x` named
+/// `a` and `/x`, or `/x` and the directory `/x/`) would fight over it: an error at the
+/// second, naming the first. Two declarations of one key were already merged (or refused)
+/// by interpretation, under mgmt's rule; hidden resources are never applied, so they are
+/// left out.
+fn same_claims(graph: &ResGraph) -> Diagnostics {
     let mut diags = Diagnostics::new();
     let mut seen: engine::fasthash::FastMap<std::borrow::Cow<'_, str>, usize> = Default::default();
     for (i, v) in graph.vertices.iter().enumerate() {
-        if v.kind != "file" || v.meta.hidden {
+        if v.meta.hidden {
             continue;
         }
-        let path = crate::file_path(&v.name, &v.params);
-        let path = match path {
-            std::borrow::Cow::Borrowed(p) => {
-                std::borrow::Cow::Borrowed(p.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(p))
-            }
-            std::borrow::Cow::Owned(p) => {
-                let trimmed = p.strip_suffix('/').filter(|t| !t.is_empty()).unwrap_or(&p).to_string();
-                std::borrow::Cow::Owned(trimmed)
-            }
-        };
+        let Some(path) = claim(v) else { continue };
         let shown = path.clone().into_owned();
         if let Some(first) = seen.insert(path, i) {
             let first = &graph.vertices[first];
@@ -156,24 +153,20 @@ pub fn to_engine(host: &Machine, mut graph: ResGraph, noop: bool) -> Result<Grap
     let mut out = Graph::new();
     let send_recv: usize = graph.edges.iter().map(|e| e.send_recv.len()).sum();
     out.reserve(graph.vertices.len(), graph.edges.len() + send_recv);
-    let mut diags = same_paths(&graph);
-    // Sorted component-wise, so the paths below a directory form one contiguous run. Only a
-    // purging directory reads them.
-    let purging = |v: &ResVertex| v.kind == "file" && matches!(v.params.get("purge"), Some(Value::Bool(true)));
-    let file_paths: std::collections::BTreeSet<std::path::PathBuf> = if graph.vertices.iter().any(purging) {
-        graph
-            .vertices
-            .iter()
-            .filter(|v| v.kind == "file")
-            .map(|v| std::path::PathBuf::from(crate::file_path(&v.name, &v.params).trim_end_matches('/')))
-            .collect()
+    let mut diags = same_claims(&graph);
+    // Sorted component-wise, so the places below a directory form one contiguous run. Only
+    // a purging resource reads them.
+    let purging =
+        |v: &ResVertex| kind::find(&v.kind).and_then(|k| k.in_graph.purges).is_some_and(|purges| purges(&v.params));
+    let claimed: std::collections::BTreeSet<std::path::PathBuf> = if graph.vertices.iter().any(purging) {
+        graph.vertices.iter().filter_map(|v| claim(v).map(|p| std::path::PathBuf::from(&*p))).collect()
     } else {
         Default::default()
     };
-    let groups = network_groups(&graph);
+    let groups = groups(&graph);
     let keys = keys(&graph);
     let grouped: std::collections::BTreeSet<usize> = groups.iter().flat_map(|(m, n)| [*m, *n]).collect();
-    let mut files = build_files(&host.temps, &mut graph.vertices, &keys, &file_paths, &grouped);
+    let mut files = build_files(&host.temps, &mut graph.vertices, &keys, &claimed, &grouped);
     // The fields each sender's receivers read (a `file` never sends).
     let mut received: BTreeMap<usize, Vec<String>> = BTreeMap::new();
     for e in graph.edges.iter().filter(|e| !e.send_recv.is_empty()) {
@@ -221,19 +214,21 @@ const SPLIT_BUILD: usize = 4096;
 /// A `file` built (and, unless hidden, validated) or why not, by vertex; `None` for every
 /// other kind. The `file`s, most of a large graph, are built on two threads at once, each
 /// letting go of a built vertex's params (unless a network group reads them), as the
-/// one-by-one loop of [`to_engine`] does.
+/// one-by-one loop of [`to_engine`] does: the one kind the bridge builds itself, for speed
+/// (`File::build_named` shares the key's name; a purging directory spares the places
+/// `claimed` below it).
 #[allow(clippy::type_complexity)]
 fn build_files(
     temps: &std::sync::Arc<crate::util::fs::TempSweeps>,
     vertices: &mut [ResVertex],
     keys: &[ResKey],
-    file_paths: &std::collections::BTreeSet<std::path::PathBuf>,
+    claimed: &std::collections::BTreeSet<std::path::PathBuf>,
     grouped: &std::collections::BTreeSet<usize>,
 ) -> Vec<Option<Result<Box<dyn engine::Resource>, Diagnostic>>> {
     let build = |first: usize, vertices: &mut [ResVertex]| {
         let mut out = Vec::with_capacity(vertices.len());
         for (i, v) in (first..).zip(vertices.iter_mut()) {
-            if v.kind != "file" {
+            if v.kind != crate::files::file::FILE.name {
                 out.push(None);
                 continue;
             }
@@ -245,7 +240,7 @@ fn build_files(
                         return Box::new(f) as Box<dyn engine::Resource>;
                     }
                     let own = std::path::PathBuf::from(f.params().path.trim_end_matches('/'));
-                    let below = file_paths
+                    let below = claimed
                         .range(own.clone()..)
                         .take_while(|p| p.starts_with(&own))
                         .filter(|p| **p != own)

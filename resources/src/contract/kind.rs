@@ -34,6 +34,66 @@ pub struct Kind {
     pub autoedges: crate::contract::autoedge::Rules,
     /// Its constructor: decodes and type-checks the params.
     pub build: BuildFn,
+    /// What it is in a graph beyond one resource built alone (see [`InGraph`]).
+    pub in_graph: InGraph,
+}
+
+/// The place a resource claims, from its name and params (see [`InGraph::claims`]).
+pub type ClaimFn = for<'a> fn(&'a str, &'a ParamMap) -> std::borrow::Cow<'a, str>;
+
+/// Which resources of a graph group into which: member vertex -> its group's vertex (see
+/// [`InGraph::groups`]).
+pub type GroupsFn = fn(&[GroupRes<'_>]) -> std::collections::BTreeMap<usize, usize>;
+
+/// A vertex of a graph, as a grouping reads it: kind, name, params, `Meta:autogroup`.
+pub type GroupRes<'a> = (&'a str, &'a str, &'a ParamMap, bool);
+
+/// Builds a resource that belongs to a group (the group itself, or a member of one).
+pub type GroupedBuildFn = fn(&Machine, &Grouped<'_>) -> Result<Box<dyn Resource>, BuildError>;
+
+/// A vertex in a graph whose groups are known: what a [`GroupedBuildFn`] reads.
+pub struct Grouped<'a> {
+    pub graph: &'a lang::resgraph::ResGraph,
+    /// The vertex to build.
+    pub at: usize,
+    /// Member vertex -> its group's vertex, for the whole graph.
+    pub groups: &'a std::collections::BTreeMap<usize, usize>,
+}
+
+impl Grouped<'_> {
+    /// The vertices grouped into the one to build.
+    pub fn members(&self) -> impl Iterator<Item = &lang::resgraph::ResVertex> {
+        self.groups.iter().filter(|(_, g)| **g == self.at).map(|(m, _)| &self.graph.vertices[*m])
+    }
+
+    /// The vertex the one to build is grouped into, if any.
+    pub fn group(&self) -> Option<&lang::resgraph::ResVertex> {
+        self.groups.get(&self.at).map(|g| &self.graph.vertices[*g])
+    }
+}
+
+/// How a kind's resources take part in a graph beyond being built one by one: the hooks
+/// the bridge to the engine ([`crate::contract::graph`]) asks, so that it names no kind.
+#[derive(Clone, Copy)]
+pub struct InGraph {
+    /// The one place a resource of the kind manages, in one spelling (a `file`'s path
+    /// without its trailing slash): two resources may not claim one place, and a
+    /// purging directory spares the places claimed below it.
+    pub claims: Option<ClaimFn>,
+    /// Whether a resource of the kind removes what is not claimed below its place (a
+    /// `file` directory with `purge`).
+    pub purges: Option<fn(&ParamMap) -> bool>,
+    /// Finds the groups of this kind in a graph (a `virt:network` and the hosts and
+    /// ranges grouped into it).
+    pub groups: Option<GroupsFn>,
+    /// Builds a resource of the kind knowing its group: the members of a group, or the
+    /// group of a member. Such a resource is not checked on its own by `tend check`.
+    pub build_grouped: Option<GroupedBuildFn>,
+}
+
+impl InGraph {
+    /// A kind whose resources are built and checked one by one.
+    pub const NONE: InGraph = InGraph { claims: None, purges: None, groups: None, build_grouped: None };
 }
 
 /// The [`BuildFn`] of a kind whose resource `$res` is built by `$res::build(host, name,
@@ -49,7 +109,15 @@ impl Kind {
     /// A kind called `name` with `params`, built by `build`, that neither sends nor
     /// receives and has no automatic edges (the builders below add them).
     pub const fn new(name: &'static str, params: &'static [crate::contract::typed::Field], build: BuildFn) -> Kind {
-        Kind { name, params, sends: &[], can_recv: false, autoedges: crate::contract::autoedge::Rules::NONE, build }
+        Kind {
+            name,
+            params,
+            sends: &[],
+            can_recv: false,
+            autoedges: crate::contract::autoedge::Rules::NONE,
+            build,
+            in_graph: InGraph::NONE,
+        }
     }
 
     /// The same kind, sending `sends` over send/recv edges.
@@ -65,6 +133,11 @@ impl Kind {
     /// The same kind, with automatic edges `rules`.
     pub const fn autoedges(self, rules: crate::contract::autoedge::Rules) -> Kind {
         Kind { autoedges: rules, ..self }
+    }
+
+    /// The same kind, taking part in a graph as `in_graph` says.
+    pub const fn in_graph(self, in_graph: InGraph) -> Kind {
+        Kind { in_graph, ..self }
     }
 }
 
@@ -86,10 +159,10 @@ pub fn declare(catalog: &mut Catalog) {
 
 /// Builds and validates a resource whose params are all known at compile time (the
 /// catalog's [`lang::catalog::Validator`]): what `run` would refuse when it builds the
-/// graph. Kinds that group into another (`virt:network`'s members) are left to the run.
+/// graph. Kinds built with their group (`virt:network` and its members) are left to the run.
 pub fn validate_constant(kind: &str, name: &str, params: &lang::params::ParamMap) -> Option<lang::catalog::Invalid> {
     use lang::catalog::Invalid;
-    if kind.starts_with("virt:network") || find(kind).is_none() {
+    if find(kind).is_none_or(|k| k.in_graph.build_grouped.is_some()) {
         return None;
     }
     static HOST: std::sync::OnceLock<crate::Machine> = std::sync::OnceLock::new();

@@ -975,6 +975,11 @@ pub const FILE: crate::contract::kind::Kind =
         provides: Some(provides),
         requires: Some(requires),
         reads: &["path", "dirname", "basename", "fragments"],
+    })
+    .in_graph(crate::contract::kind::InGraph {
+        claims: Some(crate::contract::autoedge::file_path),
+        purges: Some(|params| matches!(params.get("purge"), Some(lang::value::Value::Bool(true)))),
+        ..crate::contract::kind::InGraph::NONE
     });
 
 #[cfg(test)]

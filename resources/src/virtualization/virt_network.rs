@@ -39,6 +39,7 @@ use futures::future::BoxFuture;
 use lang::value::Value;
 
 use crate::contract::common::{Raw, res_error};
+use crate::contract::kind::{Grouped, InGraph};
 use crate::contract::params::BuildError;
 use crate::contract::typed::{Fingerprint, Startup};
 use crate::machine::Machine;
@@ -651,7 +652,7 @@ fn valid_uuid(text: &str) -> bool {
 // Grouping
 
 /// One resource as grouping sees it: kind, name, params, `Meta:autogroup`.
-pub type GroupRes<'a> = (&'a str, &'a str, &'a ParamMap, bool);
+pub use crate::contract::kind::GroupRes;
 
 pub fn is_member_kind(kind: &str) -> bool {
     matches!(kind, "virt:network:host" | "virt:network:range")
@@ -1296,21 +1297,55 @@ impl Resource for VirtNetwork {
     }
 }
 
-/// The `virt:network` kind: its params and send fields as the type checker sees them, and its constructor.
+/// A network in its graph: it finds the hosts and ranges grouped into it, and is built with them.
+const NETWORK_IN_GRAPH: InGraph = InGraph { groups: Some(groups), build_grouped: Some(build_network), ..InGraph::NONE };
+
+/// A host or range in its graph: built knowing the network it is grouped into.
+const MEMBER_IN_GRAPH: InGraph = InGraph { build_grouped: Some(build_member), ..InGraph::NONE };
+
+/// A network with the hosts and ranges grouped into it (a member that does not decode
+/// reports its own build error).
+fn build_network(host: &Machine, g: &Grouped<'_>) -> Result<Box<dyn engine::Resource>, BuildError> {
+    let v = &g.graph.vertices[g.at];
+    let members = g
+        .members()
+        .filter_map(|m| {
+            let kind = if m.kind == "virt:network:host" { "virt:network:host" } else { "virt:network:range" };
+            MemberSpec::decode(kind, &m.name, &m.params).ok()
+        })
+        .collect();
+    Ok(Box::new(VirtNetwork::build(host, &v.name, &v.params)?.with_members(members)))
+}
+
+/// A host or range, told the network it is grouped into.
+fn build_member(_host: &Machine, g: &Grouped<'_>) -> Result<Box<dyn engine::Resource>, BuildError> {
+    let v = &g.graph.vertices[g.at];
+    let member = NetworkMember::build(&v.kind, &v.name, &v.params)?;
+    Ok(Box::new(match g.group() {
+        Some(network) => member.grouped(&network.name),
+        None => member,
+    }))
+}
+
+/// The `virt:network` kind: its params as the type checker sees them, its constructor,
+/// and its grouping.
 pub const VIRT_NETWORK: crate::contract::kind::Kind =
-    crate::contract::kind::Kind::new("virt:network", NetworkParams::FIELDS, crate::built_on_host!(VirtNetwork));
+    crate::contract::kind::Kind::new("virt:network", NetworkParams::FIELDS, crate::built_on_host!(VirtNetwork))
+        .in_graph(NETWORK_IN_GRAPH);
 
 /// The `virt:network:host` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK_HOST: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("virt:network:host", HostParams::FIELDS, |_host, name, params| {
         Ok(Box::new(NetworkMember::build("virt:network:host", name, params)?))
-    });
+    })
+    .in_graph(MEMBER_IN_GRAPH);
 
 /// The `virt:network:range` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const VIRT_NETWORK_RANGE: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("virt:network:range", RangeParams::FIELDS, |_host, name, params| {
         Ok(Box::new(NetworkMember::build("virt:network:range", name, params)?))
-    });
+    })
+    .in_graph(MEMBER_IN_GRAPH);
 
 #[cfg(test)]
 mod tests {
