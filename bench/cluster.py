@@ -52,12 +52,13 @@ def write_atomic(path, text):
     os.rename(tmp, path)
 
 
-def wait(cond, limit, what):
+def wait(cond, limit, what, poll=0.0002):
+    """Until `cond()` holds, looking every `poll` s; exits after `limit` s."""
     deadline = time.monotonic() + limit
     while not cond():
         if time.monotonic() > deadline:
             raise SystemExit("timed out waiting for " + what)
-        time.sleep(0.0002)
+        time.sleep(poll)
 
 
 def rss_kib(pid):
@@ -111,11 +112,17 @@ def start_etcd(work):
     return etcd, url
 
 
-def main():
+def setup(name, trials):
+    """The binary, the trial count (argv, else `trials`), a work directory and an etcd."""
     tend = sys.argv[1]
-    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-    work = tempfile.mkdtemp(prefix="tend-cluster-bench-")
+    trials = int(sys.argv[2]) if len(sys.argv) > 2 else trials
+    work = tempfile.mkdtemp(prefix="tend-%s-bench-" % name)
     etcd, url = start_etcd(work)
+    return tend, trials, work, etcd, url
+
+
+def main():
+    tend, trials, work, etcd, url = setup("cluster", 200)
     procs = []
     try:
         inp, out = os.path.join(work, "in"), os.path.join(work, "out")
@@ -138,16 +145,7 @@ def main():
 
         agent("ha", prog_a)
         b = agent("hb", prog_b)
-        wait(lambda: read(out) == "v0", 30, "the first value on B")
-        times = []
-        for i in range(1, trials + 1):
-            value = "v%d" % i
-            start = time.perf_counter()
-            write_atomic(inp, value)
-            wait(lambda: read(out) == value, 10, "trial %d" % i)
-            times.append((time.perf_counter() - start) * 1000)
-            time.sleep(0.02)
-        times.sort()
+        times = propagation(inp, out, "v", trials, "kv")
         time.sleep(1)
         rss_cluster = rss_kib(b.pid)
         prog_l = os.path.join(work, "l.mcl")
@@ -156,8 +154,7 @@ def main():
         local = agent("hl", prog_l, seeds=False)
         time.sleep(2)
         rss_local = rss_kib(local.pid)
-        print("kv, trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
-              % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
+        report("kv", times)
         exported_trials(agent, work, trials)
         print("idle VmRSS: cluster agent %d KiB, local agent %d KiB, difference %d KiB"
               % (rss_cluster, rss_local, rss_cluster - rss_local))
@@ -177,18 +174,27 @@ def exported_trials(agent, work, trials):
         f.write('File <<| title == "bench" |>> { path => "%s", }\n' % out)
     agent("hc", prog_c)
     agent("hd", prog_d)
-    wait(lambda: read(out) == "e0", 30, "the first export on D")
+    report("export", propagation(inp, out, "e", trials, "export"))
+
+
+def propagation(inp, out, prefix, trials, what):
+    """Writes `prefix`1..N into `inp` and times each until `out` holds it (ms, sorted)."""
+    wait(lambda: read(out) == prefix + "0", 30, "the first %s value" % what)
     times = []
     for i in range(1, trials + 1):
-        value = "e%d" % i
+        value = "%s%d" % (prefix, i)
         start = time.perf_counter()
         write_atomic(inp, value)
-        wait(lambda: read(out) == value, 10, "export trial %d" % i)
+        wait(lambda: read(out) == value, 10, "%s trial %d" % (what, i))
         times.append((time.perf_counter() - start) * 1000)
         time.sleep(0.02)
     times.sort()
-    print("export, trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
-          % (trials, pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
+    return times
+
+
+def report(what, times):
+    print("%s, trials=%d p50=%.2f ms p90=%.2f ms p99=%.2f ms max=%.2f ms"
+          % (what, len(times), pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
 
 
 def leader(url):

@@ -13,11 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import pct, read, start_etcd, stop_all, wait  # noqa: E402
+from cluster import pct, read, setup, stop_all, wait  # noqa: E402
 
 PROGRAM = '''import "deploy"
 file "%s/${hostname}" {
@@ -28,10 +27,7 @@ file "%s/${hostname}" {
 
 
 def main():
-    tend = sys.argv[1]
-    trials = int(sys.argv[2]) if len(sys.argv) > 2 else 50
-    work = tempfile.mkdtemp(prefix="tend-deploy-bench-")
-    etcd, url = start_etcd(work)
+    tend, trials, work, etcd, url = setup("deploy", 50)
     procs = []
     try:
         out = os.path.join(work, "out")

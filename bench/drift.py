@@ -9,6 +9,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cluster import wait  # noqa: E402
+
 
 def main():
     tend = sys.argv[1]
@@ -32,11 +35,7 @@ def main():
                     return f.read() == want[p]
             except OSError:
                 return False
-        deadline = time.monotonic() + 120
-        while not all(ok(p) for p in want):
-            if time.monotonic() > deadline:
-                sys.exit("tend did not converge within 120 s")
-            time.sleep(0.05)
+        wait(lambda: all(ok(p) for p in want), 120, "tend to converge", poll=0.05)
         time.sleep(1.0)
         paths = sorted(want)
         lat = []
@@ -48,10 +47,7 @@ def main():
             else:
                 with open(p, "a") as f:
                     f.write("drift\n")
-            while not ok(p):
-                if time.monotonic() - start > 10:
-                    sys.exit("%s was not repaired within 10 s" % p)
-                time.sleep(0.0002)
+            wait(lambda: ok(p), 10, "%s to be repaired" % p)
             lat.append(time.monotonic() - start)
             time.sleep(0.02)
         lat.sort()

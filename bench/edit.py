@@ -17,7 +17,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cluster import read, rss_kib  # noqa: E402
+from cluster import read, rss_kib, wait  # noqa: E402
 
 
 def program(root, n, version, changed):
@@ -44,11 +44,7 @@ def main():
 
     try:
         last = os.path.join(root, "f%05d" % (n - 2))
-        deadline = time.monotonic() + 120
-        while read(last) != "file %05d edit 0\n" % (n - 2):
-            if time.monotonic() > deadline:
-                sys.exit("tend did not converge within 120 s")
-            time.sleep(0.05)
+        wait(lambda: read(last) == "file %05d edit 0\n" % (n - 2), 120, "tend to converge", poll=0.05)
         time.sleep(2.0)
         idle_rss = rss_kib(proc.pid)
         lat = []
@@ -60,10 +56,7 @@ def main():
             start = time.monotonic()
             with open(main_mcl, "w") as f:
                 f.write(text)
-            while read(target) != want:
-                if time.monotonic() - start > 20:
-                    sys.exit("the edit of %s was not applied within 20 s" % target)
-                time.sleep(0.0002)
+            wait(lambda: read(target) == want, 20, "the edit of %s to be applied" % target)
             lat.append(time.monotonic() - start)
             time.sleep(0.3)
         lat.sort()

@@ -145,18 +145,30 @@ pub fn first_output(
     hostname: Option<String>,
     timeout_secs: f64,
 ) -> Result<Result<lang::output::Output, Diagnostic>, String> {
-    first_output_in(graph, registry, root, hostname, timeout_secs, &WorldUse::default()).map(|(o, _)| o)
+    let run = FirstRun { root, hostname, timeout_secs, world: &WorldUse::default() };
+    first_output_in(graph, registry, &run).map(|(o, _)| o)
 }
 
-/// [`first_output`] reading the world `world` says, with what the program read of it.
+/// How a command runs a program once, to look at its first output (`graph`, `why`).
+pub struct FirstRun<'a> {
+    /// The program's root directory.
+    pub root: &'a Path,
+    /// `--hostname`.
+    pub hostname: Option<String>,
+    /// How long the dataflow may take to settle.
+    pub timeout_secs: f64,
+    /// Where the program reads the world.
+    pub world: &'a WorldUse,
+}
+
+/// [`first_output`] as `run` says, with what the program read of the world.
 pub fn first_output_in(
     graph: lang::ir::FuncGraph,
     registry: Registry,
-    root: &Path,
-    hostname: Option<String>,
-    timeout_secs: f64,
-    world: &WorldUse,
+    run: &FirstRun<'_>,
 ) -> Result<(Result<lang::output::Output, Diagnostic>, WorldRead), String> {
+    let FirstRun { root, hostname, timeout_secs, world } = run;
+    let (hostname, timeout_secs) = (hostname.clone(), *timeout_secs);
     let state = world.prefix.clone().unwrap_or_else(crate::services::default_state_dir);
     let mut host = crate::services::functions_only(root, &state, hostname.clone());
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -198,18 +210,14 @@ pub fn first_output_in(
 
 /// [`first_output_in`] with its failures reported: exit status 2 when the dataflow could
 /// not run at all, 1 (after the diagnostic) when the program failed.
-#[allow(clippy::too_many_arguments)]
 pub fn first_output_or_report(
     graph: lang::ir::FuncGraph,
     registry: Registry,
-    root: &Path,
-    hostname: Option<String>,
-    timeout_secs: f64,
-    world: &WorldUse,
+    run: &FirstRun<'_>,
     sources: &SourceMap,
     how: Report,
 ) -> Result<(lang::output::Output, WorldRead), std::process::ExitCode> {
-    match first_output_in(graph, registry, root, hostname, timeout_secs, world) {
+    match first_output_in(graph, registry, run) {
         Ok((Ok(output), read)) => Ok((output, read)),
         Ok((Err(d), _)) => {
             report(&[d], sources, how);

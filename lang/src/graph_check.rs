@@ -3,29 +3,13 @@
 //! `Meta => struct{...}` entry of the same resource (spec 3.5.4).
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
-use crate::ir::{FuncGraph, IrResource, IrStmt};
+use crate::ir::{FuncGraph, IrResource};
 use crate::unify::META_PARAMS;
 
 /// Checks every resource statement, including those inside `if` and loop bodies.
 pub fn check(graph: &FuncGraph) -> Diagnostics {
     let mut diags = Diagnostics::new();
-    let mut stack: Vec<&IrStmt> = graph.stmts.iter().rev().collect();
-    while let Some(stmt) = stack.pop() {
-        match stmt {
-            IrStmt::Resource(res) => check_metas(res, &mut diags),
-            IrStmt::If { then, els, .. } => {
-                stack.extend(els.iter().rev());
-                stack.extend(then.iter().rev());
-            }
-            IrStmt::For { body, .. } => stack.extend(body.iter().rev()),
-            IrStmt::Edge(_)
-            | IrStmt::Panic { .. }
-            | IrStmt::Defaults { .. }
-            | IrStmt::Override { .. }
-            | IrStmt::Collect(_)
-            | IrStmt::Realize { .. } => {}
-        }
-    }
+    crate::provenance::each_resource(graph, |res| check_metas(res, &mut diags));
     diags
 }
 
@@ -56,7 +40,7 @@ fn check_metas(res: &IrResource, diags: &mut Diagnostics) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{IrMeta, NodeKind};
+    use crate::ir::{IrMeta, IrStmt, NodeKind};
     use crate::span::{FileId, Span};
     use crate::value::Value;
 

@@ -233,18 +233,9 @@ mod tests {
     }
 
     /// The errors `tend check` gives `src`, against a `file` kind whose `state` takes
-    /// `exists` or `absent`.
+    /// `exists` or `absent` (the editors' test catalog).
     fn field_errors(src: &str) -> Vec<(String, String)> {
-        let mut catalog = Catalog::new();
-        catalog.add_resource(ResourceDecl {
-            kind: "file".into(),
-            params: vec![
-                ParamDecl::new("content", Type::Str),
-                ParamDecl::new("state", Type::Str).with_allowed(["", "exists", "absent"]),
-            ],
-            sends: Vec::new(),
-            can_recv: false,
-        });
+        let catalog = crate::ide::testing::catalog();
         let loader = MemLoader::new().with("/main.mcl", src);
         let out = compile("/main.mcl", &loader, &catalog);
         out.diagnostics

@@ -498,6 +498,12 @@ pub struct Located<'a> {
     pub enclosing: Vec<Enclosing>,
 }
 
+/// Calls `f` on every resource statement, in program order (those inside `if` and `for`
+/// bodies too).
+pub fn each_resource<'a>(graph: &'a FuncGraph, mut f: impl FnMut(&'a IrResource)) {
+    walk(&graph.stmts, &mut Vec::new(), &mut 0, &mut |_, r, _| f(r));
+}
+
 /// Every resource statement of `graph` whose kind is `kind`, in program order.
 pub fn resources_of_kind<'a>(graph: &'a FuncGraph, kind: &str) -> Vec<Located<'a>> {
     let mut out = Vec::new();

@@ -2,7 +2,7 @@
 //! `--seeds`, collecting other hosts' exports), print.
 
 use crate::cli::GraphFormat;
-use crate::compile::{self, Report, WorldUse};
+use crate::compile::{self, FirstRun, Report, WorldUse};
 use lang::resgraph::ResGraph;
 use lang::value::Value;
 use std::path::Path;
@@ -15,9 +15,8 @@ pub fn run(path: &Path, format: GraphFormat, timeout: f64, hostname: Option<Stri
         Ok(x) => x,
         Err(code) => return code,
     };
-    let first =
-        compile::first_output_or_report(graph, registry, &program.root, hostname, timeout, world, &sources, how);
-    let (output, read) = match first {
+    let run = FirstRun { root: &program.root, hostname, timeout_secs: timeout, world };
+    let (output, read) = match compile::first_output_or_report(graph, registry, &run, &sources, how) {
         Ok(o) => o,
         Err(code) => return code,
     };

@@ -5,7 +5,7 @@
 //! world value the program read with its revision and staleness (`--seeds`: from the etcd
 //! cluster).
 use crate::cli::WhyFormat;
-use crate::compile::{self, Report, WorldUse};
+use crate::compile::{self, FirstRun, Report, WorldUse};
 use lang::ir::{FuncGraph, NodeId, NodeKind, Origin};
 use lang::provenance::{BindHow, Builder, Enclosing, Entry, Located, SourceIndex, What, probe};
 use lang::span::{SourceMap, Span};
@@ -44,9 +44,8 @@ pub fn run(
     };
     let probed = probe::with_probes(&graph, &located, &plans);
 
-    let first =
-        compile::first_output_or_report(probed, registry, &program.root, hostname, timeout, world, &sources, how);
-    let (output, read) = match first {
+    let run = FirstRun { root: &program.root, hostname, timeout_secs: timeout, world };
+    let (output, read) = match compile::first_output_or_report(probed, registry, &run, &sources, how) {
         Ok(o) => o,
         Err(code) => return code,
     };

@@ -81,15 +81,23 @@ fn expected(output: &str) -> Result<Vec<String>, String> {
     Ok(lines)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn graph_corpus_through_the_runtime() {
+/// The shared corpus (or `None`, saying the test is skipped) and the core functions with
+/// the resource kinds declared.
+#[allow(clippy::print_stdout, reason = "a skipped test says why on the test output")]
+fn corpus_and_catalog() -> Option<(std::path::PathBuf, Arc<Registry>, lang::catalog::Catalog)> {
     let Some(shared) = testkit::shared_dir() else {
         println!("skipping: ../shared (the conformance corpus) is not present");
-        return;
+        return None;
     };
     let registry = Arc::new(Registry::core());
     let mut catalog = registry.catalog();
     resources::contract::kind::declare(&mut catalog);
+    Some((shared, registry, catalog))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graph_corpus_through_the_runtime() {
+    let Some((shared, registry, catalog)) = corpus_and_catalog() else { return };
     let (mut ran, mut good, mut skipped) = (0, 0, 0);
     let (mut stream_want, mut stream_got, mut stream_exact) = (0, 0, 0);
     let mut failures = Vec::new();
@@ -197,13 +205,7 @@ async fn graph_corpus_through_the_runtime() {
 /// data): reports how many settle, fail or time out, and asserts no internal errors.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_programs_run() {
-    let Some(shared) = testkit::shared_dir() else {
-        println!("skipping: ../shared (the conformance corpus) is not present");
-        return;
-    };
-    let registry = Arc::new(Registry::core());
-    let mut catalog = registry.catalog();
-    resources::contract::kind::declare(&mut catalog);
+    let Some((shared, registry, catalog)) = corpus_and_catalog() else { return };
     let dir = shared.join("conformance").join("examples");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|entries| entries.filter_map(|e| e.ok()).map(|e| e.path()).collect())

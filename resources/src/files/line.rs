@@ -69,15 +69,7 @@ fn edit(text: &str, block: &[&str], present: bool, trim: bool) -> Option<String>
         if found {
             return None;
         }
-        let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        for l in block {
-            out.push_str(l);
-            out.push('\n');
-        }
-        return Some(out);
+        return Some(crate::util::text::with_lines_added(text, block.iter().copied()));
     }
     if !found {
         return None;
@@ -92,11 +84,7 @@ fn edit(text: &str, block: &[&str], present: bool, trim: bool) -> Option<String>
             i += 1;
         }
     }
-    let mut out = kept.join("\n");
-    if !kept.is_empty() {
-        out.push('\n');
-    }
-    Some(out)
+    Some(crate::util::text::of_lines(&kept))
 }
 
 #[async_trait]

@@ -425,20 +425,7 @@ pub fn join_under(root: &Path, rel: &str) -> Option<PathBuf> {
 }
 
 /// The HTML-escaped form of `s`.
-pub fn escape_html(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&#34;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::util::text::escape_markup as escape_html;
 
 /// The collected body of a response (tests and the proxy's helpers).
 pub async fn body_bytes(resp: Response) -> io::Result<Bytes> {

@@ -18,8 +18,6 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-#[cfg(any(test, feature = "fakes"))]
-use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, InitCtx, IoAt, ResError, Resource, WatchCtx};
@@ -242,50 +240,37 @@ pub struct FakeLink {
 /// In-memory interfaces for tests; every change bumps a counter that [`NetLinks::monitor`]
 /// streams follow. Interfaces must be added with [`FakeNet::add`].
 #[cfg(any(test, feature = "fakes"))]
-pub struct FakeNet {
-    links: Mutex<BTreeMap<String, FakeLink>>,
-    changes: tokio::sync::watch::Sender<u64>,
-    calls: Mutex<Vec<String>>,
-}
-
-#[cfg(any(test, feature = "fakes"))]
-impl Default for FakeNet {
-    fn default() -> FakeNet {
-        FakeNet { links: Mutex::default(), changes: tokio::sync::watch::Sender::new(0), calls: Mutex::default() }
-    }
-}
+#[derive(Default)]
+pub struct FakeNet(crate::util::fake::Fake<BTreeMap<String, FakeLink>>);
 
 #[cfg(any(test, feature = "fakes"))]
 impl FakeNet {
     pub fn add(&self, name: &str, link: FakeLink) {
-        self.lock().insert(name.to_string(), link);
-        self.changes.send_modify(|n| *n += 1);
+        self.0.state().insert(name.to_string(), link);
+        self.0.changed();
     }
     pub fn get(&self, name: &str) -> Option<FakeLink> {
-        self.lock().get(name).cloned()
+        self.0.state().get(name).cloned()
     }
     /// Changes an interface behind the resource's back (as another tool would).
     pub fn tamper(&self, name: &str, f: impl FnOnce(&mut FakeLink)) {
-        if let Some(link) = self.lock().get_mut(name) {
+        if let Some(link) = self.0.state().get_mut(name) {
             f(link);
         }
-        self.changes.send_modify(|n| *n += 1);
+        self.0.changed();
     }
     pub fn calls(&self) -> Vec<String> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, FakeLink>> {
-        self.links.lock().unwrap_or_else(|e| e.into_inner())
+        self.0.calls()
     }
     fn change<T>(&self, call: String, name: &str, f: impl FnOnce(&mut FakeLink) -> T) -> Result<T, ResError> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(call);
+        self.0.record(call);
         let out = {
-            let mut links = self.lock();
+            let mut links = self.0.state();
             let link =
                 links.get_mut(name).ok_or_else(|| ResError::new(format!("Device \"{name}\" does not exist.")))?;
             f(link)
         };
-        self.changes.send_modify(|n| *n += 1);
+        self.0.changed();
         Ok(out)
     }
 }
@@ -321,12 +306,7 @@ impl NetLinks for FakeNet {
         self.change(format!("forwarding {name} {on}"), name, |l| l.forwarding = on)
     }
     fn monitor(&self, _name: &str) -> Result<BoxStream<'static, Result<(), ResError>>, ResError> {
-        let rx = self.changes.subscribe();
-        Ok(futures::stream::unfold(rx, |mut rx| async move {
-            rx.changed().await.ok()?;
-            Some((Ok(()), rx))
-        })
-        .boxed())
+        Ok(self.0.monitor())
     }
 }
 

@@ -7,8 +7,6 @@
 use lang::params::ParamMap;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-#[cfg(any(test, feature = "fakes"))]
-use std::sync::Mutex;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
@@ -195,31 +193,21 @@ impl Settings for GsettingsCli {
 /// In-memory settings: `schema key` -> GVariant text. Keys must be added with
 /// [`FakeSettings::define`] (like schemas must be installed).
 #[cfg(any(test, feature = "fakes"))]
-pub struct FakeSettings {
-    values: Mutex<BTreeMap<String, String>>,
-    changes: tokio::sync::watch::Sender<u64>,
-    calls: Mutex<Vec<String>>,
-}
-
-#[cfg(any(test, feature = "fakes"))]
-impl Default for FakeSettings {
-    fn default() -> FakeSettings {
-        FakeSettings { values: Mutex::default(), changes: tokio::sync::watch::Sender::new(0), calls: Mutex::default() }
-    }
-}
+#[derive(Default)]
+pub struct FakeSettings(crate::util::fake::Fake<BTreeMap<String, String>>);
 
 #[cfg(any(test, feature = "fakes"))]
 impl FakeSettings {
     /// Defines (or changes, as another program would) a key.
     pub fn define(&self, schema: &str, key: &str, value: &str) {
-        self.values.lock().unwrap_or_else(|e| e.into_inner()).insert(format!("{schema} {key}"), value.into());
-        self.changes.send_modify(|n| *n += 1);
+        self.0.state().insert(format!("{schema} {key}"), value.into());
+        self.0.changed();
     }
     pub fn value(&self, schema: &str, key: &str) -> Option<String> {
-        self.values.lock().unwrap_or_else(|e| e.into_inner()).get(&format!("{schema} {key}")).cloned()
+        self.0.state().get(&format!("{schema} {key}")).cloned()
     }
     pub fn calls(&self) -> Vec<String> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.0.calls()
     }
 }
 
@@ -230,18 +218,13 @@ impl Settings for FakeSettings {
         self.value(schema, key).ok_or_else(|| ResError::new(format!("No such schema/key “{schema} {key}”")))
     }
     async fn set(&self, who: &RunAs, schema: &str, key: &str, value: &str) -> Result<(), ResError> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{who:?} set {schema} {key} {value}"));
+        self.0.record(format!("{who:?} set {schema} {key} {value}"));
         self.get(who, schema, key).await?;
         self.define(schema, key, value);
         Ok(())
     }
     fn monitor(&self, _: &RunAs, _: &str, _: &str) -> Result<BoxStream<'static, Result<(), ResError>>, ResError> {
-        let rx = self.changes.subscribe();
-        Ok(futures::stream::unfold(rx, |mut rx| async move {
-            rx.changed().await.ok()?;
-            Some((Ok(()), rx))
-        })
-        .boxed())
+        Ok(self.0.monitor())
     }
 }
 

@@ -236,23 +236,13 @@ fn edit(text: &str, want: &str, present: bool) -> Option<String> {
         if found {
             return None;
         }
-        let mut out = text.to_string();
-        if !out.is_empty() && !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(want);
-        out.push('\n');
-        return Some(out);
+        return Some(crate::util::text::with_lines_added(text, [want]));
     }
     if !found {
         return None;
     }
     let kept: Vec<&str> = text.lines().filter(|l| !same(l)).collect();
-    let mut out = kept.join("\n");
-    if !kept.is_empty() {
-        out.push('\n');
-    }
-    Some(out)
+    Some(crate::util::text::of_lines(&kept))
 }
 
 fn valid_user_name(name: &str) -> bool {

@@ -834,20 +834,7 @@ pub fn disk_suffix(mut n: usize) -> String {
 }
 
 /// Escapes text for an XML attribute or element.
-pub fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '\'' => out.push_str("&apos;"),
-            '"' => out.push_str("&quot;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::util::text::escape_markup as xml_escape;
 
 /// The domain definition for `name` from the params (with `uuid` when redefining).
 pub fn domain_xml(name: &str, p: &VirtParams, uuid: Option<&str>) -> String {
