@@ -67,7 +67,7 @@ async fn durations_are_recorded_by_kind_and_result() {
     let sum = value(&body, &format!("tend_check_apply_duration_seconds_sum{changed}")).expect("sum");
     assert!((0.03..5.0).contains(&sum), "the 30 ms fix is measured: {sum}");
     assert_eq!(
-        value(&body, "tend_check_apply_duration_seconds_bucket{kind=\"probe\",result=\"changed\",le=\"0.025\"}"),
+        value(&body, "tend_check_apply_duration_seconds_bucket{le=\"0.025\",kind=\"probe\",result=\"changed\"}"),
         Some(0.0)
     );
     assert_eq!(

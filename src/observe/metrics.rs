@@ -1,6 +1,6 @@
-//! Prometheus metrics for `tend run`: the registry ([`Metrics`]), its text exposition
-//! (format 0.0.4), the engine-event feed that keeps it current, and the HTTP endpoint
-//! for `GET /metrics`.
+//! Prometheus metrics for `tend run`: the series ([`Metrics`], registered in a
+//! `prometheus-client` registry, which writes the OpenMetrics text exposition), the
+//! engine-event feed that keeps them current, and the HTTP endpoint for `GET /metrics`.
 //!
 //! The endpoint is hyper (the HTTP stack the `http:server` kinds already use): one request
 //! per connection, at most [`MAX_REQUEST`] bytes of header read within a deadline, at most
@@ -21,6 +21,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::metrics::info::Info;
+use prometheus_client::registry::Registry;
+
 use bytes::Bytes;
 use engine::{Engine, EngineEvent, ResKey, WorkerState};
 use http_body_util::Full;
@@ -37,6 +46,9 @@ use tokio::task::{JoinHandle, JoinSet};
 
 /// Upper bounds (seconds) of the check-apply duration histogram buckets; `+Inf` is implied.
 pub const DURATION_BUCKETS: [f64; 11] = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0];
+
+/// The exposition's content type.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The longest request head the server reads before answering 431.
 pub const MAX_REQUEST: usize = 8192;
@@ -55,7 +67,7 @@ pub const MAX_CONNECTIONS: usize = 64;
 const STATES: [&str; 6] = ["starting", "waiting", "applying", "idle", "retrying", "failed"];
 
 /// How one check-apply ended: the `result` label of `tend_check_apply_total`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub enum ApplyResult {
     /// The state was already right.
     Ok,
@@ -75,47 +87,81 @@ impl ApplyResult {
     }
 }
 
-/// Every series `tend run` exports. Cheap to update from any thread; share it as
-/// `Arc<Metrics>`.
-#[derive(Default)]
+/// The label sets of the series with labels.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindResult {
+    kind: String,
+    result: ApplyResult,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct State {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Outcome {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Backend {
+    backend: String,
+}
+
+impl EncodeLabelValue for ApplyResult {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.label())
+    }
+}
+
+/// A float gauge (seconds).
+type Seconds = Gauge<f64, AtomicU64>;
+
+/// Every series `tend run` exports, registered once in a `prometheus-client` registry
+/// that writes the exposition. Cheap to update from any thread; share it as
+/// `Arc<Metrics>`. What is read at each scrape (resource states, the world's link) is set
+/// just before it is written, under `render`'s lock.
 pub struct Metrics {
-    swaps_applied: AtomicU64,
-    swaps_rejected: AtomicU64,
-    generation: AtomicU64,
-    compile_errors: AtomicU64,
+    registry: Registry,
+    swaps: Family<Outcome, Counter>,
+    generation: Gauge,
+    compile_errors: Counter,
     /// Resources found fought over by another writer ([`EngineEvent::Flapping`]).
-    flapping: AtomicU64,
-    snapshots: AtomicU64,
-    snapshot_errors: AtomicU64,
-    evaluations: AtomicU64,
+    flapping: Counter,
+    snapshots: Counter,
+    snapshot_errors: Counter,
+    evaluations: Counter,
     /// The last `Dataflow::evaluations()` seen, to turn per-dataflow totals into deltas.
-    evaluations_seen: AtomicU64,
-    workers_started: AtomicU64,
-    workers_stopped: AtomicU64,
-    converged: AtomicU64,
-    events_lagged: AtomicU64,
-    labelled: Mutex<Labelled>,
+    evaluations_seen: std::sync::atomic::AtomicU64,
+    workers_started: Counter,
+    workers_stopped: Counter,
+    converged: Gauge,
+    events_lagged: Counter,
+    applies: Family<KindResult, Counter>,
+    durations: Family<KindResult, Histogram, fn() -> Histogram>,
+    resources: Family<State, Gauge>,
+    world_connected: Family<Backend, Gauge>,
+    world_stale: Seconds,
+    world_latency: Seconds,
+    world_events: Counter,
+    world_owned: Gauge,
+    /// The last known state of every running resource.
+    states: Mutex<BTreeMap<ResKey, &'static str>>,
     /// The world the run shares with other hosts (its link is read at each scrape).
     world: std::sync::OnceLock<Arc<dyn world::World>>,
+    /// One scrape at a time (the values read at a scrape are set, then written).
+    rendering: Mutex<()>,
 }
 
-/// The series with labels, kept in ordered maps so the exposition is deterministic.
-#[derive(Default)]
-struct Labelled {
-    /// The last known state of every running resource.
-    states: BTreeMap<ResKey, &'static str>,
-    /// `(kind, result)` -> count.
-    applies: BTreeMap<(Arc<str>, ApplyResult), u64>,
-    /// `(kind, result)` -> duration histogram.
-    durations: BTreeMap<(String, ApplyResult), Histogram>,
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
 }
 
-#[derive(Default)]
-struct Histogram {
-    /// Non-cumulative counts per bucket of [`DURATION_BUCKETS`]; the last slot is `+Inf`.
-    buckets: [u64; DURATION_BUCKETS.len() + 1],
-    sum: f64,
-    count: u64,
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
 }
 
 fn state_label(state: &WorkerState) -> &'static str {
@@ -131,7 +177,105 @@ fn state_label(state: &WorkerState) -> &'static str {
 
 impl Metrics {
     pub fn new() -> Metrics {
-        Metrics::default()
+        let mut registry = Registry::default();
+        registry.register(
+            "tend_build",
+            "The running tend version",
+            Info::new(vec![("version".to_string(), env!("CARGO_PKG_VERSION").to_string())]),
+        );
+        // What each registration returns is the handle the series is updated through.
+        fn reg<M: prometheus_client::registry::Metric + Clone>(r: &mut Registry, name: &str, help: &str, m: M) -> M {
+            r.register(name, help.trim_end_matches('.'), m.clone());
+            m
+        }
+        let r = &mut registry;
+        let resources = reg(r, "tend_resources", "Resources in the running graph, by worker state", Family::default());
+        let applies = reg(
+            r,
+            "tend_check_apply",
+            "Check-apply runs by resource kind and result (ok: already right; changed: fixed; error: check-apply or watch failed)",
+            Family::default(),
+        );
+        let durations = reg(
+            r,
+            "tend_check_apply_duration_seconds",
+            "Check-apply duration by resource kind and result",
+            Family::new_with_constructor(duration_histogram as fn() -> Histogram),
+        );
+        let swaps = reg(r, "tend_graph_swaps", "Candidate resource graphs, by outcome", Family::default());
+        let generation = reg(r, "tend_graph_generation", "Generation of the running graph", Gauge::default());
+        let compile_errors = reg(r, "tend_compile_errors", "Compiles that failed", Counter::default());
+        let flapping = reg(
+            r,
+            "tend_flapping",
+            "Times a resource was found changed again and again by another writer (each time, its repairs back off)",
+            Counter::default(),
+        );
+        let snapshots = reg(r, "tend_dataflow_snapshots", "Settled dataflow snapshots", Counter::default());
+        let snapshot_errors =
+            reg(r, "tend_dataflow_snapshot_errors", "Dataflow snapshots that were errors", Counter::default());
+        let evaluations =
+            reg(r, "tend_dataflow_evaluations", "Function node computations in the dataflow", Counter::default());
+        let workers_started = reg(r, "tend_workers_started", "Resource workers started", Counter::default());
+        let workers_stopped = reg(r, "tend_workers_stopped", "Resource workers stopped", Counter::default());
+        let converged =
+            reg(r, "tend_converged", "1 when every resource is idle (or failed for good), else 0", Gauge::default());
+        let events_lagged = reg(
+            r,
+            "tend_engine_events_lagged",
+            "Engine events the metrics feed missed (its queue overflowed)",
+            Counter::default(),
+        );
+        let world_connected = reg(
+            r,
+            "tend_world_connected",
+            "1 while the world's store (etcd, or the local store) is reachable",
+            Family::default(),
+        );
+        let world_stale = reg(
+            r,
+            "tend_world_stale_seconds",
+            "How long the world's values have been stale (0: current)",
+            Seconds::default(),
+        );
+        let world_latency =
+            reg(r, "tend_world_latency_seconds", "Round trip of the last session keep-alive", Seconds::default());
+        let world_events =
+            reg(r, "tend_world_watch_events", "Watch events received from the store", Counter::default());
+        let world_owned =
+            reg(r, "tend_world_owned_keys", "Keys this host owns (bound to its session)", Gauge::default());
+        for state in STATES {
+            let _made = resources.get_or_create(&State { state });
+        }
+        for result in ["applied", "rejected"] {
+            let _made = swaps.get_or_create(&Outcome { result });
+        }
+        Metrics {
+            registry,
+            swaps,
+            generation,
+            compile_errors,
+            flapping,
+            snapshots,
+            snapshot_errors,
+            evaluations,
+            evaluations_seen: Default::default(),
+            workers_started,
+            workers_stopped,
+            converged,
+            events_lagged,
+            applies,
+            durations,
+            resources,
+            world_connected,
+            world_stale,
+            world_latency,
+            world_events,
+            world_owned,
+            states: Mutex::default(),
+            world: Default::default(),
+            rendering: Mutex::default(),
+        }
     }
 
     /// Reports on `world`'s link to its store from now on.
@@ -139,41 +283,43 @@ impl Metrics {
         let _ = self.world.set(world);
     }
 
-    fn labelled(&self) -> MutexGuard<'_, Labelled> {
-        // A panic while holding the lock cannot leave the maps half-updated in a way that
-        // matters for counters, so a poisoned lock is used as is.
-        self.labelled.lock().unwrap_or_else(|e| e.into_inner())
+    fn states(&self) -> MutexGuard<'_, BTreeMap<ResKey, &'static str>> {
+        // A panic while holding the lock cannot leave the map half-updated in a way that
+        // matters, so a poisoned lock is used as is.
+        self.states.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Updates the registry from one engine event.
     pub fn record_event(&self, event: &EngineEvent) {
         match event {
             EngineEvent::Swapped { generation, .. } => {
-                self.swaps_applied.fetch_add(1, Ordering::Relaxed);
-                self.generation.store(*generation, Ordering::Relaxed);
+                self.swaps.get_or_create(&Outcome { result: "applied" }).inc();
+                self.generation.set(*generation as i64);
             }
             EngineEvent::Started(key) => {
-                self.workers_started.fetch_add(1, Ordering::Relaxed);
-                self.labelled().states.insert(key.clone(), "starting");
+                self.workers_started.inc();
+                self.states().insert(key.clone(), "starting");
             }
             EngineEvent::Stopped(key) => {
-                self.workers_stopped.fetch_add(1, Ordering::Relaxed);
-                self.labelled().states.remove(key);
+                self.workers_stopped.inc();
+                self.states().remove(key);
             }
             EngineEvent::Applied { key, changed, .. } => {
                 let result = if *changed { ApplyResult::Changed } else { ApplyResult::Ok };
-                let mut l = self.labelled();
-                *l.applies.entry((key.kind.clone(), result)).or_default() += 1;
-                l.states.insert(key.clone(), "idle");
+                self.applies.get_or_create(&KindResult { kind: key.kind.to_string(), result }).inc();
+                self.states().insert(key.clone(), "idle");
             }
             EngineEvent::Failed { key, retrying, .. } => {
-                let mut l = self.labelled();
-                *l.applies.entry((key.kind.clone(), ApplyResult::Error)).or_default() += 1;
-                l.states.insert(key.clone(), if *retrying { "retrying" } else { "failed" });
+                self.applies
+                    .get_or_create(&KindResult { kind: key.kind.to_string(), result: ApplyResult::Error })
+                    .inc();
+                self.states().insert(key.clone(), if *retrying { "retrying" } else { "failed" });
             }
-            EngineEvent::Converged(c) => self.converged.store(u64::from(*c), Ordering::Relaxed),
+            EngineEvent::Converged(c) => {
+                self.converged.set(i64::from(*c));
+            }
             EngineEvent::Flapping { .. } => {
-                self.flapping.fetch_add(1, Ordering::Relaxed);
+                self.flapping.inc();
             }
         }
     }
@@ -182,36 +328,30 @@ impl Metrics {
     /// exact where the events are not (they do not mark "waiting" or "applying"), and a
     /// resync after the event feed lagged.
     pub fn sync_states(&self, status: &BTreeMap<ResKey, WorkerState>) {
-        self.labelled().states = status.iter().map(|(k, s)| (k.clone(), state_label(s))).collect();
+        *self.states() = status.iter().map(|(k, s)| (k.clone(), state_label(s))).collect();
     }
 
     /// Records the duration of one check-apply of a resource of `kind`.
     pub fn observe_check_apply(&self, kind: &str, result: ApplyResult, duration: Duration) {
-        let secs = duration.as_secs_f64();
-        let slot = DURATION_BUCKETS.iter().position(|le| secs <= *le).unwrap_or(DURATION_BUCKETS.len());
-        let mut l = self.labelled();
-        let h = l.durations.entry((kind.to_string(), result)).or_default();
-        h.buckets[slot] += 1;
-        h.sum += secs;
-        h.count += 1;
+        self.durations.get_or_create(&KindResult { kind: kind.to_string(), result }).observe(duration.as_secs_f64());
     }
 
     /// A candidate graph was refused by `Engine::apply` (the running graph stayed).
     pub fn swap_rejected(&self) {
-        self.swaps_rejected.fetch_add(1, Ordering::Relaxed);
+        self.swaps.get_or_create(&Outcome { result: "rejected" }).inc();
     }
 
     /// A (re)compile of the program failed with diagnostics.
     pub fn compile_error(&self) {
-        self.compile_errors.fetch_add(1, Ordering::Relaxed);
+        self.compile_errors.inc();
     }
 
     /// The dataflow produced a settled snapshot (`Dataflow::next`); `ok` is false for an
     /// error snapshot.
     pub fn dataflow_snapshot(&self, ok: bool) {
-        self.snapshots.fetch_add(1, Ordering::Relaxed);
+        self.snapshots.inc();
         if !ok {
-            self.snapshot_errors.fetch_add(1, Ordering::Relaxed);
+            self.snapshot_errors.inc();
         }
     }
 
@@ -221,14 +361,14 @@ impl Metrics {
     pub fn dataflow_evaluations(&self, total: u64) {
         let last = self.evaluations_seen.swap(total, Ordering::Relaxed);
         let delta = if total >= last { total - last } else { total };
-        self.evaluations.fetch_add(delta, Ordering::Relaxed);
+        self.evaluations.inc_by(delta);
     }
 
     /// Keeps the registry current from `engine`'s events until the engine is dropped.
     /// The task is owned by the returned handle (abort it, or let it end with the engine).
     pub fn watch_engine(self: &Arc<Self>, engine: &Engine) -> JoinHandle<()> {
         let mut events = engine.subscribe();
-        self.converged.store(u64::from(engine.is_converged()), Ordering::Relaxed);
+        self.converged.set(i64::from(engine.is_converged()));
         let metrics = self.clone();
         tokio::spawn(async move {
             loop {
@@ -237,7 +377,7 @@ impl Metrics {
                     Err(RecvError::Lagged(n)) => {
                         // Missed events: counts undercount by at most `n`; per-resource
                         // states heal with the next event per resource or `sync_states`.
-                        metrics.events_lagged.fetch_add(n, Ordering::Relaxed);
+                        metrics.events_lagged.inc_by(n);
                     }
                     Err(RecvError::Closed) => return,
                 }
@@ -245,144 +385,31 @@ impl Metrics {
         })
     }
 
-    /// The exposition in the Prometheus text format, version 0.0.4.
+    /// The exposition, in the OpenMetrics text format (which Prometheus reads).
     pub fn render(&self) -> String {
-        let mut out = String::with_capacity(4096);
-        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        family(&mut out, "tend_build_info", "gauge", "The running tend version (always 1).");
-        let _ = writeln!(out, "tend_build_info{{version=\"{}\"}} 1", escape(env!("CARGO_PKG_VERSION")));
-
-        let l = self.labelled();
-        family(&mut out, "tend_resources", "gauge", "Resources in the running graph, by worker state.");
-        for state in STATES {
-            let n = l.states.values().filter(|s| **s == state).count();
-            let _ = writeln!(out, "tend_resources{{state=\"{state}\"}} {n}");
-        }
-        family(
-            &mut out,
-            "tend_check_apply_total",
-            "counter",
-            "Check-apply runs by resource kind and result (ok: already right; changed: fixed; error: check-apply or watch failed).",
-        );
-        for ((kind, result), n) in &l.applies {
-            let _ =
-                writeln!(out, "tend_check_apply_total{{kind=\"{}\",result=\"{}\"}} {n}", escape(kind), result.label());
-        }
-        family(
-            &mut out,
-            "tend_check_apply_duration_seconds",
-            "histogram",
-            "Check-apply duration by resource kind and result.",
-        );
-        for ((kind, result), h) in &l.durations {
-            let labels = format!("kind=\"{}\",result=\"{}\"", escape(kind), result.label());
-            let mut cumulative = 0;
-            for (i, n) in h.buckets.iter().enumerate() {
-                cumulative += n;
-                let le = DURATION_BUCKETS.get(i).map_or_else(|| "+Inf".to_string(), |b| b.to_string());
-                let _ = writeln!(out, "tend_check_apply_duration_seconds_bucket{{{labels},le=\"{le}\"}} {cumulative}");
+        let _one_scrape = self.rendering.lock().unwrap_or_else(|e| e.into_inner());
+        {
+            let states = self.states();
+            for state in STATES {
+                let n = states.values().filter(|s| **s == state).count();
+                self.resources.get_or_create(&State { state }).set(n as i64);
             }
-            let _ = writeln!(out, "tend_check_apply_duration_seconds_sum{{{labels}}} {}", h.sum);
-            let _ = writeln!(out, "tend_check_apply_duration_seconds_count{{{labels}}} {}", h.count);
         }
-        drop(l);
-
-        family(&mut out, "tend_graph_swaps_total", "counter", "Candidate resource graphs, by outcome.");
-        let _ = writeln!(out, "tend_graph_swaps_total{{result=\"applied\"}} {}", get(&self.swaps_applied));
-        let _ = writeln!(out, "tend_graph_swaps_total{{result=\"rejected\"}} {}", get(&self.swaps_rejected));
-        simple(&mut out, "tend_graph_generation", "gauge", "Generation of the running graph.", get(&self.generation));
-        simple(&mut out, "tend_compile_errors_total", "counter", "Compiles that failed.", get(&self.compile_errors));
-        simple(
-            &mut out,
-            "tend_flapping_total",
-            "counter",
-            "Times a resource was found changed again and again by another writer (each time, its repairs back off).",
-            get(&self.flapping),
-        );
-        simple(
-            &mut out,
-            "tend_dataflow_snapshots_total",
-            "counter",
-            "Settled dataflow snapshots.",
-            get(&self.snapshots),
-        );
-        simple(
-            &mut out,
-            "tend_dataflow_snapshot_errors_total",
-            "counter",
-            "Dataflow snapshots that were errors.",
-            get(&self.snapshot_errors),
-        );
-        simple(
-            &mut out,
-            "tend_dataflow_evaluations_total",
-            "counter",
-            "Function node computations in the dataflow.",
-            get(&self.evaluations),
-        );
-        simple(
-            &mut out,
-            "tend_workers_started_total",
-            "counter",
-            "Resource workers started.",
-            get(&self.workers_started),
-        );
-        simple(
-            &mut out,
-            "tend_workers_stopped_total",
-            "counter",
-            "Resource workers stopped.",
-            get(&self.workers_stopped),
-        );
-        simple(
-            &mut out,
-            "tend_converged",
-            "gauge",
-            "1 when every resource is idle (or failed for good), else 0.",
-            get(&self.converged),
-        );
-        simple(
-            &mut out,
-            "tend_engine_events_lagged_total",
-            "counter",
-            "Engine events the metrics feed missed (its queue overflowed).",
-            get(&self.events_lagged),
-        );
         if let Some(world) = self.world.get() {
-            render_world(&mut out, &world.health());
+            let h = world.health();
+            self.world_connected.get_or_create(&Backend { backend: h.backend.to_string() }).set(i64::from(h.connected));
+            let stale = h.stale_since.and_then(|t| t.elapsed().ok()).map_or(0.0, |d| d.as_secs_f64());
+            self.world_stale.set(stale);
+            self.world_latency.set(h.latency_ms.map_or(0.0, |ms| ms / 1000.0));
+            let seen = self.world_events.get();
+            self.world_events.inc_by(h.events.saturating_sub(seen));
+            self.world_owned.set(h.owned as i64);
         }
+        let mut out = String::with_capacity(4096);
+        // Writing to a String cannot fail.
+        let _ = encode(&mut out, &self.registry);
         out
     }
-}
-
-/// The world's series: its link, staleness, latency, watch events and owned keys.
-fn render_world(out: &mut String, h: &world::Health) {
-    family(out, "tend_world_connected", "gauge", "1 while the world's store (etcd, or the local store) is reachable.");
-    let _ = writeln!(out, "tend_world_connected{{backend=\"{}\"}} {}", h.backend, u8::from(h.connected));
-    let stale = h.stale_since.and_then(|t| t.elapsed().ok()).map_or(0.0, |d| d.as_secs_f64());
-    family(out, "tend_world_stale_seconds", "gauge", "How long the world's values have been stale (0: current).");
-    let _ = writeln!(out, "tend_world_stale_seconds {stale}");
-    if let Some(ms) = h.latency_ms {
-        family(out, "tend_world_latency_seconds", "gauge", "Round trip of the last session keep-alive.");
-        let _ = writeln!(out, "tend_world_latency_seconds {}", ms / 1000.0);
-    }
-    simple(out, "tend_world_watch_events_total", "counter", "Watch events received from the store.", h.events);
-    simple(out, "tend_world_owned_keys", "gauge", "Keys this host owns (bound to its session).", h.owned as u64);
-}
-
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
-    let _ = writeln!(out, "# HELP {name} {}", help.replace('\\', "\\\\").replace('\n', "\\n"));
-    let _ = writeln!(out, "# TYPE {name} {kind}");
-}
-
-fn simple(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
-    family(out, name, kind, help);
-    let _ = writeln!(out, "{name} {value}");
-}
-
-/// A label value in exposition form.
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// Checks the `--metrics` address against the exposure policy: the endpoint has no
@@ -477,6 +504,6 @@ fn respond(req: &Request<Incoming>, registry: &Metrics) -> Response<Full<Bytes>>
         return r;
     }
     let mut r = Response::new(Full::new(Bytes::from(registry.render())));
-    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"));
+    r.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(OPENMETRICS));
     r
 }
