@@ -19,8 +19,7 @@ use crate::machine::Machine;
 /// Member vertex index -> the vertex of the group it belongs to, from every kind that
 /// groups ([`kind::InGraph::groups`]).
 fn groups(graph: &ResGraph) -> BTreeMap<usize, usize> {
-    let mut hooks: Vec<kind::GroupsFn> = crate::KINDS.iter().filter_map(|k| k.in_graph.groups).collect();
-    hooks.dedup_by_key(|f| *f as usize);
+    let hooks: Vec<kind::GroupsFn> = crate::KINDS.iter().filter_map(|k| k.in_graph.groups).collect();
     if hooks.is_empty() {
         return BTreeMap::new();
     }
@@ -51,12 +50,12 @@ fn build_in_graph(
 /// slash (but `/` stays).
 fn claim(v: &ResVertex) -> Option<std::borrow::Cow<'_, str>> {
     let claims = kind::find(&v.kind)?.in_graph.claims?;
+    let trimmed = |p: &str| p.strip_suffix('/').filter(|t| !t.is_empty()).unwrap_or(p).len();
     Some(match claims(&v.name, &v.params) {
-        std::borrow::Cow::Borrowed(p) => {
-            std::borrow::Cow::Borrowed(p.strip_suffix('/').filter(|p| !p.is_empty()).unwrap_or(p))
-        }
-        std::borrow::Cow::Owned(p) => {
-            std::borrow::Cow::Owned(p.strip_suffix('/').filter(|t| !t.is_empty()).unwrap_or(&p).to_string())
+        std::borrow::Cow::Borrowed(p) => std::borrow::Cow::Borrowed(&p[..trimmed(p)]),
+        std::borrow::Cow::Owned(mut p) => {
+            p.truncate(trimmed(&p));
+            std::borrow::Cow::Owned(p)
         }
     })
 }

@@ -424,9 +424,6 @@ pub fn join_under(root: &Path, rel: &str) -> Option<PathBuf> {
     Some(path)
 }
 
-/// The HTML-escaped form of `s`.
-pub use crate::util::text::escape_markup as escape_html;
-
 /// The collected body of a response (tests and the proxy's helpers).
 pub async fn body_bytes(resp: Response) -> io::Result<Bytes> {
     Ok(resp.into_body().collect().await?.to_bytes())

@@ -30,11 +30,12 @@ use lang::value::Value;
 use serde_json::json;
 use tokio::sync::{Notify, watch};
 
-use super::{Hub, Request, Response, Route, escape_html};
+use super::{Hub, Request, Response, Route};
 use crate::contract::common::{Raw, res_error, sends};
 use crate::contract::params::{BuildError, Params};
 use crate::contract::typed::Fingerprint as _;
 use crate::util::registry::Registry;
+use crate::util::text::escape_markup;
 
 const INPUT_KIND: &str = "http:server:ui:input";
 
@@ -119,7 +120,7 @@ impl UiRoute {
     }
 
     fn redirect(&self, to: &str, status: StatusCode) -> Response {
-        let mut resp = super::text(status, &format!("<a href=\"{}\">{}</a>.", escape_html(to), status.as_str()));
+        let mut resp = super::text(status, &format!("<a href=\"{}\">{}</a>.", escape_markup(to), status.as_str()));
         if let Ok(v) = HeaderValue::from_str(to) {
             resp.headers_mut().insert(header::LOCATION, v);
         }
@@ -185,7 +186,7 @@ impl UiRoute {
 
     fn page(&self) -> String {
         let host = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default();
-        let title = escape_html(&self.title);
+        let title = escape_markup(&self.title);
         let mut out = String::new();
         out.push_str("<!DOCTYPE html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n");
         out.push_str("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n");
@@ -200,7 +201,7 @@ impl UiRoute {
         out.push_str(&format!(
             "<p><small>tend {} on {}</small></p>\n</body>\n</html>\n",
             env!("CARGO_PKG_VERSION"),
-            escape_html(&host)
+            escape_markup(&host)
         ));
         out
     }
@@ -312,8 +313,8 @@ impl Input {
     }
 
     fn form_html(&self) -> String {
-        let id = escape_html(&self.id);
-        let value = escape_html(&self.value());
+        let id = escape_markup(&self.id);
+        let value = escape_markup(&self.value());
         let mut attrs = format!("type=\"{}\"", if self.scheme == "range" { "range" } else { "text" });
         for (k, v) in &self.bounds {
             attrs.push_str(&format!(" {k}=\"{v}\""));

@@ -46,6 +46,7 @@ use crate::util::events::broadcast_lines;
 use crate::util::events::{Lines, follow, line_stream, run_tool, run_tool_ok};
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
+use crate::util::text::escape_markup;
 
 /// mgmt's default number of vcpu slots.
 pub const DEFAULT_MAX_CPUS: i64 = 32;
@@ -833,12 +834,9 @@ pub fn disk_suffix(mut n: usize) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
-/// Escapes text for an XML attribute or element.
-pub use crate::util::text::escape_markup as xml_escape;
-
 /// The domain definition for `name` from the params (with `uuid` when redefining).
 pub fn domain_xml(name: &str, p: &VirtParams, uuid: Option<&str>) -> String {
-    let e = xml_escape;
+    let e = escape_markup;
     let lxc = p.lxc();
     let mut x = format!("<domain type='{}'>\n", if lxc { "lxc" } else { "kvm" });
     x += &format!("  <name>{}</name>\n", e(name));

@@ -49,10 +49,9 @@ use crate::util::events::broadcast_lines;
 use crate::util::events::{Lines, follow};
 #[cfg(any(test, feature = "fakes"))]
 use crate::util::lock;
+use crate::util::text::escape_markup;
 use crate::util::watch::FileWatch;
-use crate::virtualization::virt::{
-    Auth, Conn, parse_colon_table, virsh_ok, virsh_query, virsh_stream, virsh_with_xml, xml_escape,
-};
+use crate::virtualization::virt::{Auth, Conn, parse_colon_table, virsh_ok, virsh_query, virsh_stream, virsh_with_xml};
 
 /// The bridge used when `device` is empty.
 pub const DEFAULT_DEVICE: &str = "virbr0";
@@ -154,17 +153,17 @@ pub fn parse_network_xml(xml: &str) -> Result<NetDef, ResError> {
 }
 
 pub fn host_xml(h: &DhcpHost) -> String {
-    let e = xml_escape;
+    let e = escape_markup;
     let name = if h.name.is_empty() { String::new() } else { format!(" name='{}'", e(&h.name)) };
     format!("<host mac='{}'{name} ip='{}'/>", e(&h.mac), e(&h.ip))
 }
 
 pub fn range_xml(r: &DhcpRange) -> String {
-    format!("<range start='{}' end='{}'/>", xml_escape(&r.start), xml_escape(&r.end))
+    format!("<range start='{}' end='{}'/>", escape_markup(&r.start), escape_markup(&r.end))
 }
 
 pub fn render_network_xml(def: &NetDef) -> String {
-    let e = xml_escape;
+    let e = escape_markup;
     let mut x = format!("<network>\n  <name>{}</name>\n", e(&def.name));
     if !def.uuid.is_empty() {
         x += &format!("  <uuid>{}</uuid>\n", e(&def.uuid));
