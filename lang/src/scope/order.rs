@@ -75,32 +75,37 @@ pub(crate) fn check_file(file: &ast::File, diags: &mut Diagnostics) {
 /// bottom-up would otherwise recurse once per link.
 pub(crate) fn bind_order(stmts: &[ast::Stmt]) -> Vec<String> {
     let defs = definitions(stmts, &mut Diagnostics::new());
-    let edges = def_edges(&defs);
-    let mut state = vec![0u8; defs.len()]; // 0 new, 1 on the path, 2 done
+    let graph = def_graph(&def_edges(&defs));
+    // Iterative (a recursive walk would overflow on a long chain of binds); a node's
+    // children come out in order of first use, as the edges were added.
+    let mut walk = petgraph::visit::DfsPostOrder::empty(&graph);
     let mut out = Vec::new();
-    for root in 0..defs.len() {
-        if state[root] != 0 {
+    for root in graph.node_indices() {
+        if walk.discovered.contains(root.index()) {
             continue;
         }
-        state[root] = 1;
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        while let Some(&mut (v, ref mut i)) = work.last_mut() {
-            if let Some(&(w, _)) = edges[v].get(*i) {
-                *i += 1;
-                if state[w] == 0 {
-                    state[w] = 1;
-                    work.push((w, 0));
-                }
-            } else {
-                work.pop();
-                state[v] = 2;
-                if let Key::Var(name) = &defs[v].key {
-                    out.push(name.clone());
-                }
+        walk.move_to(root);
+        while let Some(done) = walk.next(&graph) {
+            if let Key::Var(name) = &defs[done.index()].key {
+                out.push(name.clone());
             }
         }
     }
     out
+}
+
+/// The definition graph of [`def_edges`] as a petgraph graph (node `i` is definition `i`).
+fn def_graph(edges: &[Vec<(usize, Span)>]) -> petgraph::Graph<(), ()> {
+    let mut graph = petgraph::Graph::with_capacity(edges.len(), edges.iter().map(Vec::len).sum());
+    for _ in edges {
+        graph.add_node(());
+    }
+    for (from, targets) in edges.iter().enumerate() {
+        for &(to, _) in targets {
+            graph.add_edge(petgraph::graph::NodeIndex::new(from), petgraph::graph::NodeIndex::new(to), ());
+        }
+    }
+    graph
 }
 
 /// For each definition, the definitions of the same block it uses, with the span of its
@@ -544,7 +549,7 @@ struct CycleEdge {
 /// One cycle per strongly connected component that has one, as its edges. Components in
 /// order of their smallest vertex.
 fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<CycleEdge>> {
-    let comps = tarjan(edges);
+    let comps = components(edges);
     let mut out = Vec::new();
     for comp in comps {
         let set: BTreeSet<usize> = comp.iter().copied().collect();
@@ -586,57 +591,52 @@ fn cycles(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<CycleEdge>> {
     out.into_iter().map(|(_, s)| s).collect()
 }
 
-/// Strongly connected components (iterative Tarjan).
-fn tarjan(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<usize>> {
-    let n = edges.len();
-    let mut index = vec![usize::MAX; n];
-    let mut low = vec![0; n];
-    let mut on_stack = vec![false; n];
-    let mut stack = Vec::new();
-    let mut comps = Vec::new();
-    let mut next = 0;
-    for root in 0..n {
-        if index[root] != usize::MAX {
-            continue;
-        }
-        let mut work: Vec<(usize, usize)> = vec![(root, 0)];
-        index[root] = next;
-        low[root] = next;
-        next += 1;
-        stack.push(root);
-        on_stack[root] = true;
-        while let Some(&mut (v, ref mut i)) = work.last_mut() {
-            if *i < edges[v].len() {
-                let w = edges[v][*i].0;
-                *i += 1;
-                if index[w] == usize::MAX {
-                    index[w] = next;
-                    low[w] = next;
-                    next += 1;
-                    stack.push(w);
-                    on_stack[w] = true;
-                    work.push((w, 0));
-                } else if on_stack[w] {
-                    low[v] = low[v].min(index[w]);
-                }
-            } else {
-                work.pop();
-                if let Some(&(p, _)) = work.last() {
-                    low[p] = low[p].min(low[v]);
-                }
-                if low[v] == index[v] {
-                    let mut comp = Vec::new();
-                    while let Some(w) = stack.pop() {
-                        on_stack[w] = false;
-                        comp.push(w);
-                        if w == v {
-                            break;
-                        }
-                    }
-                    comps.push(comp);
-                }
-            }
-        }
+/// Strongly connected components, by petgraph's Kosaraju: iterative, so a chain of binds
+/// as long as a program can hold never overflows the stack (petgraph's Tarjan recurses).
+fn components(edges: &[Vec<(usize, Span)>]) -> Vec<Vec<usize>> {
+    let graph = def_graph(edges);
+    let comps = petgraph::algo::kosaraju_scc(&graph);
+    comps.into_iter().map(|comp| comp.into_iter().map(|n| n.index()).collect()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::FileId;
+
+    fn file(text: &str) -> ast::File {
+        let (file, diags) = crate::syntax::parse(FileId(0), text);
+        assert!(diags.is_empty(), "{:?}", diags.first());
+        file
     }
-    comps
+
+    #[test]
+    fn a_long_chain_of_binds_is_ordered_dependencies_first_without_recursion() {
+        // Written last-first: each bind uses the one after it.
+        let n = 200_000;
+        let mut text: String = (0..n - 1).map(|i| format!("$v{i} = $v{}\n", i + 1)).collect();
+        text.push_str(&format!("$v{} = 1\n", n - 1));
+        let order = bind_order(&file(&text).stmts);
+        assert_eq!(order.len(), n);
+        assert_eq!(order.first().map(String::as_str), Some(format!("v{}", n - 1).as_str()));
+        assert_eq!(order.last().map(String::as_str), Some("v0"));
+    }
+
+    #[test]
+    fn a_long_cycle_is_reported_once_with_every_link() {
+        let n = 100_000;
+        let text: String = (0..n).map(|i| format!("$v{i} = $v{}\n", (i + 1) % n)).collect();
+        let mut diags = Diagnostics::new();
+        check_file(&file(&text), &mut diags);
+        assert_eq!(diags.len(), 1);
+        let d = diags.first().expect("one error");
+        assert_eq!(d.code, Some(Code::ScopeRecursion));
+        assert_eq!(d.labels.len(), n, "every use on the cycle is named");
+    }
+
+    #[test]
+    fn binds_come_after_what_they_use_in_first_use_order() {
+        let order = bind_order(&file("$a = $c + $b\n$b = $c\n$c = 1\n$d = 2\n").stmts);
+        assert_eq!(order, ["c", "b", "a", "d"]);
+    }
 }
