@@ -94,6 +94,8 @@ pub enum Command {
         /// files only they named are removed.
         #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
         keep: u64,
+        #[command(flatten)]
+        tls: TlsArgs,
     },
     /// Show the fleet: which deploy each agent runs, whether it converged, what failed.
     Status {
@@ -102,6 +104,14 @@ pub enum Command {
         seeds: Vec<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: StatusFormat,
+        #[command(flatten)]
+        tls: TlsArgs,
+    },
+    /// A small PKI for a fleet that has none: a CA, certificates for hosts, operators and
+    /// etcd members, and the key pair that signs deploys. Any CA's PEM files work instead.
+    Pki {
+        #[command(subcommand)]
+        command: PkiCommand,
     },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),
@@ -131,6 +141,61 @@ pub struct Observing {
     /// store, or with --seeds the last values that agent saw, when etcd is unreachable.
     #[arg(long, value_name = "DIR")]
     pub prefix: Option<PathBuf>,
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+/// TLS to etcd, with etcdctl's flag names: for `https://` seeds.
+#[derive(Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// The CA certificate (PEM) that signed etcd's certificate: needed for https:// seeds.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// This client's certificate (PEM), for an etcd that asks for one; its CN is the etcd
+    /// user it acts as.
+    #[arg(long, value_name = "FILE", requires = "key", requires = "cacert")]
+    pub cert: Option<PathBuf>,
+    /// The private key (PEM) of --cert.
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+}
+
+impl TlsArgs {
+    /// The files as the world takes them; none without --cacert.
+    pub fn tls(&self) -> Option<world::Tls> {
+        let ca = self.cacert.clone()?;
+        Some(world::Tls { ca, identity: self.cert.clone().zip(self.key.clone()) })
+    }
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PkiCommand {
+    /// Make a CA (DIR/ca.crt, DIR/ca.key) and the deploy signing key pair (DIR/deploy.key,
+    /// DIR/deploy.pub). Private keys are written 0600.
+    Init {
+        dir: PathBuf,
+        /// Replace files that exist (otherwise nothing is written).
+        #[arg(long)]
+        force: bool,
+    },
+    /// Make DIR/NAME.crt and DIR/NAME.key, signed by the CA in DIR, for a host, an operator
+    /// or an etcd member (CN = NAME; usable as a server and as a client certificate).
+    Issue {
+        dir: PathBuf,
+        name: String,
+        /// An IP address the certificate is valid for (repeatable): an etcd member's.
+        #[arg(long = "ip", value_name = "ADDR")]
+        ips: Vec<std::net::IpAddr>,
+        /// A DNS name the certificate is valid for (repeatable).
+        #[arg(long = "dns", value_name = "NAME")]
+        dns: Vec<String>,
+        /// Valid for this many days.
+        #[arg(long, value_name = "DAYS", default_value_t = world::pki::DEFAULT_DAYS, value_parser = clap::value_parser!(i64).range(1..=36500))]
+        days: i64,
+        /// Replace files that exist (otherwise nothing is written).
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 #[derive(Args, Debug, Clone)]
@@ -170,6 +235,8 @@ pub struct RunArgs {
     /// vanish after this long.
     #[arg(long, value_name = "SECS", default_value_t = 15, requires = "seeds", value_parser = clap::value_parser!(i64).range(2..=3600))]
     pub world_ttl: i64,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Exit status 0 when nothing changed, 2 when something changed (or under --noop
     /// would), 4 when a resource failed, 6 when both (as Puppet's).
     #[arg(long)]

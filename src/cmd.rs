@@ -4,6 +4,7 @@ pub mod check;
 pub mod deploy;
 pub mod fmt;
 pub mod graph;
+pub mod pki;
 pub mod run;
 pub mod status;
 pub mod why;

@@ -125,6 +125,8 @@ pub struct WorldUse {
     pub seeds: Vec<String>,
     /// `--prefix`: the state directory (default: the usual one).
     pub prefix: Option<std::path::PathBuf>,
+    /// `--cacert`, `--cert`, `--key`: TLS to the cluster.
+    pub tls: Option<world::Tls>,
 }
 
 /// What the program read of the world while it first settled (`tend why` reports it),
@@ -180,7 +182,7 @@ pub fn first_output_in(
     let graph = std::sync::Arc::new(graph);
     let me = crate::services::world_hostname(hostname.as_deref());
     let result = rt.block_on(async {
-        let config = crate::services::world_config(&world.seeds, Some(&me), &state).observing();
+        let config = crate::services::world_config(&world.seeds, world.tls.clone(), Some(&me), &state).observing();
         let inner = world::connect(config).await.map_err(|e| e.to_string())?;
         let recorded = std::sync::Arc::new(world::Recorded::new(inner));
         host.world = recorded.clone();

@@ -51,16 +51,17 @@ fn command(cli: Cli) -> ExitCode {
         }
         Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
         Command::Lsp => tend::lsp::run(),
-        Command::Graph { path, format, observing: Observing { timeout, seeds, prefix } } => {
-            cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
+        Command::Graph { path, format, observing: Observing { timeout, seeds, prefix, tls } } => {
+            cmd::graph::run(&path, format, timeout, cli.hostname, &WorldUse { seeds, prefix, tls: tls.tls() })
         }
-        Command::Why { path, resource, format, observing: Observing { timeout, seeds, prefix } } => {
-            cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix })
+        Command::Why { path, resource, format, observing: Observing { timeout, seeds, prefix, tls } } => {
+            cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix, tls: tls.tls() })
         }
-        Command::Deploy { path, seeds, parent, force, keep } => {
-            cmd::deploy::run(&path, &seeds, parent, force, keep, cli.hostname)
+        Command::Deploy { path, seeds, parent, force, keep, tls } => {
+            cmd::deploy::run(&path, &seeds, tls.tls(), parent, force, keep, cli.hostname)
         }
-        Command::Status { seeds, format } => cmd::status::run(&seeds, format, cli.hostname),
+        Command::Status { seeds, format, tls } => cmd::status::run(&seeds, tls.tls(), format, cli.hostname),
+        Command::Pki { command } => cmd::pki::run(command),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "tend", &mut out);

@@ -41,11 +41,17 @@ pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -
 }
 
 /// What `world::connect` needs to reach the world of host `hostname` (`--hostname`, else
-/// the machine's): the cluster at `seeds`, or with none the local store under
-/// `state_dir`, followed through the process's inotify hub.
-pub fn world_config(seeds: &[String], hostname: Option<&str>, state_dir: &Path) -> world::Config {
+/// the machine's): the cluster at `seeds` (over `tls` for `https://` seeds), or with none
+/// the local store under `state_dir`, followed through the process's inotify hub.
+pub fn world_config(
+    seeds: &[String],
+    tls: Option<world::Tls>,
+    hostname: Option<&str>,
+    state_dir: &Path,
+) -> world::Config {
     world::Config {
         watcher: Some(resources::cluster::world::hub()),
+        tls,
         ..world::Config::new(seeds.to_vec(), world_hostname(hostname), state_dir)
     }
 }

@@ -8,15 +8,18 @@
 //! machine; a schedule that every host agrees on, fails over after `kill -9` of a member
 //! and of the leader, and is not rewritten while nothing changes; exported resources
 //! collected by the hosts they are for, their edits and removal, a collect conflict that
-//! leaves only that resource out, orphaned and dead hosts' exports removed. Skipped, with a
-//! message, where no `etcd` is installed (CI requires it).
+//! leaves only that resource out, orphaned and dead hosts' exports removed; and TLS (issue
+//! 47): agents over mutual TLS with certificates from `tend pki` (and once from openssl), each
+//! way a handshake can fail told in one line, and a running agent that keeps converging
+//! while its etcd is untrusted. Skipped, with a message, where no `etcd` is installed (CI
+//! requires it).
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use testkit::etcd::{Etcd, free_port};
+use testkit::etcd::{Etcd, EtcdTls, free_port};
 
 const TEND: &str = env!("CARGO_BIN_EXE_tend");
 
@@ -32,6 +35,11 @@ impl Agent {
     /// Starts agent `name` on `program` (written to `<dir>/<name>/main.mcl`), joined to
     /// `seeds`, with a session lease of `ttl` seconds.
     fn start(dir: &Path, name: &str, seeds: &str, ttl: u32, program: &str) -> Agent {
+        Agent::start_with(dir, name, &["--seeds".to_string(), seeds.to_string()], ttl, program)
+    }
+
+    /// [`Agent::start`] with the cluster flags `cluster` (`--seeds` and the TLS files).
+    fn start_with(dir: &Path, name: &str, cluster: &[String], ttl: u32, program: &str) -> Agent {
         let home = dir.join(name);
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(home.join("main.mcl"), program).unwrap();
@@ -41,7 +49,8 @@ impl Agent {
             .arg(home.join("main.mcl"))
             .arg("--prefix")
             .arg(home.join("state"))
-            .args(["--seeds", seeds, "--world-ttl", &ttl.to_string()])
+            .args(cluster)
+            .args(["--world-ttl", &ttl.to_string()])
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
@@ -1009,4 +1018,173 @@ fn a_forged_export_is_not_collected() {
     std::thread::sleep(Duration::from_secs(1));
     assert!(!out.join("h2-shared").exists(), "the forged export is not collected\n{}", h2.log());
     assert!(h2.log().contains("an export bound to no host's session is ignored"), "{}", h2.log());
+}
+
+// ---- TLS (issue 47) ----
+
+/// `tend pki` run by the test: a CA in `dir` and certificates for etcd (127.0.0.1), the
+/// hosts and an operator.
+fn make_pki(dir: &Path, names: &[&str]) -> PathBuf {
+    let ok = |out: std::process::Output| {
+        assert!(out.status.success(), "tend pki: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    ok(Command::new(TEND).args(["pki", "init"]).arg(dir).output().unwrap());
+    ok(Command::new(TEND).args(["pki", "issue"]).arg(dir).args(["etcd", "--ip", "127.0.0.1"]).output().unwrap());
+    for name in names {
+        ok(Command::new(TEND).args(["pki", "issue"]).arg(dir).arg(name).output().unwrap());
+    }
+    dir.to_path_buf()
+}
+
+fn tls_etcd(pki: &Path) -> Option<Etcd> {
+    Etcd::start_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") })
+}
+
+/// The cluster flags of a client holding `NAME.crt` from `pki` (no client certificate
+/// when `name` is empty).
+fn tls_flags(etcd_url: &str, pki: &Path, ca: &Path, name: &str) -> Vec<String> {
+    let mut flags = vec!["--seeds".to_string(), etcd_url.to_string(), "--cacert".into(), ca.display().to_string()];
+    if !name.is_empty() {
+        flags.extend(["--cert".into(), pki.join(format!("{name}.crt")).display().to_string()]);
+        flags.extend(["--key".into(), pki.join(format!("{name}.key")).display().to_string()]);
+    }
+    flags
+}
+
+/// `tend status` with `flags`: its exit status and its stderr, and how long it took.
+fn status_with(flags: &[String]) -> (bool, String, Duration) {
+    let start = Instant::now();
+    let out = Command::new(TEND).arg("status").args(flags).env("NO_COLOR", "1").output().unwrap();
+    (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned(), start.elapsed())
+}
+
+#[test]
+fn three_agents_exchange_values_over_tls_with_certificates_from_tend_pki() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["h1", "h2", "h3"]);
+    let Some(etcd) = tls_etcd(&pki) else { return };
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let ca = pki.join("ca.crt");
+    let agents: Vec<Agent> = ["h1", "h2", "h3"]
+        .iter()
+        .map(|h| {
+            Agent::start_with(dir.path(), h, &tls_flags(&etcd.url(), &pki, &ca, h), 5, &program(&out, h, "hello", true))
+        })
+        .collect();
+    let want = line("hello", &["h1", "h2", "h3"]);
+    for a in &agents {
+        let file = out.join(format!("{}.txt", a.name));
+        assert!(wait_until(T, || read(&file) == want), "{}: {:?}; log:\n{}", a.name, read(&file), a.log());
+    }
+    let (ok, err, _) = status_with(&tls_flags(&etcd.url(), &pki, &ca, "h1"));
+    assert!(ok, "{err}");
+    assert!(etcd.url().starts_with("https://"));
+}
+
+#[test]
+fn a_client_etcd_does_not_trust_or_that_does_not_trust_etcd_is_refused_in_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["op"]);
+    let other = make_pki(&dir.path().join("other"), &["op"]);
+    let Some(etcd) = tls_etcd(&pki) else { return };
+    let url = etcd.url();
+    let ca = pki.join("ca.crt");
+    let (ok, err, _) = status_with(&tls_flags(&url, &pki, &ca, "op"));
+    assert!(ok, "the right certificate is accepted: {err}");
+    let refused = |flags: Vec<String>, says: &str| {
+        let (ok, err, took) = status_with(&flags);
+        assert!(!ok, "refused: {flags:?}");
+        assert!(err.contains(says), "{flags:?}: {err:?} should say {says:?}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+        assert!(took < Duration::from_secs(10), "no hang: {took:?}");
+        assert!(!err.contains("PRIVATE KEY"), "{err}");
+    };
+    // etcd's certificate checked against another CA.
+    refused(tls_flags(&url, &pki, &other.join("ca.crt"), "op"), "is not signed by the CA in --cacert");
+    // No client certificate, and one from another CA.
+    refused(tls_flags(&url, &pki, &ca, ""), "client certificate");
+    refused(tls_flags(&url, &other, &ca, "op"), "refused the client certificate");
+    // A name the server's certificate does not hold (it names 127.0.0.1 only).
+    let by_name = url.replace("127.0.0.1", "localhost");
+    refused(tls_flags(&by_name, &pki, &ca, "op"), "does not name the host");
+    // An expired client certificate.
+    let expired = world::pki::Request { name: "old".into(), days: -1, ..Default::default() };
+    world::pki::issue(&pki, &expired, false).unwrap();
+    refused(tls_flags(&url, &pki, &ca, "old"), "refused the client certificate");
+    // Plaintext to a TLS member: it drops the connection, which reads as an outage (never a hang).
+    let (ok, err, took) = status_with(&["--seeds".into(), url.replace("https://", "http://")]);
+    assert!(!ok && err.contains("does not answer") && took < Duration::from_secs(15), "{err} {took:?}");
+    // TLS flags with http:// seeds.
+    let mut flags = tls_flags(&url, &pki, &ca, "op");
+    flags[1] = url.replace("https://", "http://");
+    refused(flags, "are for https:// seeds");
+}
+
+#[test]
+fn https_to_a_plaintext_etcd_says_it_does_not_speak_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["op"]);
+    let Some(etcd) = Etcd::start() else { return };
+    let url = etcd.url().replace("http://", "https://");
+    let (ok, err, took) = status_with(&tls_flags(&url, &pki, &pki.join("ca.crt"), "op"));
+    assert!(!ok);
+    assert!(err.contains("does not speak TLS"), "{err}");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+}
+
+#[test]
+fn certificates_made_by_openssl_work_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sh = |script: &str| {
+        let out = Command::new("sh").arg("-c").arg(script).current_dir(d).output().unwrap();
+        assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    sh(
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=ops-ca \
+        -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null",
+    );
+    for (name, san) in [("etcd", "IP:127.0.0.1"), ("h1", "DNS:h1")] {
+        sh(&format!(
+            "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout {name}.key -out {name}.csr -subj /CN={name} 2>/dev/null && \
+             printf 'subjectAltName={san}\\nextendedKeyUsage=serverAuth,clientAuth\\n' > {name}.ext && \
+             openssl x509 -req -in {name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out {name}.crt -extfile {name}.ext 2>/dev/null"
+        ));
+    }
+    let Some(etcd) =
+        Etcd::start_tls(EtcdTls { ca: d.join("ca.crt"), cert: d.join("etcd.crt"), key: d.join("etcd.key") })
+    else {
+        return;
+    };
+    let (ok, err, _) = status_with(&tls_flags(&etcd.url(), d, &d.join("ca.crt"), "h1"));
+    assert!(ok, "{err}");
+}
+
+#[test]
+fn a_running_agent_whose_etcd_turns_untrusted_converges_locally_says_why_once_and_rejoins() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["h1"]);
+    let other = make_pki(&dir.path().join("other"), &[]);
+    let Some(mut etcd) = tls_etcd(&pki) else { return };
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let flags = tls_flags(&etcd.url(), &pki, &pki.join("ca.crt"), "h1");
+    let a = Agent::start_with(dir.path(), "h1", &flags, 5, &program(&out, "h1", "hello", false));
+    let file = out.join("h1.txt");
+    let want = line("hello", &[]);
+    assert!(wait_until(T, || read(&file) == want), "{:?}; log:\n{}", read(&file), a.log());
+    // etcd comes back with a certificate of another CA (and trusting only that CA).
+    let swapped = EtcdTls { ca: other.join("ca.crt"), cert: other.join("etcd.crt"), key: other.join("etcd.key") };
+    etcd.restart_tls(swapped);
+    let says = "is not signed by the CA in --cacert";
+    assert!(wait_until(T, || a.log().contains(says)), "the agent says why; log:\n{}", a.log());
+    // Drift is still repaired, from the values last seen.
+    std::fs::remove_file(&file).unwrap();
+    assert!(wait_until(T, || read(&file) == want), "repaired while refused: {:?}; log:\n{}", read(&file), a.log());
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(a.log().matches(says).count(), 1, "said once, not once per retry; log:\n{}", a.log());
+    // The right certificate again: the agent rejoins.
+    etcd.restart_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") });
+    assert!(wait_until(T, || connected(&a) == Some(true)), "rejoined; log:\n{}", a.log());
 }

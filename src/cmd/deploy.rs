@@ -13,6 +13,7 @@ use world::Parent;
 pub fn run(
     path: &Path,
     seeds: &[String],
+    tls: Option<world::Tls>,
     parent: Option<u64>,
     force: bool,
     keep: u64,
@@ -53,7 +54,7 @@ pub fn run(
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let deployed = rt.block_on(async {
-        let config = crate::services::world_config(seeds, Some(&me), &state).observing();
+        let config = crate::services::world_config(seeds, tls, Some(&me), &state).observing();
         let world = world::connect(config).await.map_err(|e| e.to_string())?;
         let id = world.deploy(&bundle, parent).await.map_err(|e| e.to_string())?;
         match world.collect_deploys(keep).await {

@@ -131,7 +131,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
     let hostname = crate::services::world_hostname(opts.hostname.as_deref());
     let config = world::Config {
         ttl: opts.world_ttl,
-        ..crate::services::world_config(&opts.seeds, Some(&hostname), &state_dir)
+        ..crate::services::world_config(&opts.seeds, opts.tls.tls(), Some(&hostname), &state_dir)
     };
     let world = match rt.block_on(world::connect(config)) {
         Ok(w) => w,

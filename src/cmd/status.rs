@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use world::Topic;
 
-pub fn run(seeds: &[String], format: StatusFormat, hostname: Option<String>) -> ExitCode {
+pub fn run(seeds: &[String], tls: Option<world::Tls>, format: StatusFormat, hostname: Option<String>) -> ExitCode {
     let rt = match super::one_shot_runtime() {
         Ok(rt) => rt,
         Err(code) => return code,
@@ -16,7 +16,7 @@ pub fn run(seeds: &[String], format: StatusFormat, hostname: Option<String>) -> 
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let read = rt.block_on(async {
-        let config = crate::services::world_config(seeds, Some(&me), &state).observing();
+        let config = crate::services::world_config(seeds, tls, Some(&me), &state).observing();
         let world = world::connect(config).await.map_err(|e| e.to_string())?;
         let mut statuses = world.follow(&Topic::Statuses);
         let mut deploys = world.follow(&Topic::Deploys);

@@ -10,11 +10,23 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// The files of an etcd member that speaks TLS and asks every client for a certificate
+/// signed by `ca` (`--client-cert-auth`).
+#[derive(Clone, Debug)]
+pub struct EtcdTls {
+    pub ca: PathBuf,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+}
+
 /// One etcd member (or a member of a cluster made by [`Etcd::cluster`]).
 pub struct Etcd {
     pub name: String,
     pub client_port: u16,
     pub peer_port: u16,
+    /// Where `/health` answers in plaintext (what the client port does without TLS).
+    metrics_port: u16,
+    tls: Option<EtcdTls>,
     /// The `--initial-cluster` value the member was started with.
     initial_cluster: String,
     data: PathBuf,
@@ -60,6 +72,15 @@ pub fn available() -> bool {
 impl Etcd {
     /// A single-member cluster, running and healthy; `None` when etcd is not installed.
     pub fn start() -> Option<Etcd> {
+        Etcd::start_with(None)
+    }
+
+    /// [`Etcd::start`], speaking TLS on its client port and requiring client certificates.
+    pub fn start_tls(tls: EtcdTls) -> Option<Etcd> {
+        Etcd::start_with(Some(tls))
+    }
+
+    fn start_with(tls: Option<EtcdTls>) -> Option<Etcd> {
         if !available() {
             return None;
         }
@@ -73,6 +94,8 @@ impl Etcd {
             name,
             client_port,
             peer_port,
+            metrics_port: free_port(),
+            tls,
             initial_cluster,
             child: None,
         };
@@ -103,6 +126,8 @@ impl Etcd {
                     _dir: Some(dir),
                     client_port,
                     peer_port,
+                    metrics_port: free_port(),
+                    tls: None,
                     initial_cluster: initial.clone(),
                     child: None,
                 }
@@ -117,18 +142,26 @@ impl Etcd {
         Some(members)
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` for a member started with [`Etcd::start_tls`]).
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.client_port)
     }
 
     fn spawn(&mut self) {
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::File::create(self.data.with_extension("log")).expect("etcd log");
-        let child = Command::new("etcd")
+        let mut command = Command::new("etcd");
+        if let Some(tls) = &self.tls {
+            command.arg("--cert-file").arg(&tls.cert).arg("--key-file").arg(&tls.key);
+            command.arg("--trusted-ca-file").arg(&tls.ca).arg("--client-cert-auth");
+        }
+        let metrics = format!("http://127.0.0.1:{}", self.metrics_port);
+        let child = command
             .args(["--name", &self.name, "--data-dir"])
             .arg(&self.data)
             .args(["--listen-client-urls", &self.url(), "--advertise-client-urls", &self.url()])
+            .args(["--listen-metrics-urls", &metrics])
             .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
             .args(["--initial-cluster", &self.initial_cluster, "--initial-cluster-state", "new"])
             .args(["--heartbeat-interval", "50", "--election-timeout", "500"])
@@ -143,6 +176,14 @@ impl Etcd {
     pub fn resume(&mut self) {
         self.spawn();
         self.wait_healthy(Duration::from_secs(20));
+    }
+
+    /// Kills the member and starts it again on its data with other TLS files (a member
+    /// whose certificate was replaced, or signed by another CA).
+    pub fn restart_tls(&mut self, tls: EtcdTls) {
+        self.kill();
+        self.tls = Some(tls);
+        self.resume();
     }
 
     /// Kills the member (SIGKILL, by PID) and waits for it to go.
@@ -177,9 +218,9 @@ impl Etcd {
     }
 
     fn healthy(&self) -> bool {
-        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.client_port)) else { return false };
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.metrics_port)) else { return false };
         let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
-        let req = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n", self.client_port);
+        let req = format!("GET /health HTTP/1.0\r\nHost: 127.0.0.1:{}\r\n\r\n", self.metrics_port);
         if s.write_all(req.as_bytes()).is_err() {
             return false;
         }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::watch::PathWatcher;
-use crate::{LocalWorld, World, WorldError};
+use crate::{LocalWorld, Tls, World, WorldError};
 
 /// A session's lease unless `--world-ttl` says otherwise (seconds).
 pub const DEFAULT_TTL: i64 = 15;
@@ -26,6 +26,8 @@ pub struct Config {
     pub observer: bool,
     /// What tells the local store of changes (the process's inotify hub); it polls without.
     pub watcher: Option<Arc<dyn PathWatcher>>,
+    /// TLS to etcd (`https://` seeds): the CA, and this client's certificate if etcd asks.
+    pub tls: Option<Tls>,
 }
 
 impl Config {
@@ -38,6 +40,7 @@ impl Config {
             ttl: DEFAULT_TTL,
             observer: false,
             watcher: None,
+            tls: None,
         }
     }
 
@@ -56,6 +59,7 @@ pub fn valid_hostname(name: &str) -> bool {
 /// host name another agent holds is an error; a cluster that does not answer is not (the
 /// agent starts with stale views and keeps trying). Must be called inside the runtime.
 pub async fn connect(cfg: Config) -> Result<Arc<dyn World>, WorldError> {
+    crate::tls::check_seeds(&cfg.seeds, cfg.tls.as_ref())?;
     if cfg.seeds.is_empty() {
         let local = LocalWorld::new(cfg.state_dir, cfg.hostname);
         return Ok(Arc::new(match cfg.watcher {

@@ -21,6 +21,10 @@ pub enum WorldError {
     /// This agent only reads the cluster (`tend why --seeds`): `what` is not written.
     #[error("{0} not written: this agent only observes the cluster")]
     Observer(String),
+    /// A TLS connection to etcd failed for a reason that will not pass by itself (a wrong
+    /// CA, a certificate etcd refuses): the line says which.
+    #[error("{0}")]
+    Tls(String),
     /// No member of the cluster can be reached.
     #[error("etcd cannot be reached at {seeds}")]
     Unreachable { seeds: String },

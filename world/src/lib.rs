@@ -28,8 +28,10 @@ mod escape;
 pub mod etcd;
 mod export;
 pub mod local;
+pub mod pki;
 mod recorded;
 mod schedule;
+mod tls;
 mod topic;
 pub mod watch;
 
@@ -43,4 +45,5 @@ pub use export::{Export, export_entry, parse_export_entry, reaches};
 pub use local::LocalWorld;
 pub use recorded::{Recorded, Seen};
 pub use schedule::{Candidacy, choose};
+pub use tls::{Tls, check_seeds};
 pub use topic::{Follow, Topic, View};

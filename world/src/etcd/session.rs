@@ -15,18 +15,31 @@ use super::keys::{self, PREFIX};
 use super::write::put_if_changed;
 use super::{Inner, MAX_BACKOFF, MIN_BACKOFF, REQUEST, Session, lock};
 use crate::WorldError;
+use crate::tls::{TlsProblem, chain};
 
 /// Why a session could not be made.
 enum Refused {
     /// Another agent holds this host name.
     Duplicate(String),
+    /// TLS failed: a wrong CA, a certificate refused. Not an outage: said in words, and
+    /// a starting command stops on it.
+    Tls(TlsProblem),
+    /// The TLS files cannot be read (the line says which).
+    Files(WorldError),
     /// The cluster cannot be reached (or answered an error): try again.
     Down(String),
 }
 
 impl From<etcd_client::Error> for Refused {
     fn from(e: etcd_client::Error) -> Refused {
-        Refused::Down(e.to_string())
+        let text = chain(&e);
+        match TlsProblem::of(&text) {
+            Some(problem) => Refused::Tls(problem),
+            None => {
+                tracing::debug!(error = %text, "etcd request failed");
+                Refused::Down(e.to_string())
+            }
+        }
     }
 }
 
@@ -43,6 +56,8 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
     let mut lease: Option<i64> = None;
     let mut epoch = 0;
     let mut duplicate_told = false;
+    // The last TLS or file problem logged (each is logged once, not once per retry).
+    let mut told: Option<String> = None;
     while !inner.stop.is_cancelled() {
         let why = match establish(&inner, lease).await {
             Ok((client, id)) => {
@@ -50,6 +65,7 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
                 epoch += 1;
                 backoff = MIN_BACKOFF;
                 duplicate_told = false;
+                told = None;
                 if let Some(f) = first.take() {
                     let _ = f.send(Ok(()));
                 }
@@ -82,6 +98,32 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
                 backoff = MAX_BACKOFF;
                 "the host name is taken".to_string()
             }
+            Err(Refused::Tls(problem)) => {
+                let line = problem.describe(inner.cfg.tls.as_ref(), &inner.cfg.seeds);
+                if let Some(f) = first.take() {
+                    let _ = f.send(Err(WorldError::Tls(line)));
+                    return;
+                }
+                if told.as_ref() != Some(&line) {
+                    tracing::error!("{line}; converging locally and trying again");
+                    told = Some(line.clone());
+                }
+                backoff = MAX_BACKOFF;
+                line
+            }
+            Err(Refused::Files(e)) => {
+                let line = e.to_string();
+                if let Some(f) = first.take() {
+                    let _ = f.send(Err(e));
+                    return;
+                }
+                if told.as_ref() != Some(&line) {
+                    tracing::error!("{line}; converging locally and trying again");
+                    told = Some(line.clone());
+                }
+                backoff = MAX_BACKOFF;
+                line
+            }
             Err(Refused::Down(e)) => e,
         };
         inner.went(false, &why);
@@ -95,11 +137,20 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
 /// Connects, gets a lease (the old one if it is still alive), claims the host name and
 /// re-asserts what this host owns.
 async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
-    let options = ConnectOptions::new()
+    let mut options = ConnectOptions::new()
         .with_connect_timeout(REQUEST)
         .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
         .with_keep_alive_while_idle(true)
         .with_require_leader(true);
+    if let Some(tls) = &inner.cfg.tls {
+        // Read at every connection: renewed certificates are picked up without a restart.
+        let files = tls.read().map_err(Refused::Files)?;
+        let mut config = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(files.ca));
+        if let Some((cert, key)) = files.identity {
+            config = config.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        options = options.with_tls(config);
+    }
     let mut client = tokio::time::timeout(REQUEST, Client::connect(&inner.cfg.seeds, Some(options))).await??;
     if inner.cfg.observer {
         // A linearizable read proves the cluster has a quorum.
