@@ -94,6 +94,10 @@ pub enum Command {
         /// files only they named are removed.
         #[arg(long, value_name = "K", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
         keep: u64,
+        /// Sign the deploy with this Ed25519 private key (`tend pki init`'s deploy.key):
+        /// agents started with --trust-deploys run only deploys signed by a key they trust.
+        #[arg(long, value_name = "KEY")]
+        sign: Option<PathBuf>,
         #[command(flatten)]
         tls: TlsArgs,
     },
@@ -237,6 +241,11 @@ pub struct RunArgs {
     pub world_ttl: i64,
     #[command(flatten)]
     pub tls: TlsArgs,
+    /// Run only deploys signed by one of these Ed25519 public keys (`tend pki init`'s
+    /// deploy.pub), and never one older than a deploy this agent ran: a deploy unsigned,
+    /// signed by another key or changed after signing is refused, and the status says why.
+    #[arg(long, value_name = "PUB[,PUB…]", value_delimiter = ',', requires = "seeds")]
+    pub trust_deploys: Vec<PathBuf>,
     /// Exit status 0 when nothing changed, 2 when something changed (or under --noop
     /// would), 4 when a resource failed, 6 when both (as Puppet's).
     #[arg(long)]

@@ -57,8 +57,9 @@ fn command(cli: Cli) -> ExitCode {
         Command::Why { path, resource, format, observing: Observing { timeout, seeds, prefix, tls } } => {
             cmd::why::run(&path, &resource, format, timeout, cli.hostname, &WorldUse { seeds, prefix, tls: tls.tls() })
         }
-        Command::Deploy { path, seeds, parent, force, keep, tls } => {
-            cmd::deploy::run(&path, &seeds, tls.tls(), parent, force, keep, cli.hostname)
+        Command::Deploy { path, seeds, parent, force, keep, sign, tls } => {
+            let target = cmd::deploy::Target { seeds, tls: tls.tls(), sign };
+            cmd::deploy::run(&path, &target, parent, force, keep, cli.hostname)
         }
         Command::Status { seeds, format, tls } => cmd::status::run(&seeds, tls.tls(), format, cli.hostname),
         Command::Pki { command } => cmd::pki::run(command),

@@ -62,6 +62,11 @@ impl Agent {
 
     /// Starts agent `name` with no program: it runs the cluster's deploys.
     fn follow(dir: &Path, name: &str, seeds: &str) -> Agent {
+        Agent::follow_with(dir, name, seeds, &[])
+    }
+
+    /// [`Agent::follow`] with more arguments for `tend run`.
+    fn follow_with(dir: &Path, name: &str, seeds: &str, extra: &[String]) -> Agent {
         let home = dir.join(name);
         std::fs::create_dir_all(&home).unwrap();
         let metrics = free_port();
@@ -69,6 +74,7 @@ impl Agent {
             .args(["--hostname", name, "-v", "run", "--prefix"])
             .arg(home.join("state"))
             .args(["--seeds", seeds, "--world-ttl", "5"])
+            .args(extra)
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
@@ -1187,4 +1193,89 @@ fn a_running_agent_whose_etcd_turns_untrusted_converges_locally_says_why_once_an
     // The right certificate again: the agent rejoins.
     etcd.restart_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") });
     assert!(wait_until(T, || connected(&a) == Some(true)), "rejoined; log:\n{}", a.log());
+}
+
+/// etcd's key of deploy `id`'s record.
+fn deploy_record_key(id: u64) -> String {
+    format!("/_tend/deploy/id/{id:020}")
+}
+
+#[test]
+fn agents_that_trust_a_key_run_only_what_it_signed_and_never_an_older_deploy() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &[]);
+    let other = make_pki(&dir.path().join("other"), &[]);
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let trust = ["--trust-deploys".to_string(), pki.join("deploy.pub").display().to_string()];
+    let agents: Vec<Agent> =
+        ["h1", "h2"].iter().map(|h| Agent::follow_with(dir.path(), h, &etcd.url(), &trust)).collect();
+    let logs = || agents.iter().map(|a| format!("{}:\n{}", a.name, a.log())).collect::<String>();
+    let shows = |tag: &str| agents.iter().all(|a| read(&out.join(&a.name)) == format!("{tag} on {}", a.name));
+    let key = pki.join("deploy.key").display().to_string();
+    let program = deployed_program(&out, "");
+
+    let signed = deploy(dir.path(), &etcd, "one", &program, &["--sign", &key]);
+    assert!(String::from_utf8_lossy(&signed.stdout).contains("signed by key"), "{signed:?}");
+    assert_eq!(deployed_id(&signed), 1);
+    assert!(wait_until(T, || shows("one")), "{}", logs());
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "two", &program, &["--sign", &key])), 2);
+    assert!(wait_until(T, || shows("two")), "{}", logs());
+
+    // Each refusal: every agent says why in its status, keeps deploy 2, writes nothing of it.
+    let refused = |id: u64, says: &str| {
+        let said = || {
+            let s = status(&etcd);
+            agents.iter().all(|a| {
+                let r = &agent_status(&s, &a.name)["refused"];
+                r["deploy"] == id && r["reason"].as_str().is_some_and(|w| w.contains(says))
+            })
+        };
+        assert!(wait_until(T, said), "deploy {id} refused for {says:?}: {:#}\n{}", status(&etcd), logs());
+        for a in &agents {
+            assert_eq!(read(&out.join(&a.name)), format!("two on {}", a.name));
+            // (Deploy 1 ran here before it came back as a rollback.)
+            if id > 2 {
+                assert!(!a.dir.join(format!("state/deploys/{id}")).exists(), "nothing of deploy {id} is written");
+            }
+            assert_eq!(agent_status(&status(&etcd), &a.name)["deploy"], 2);
+        }
+    };
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "three", &program, &[])), 3);
+    refused(3, "it carries no signature");
+    let text = Command::new(TEND).args(["status", "--seeds", &etcd.url()]).output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("refused deploy 3: not signed by a trusted key"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let stranger = other.join("deploy.key").display().to_string();
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "four", &program, &["--sign", &stranger])), 4);
+    refused(4, "which this agent does not trust");
+
+    // Someone who owns etcd changes one byte of a signed deploy's file (a blob of its own,
+    // the record pointing at it) and lands it as deploy 5.
+    let record =
+        String::from_utf8(etcdctl(&etcd, &["get", "--print-value-only", &deploy_record_key(2)], None)).unwrap();
+    let forged = b"twO";
+    etcdctl(&etcd, &["put", &format!("/_tend/deploy/blob/{}", sha256(forged))], Some(forged));
+    let changed = record.trim_end().replace(&sha256(b"two"), &sha256(forged));
+    assert_ne!(changed, record.trim_end());
+    etcdctl(&etcd, &["put", &deploy_record_key(5)], Some(changed.as_bytes()));
+    etcdctl(&etcd, &["put", "/_tend/deploy/latest"], Some(b"5"));
+    refused(5, "changed after it was signed");
+    // A signed deploy replayed under a newer id.
+    etcdctl(&etcd, &["put", &deploy_record_key(6)], Some(record.trim_end().as_bytes()));
+    etcdctl(&etcd, &["put", "/_tend/deploy/latest"], Some(b"6"));
+    refused(6, "changed after it was signed");
+    // `latest` set back to deploy 1, signed and whole: older than what runs.
+    etcdctl(&etcd, &["put", "/_tend/deploy/latest"], Some(b"1"));
+    refused(1, "older than deploy 2, which ran here");
+
+    // The next signed deploy runs everywhere, and clears the refusal.
+    etcdctl(&etcd, &["put", "/_tend/deploy/latest"], Some(b"6"));
+    assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "seven", &program, &["--sign", &key])), 7);
+    assert!(wait_until(T, || shows("seven")), "{}", logs());
+    assert!(wait_until(T, || agent_status(&status(&etcd), "h1")["refused"].is_null()), "{:#}", status(&etcd));
 }

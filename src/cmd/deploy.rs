@@ -10,19 +10,34 @@ use world::Parent;
 /// `parent`: the deploy this one must follow (refused if another landed since), unless
 /// `force`; without it, the deploy lands after whatever is latest.
 /// After it lands, only the `keep` latest deploys (and their files) are kept.
+/// Where a deploy goes and how it is signed.
+pub struct Target {
+    pub seeds: Vec<String>,
+    pub tls: Option<world::Tls>,
+    /// `--sign KEY`.
+    pub sign: Option<std::path::PathBuf>,
+}
+
 pub fn run(
     path: &Path,
-    seeds: &[String],
-    tls: Option<world::Tls>,
+    target: &Target,
     parent: Option<u64>,
     force: bool,
     keep: u64,
     hostname: Option<String>,
 ) -> ExitCode {
+    let seeds = &target.seeds;
     if seeds.is_empty() {
         crate::stderr::line(format_args!("error: `tend deploy` needs --seeds: deploys are kept by an etcd cluster"));
         return ExitCode::from(2);
     }
+    let signer = match target.sign.as_deref().map(world::signing::Signer::load).transpose() {
+        Ok(signer) => signer,
+        Err(e) => {
+            crate::stderr::line(format_args!("error: --sign {e}"));
+            return ExitCode::from(2);
+        }
+    };
     let (_, catalog) = compile::catalog(hostname.as_deref());
     let (program, sources, _) = match compile::compile_or_report(path, &catalog, Report::Human) {
         Ok(x) => x,
@@ -54,9 +69,9 @@ pub fn run(
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let deployed = rt.block_on(async {
-        let config = crate::services::world_config(seeds, tls, Some(&me), &state).observing();
+        let config = crate::services::world_config(seeds, target.tls.clone(), Some(&me), &state).observing();
         let world = world::connect(config).await.map_err(|e| e.to_string())?;
-        let id = world.deploy(&bundle, parent).await.map_err(|e| e.to_string())?;
+        let id = world.deploy(&bundle, parent, signer.as_ref()).await.map_err(|e| e.to_string())?;
         match world.collect_deploys(keep).await {
             Ok((0, 0)) => {}
             Ok((deploys, files)) => tracing::info!(deploys, files, "old deploys collected"),
@@ -67,8 +82,9 @@ pub fn run(
     match deployed {
         Ok(id) => {
             let bytes: usize = bundle.files.values().map(Vec::len).sum();
+            let signed = signer.as_ref().map(|s| format!(", signed by key {}", s.key_id())).unwrap_or_default();
             crate::stdout::line(format_args!(
-                "deployed {id}: {} file(s), {bytes} bytes, entry {}",
+                "deployed {id}: {} file(s), {bytes} bytes, entry {}{signed}",
                 bundle.files.len(),
                 bundle.entry
             ));

@@ -57,6 +57,16 @@ pub fn run(opts: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let trusted = match opts.trust_deploys.as_slice() {
+        [] => None,
+        keys => match world::signing::Trusted::load(keys) {
+            Ok(trusted) => Some(trusted),
+            Err(e) => {
+                crate::stderr::line(format_args!("error: --trust-deploys {e}"));
+                return ExitCode::from(2);
+            }
+        },
+    };
     // How long the graph must stay converged before the run ends (`None`: it never ends by
     // itself). --noop checks once and reports; it does not keep watching.
     let hold = opts.converged_timeout.or(opts.noop.then_some(0.0)).map(|s| Duration::from_secs_f64(s.max(0.0)));
@@ -182,6 +192,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
         },
         format: opts.format,
         detailed_exitcodes: opts.detailed_exitcodes,
+        trusted,
     };
     let code = rt.block_on(async {
         let code = runner.main(start, hold, watch).await;
@@ -306,6 +317,8 @@ struct Runner {
     format: RunFormat,
     /// `--detailed-exitcodes`.
     detailed_exitcodes: bool,
+    /// `--trust-deploys`: given to the deploy follower when it starts.
+    trusted: Option<world::signing::Trusted>,
 }
 
 impl Runner {
@@ -332,8 +345,8 @@ impl Runner {
                 return ExitCode::from(2);
             }
         };
-        let mut deploys =
-            matches!(start, Start::Deploys).then(|| deploys::Deploys::new(self.host.world.clone(), &self.state_dir));
+        let mut deploys = matches!(start, Start::Deploys)
+            .then(|| deploys::Deploys::new(self.host.world.clone(), &self.state_dir, self.trusted.take()));
         if self.cluster {
             let (tx, rx) = tokio::sync::watch::channel(status::Facts::default());
             status::report(self.host.world.clone(), self.engine.subscribe(), rx);
@@ -567,7 +580,13 @@ impl Runner {
     async fn take_up(&mut self, deploys: &mut deploys::Deploys, id: u64) -> Option<(ProgramPath, Compiled)> {
         let program = match deploys.fetch(id).await {
             Ok(p) => p,
-            Err(e) => {
+            Err(deploys::NotPlaced::Refused(why)) => {
+                deploys.skip(id);
+                tracing::error!(deploy = id, "refused deploy {id}: {why}; it keeps running what it ran");
+                self.note(|f| f.refused = Some((id, why.to_string())));
+                return None;
+            }
+            Err(deploys::NotPlaced::Failed(e)) => {
                 // An outage is waited out; a deploy that still cannot be fetched after a few
                 // tries while etcd answers (a damaged one) is given up.
                 if deploys.fetch_failed(id) >= FETCH_TRIES && self.host.world.health().connected {

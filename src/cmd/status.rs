@@ -80,6 +80,13 @@ fn table(latest: Option<u64>, agents: &[Value], converged: bool) -> String {
                 let names: Vec<&str> = fought.iter().filter_map(Value::as_str).collect();
                 state.push_str(&format!("; another writer keeps changing {}", names.join(", ")));
             }
+            if let Some(r) = a["refused"].as_object() {
+                state.push_str(&format!(
+                    "; refused deploy {}: {}",
+                    r.get("deploy").and_then(Value::as_u64).unwrap_or(0),
+                    r.get("reason").and_then(Value::as_str).unwrap_or("")
+                ));
+            }
             if let Some(b) = a["broken"].as_object() {
                 state.push_str(&format!(
                     "; deploy {} failed here: {}",

@@ -5,6 +5,7 @@ use std::time::SystemTime;
 
 use async_trait::async_trait;
 
+use crate::signing::Signer;
 use crate::{Bundle, Candidacy, Deploy, Export, Follow, Parent, Topic, WorldError};
 
 /// How a write went.
@@ -66,8 +67,9 @@ pub trait World: Send + Sync {
 
     /// Stores `bundle` as the next deploy after `parent` and returns its id. Only a
     /// cluster keeps deploys.
-    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
-        let _ = (bundle, parent);
+    /// `signer` signs the record once its id is known.
+    async fn deploy(&self, bundle: &Bundle, parent: Parent, signer: Option<&Signer>) -> Result<u64, WorldError> {
+        let _ = (bundle, parent, signer);
         Err(WorldError::NeedsCluster)
     }
 

@@ -35,6 +35,8 @@ pub struct Deploy {
     /// The host name of the agent or command that deployed it.
     pub by: String,
     pub bundle: Bundle,
+    /// Who signed it (`tend deploy --sign`), as stored: checked by agents that trust keys.
+    pub signature: Option<crate::signing::Signature>,
 }
 
 /// etcd refuses requests over 1.5 MiB by default.

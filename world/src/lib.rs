@@ -31,6 +31,7 @@ pub mod local;
 pub mod pki;
 mod recorded;
 mod schedule;
+pub mod signing;
 mod tls;
 mod topic;
 pub mod watch;

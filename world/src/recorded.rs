@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 
+use crate::signing::Signer;
 use crate::{Bundle, Candidacy, Deploy, Export, Follow, Health, Parent, Topic, View, World, WorldError, Written};
 
 /// A world that keeps every topic followed through it, to report their views afterwards.
@@ -74,8 +75,8 @@ impl World for Recorded {
         self.inner.export(exports).await
     }
 
-    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
-        self.inner.deploy(bundle, parent).await
+    async fn deploy(&self, bundle: &Bundle, parent: Parent, signer: Option<&Signer>) -> Result<u64, WorldError> {
+        self.inner.deploy(bundle, parent, signer).await
     }
 
     async fn fetch_deploy(&self, id: u64) -> Result<Option<Deploy>, WorldError> {

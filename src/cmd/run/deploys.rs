@@ -9,7 +9,16 @@
 use crate::loader::ProgramPath;
 use std::path::PathBuf;
 use std::sync::Arc;
+use world::signing::Trusted;
 use world::{Follow, Topic, World};
+
+/// Why a deploy was not placed.
+pub enum NotPlaced {
+    /// It could not be fetched (an outage, a damaged record): tried again.
+    Failed(String),
+    /// `--trust-deploys` refuses it: never tried again, and nothing of it is written.
+    Refused(world::signing::Refusal),
+}
 
 /// Deploys kept on disk besides the one running (for a look at what ran before).
 const KEEP: usize = 3;
@@ -25,13 +34,18 @@ pub struct Deploys {
     seen: u64,
     /// The deploy whose fetch keeps failing, and how many times it did.
     failing: (u64, u32),
+    /// `--trust-deploys`: the keys a deploy must be signed by.
+    trusted: Option<Trusted>,
+    /// An older `latest` already refused (with trusted keys, a rollback is refused once).
+    rollback_told: Option<u64>,
 }
 
 impl Deploys {
     /// Must be called inside the runtime.
-    pub fn new(world: Arc<dyn World>, state_dir: &std::path::Path) -> Deploys {
+    pub fn new(world: Arc<dyn World>, state_dir: &std::path::Path, trusted: Option<Trusted>) -> Deploys {
         let follow = world.follow(&Topic::Deploys);
-        Deploys { world, dir: state_dir.join("deploys"), follow, seen: 0, failing: (0, 0) }
+        let dir = state_dir.join("deploys");
+        Deploys { world, dir, follow, seen: 0, failing: (0, 0), trusted, rollback_told: None }
     }
 
     /// The next deploy newer than the last one taken up (waits for it).
@@ -44,6 +58,13 @@ impl Deploys {
             if let Some(id) = latest.filter(|&id| id > self.seen) {
                 return id;
             }
+            // `latest` set back to an older deploy: with trusted keys, refused (and said) once.
+            if let Some(id) = latest.filter(|&id| self.trusted.is_some() && id < self.seen)
+                && self.rollback_told != Some(id)
+            {
+                self.rollback_told = Some(id);
+                return id;
+            }
             if self.follow.changed().await.is_err() {
                 std::future::pending::<()>().await;
             }
@@ -52,10 +73,16 @@ impl Deploys {
 
     /// Fetches deploy `id` and places it on disk; once placed, it is not offered again. A
     /// deploy already on disk (an agent restarted while etcd is away) is taken from there.
-    pub async fn fetch(&mut self, id: u64) -> Result<ProgramPath, String> {
+    /// With trusted keys, only a deploy that was checked when it was placed is taken from
+    /// disk (its `<id>.trusted` names the key), and a fetched one is checked before any
+    /// of it is written.
+    pub async fn fetch(&mut self, id: u64) -> Result<ProgramPath, NotPlaced> {
         let root = self.dir.join(id.to_string());
+        let vouched = self.trusted.is_none() || self.dir.join(format!("{id}.trusted")).is_file();
         if let Ok(entry) = std::fs::read_to_string(self.dir.join(format!("{id}.entry")))
             && root.is_dir()
+            && vouched
+            && recorded_ran(&self.dir).is_none_or(|ran| self.trusted.is_none() || id >= ran)
         {
             self.seen = self.seen.max(id);
             return Ok(ProgramPath { root, entry });
@@ -64,19 +91,28 @@ impl Deploys {
             .world
             .fetch_deploy(id)
             .await
-            .map_err(|e| e.to_string())?
-            .ok_or_else(|| format!("deploy {id} is not in the cluster"))?;
+            .map_err(|e| NotPlaced::Failed(e.to_string()))?
+            .ok_or_else(|| NotPlaced::Failed(format!("deploy {id} is not in the cluster")))?;
+        let signer = match &self.trusted {
+            Some(trusted) => Some(trusted.check(&deploy, recorded_ran(&self.dir)).map_err(NotPlaced::Refused)?),
+            None => None,
+        };
         let dir = self.dir.clone();
         let placed = tokio::task::spawn_blocking(move || {
             let root = world::bundle::materialize(&dir, id, &deploy.bundle)?;
             let placed = ProgramPath { root, entry: deploy.bundle.entry.clone() };
             std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
                 .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
+            if let Some(key) = signer {
+                std::fs::write(dir.join(format!("{id}.trusted")), key)
+                    .map_err(|e| format!("cannot record deploy {id}'s signer: {e}"))?;
+            }
             world::bundle::prune(&dir, KEEP + 1, recorded_ran(&dir));
             Ok::<_, String>(placed)
         })
         .await
-        .map_err(|e| e.to_string())??;
+        .map_err(|e| NotPlaced::Failed(e.to_string()))?
+        .map_err(NotPlaced::Failed)?;
         self.seen = self.seen.max(id);
         Ok(placed)
     }

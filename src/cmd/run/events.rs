@@ -195,6 +195,7 @@ impl Runner {
                 self.note(|f| {
                     f.deploy = Some(c.id);
                     f.broken = f.broken.take().filter(|(b, _)| *b > c.id);
+                    f.refused = f.refused.take().filter(|(r, _)| *r > c.id);
                 });
                 self.funcs_host.root = c.program.root.clone();
                 self.program = c.program;

@@ -19,6 +19,8 @@ pub struct Status {
     pub deploy: Option<u64>,
     /// The newest deploy that could not run here, and why.
     pub broken: Option<(u64, String)>,
+    /// The newest deploy this agent refused to run (`--trust-deploys`), and why.
+    pub refused: Option<(u64, String)>,
     pub converged: bool,
     /// Failed resources and their errors.
     pub failed: BTreeMap<String, String>,
@@ -36,6 +38,7 @@ impl Status {
             "host": host,
             "deploy": self.deploy,
             "broken": self.broken.as_ref().map(|(id, why)| json!({"deploy": id, "error": why})),
+            "refused": self.refused.as_ref().map(|(id, why)| json!({"deploy": id, "reason": why})),
             "converged": self.converged,
             "failed": self.failed,
             "flapping": self.flapping,
@@ -56,6 +59,7 @@ pub fn now() -> f64 {
 pub struct Facts {
     pub deploy: Option<u64>,
     pub broken: Option<(u64, String)>,
+    pub refused: Option<(u64, String)>,
 }
 
 /// Keeps this agent's status record in the world: follows the engine's events (failures,
@@ -96,6 +100,7 @@ pub fn report(world: Arc<dyn World>, mut events: broadcast::Receiver<EngineEvent
                     let f = facts.borrow_and_update().clone();
                     status.deploy = f.deploy;
                     status.broken = f.broken;
+                    status.refused = f.refused;
                 }
                 _ = health.tick() => status.world_stale = world.health().stale_since.is_some(),
             }
@@ -171,6 +176,12 @@ mod tests {
         let broken = Status { broken: Some((3, "nope".into())), ..record(2, true) };
         let r: serde_json::Value = serde_json::from_str(&broken.record("h1")).unwrap();
         assert_eq!(r["broken"]["deploy"], 3);
+        assert_eq!(r["refused"], serde_json::Value::Null);
+        let refused =
+            Status { refused: Some((4, "not signed by a trusted key: it carries no signature".into())), ..broken };
+        let r: serde_json::Value = serde_json::from_str(&refused.record("h1")).unwrap();
+        assert_eq!(r["refused"]["deploy"], 4);
+        assert_eq!(r["refused"]["reason"], "not signed by a trusted key: it carries no signature");
         assert_eq!(r["host"], "h1");
     }
 }

@@ -9,6 +9,7 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
 
 use super::exports::EXPORT_BATCH;
 use super::{Inner, REQUEST, keys};
+use crate::signing::{Signature, Signer};
 use crate::{Bundle, Deploy, Parent, WorldError};
 
 /// Bundles of at most this many files have their files' presence checked as they land.
@@ -18,10 +19,20 @@ const BLOB_CHECKS: usize = 100;
 const ATTEMPTS: usize = 20;
 
 /// Stores `bundle` as the deploy after `parent`; its id.
-pub(super) async fn deploy(inner: &Inner, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
+pub(super) async fn deploy(
+    inner: &Inner,
+    bundle: &Bundle,
+    parent: Parent,
+    signer: Option<&Signer>,
+) -> Result<u64, WorldError> {
     let mut client = inner.client_now()?;
-    let mut record =
-        Record { parent: 0, by: inner.cfg.hostname.clone(), entry: bundle.entry.clone(), files: BTreeMap::new() };
+    let mut record = Record {
+        parent: 0,
+        by: inner.cfg.hostname.clone(),
+        entry: bundle.entry.clone(),
+        files: BTreeMap::new(),
+        signature: None,
+    };
     for (path, bytes) in &bundle.files {
         let hash = sha256_hex(bytes);
         put_blob(&mut client, &hash, bytes).await?;
@@ -39,6 +50,7 @@ pub(super) async fn deploy(inner: &Inner, bundle: &Bundle, parent: Parent) -> Re
         }
         let id = latest + 1;
         record.parent = latest;
+        record.signature = signer.map(|s| s.sign(id, latest, bundle));
         let unchanged = if latest == 0 {
             Compare::version(latest_key.as_str(), CompareOp::Equal, 0)
         } else {
@@ -131,17 +143,19 @@ pub(super) async fn fetch(inner: &Inner, id: u64) -> Result<Option<Deploy>, Worl
         }
         files.insert(path.clone(), bytes);
     }
-    Ok(Some(Deploy { id, parent: record.parent, by: record.by, bundle: Bundle { entry: record.entry, files } }))
+    let bundle = Bundle { entry: record.entry, files };
+    Ok(Some(Deploy { id, parent: record.parent, by: record.by, bundle, signature: record.signature }))
 }
 
-/// A deploy's record as stored (JSON): the id it followed, who made it, its entry, and its
-/// files by deploy path with their contents' hashes.
+/// A deploy's record as stored (JSON): the id it followed, who made it, its entry, its
+/// files by deploy path with their contents' hashes, and its signature if it has one.
 #[derive(Debug, PartialEq)]
 struct Record {
     parent: u64,
     by: String,
     entry: String,
     files: BTreeMap<String, String>,
+    signature: Option<Signature>,
 }
 
 impl Record {
@@ -152,6 +166,7 @@ impl Record {
             "by": self.by,
             "entry": self.entry,
             "files": self.files,
+            "signature": self.signature.as_ref().map(|s| serde_json::json!({"key": s.key, "sig": s.sig})),
         })
         .to_string()
     }
@@ -165,7 +180,15 @@ impl Record {
             let hash = hash.as_str().ok_or("a file's hash is not a string")?;
             files.insert(path.clone(), hash.to_string());
         }
-        Ok(Record { parent: record["parent"].as_u64().unwrap_or(0), by: text("by")?, entry: text("entry")?, files })
+        let signature = match &record["signature"] {
+            serde_json::Value::Null => None,
+            s => Some(Signature {
+                key: s["key"].as_str().ok_or("a signature without its key")?.to_string(),
+                sig: s["sig"].as_str().ok_or("a signature without its value")?.to_string(),
+            }),
+        };
+        let parent = record["parent"].as_u64().unwrap_or(0);
+        Ok(Record { parent, by: text("by")?, entry: text("entry")?, files, signature })
     }
 
     /// The hashes a stored record names (none when it cannot be read: its blobs are not
@@ -211,9 +234,14 @@ mod tests {
     #[test]
     fn a_record_round_trips_and_a_damaged_one_says_why() {
         let files = BTreeMap::from([("/main.mcl".to_string(), sha256_hex(b"x"))]);
-        let record = Record { parent: 6, by: "h1".into(), entry: "/main.mcl".into(), files };
+        let record = Record { parent: 6, by: "h1".into(), entry: "/main.mcl".into(), files, signature: None };
         let stored = record.encode(7);
         assert_eq!(Record::decode(stored.as_bytes()), Ok(record));
+        let signature = Some(Signature { key: "00ff".into(), sig: "ab".repeat(64) });
+        let signed = Record { signature, ..Record::decode(stored.as_bytes()).unwrap() };
+        assert_eq!(Record::decode(signed.encode(7).as_bytes()), Ok(signed));
+        let half = b"{\"by\":\"h1\",\"entry\":\"/m\",\"files\":{},\"signature\":{\"key\":\"00\"}}";
+        assert_eq!(Record::decode(half), Err("a signature without its value".into()));
         assert_eq!(Record::hashes(stored.as_bytes()), vec![sha256_hex(b"x")]);
         assert_eq!(Record::decode(b"{\"by\":\"h1\",\"files\":{}}"), Err("no `entry`".into()));
         assert_eq!(Record::decode(b"{\"by\":\"h1\",\"entry\":\"/m\"}"), Err("no `files`".into()));

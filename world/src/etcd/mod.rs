@@ -77,6 +77,7 @@ use etcd_client::Client;
 use tokio::sync::{oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::signing::Signer;
 use crate::{
     Bundle, Candidacy, Config, Deploy, Export, Follow, Health, Parent, Topic, View, World, WorldError, Written,
 };
@@ -273,8 +274,8 @@ impl World for EtcdWorld {
         exports::export(&self.inner, exports).await
     }
 
-    async fn deploy(&self, bundle: &Bundle, parent: Parent) -> Result<u64, WorldError> {
-        deploys::deploy(&self.inner, bundle, parent).await
+    async fn deploy(&self, bundle: &Bundle, parent: Parent, signer: Option<&Signer>) -> Result<u64, WorldError> {
+        deploys::deploy(&self.inner, bundle, parent, signer).await
     }
 
     async fn publish_status(&self, record: Option<&str>) -> Result<Written, WorldError> {
