@@ -20,6 +20,8 @@ until both survivors' files show the new choice, then restarts the victim. A dea
 noticed when its session lease runs out, so the figure is the TTL plus what tend adds.
 
 Usage: cluster.py TEND_BINARY [TRIALS] [FAILOVER_TRIALS]
+With TEND_BENCH_TLS=1 etcd speaks TLS and requires client certificates (made by `tend pki`),
+and every agent and etcdctl connects with them.
 """
 import os
 import shutil
@@ -87,21 +89,42 @@ def pct(sorted_values, p):
     return sorted_values[min(len(sorted_values) - 1, int(round(p / 100.0 * (len(sorted_values) - 1))))]
 
 
-def start_etcd(work):
-    """A one-member etcd on free loopback ports, data under WORK, once healthy: (process, url)."""
-    client, peer = free_port(), free_port()
-    url = "http://127.0.0.1:%d" % client
-    etcd = subprocess.Popen(
-        ["etcd", "--name", "b1", "--data-dir", os.path.join(work, "etcd"),
-         "--listen-client-urls", url, "--advertise-client-urls", url,
-         "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
-         "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
-         "--initial-cluster", "b1=http://127.0.0.1:%d" % peer],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+class Cluster:
+    """How to reach the bench's etcd: `flags` for tend (--seeds and, over TLS, the files),
+    `ctl` for etcdctl."""
+
+    def __init__(self, url, tls):
+        self.url = url
+        self.flags = ["--seeds", url]
+        self.ctl = ["--endpoints", url]
+        if tls:
+            files = ["--cacert", tls + "/ca.crt", "--cert", tls + "/bench.crt", "--key", tls + "/bench.key"]
+            self.flags += files
+            self.ctl += files
+
+
+def start_etcd(tend, work):
+    """A one-member etcd on free loopback ports, data under WORK, once healthy (over mutual
+    TLS with certificates from `tend pki` when TEND_BENCH_TLS is set): (process, Cluster)."""
+    client, peer, metrics = free_port(), free_port(), free_port()
+    tls = os.path.join(work, "pki") if os.environ.get("TEND_BENCH_TLS") else None
+    url = "%s://127.0.0.1:%d" % ("https" if tls else "http", client)
+    args = ["etcd", "--name", "b1", "--data-dir", os.path.join(work, "etcd"),
+            "--listen-client-urls", url, "--advertise-client-urls", url,
+            "--listen-metrics-urls", "http://127.0.0.1:%d" % metrics,
+            "--listen-peer-urls", "http://127.0.0.1:%d" % peer,
+            "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % peer,
+            "--initial-cluster", "b1=http://127.0.0.1:%d" % peer]
+    if tls:
+        for cmd in (["init", tls], ["issue", tls, "etcd", "--ip", "127.0.0.1"], ["issue", tls, "bench"]):
+            subprocess.run([tend, "pki"] + cmd, check=True, stdout=subprocess.DEVNULL)
+        args += ["--cert-file", tls + "/etcd.crt", "--key-file", tls + "/etcd.key",
+                 "--trusted-ca-file", tls + "/ca.crt", "--client-cert-auth"]
+    etcd = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def healthy():
         try:
-            return b'"true"' in urllib.request.urlopen(url + "/health", timeout=1).read()
+            return b'"true"' in urllib.request.urlopen("http://127.0.0.1:%d/health" % metrics, timeout=1).read()
         except OSError:
             return False
     try:
@@ -109,7 +132,7 @@ def start_etcd(work):
     except SystemExit:
         etcd.kill()
         raise
-    return etcd, url
+    return etcd, Cluster(url, tls)
 
 
 def setup(name, trials):
@@ -117,12 +140,12 @@ def setup(name, trials):
     tend = sys.argv[1]
     trials = int(sys.argv[2]) if len(sys.argv) > 2 else trials
     work = tempfile.mkdtemp(prefix="tend-%s-bench-" % name)
-    etcd, url = start_etcd(work)
-    return tend, trials, work, etcd, url
+    etcd, cluster = start_etcd(tend, work)
+    return tend, trials, work, etcd, cluster
 
 
 def main():
-    tend, trials, work, etcd, url = setup("cluster", 200)
+    tend, trials, work, etcd, cluster = setup("cluster", 200)
     procs = []
     try:
         inp, out = os.path.join(work, "in"), os.path.join(work, "out")
@@ -138,7 +161,7 @@ def main():
         def agent(name, prog, seeds=True):
             args = [tend, "--hostname", name, "run", prog, "--prefix", os.path.join(work, name)]
             if seeds:
-                args += ["--seeds", url]
+                args += cluster.flags
             p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             procs.append(p)
             return p
@@ -158,7 +181,7 @@ def main():
         exported_trials(agent, work, trials)
         print("idle VmRSS: cluster agent %d KiB, local agent %d KiB, difference %d KiB"
               % (rss_cluster, rss_local, rss_cluster - rss_local))
-        failover(tend, work, url, int(sys.argv[3]) if len(sys.argv) > 3 else 5, procs)
+        failover(tend, work, cluster, int(sys.argv[3]) if len(sys.argv) > 3 else 5, procs)
     finally:
         stop_all(procs, etcd, work)
 
@@ -197,14 +220,14 @@ def report(what, times):
           % (what, len(times), pct(times, 50), pct(times, 90), pct(times, 99), times[-1]))
 
 
-def leader(url):
-    out = subprocess.run(["etcdctl", "--endpoints", url, "get", "--prefix", "/_tend/schedule/leader/",
+def leader(cluster):
+    out = subprocess.run(["etcdctl"] + cluster.ctl + ["get", "--prefix", "/_tend/schedule/leader/",
                           "--sort-by=CREATE", "--order=ASCEND", "--limit=1", "--print-value-only"],
                          env=dict(os.environ, ETCDCTL_API="3"), capture_output=True, text=True)
     return out.stdout.strip()
 
 
-def failover(tend, work, url, trials, procs):
+def failover(tend, work, cluster, trials, procs):
     out = os.path.join(work, "sched")
     os.makedirs(out, exist_ok=True)
     prog = os.path.join(work, "s.mcl")
@@ -216,7 +239,7 @@ def failover(tend, work, url, trials, procs):
 
     def start(h):
         p = subprocess.Popen([tend, "--hostname", h, "run", prog, "--prefix", os.path.join(work, "st-" + h),
-                              "--seeds", url, "--world-ttl", "3"],
+                              "--world-ttl", "3"] + cluster.flags,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(p)
         return p
@@ -235,7 +258,7 @@ def failover(tend, work, url, trials, procs):
     times = []
     for _ in range(trials):
         now = agreed(hosts)
-        lead = leader(url)
+        lead = leader(cluster)
         victim = now[0] if now[0] != lead else now[1]
         survivors = [h for h in hosts if h != victim]
         agents[victim].kill()

@@ -27,7 +27,7 @@ file "%s/${hostname}" {
 
 
 def main():
-    tend, trials, work, etcd, url = setup("deploy", 50)
+    tend, trials, work, etcd, cluster = setup("deploy", 50)
     procs = []
     try:
         out = os.path.join(work, "out")
@@ -35,7 +35,7 @@ def main():
         hosts = ["h1", "h2", "h3"]
         for h in hosts:
             procs.append(subprocess.Popen(
-                [tend, "--hostname", h, "run", "--seeds", url, "--prefix", os.path.join(work, h)],
+                [tend, "--hostname", h, "run", "--prefix", os.path.join(work, h)] + cluster.flags,
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         src = os.path.join(work, "src")
         os.makedirs(os.path.join(src, "files"))
@@ -47,7 +47,7 @@ def main():
             with open(os.path.join(src, "files", "data.txt"), "w") as f:
                 f.write(tag)
             start = time.perf_counter()
-            subprocess.run([tend, "deploy", "--seeds", url, src], check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([tend, "deploy", src] + cluster.flags, check=True, stdout=subprocess.DEVNULL)
             wait(lambda: all(read(os.path.join(out, h)) == tag for h in hosts), 30, "deploy %d" % i)
             if i > 0:  # the first one also starts the agents' programs from nothing
                 times.append((time.perf_counter() - start) * 1000)

@@ -9,13 +9,15 @@
 //! etcd's CPU time and resident memory; and this process's memory per simulated host.
 //!
 //! Usage: `cargo bench --bench cluster_scale -- [N …]` (default: 100 1000). Needs `etcd`.
+//! With `TEND_BENCH_TLS=1`, etcd speaks TLS and requires client certificates (made by
+//! `world::pki`), and every simulated host connects with one.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use testkit::etcd::Etcd;
+use testkit::etcd::{Etcd, EtcdTls};
 use world::{Export, Follow, Topic, World};
 
 const TRIALS: usize = 30;
@@ -25,13 +27,35 @@ const COLLECTORS: usize = 10;
 fn main() {
     let sizes: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![100, 1000] } else { sizes };
+    let pki = tempfile::tempdir().unwrap();
+    let tls = std::env::var_os("TEND_BENCH_TLS").map(|_| {
+        world::pki::init(pki.path(), false).unwrap();
+        let member = world::pki::Request {
+            name: "etcd".into(),
+            ips: vec!["127.0.0.1".parse().unwrap()],
+            days: 1,
+            ..Default::default()
+        };
+        world::pki::issue(pki.path(), &member, false).unwrap();
+        let client = world::pki::Request { name: "sim".into(), days: 1, ..Default::default() };
+        let [cert, key] = world::pki::issue(pki.path(), &client, false).unwrap();
+        world::Tls { ca: pki.path().join("ca.crt"), identity: Some((cert, key)) }
+    });
     for n in sizes {
-        let Some(etcd) = Etcd::start() else {
+        let etcd = match &tls {
+            Some(t) => Etcd::start_tls(EtcdTls {
+                ca: t.ca.clone(),
+                cert: pki.path().join("etcd.crt"),
+                key: pki.path().join("etcd.key"),
+            }),
+            None => Etcd::start(),
+        };
+        let Some(etcd) = etcd else {
             eprintln!("cluster_scale: no etcd installed; skipped");
             return;
         };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(simulate(&etcd, n));
+        rt.block_on(simulate(&etcd, n, tls.clone()));
         rt.shutdown_timeout(Duration::from_secs(2));
     }
 }
@@ -81,7 +105,7 @@ async fn all_see(follows: &mut [Follow], done: impl Fn(&world::View) -> bool + C
     futures::future::join_all(waits).await
 }
 
-async fn simulate(etcd: &Etcd, n: usize) {
+async fn simulate(etcd: &Etcd, n: usize, tls: Option<world::Tls>) {
     let pid = std::process::id();
     let etcd_pid = etcd.pid().unwrap_or(0);
     let state = tempfile::tempdir().unwrap();
@@ -93,6 +117,7 @@ async fn simulate(etcd: &Etcd, n: usize) {
         let joins = batch.iter().map(|&i| {
             let cfg = world::Config {
                 ttl: 60,
+                tls: tls.clone(),
                 ..world::Config::new(vec![etcd.url()], format!("sim{i:04}"), state.path().join(format!("sim{i}")))
             };
             world::connect(cfg)
@@ -144,7 +169,8 @@ async fn simulate(etcd: &Etcd, n: usize) {
     reach_all.sort_by(f64::total_cmp);
     deliveries.sort_by(f64::total_cmp);
     export_reach.sort_by(f64::total_cmp);
-    println!("== {n} simulated hosts ({EXPORTS} exports each, {COLLECTORS} collectors)");
+    let over = if tls.is_some() { "mutual TLS" } else { "plaintext" };
+    println!("== {n} simulated hosts ({EXPORTS} exports each, {COLLECTORS} collectors), {over}");
     println!(
         "joined and every watcher saw every entry in {:.2} s; etcd used {:.2} s CPU for it",
         joined.as_secs_f64(),
