@@ -129,18 +129,23 @@ pub fn materialize(dir: &Path, id: u64, bundle: &Bundle) -> Result<PathBuf, Stri
     Ok(root)
 }
 
-/// Removes the deploys under `dir` other than the `keep` newest and `spare` (the one running).
+/// Removes the deploys under `dir` other than the `keep` newest and `spare` (the one running),
+/// with the files recorded beside each (`<id>.entry`, `<id>.trusted`, …).
 pub fn prune(dir: &Path, keep: usize, spare: Option<u64>) {
-    let mut ids: Vec<u64> = std::fs::read_dir(dir)
+    let names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .filter_map(|e| e.file_name().into_string().ok())
         .collect();
+    let mut ids: Vec<u64> = names.iter().filter_map(|n| n.parse().ok()).collect();
     ids.sort_unstable();
     for id in ids.iter().rev().skip(keep).filter(|id| Some(**id) != spare) {
         let _ = std::fs::remove_dir_all(dir.join(id.to_string()));
-        let _ = std::fs::remove_file(dir.join(format!("{id}.entry")));
+        let beside = format!("{id}.");
+        for name in names.iter().filter(|n| n.starts_with(&beside)) {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
     }
 }
 
@@ -173,8 +178,14 @@ mod tests {
         evil.files.insert("/../x".into(), vec![]);
         assert!(materialize(&dir.path().join("deploys"), 8, &evil).unwrap_err().contains("outside its root"));
         std::fs::create_dir_all(dir.path().join("deploys/9")).unwrap();
+        for beside in ["7.entry", "7.trusted", "9.entry", "70.entry"] {
+            std::fs::write(dir.path().join("deploys").join(beside), "x").unwrap();
+        }
         prune(&dir.path().join("deploys"), 1, None);
         assert!(!dir.path().join("deploys/7").exists() && dir.path().join("deploys/9").exists());
+        let left = |name: &str| dir.path().join("deploys").join(name).exists();
+        assert!(!left("7.entry") && !left("7.trusted"), "what was recorded beside deploy 7 goes with it");
+        assert!(left("9.entry") && left("70.entry"), "and nothing else");
         // The deploy running is spared, however old.
         std::fs::create_dir_all(dir.path().join("deploys/10")).unwrap();
         std::fs::create_dir_all(dir.path().join("deploys/11")).unwrap();
