@@ -21,20 +21,35 @@ use crate::tls::{TlsProblem, chain};
 enum Refused {
     /// Another agent holds this host name.
     Duplicate(String),
-    /// TLS failed: a wrong CA, a certificate refused. Not an outage: said in words, and
-    /// a starting command stops on it.
-    Tls(TlsProblem),
-    /// The TLS files cannot be read (the line says which).
-    Files(WorldError),
+    /// A cause that will not pass by itself: not an outage, said in words, and a starting
+    /// command stops on it.
+    Lasting(Lasting),
     /// The cluster cannot be reached (or answered an error): try again.
     Down(String),
+}
+
+/// What a [`Refused::Lasting`] is.
+enum Lasting {
+    /// TLS failed: a wrong CA, a certificate refused.
+    Tls(TlsProblem),
+    /// The TLS files cannot be read (the error says which).
+    Files(WorldError),
+}
+
+impl Lasting {
+    fn error(self, inner: &Inner) -> WorldError {
+        match self {
+            Lasting::Tls(problem) => WorldError::Tls(problem.describe(inner.cfg.tls.as_ref(), &inner.cfg.seeds)),
+            Lasting::Files(e) => e,
+        }
+    }
 }
 
 impl From<etcd_client::Error> for Refused {
     fn from(e: etcd_client::Error) -> Refused {
         let text = chain(&e);
         match TlsProblem::of(&text) {
-            Some(problem) => Refused::Tls(problem),
+            Some(problem) => Refused::Lasting(Lasting::Tls(problem)),
             None => {
                 tracing::debug!(error = %text, "etcd request failed");
                 Refused::Down(e.to_string())
@@ -98,23 +113,11 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
                 backoff = MAX_BACKOFF;
                 "the host name is taken".to_string()
             }
-            Err(Refused::Tls(problem)) => {
-                let line = problem.describe(inner.cfg.tls.as_ref(), &inner.cfg.seeds);
+            Err(Refused::Lasting(lasting)) => {
+                let error = lasting.error(&inner);
+                let line = error.to_string();
                 if let Some(f) = first.take() {
-                    let _ = f.send(Err(WorldError::Tls(line)));
-                    return;
-                }
-                if told.as_ref() != Some(&line) {
-                    tracing::error!("{line}; converging locally and trying again");
-                    told = Some(line.clone());
-                }
-                backoff = MAX_BACKOFF;
-                line
-            }
-            Err(Refused::Files(e)) => {
-                let line = e.to_string();
-                if let Some(f) = first.take() {
-                    let _ = f.send(Err(e));
+                    let _ = f.send(Err(error));
                     return;
                 }
                 if told.as_ref() != Some(&line) {
@@ -144,7 +147,7 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
         .with_require_leader(true);
     if let Some(tls) = &inner.cfg.tls {
         // Read at every connection: renewed certificates are picked up without a restart.
-        let files = tls.read().map_err(Refused::Files)?;
+        let files = tls.read().map_err(|e| Refused::Lasting(Lasting::Files(e)))?;
         let mut config = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(files.ca));
         if let Some((cert, key)) = files.identity {
             config = config.identity(etcd_client::Identity::from_pem(cert, key));
