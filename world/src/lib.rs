@@ -22,6 +22,7 @@ mod atomic;
 pub mod bundle;
 mod connect;
 mod detached;
+mod digest;
 mod error;
 mod escape;
 #[cfg(feature = "etcd")]

@@ -39,7 +39,7 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> PkiError + '_ {
 }
 
 /// The files `init` makes in `dir`.
-pub fn init_files(dir: &Path) -> [PathBuf; 4] {
+fn init_files(dir: &Path) -> [PathBuf; 4] {
     ["ca.crt", "ca.key", "deploy.key", "deploy.pub"].map(|f| dir.join(f))
 }
 
@@ -54,7 +54,7 @@ pub fn init(dir: &Path, force: bool) -> Result<Vec<PathBuf>, PkiError> {
     }
     let ca_key = KeyPair::generate().map_err(make)?;
     let mut params = CertificateParams::default();
-    params.distinguished_name = name(&format!("tend CA {}", short_id(ca_key.public_key_raw())));
+    params.distinguished_name = name(&format!("tend CA {}", crate::digest::sha256_prefix(ca_key.public_key_raw(), 4)));
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     validity(&mut params, CA_DAYS);
@@ -140,13 +140,6 @@ fn name(cn: &str) -> DistinguishedName {
     let mut dn = DistinguishedName::new();
     dn.push(DnType::CommonName, cn);
     dn
-}
-
-/// Eight hex digits of a public key: tells two CAs of one fleet apart.
-fn short_id(public_key: &[u8]) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(public_key);
-    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn validity(params: &mut CertificateParams, days: i64) {

@@ -8,11 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::digest::{hex, sha256_hex, sha256_prefix, unhex};
+use crate::{Bundle, Deploy};
 use base64::Engine;
 use ring::signature::{ED25519, Ed25519KeyPair, KeyPair, UnparsedPublicKey};
-use sha2::Digest;
-
-use crate::{Bundle, Deploy};
 
 /// A deploy's signature as stored with its record: the signing key's id and the signature,
 /// both hex.
@@ -116,22 +115,11 @@ fn message(id: u64, parent: u64, entry: &str, files: &BTreeMap<String, String>) 
 
 /// Each file's SHA-256, hex, by deploy path: rebuilt from the bytes, never taken from a record.
 fn hashes(bundle: &Bundle) -> BTreeMap<String, String> {
-    bundle.files.iter().map(|(path, bytes)| (path.clone(), hex(&sha2::Sha256::digest(bytes)))).collect()
+    bundle.files.iter().map(|(path, bytes)| (path.clone(), sha256_hex(bytes))).collect()
 }
 
 fn key_id(public_key: &[u8]) -> String {
-    hex(&sha2::Sha256::digest(public_key)[..8])
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok()).collect()
+    sha256_prefix(public_key, 8)
 }
 
 /// The DER bytes of the one `-----BEGIN {label}-----` block of the PEM file `path`.

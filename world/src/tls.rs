@@ -109,7 +109,7 @@ impl TlsProblem {
             TlsProblem::WrongName
         } else if has("invalid peer certificate: Expired")
             || has("NotValidYet")
-            || has("certificate expired") && !has("alert")
+            || (has("certificate expired") && !has("alert"))
         {
             TlsProblem::Expired
         } else if has("invalid peer certificate: Revoked") {

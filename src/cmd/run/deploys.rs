@@ -78,11 +78,13 @@ impl Deploys {
     /// of it is written.
     pub async fn fetch(&mut self, id: u64) -> Result<ProgramPath, NotPlaced> {
         let root = self.dir.join(id.to_string());
-        let vouched = self.trusted.is_none() || self.dir.join(format!("{id}.trusted")).is_file();
+        let ran = recorded_ran(&self.dir);
+        // With trusted keys, reused from disk only if checked when placed and not older.
+        let vouched = self.trusted.is_none()
+            || (self.dir.join(format!("{id}.trusted")).is_file() && ran.is_none_or(|ran| id >= ran));
         if let Ok(entry) = std::fs::read_to_string(self.dir.join(format!("{id}.entry")))
             && root.is_dir()
             && vouched
-            && recorded_ran(&self.dir).is_none_or(|ran| self.trusted.is_none() || id >= ran)
         {
             self.seen = self.seen.max(id);
             return Ok(ProgramPath { root, entry });
@@ -94,7 +96,7 @@ impl Deploys {
             .map_err(|e| NotPlaced::Failed(e.to_string()))?
             .ok_or_else(|| NotPlaced::Failed(format!("deploy {id} is not in the cluster")))?;
         let signer = match &self.trusted {
-            Some(trusted) => Some(trusted.check(&deploy, recorded_ran(&self.dir)).map_err(NotPlaced::Refused)?),
+            Some(trusted) => Some(trusted.check(&deploy, ran).map_err(NotPlaced::Refused)?),
             None => None,
         };
         let dir = self.dir.clone();

@@ -9,6 +9,7 @@ use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp};
 
 use super::exports::EXPORT_BATCH;
 use super::{Inner, REQUEST, keys};
+use crate::digest::sha256_hex;
 use crate::signing::{Signature, Signer};
 use crate::{Bundle, Deploy, Parent, WorldError};
 
@@ -220,11 +221,6 @@ async fn ask<T>(request: impl std::future::Future<Output = Result<T, etcd_client
         Ok(r) => r.map_err(|e| WorldError::Etcd(e.to_string())),
         Err(_) => Err(WorldError::TimedOut),
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]
