@@ -111,6 +111,12 @@ pub enum Command {
         #[command(flatten)]
         tls: TlsArgs,
     },
+    /// The cluster's access: confine each host to its own keys, give operators the right
+    /// to deploy, take either away (etcd's users and roles, as its root user).
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
     /// A small PKI for a fleet that has none: a CA, certificates for hosts, operators and
     /// etcd members, and the key pair that signs deploys. Any CA's PEM files work instead.
     Pki {
@@ -170,6 +176,45 @@ impl TlsArgs {
         let ca = self.cacert.clone()?;
         Some(world::Tls { ca, identity: self.cert.clone().zip(self.key.clone()) })
     }
+}
+
+/// Whom `tend cluster grant` and `revoke` act on, and as whom.
+#[derive(Args, Debug, Clone)]
+pub struct Access {
+    /// Hosts (each the CN of its certificate and its --hostname).
+    #[arg(value_name = "HOST")]
+    pub hosts: Vec<String>,
+    /// Operators (the CN of their certificates): may deploy and read, never act as a host.
+    #[arg(long = "operator", value_name = "NAME")]
+    pub operators: Vec<String>,
+    /// The etcd cluster's client URLs.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', required = true)]
+    pub seeds: Vec<String>,
+    /// --cert and --key must be of etcd's root user (a certificate whose CN is `root`).
+    #[command(flatten)]
+    pub tls: TlsArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ClusterCommand {
+    /// Turn etcd's authentication on (if it is off) and give each HOST a user that may read
+    /// what agents read but write only its own keys (its claim, status, map entries,
+    /// candidacies and exports; plain kv keys are shared), and each --operator one that
+    /// may deploy and read.
+    Grant {
+        #[command(flatten)]
+        access: Access,
+        /// Do not let these hosts choose the schedules (campaign and write the results):
+        /// leave that to hosts granted without this flag.
+        #[arg(long)]
+        no_schedules: bool,
+    },
+    /// Take each HOST's and --operator's access away at once, and delete every key each
+    /// HOST wrote (its exports are no longer collected).
+    Revoke {
+        #[command(flatten)]
+        access: Access,
+    },
 }
 
 #[derive(Subcommand, Debug)]

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod check;
+pub mod cluster;
 pub mod deploy;
 pub mod fmt;
 pub mod graph;

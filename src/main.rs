@@ -63,6 +63,7 @@ fn command(cli: Cli) -> ExitCode {
         }
         Command::Status { seeds, format, tls } => cmd::status::run(&seeds, tls.tls(), format, cli.hostname),
         Command::Pki { command } => cmd::pki::run(command),
+        Command::Cluster { command } => cmd::cluster::run(command),
         Command::Completions { shell } => {
             let mut out = Vec::new();
             clap_complete::generate(shell, &mut <Cli as clap::CommandFactory>::command(), "tend", &mut out);

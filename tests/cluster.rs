@@ -321,7 +321,7 @@ file "{out}/{host}-local" {{ content => world.getval("greeting")->value, state =
 
 /// The keys of exports in etcd.
 fn exported_keys(etcd: &Etcd) -> Vec<String> {
-    etcd_keys(etcd).into_iter().map(|(k, _)| k).filter(|k| k.starts_with("/_tend/exported/")).collect()
+    etcd_keys(etcd).into_iter().map(|(k, _)| k).filter(|k| k.starts_with("/_tend/exports/")).collect()
 }
 
 #[test]
@@ -352,7 +352,7 @@ fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
     }
     let mut keys = exported_keys(&etcd);
     keys.sort();
-    assert_eq!(keys, ["/_tend/exported/%2a/file/h1/shared", "/_tend/exported/h2/file/h1/directed"]);
+    assert_eq!(keys, ["/_tend/exports/h1/%2a/file/shared", "/_tend/exports/h1/h2/file/directed"]);
     // `tend graph --seeds` collects them too, as an observer.
     let graph = Command::new(TEND)
         .args(["--hostname", "h2", "graph"])
@@ -390,7 +390,7 @@ fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
         "file \"directed\" { path => \"/x\", content => \"for h2\\n\", Meta:hidden => true, Meta:export => [\"h2\"], }\n"
     ));
     assert!(
-        wait_until(T, || exported_keys(&etcd) == ["/_tend/exported/h2/file/h1/directed"]),
+        wait_until(T, || exported_keys(&etcd) == ["/_tend/exports/h1/h2/file/directed"]),
         "{:?}\n{}",
         exported_keys(&etcd),
         h1.log()
@@ -409,7 +409,7 @@ fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
         "kv \"greeting\" { key => \"greeting\", value => \"v5\", }\n@@file \"late\" { path => \"/x\", content => \"x\", }\n",
     );
     assert!(
-        wait_until(Duration::from_secs(5), || exported_keys(&etcd) == ["/_tend/exported/%2a/file/h1/late"]),
+        wait_until(Duration::from_secs(5), || exported_keys(&etcd) == ["/_tend/exports/h1/%2a/file/late"]),
         "{:?}\n{}",
         exported_keys(&etcd),
         h1.log()
@@ -507,7 +507,7 @@ fn an_etcd_restarted_empty_gets_every_agents_keys_back() {
     let h2 = Agent::start(dir.path(), "h2", &etcd.url(), 5, &program(&out, "h2", "hello", true));
     let file = out.join("h2.txt");
     assert!(wait_until(T, || read(&file) == line("hello", &["h1", "h2"])), "{:?}", read(&file));
-    assert!(wait_until(T, || etcd_keys(&etcd).iter().any(|(k, _)| k.contains("/exported/"))), "{:?}", etcd_keys(&etcd));
+    assert!(wait_until(T, || etcd_keys(&etcd).iter().any(|(k, _)| k.contains("/exports/"))), "{:?}", etcd_keys(&etcd));
     let keys = etcd_keys(&etcd);
     etcd.wipe();
     assert!(!etcd.data_dir().exists());
@@ -1012,7 +1012,7 @@ fn a_forged_export_is_not_collected() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let key = "/_tend/exported/%2a/file/h1/shared";
+    let key = "/_tend/exports/h1/%2a/file/shared";
     let mut h1 = Agent::start(dir.path(), "h1", &etcd.url(), 3, &exporter(&out, "v1", ""));
     assert!(wait_until(T, || exported_keys(&etcd).iter().any(|k| k == key)), "{}", h1.log());
     let record = etcdctl(&etcd, &["get", "--print-value-only", key], None);
@@ -1278,4 +1278,163 @@ fn agents_that_trust_a_key_run_only_what_it_signed_and_never_an_older_deploy() {
     assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "seven", &program, &["--sign", &key])), 7);
     assert!(wait_until(T, || shows("seven")), "{}", logs());
     assert!(wait_until(T, || agent_status(&status(&etcd), "h1")["refused"].is_null()), "{:#}", status(&etcd));
+}
+
+// ---- Hosts confined to their own keys (issue 47) ----
+
+/// `etcdctl` as the holder of `NAME.crt` from `pki`: whether it succeeded, and what it said.
+fn etcdctl_as(etcd: &Etcd, pki: &Path, name: &str, args: &[&str]) -> (bool, String) {
+    let out = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", &etcd.url()])
+        .arg(format!("--cacert={}", pki.join("ca.crt").display()))
+        .arg(format!("--cert={}", pki.join(format!("{name}.crt")).display()))
+        .arg(format!("--key={}", pki.join(format!("{name}.key")).display()))
+        .args(args)
+        .output()
+        .expect("etcdctl runs");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.success(), said)
+}
+
+/// A key's value read as etcd's root.
+fn value_as_root(etcd: &Etcd, pki: &Path, key: &str) -> String {
+    let (ok, said) = etcdctl_as(etcd, pki, "root", &["get", "--print-value-only", key]);
+    assert!(ok, "{said}");
+    said.trim_end().to_string()
+}
+
+/// `tend cluster ARGS` with the TLS flags of `NAME.crt`.
+fn cluster_cmd(etcd: &Etcd, pki: &Path, name: &str, args: &[&str]) -> std::process::Output {
+    let flags = tls_flags(&etcd.url(), pki, &pki.join("ca.crt"), name);
+    Command::new(TEND).arg("cluster").args(args).args(&flags).env("NO_COLOR", "1").output().unwrap()
+}
+
+#[test]
+fn a_granted_host_writes_only_its_own_keys_and_a_revoked_one_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["root", "h1", "h2", "h3", "op"]);
+    let Some(etcd) = tls_etcd(&pki) else { return };
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let ca = pki.join("ca.crt");
+
+    // Only etcd's root user grants.
+    let denied = cluster_cmd(&etcd, &pki, "h1", &["grant", "h1"]);
+    let err = String::from_utf8_lossy(&denied.stderr);
+    assert!(!denied.status.success() && err.contains("not `root`"), "{err}");
+    let granted = cluster_cmd(&etcd, &pki, "root", &["grant", "h1", "h2", "--operator", "op"]);
+    let said = String::from_utf8_lossy(&granted.stdout);
+    assert!(granted.status.success(), "{said}{}", String::from_utf8_lossy(&granted.stderr));
+    assert!(said.contains("host h1: writes only its own keys") && said.contains("operator op: may deploy"), "{said}");
+    // Granting again changes nothing and succeeds.
+    assert!(cluster_cmd(&etcd, &pki, "root", &["grant", "h1"]).status.success());
+
+    // Confined agents still exchange values and exports.
+    let h1_program = format!(
+        "{}{}",
+        exporter(&out, "v1", ""),
+        "kv \"mine\" { key => \"remote\", value => \"ok-h1\", mapped => true, }\n"
+    );
+    let h1 = Agent::start_with(dir.path(), "h1", &tls_flags(&etcd.url(), &pki, &ca, "h1"), 5, &h1_program);
+    let h2 =
+        Agent::start_with(dir.path(), "h2", &tls_flags(&etcd.url(), &pki, &ca, "h2"), 5, &collector(&out, "h2", ""));
+    assert!(
+        wait_until(T, || read(&out.join("h2-shared")) == "v1\n"),
+        "h2 collects h1's export\n{}\n{}",
+        h1.log(),
+        h2.log()
+    );
+    assert!(wait_until(T, || read(&out.join("h2-local")) == "v1"), "h2 reads h1's plain key\n{}", h2.log());
+    let export = "/_tend/exports/h1/%2a/file/shared";
+    let (status, map) = ("/_tend/status/h1", "/_tend/maps/h1/remote");
+    assert!(wait_until(T, || !value_as_root(&etcd, &pki, status).is_empty()), "{}", h1.log());
+    let before: Vec<String> = [export, status, map].iter().map(|k| value_as_root(&etcd, &pki, k)).collect();
+    assert!(before.iter().all(|v| !v.is_empty()), "{before:?}");
+
+    // h2's certificate cannot write h1's export, status or map entry: refused, intact.
+    for key in [export, status, map] {
+        let (ok, said) = etcdctl_as(&etcd, &pki, "h2", &["put", key, "forged"]);
+        assert!(!ok && said.contains("permission denied"), "h2 writing {key}: {said}");
+        let (ok, said) = etcdctl_as(&etcd, &pki, "h2", &["del", key]);
+        assert!(!ok && said.contains("permission denied"), "h2 deleting {key}: {said}");
+    }
+    let after: Vec<String> = [export, status, map].iter().map(|k| value_as_root(&etcd, &pki, k)).collect();
+    // (h1's status may have moved on meanwhile: h1 wrote it, not h2.)
+    assert_eq!((&before[0], &before[2]), (&after[0], &after[2]), "h1's data is intact");
+    assert!(after[1].contains("\"host\":\"h1\""), "{}", after[1]);
+    // Not a deploy either; an operator may deploy.
+    let tls = |name: &str| tls_flags(&etcd.url(), &pki, &ca, name)[2..].to_vec();
+    let as_h2: Vec<String> = tls("h2");
+    let refused = deploy(
+        dir.path(),
+        &etcd,
+        "d1",
+        &deployed_program(&out, ""),
+        &as_h2.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && err.contains("permission denied"), "a host cannot deploy: {err}");
+    let as_op: Vec<String> = tls("op");
+    let landed = deploy(
+        dir.path(),
+        &etcd,
+        "d2",
+        &deployed_program(&out, ""),
+        &as_op.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(deployed_id(&landed), 1);
+    // A host nobody granted is refused in one line that says what to do.
+    std::fs::write(dir.path().join("h3.mcl"), format!("file \"{}/h3\" {{ state => \"exists\", }}\n", out.display()))
+        .unwrap();
+    let h3 = Command::new(TEND)
+        .args(["--hostname", "h3", "run", "--converged-timeout", "0"])
+        .arg(dir.path().join("h3.mcl"))
+        .args(tls_flags(&etcd.url(), &pki, &ca, "h3"))
+        .arg("--prefix")
+        .arg(dir.path().join("h3-state"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&h3.stderr);
+    assert!(!h3.status.success() && err.contains("tend cluster grant h3"), "{err}");
+
+    // Revoked: h2 can write nothing, not even its own keys, and what it wrote is gone.
+    let revoked = cluster_cmd(&etcd, &pki, "root", &["revoke", "h2"]);
+    let said = String::from_utf8_lossy(&revoked.stdout);
+    assert!(
+        revoked.status.success() && said.contains("host h2: revoked"),
+        "{said}{}",
+        String::from_utf8_lossy(&revoked.stderr)
+    );
+    let (ok, said) = etcdctl_as(&etcd, &pki, "h2", &["put", "/_tend/status/h2", "back"]);
+    assert!(!ok, "a revoked host cannot write: {said}");
+    let (ok, said) = etcdctl_as(&etcd, &pki, "h2", &["put", "/_tend/kv/greeting", "hijack"]);
+    assert!(!ok, "not even a shared key: {said}");
+    assert_eq!(value_as_root(&etcd, &pki, "/_tend/status/h2"), "", "h2's keys are deleted");
+    assert_eq!(value_as_root(&etcd, &pki, "/_tend/hosts/h2"), "");
+    assert_eq!(value_as_root(&etcd, &pki, export), after[0], "h1 is untouched");
+}
+
+/// An agent of an older tend wrote `/_tend/map/<ns>/<host>` (the first key layout): the
+/// two layouts do not see each other's entries, and a new agent says so and what to do.
+#[test]
+fn keys_of_the_old_layout_are_named_with_what_to_do() {
+    let Some(etcd) = Etcd::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    etcdctl(&etcd, &["put", "/_tend/map/remote/h9"], Some(b"ok-h9"));
+    let h1 = Agent::start(dir.path(), "h1", &etcd.url(), 5, &program(&out, "h1", "hi", true));
+    assert!(
+        wait_until(T, || h1.log().contains("/_tend/map/remote/h9") && h1.log().contains("Upgrade tend on every host")),
+        "{}",
+        h1.log()
+    );
+    // The old entry is not read as a new one.
+    assert!(
+        wait_until(T, || read(&out.join("h1.txt")).contains("map={\"h1\": \"ok-h1\"}")),
+        "{}",
+        read(&out.join("h1.txt"))
+    );
 }

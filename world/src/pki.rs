@@ -123,6 +123,15 @@ fn ca(dir: &Path) -> Result<Issuer<'static, KeyPair>, PkiError> {
     Issuer::from_ca_cert_pem(&crt_pem, key_pair).map_err(|_| damaged(&crt, "not a PEM CA certificate"))
 }
 
+/// The common name (CN) of the PEM certificate `pem`, if it has one: the user etcd takes a
+/// client to be when its authentication is on.
+pub fn common_name(pem: &str) -> Option<String> {
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).ok()?;
+    let cert = pem.parse_x509().ok()?;
+    let cn = cert.subject().iter_common_name().next()?.as_str().ok()?.to_string();
+    Some(cn)
+}
+
 /// A DNS name a certificate may hold: dot-separated labels of letters, digits and inner
 /// hyphens, the first of which may be `*`.
 fn valid_dns(name: &str) -> bool {
@@ -226,6 +235,8 @@ mod tests {
         let [crt, key] = issue(dir.path(), &request, false).unwrap();
         assert_eq!(mode(&key), 0o600);
         assert!(std::fs::read_to_string(&crt).unwrap().starts_with("-----BEGIN CERTIFICATE-----"));
+        assert_eq!(common_name(&std::fs::read_to_string(&crt).unwrap()).as_deref(), Some("h1"));
+        assert_eq!(common_name("not a certificate"), None);
         assert!(matches!(issue(dir.path(), &request, false), Err(PkiError::Exists(_))));
         let bad = Request { name: "../etc/passwd".into(), ..request.clone() };
         assert!(matches!(issue(dir.path(), &bad, false), Err(PkiError::BadName(_))));

@@ -218,6 +218,16 @@ async fn put_blob(client: &mut Client, hash: &str, bytes: &[u8]) -> Result<(), W
 /// told as a [`WorldError`].
 async fn ask<T>(request: impl std::future::Future<Output = Result<T, etcd_client::Error>>) -> Result<T, WorldError> {
     match tokio::time::timeout(REQUEST, request).await {
+        Ok(Err(etcd_client::Error::GRpcStatus(s))) if s.code() == tonic::Code::PermissionDenied => {
+            Err(WorldError::Refused {
+                what: "the deploy".into(),
+                reason: format!(
+                    "{} (with authentication on, deploying takes an operator's certificate, \
+                     `tend cluster grant --operator NAME`, or root's)",
+                    s.message()
+                ),
+            })
+        }
         Ok(r) => r.map_err(|e| WorldError::Etcd(e.to_string())),
         Err(_) => Err(WorldError::TimedOut),
     }

@@ -18,7 +18,7 @@ pub(super) async fn export(inner: &Inner, exports: &[Export]) -> Result<Written,
     let host = &inner.cfg.hostname;
     let wanted: BTreeMap<String, String> = exports
         .iter()
-        .flat_map(|e| e.to.iter().map(move |to| (keys::export_key(to, &e.kind, host, &e.name), e.record.clone())))
+        .flat_map(|e| e.to.iter().map(move |to| (keys::export_key(host, to, &e.kind, &e.name), e.record.clone())))
         .collect();
     let writes = plan(&mut lock(&inner.owned), &wanted);
     if inner.cfg.observer {
@@ -61,7 +61,7 @@ fn plan(
     owned: &mut BTreeMap<String, (String, bool)>,
     wanted: &BTreeMap<String, String>,
 ) -> Vec<(String, Option<String>)> {
-    let prefix = keys::exported_prefix();
+    let prefix = keys::exports_root();
     let mut writes = Vec::new();
     let gone: Vec<String> =
         owned.keys().filter(|k| k.starts_with(&prefix) && !wanted.contains_key(*k)).cloned().collect();
@@ -84,7 +84,7 @@ mod tests {
 
     #[test]
     fn only_what_changed_is_written_and_what_went_is_deleted() {
-        let key = |name: &str| keys::export_key("*", "file", "h1", name);
+        let key = |name: &str| keys::export_key("h1", "*", "file", name);
         let wanted = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
             pairs.iter().map(|(n, r)| (key(n), r.to_string())).collect()
         };

@@ -36,10 +36,15 @@ pub(super) fn follow(inner: &Arc<Inner>, topic: &Topic) -> Follow {
     rx
 }
 
-/// Whether an entry of `topic` read at `key` counts. An export is written by its host bound
-/// to the host's session, so it lives only as long as that session: one bound to no lease
-/// was written by hand (or forged) and is never collected.
+/// Whether an entry of `topic` read at `key` counts: it is one of the topic's (a
+/// namespace's followers read every namespace's range), and, for an export, bound to a
+/// session. An export is written by its host bound to the host's session, so it lives only
+/// as long as that session: one bound to no lease was written by hand (or forged) and is
+/// never collected.
 fn admitted(topic: &Topic, key: &str, lease: i64) -> bool {
+    if !keys::belongs(topic, key) {
+        return false;
+    }
     if matches!(topic, Topic::Exports) && lease == 0 {
         tracing::warn!(key = %quote(key), "an export bound to no host's session is ignored");
         return false;
@@ -327,8 +332,8 @@ mod tests {
     /// other topics' entries are read as they are.
     #[test]
     fn exports_bound_to_no_session_are_ignored() {
-        assert!(!admitted(&Topic::Exports, "/_tend/exported/%2a/file/ghost/x", 0));
-        assert!(admitted(&Topic::Exports, "/_tend/exported/%2a/file/h1/x", 0x42));
+        assert!(!admitted(&Topic::Exports, "/_tend/exports/ghost/%2a/file/x", 0));
+        assert!(admitted(&Topic::Exports, "/_tend/exports/h1/%2a/file/x", 0x42));
         assert!(admitted(&Topic::Deploys, "/_tend/deploy/latest", 0));
     }
 

@@ -1,6 +1,12 @@
 //! Where everything lives in etcd (the table in the module above): the key of each record,
-//! the range each topic reads, and how a range's keys and values become a topic's entries.
-//! Pure functions of names: the layout is tested here without a cluster.
+//! the range each topic reads, the ranges each host writes (what `tend cluster grant`
+//! confines it to), and how a range's keys and values become a topic's entries. Pure
+//! functions of names: the layout is tested here without a cluster.
+//!
+//! Every key a host writes names the host as a whole path component right after its
+//! topic's directory (`/_tend/maps/<host>/<ns>`, never `/_tend/maps/<ns>/<host>`), so that
+//! etcd, which grants by key and prefix, can confine the host to five ranges of its own
+//! while each topic stays one contiguous range that its followers watch.
 
 use std::collections::BTreeMap;
 
@@ -9,8 +15,12 @@ use crate::{Topic, escape, unescape};
 /// Every key tend writes lives under this prefix.
 pub const PREFIX: &str = "/_tend/";
 
+/// The directories only tend's first key layout wrote (before hosts were confined): an
+/// agent that still writes there runs an older tend that neither sees nor is seen by this one.
+pub const OLD_LAYOUT: [&str; 3] = ["/_tend/map/", "/_tend/schedule/cand/", "/_tend/exported/"];
+
 /// A host's claim on its name.
-pub(super) fn host_key(host: &str) -> String {
+pub fn host_key(host: &str) -> String {
     format!("{PREFIX}hosts/{}", escape(host))
 }
 
@@ -19,9 +29,19 @@ pub(super) fn val_key(key: &str) -> String {
     format!("{PREFIX}kv/{key}")
 }
 
-/// The entries of namespace `ns`, one per host.
-pub(super) fn map_prefix(ns: &str) -> String {
-    format!("{PREFIX}map/{}/", escape(ns))
+/// Every plain key (shared by every host: no host owns one).
+pub fn vals_root() -> String {
+    format!("{PREFIX}kv/")
+}
+
+/// Every host's entries of every namespace.
+pub(super) fn maps_root() -> String {
+    format!("{PREFIX}maps/")
+}
+
+/// Host `host`'s entry of namespace `ns`.
+pub(super) fn map_key(host: &str, ns: &str) -> String {
+    format!("{}{}/{}", maps_root(), escape(host), escape(ns))
 }
 
 /// Everything the schedules keep: candidacies, results and the leader's election.
@@ -29,19 +49,19 @@ pub(super) fn schedule_root() -> String {
     format!("{PREFIX}schedule/")
 }
 
-/// Every namespace's candidacies.
+/// Every host's candidacies.
 pub(super) fn candidates_root() -> String {
-    format!("{PREFIX}schedule/cand/")
+    format!("{PREFIX}schedule/candidate/")
+}
+
+/// Host `host`'s candidacy in namespace `ns`.
+pub(super) fn cand_key(host: &str, ns: &str) -> String {
+    format!("{}{}/{}", candidates_root(), escape(host), escape(ns))
 }
 
 /// Every namespace's result.
-pub(super) fn results_root() -> String {
+pub fn results_root() -> String {
     format!("{PREFIX}schedule/result/")
-}
-
-/// The candidacies of namespace `ns`, one per host.
-pub(super) fn cand_prefix(ns: &str) -> String {
-    format!("{}{}/", candidates_root(), escape(ns))
 }
 
 /// The hosts namespace `ns` chose.
@@ -50,23 +70,33 @@ pub(super) fn result_key(ns: &str) -> String {
 }
 
 /// Where the agents that choose the schedules campaign.
-pub(super) fn election() -> String {
+pub fn election() -> String {
     format!("{PREFIX}schedule/leader")
 }
 
-/// What host `host` says of itself.
-pub(super) fn status_key(host: &str) -> String {
-    format!("{PREFIX}status/{}", escape(host))
+/// Every host's status.
+pub(super) fn statuses_root() -> String {
+    format!("{PREFIX}status/")
 }
 
-/// Every export, by addressee.
-pub(super) fn exported_prefix() -> String {
-    format!("{PREFIX}exported/")
+/// What host `host` says of itself.
+pub fn status_key(host: &str) -> String {
+    format!("{}{}", statuses_root(), escape(host))
+}
+
+/// Every export, by exporting host.
+pub(super) fn exports_root() -> String {
+    format!("{PREFIX}exports/")
 }
 
 /// The key of resource `kind[name]` that host `from` exports to `to` (a host or `*`).
-pub(super) fn export_key(to: &str, kind: &str, from: &str, name: &str) -> String {
-    format!("{}{}/{}/{}/{}", exported_prefix(), escape(to), escape(kind), escape(from), escape(name))
+pub(super) fn export_key(from: &str, to: &str, kind: &str, name: &str) -> String {
+    format!("{}{}/{}/{}/{}", exports_root(), escape(from), escape(to), escape(kind), escape(name))
+}
+
+/// Everything about deploys (written by those who deploy, read by every agent).
+pub fn deploy_root() -> String {
+    format!("{PREFIX}deploy/")
 }
 
 /// The id of the latest deploy.
@@ -94,16 +124,51 @@ pub(super) fn blob_key(hash: &str) -> String {
     format!("{}{hash}", blobs_prefix())
 }
 
+/// A range of keys: one key, or every key under a prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    pub key: String,
+    pub prefix: bool,
+}
+
+/// Every key host `host` writes (and nothing any other host writes): its claim, its
+/// status, its map entries, its candidacies and its exports. A host's name holds no `/`,
+/// so `/_tend/maps/h1/` is not a prefix of `h10`'s keys.
+pub fn host_ranges(host: &str) -> Vec<Range> {
+    let h = escape(host);
+    let one = |key: String| Range { key, prefix: false };
+    let under = |root: String| Range { key: format!("{root}{h}/"), prefix: true };
+    vec![
+        one(host_key(host)),
+        one(status_key(host)),
+        under(maps_root()),
+        under(candidates_root()),
+        under(exports_root()),
+    ]
+}
+
 /// The range a topic reads: the key or prefix, and whether it is a prefix.
 pub(super) fn range(topic: &Topic) -> (String, bool) {
     match topic {
         Topic::Val(k) => (val_key(k), false),
-        Topic::Map(ns) => (map_prefix(ns), true),
-        Topic::Candidates(ns) => (cand_prefix(ns), true),
+        Topic::Map(_) => (maps_root(), true),
+        Topic::Candidates(_) => (candidates_root(), true),
         Topic::Schedule(ns) => (result_key(ns), false),
-        Topic::Exports => (exported_prefix(), true),
+        Topic::Exports => (exports_root(), true),
         Topic::Deploys => (latest_key(), false),
-        Topic::Statuses => (format!("{PREFIX}status/"), true),
+        Topic::Statuses => (statuses_root(), true),
+    }
+}
+
+/// Whether `key`, read in `topic`'s range, is one of `topic`'s (a namespace's followers
+/// read the range of every namespace and keep their own).
+pub(super) fn belongs(topic: &Topic, key: &str) -> bool {
+    match topic {
+        Topic::Map(ns) | Topic::Candidates(ns) => {
+            let (root, _) = range(topic);
+            key.strip_prefix(&root).and_then(|rest| rest.split_once('/')).is_some_and(|(_, n)| n == escape(ns))
+        }
+        _ => true,
     }
 }
 
@@ -116,8 +181,9 @@ pub(super) fn entries(topic: &Topic, me: &str, raw: &BTreeMap<String, String>) -
             let (me, all) = (escape(me), escape("*"));
             raw.iter()
                 .filter_map(|(k, v)| {
-                    let (to, rest) = k.strip_prefix(&key)?.split_once('/')?;
-                    (to == me || to == all).then(|| (rest.to_string(), v.clone()))
+                    let mut parts = k.strip_prefix(&key)?.splitn(4, '/');
+                    let (from, to, kind, name) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+                    (to == me || to == all).then(|| (format!("{kind}/{from}/{name}"), v.clone()))
                 })
                 .collect()
         }
@@ -126,9 +192,16 @@ pub(super) fn entries(topic: &Topic, me: &str, raw: &BTreeMap<String, String>) -
         Topic::Schedule(_) => {
             raw.get(&key).map(|v| hosts(v).map(|h| (h.to_string(), String::new())).collect()).unwrap_or_default()
         }
-        Topic::Map(_) | Topic::Candidates(_) | Topic::Statuses => {
-            raw.iter().filter_map(|(k, v)| Some((unescape(k.strip_prefix(&key)?), v.clone()))).collect()
+        Topic::Map(ns) | Topic::Candidates(ns) => {
+            let ns = escape(ns);
+            raw.iter()
+                .filter_map(|(k, v)| {
+                    let (host, n) = k.strip_prefix(&key)?.split_once('/')?;
+                    (n == ns).then(|| (unescape(host), v.clone()))
+                })
+                .collect()
         }
+        Topic::Statuses => raw.iter().filter_map(|(k, v)| Some((unescape(k.strip_prefix(&key)?), v.clone()))).collect(),
     }
 }
 
@@ -158,17 +231,18 @@ mod tests {
         pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
-    /// The layout is what the cluster's other agents (and older tend) read: it must not move.
+    /// The layout is what the cluster's other agents read and what `tend cluster grant`
+    /// confines hosts to: it must not move.
     #[test]
     fn keys_are_where_the_layout_says() {
         assert_eq!(host_key("h/1"), "/_tend/hosts/h%2f1");
         assert_eq!(val_key("a"), "/_tend/kv/a");
-        assert_eq!(map_prefix("n s"), "/_tend/map/n%20s/");
-        assert_eq!(cand_prefix("ns"), "/_tend/schedule/cand/ns/");
+        assert_eq!(map_key("h1", "n s"), "/_tend/maps/h1/n%20s");
+        assert_eq!(cand_key("h1", "ns"), "/_tend/schedule/candidate/h1/ns");
         assert_eq!(result_key("ns"), "/_tend/schedule/result/ns");
         assert_eq!(election(), "/_tend/schedule/leader");
         assert_eq!(status_key("h1"), "/_tend/status/h1");
-        assert_eq!(export_key("*", "file", "h1", "/etc/motd"), "/_tend/exported/%2a/file/h1/%2fetc%2fmotd");
+        assert_eq!(export_key("h1", "*", "file", "/etc/motd"), "/_tend/exports/h1/%2a/file/%2fetc%2fmotd");
         assert_eq!(deploy_key(42), "/_tend/deploy/id/00000000000000000042");
         assert!(deploy_key(9) < deploy_key(10), "deploy keys sort by id");
         assert_eq!(blob_key("ab"), "/_tend/deploy/blob/ab");
@@ -178,14 +252,48 @@ mod tests {
         for topic in [Topic::Map("n".into()), Topic::Candidates("n".into()), Topic::Exports, Topic::Statuses] {
             assert!(range(&topic).1, "{topic} reads a prefix");
         }
+        for old in OLD_LAYOUT {
+            for topic in [Topic::Map("n".into()), Topic::Candidates("n".into()), Topic::Exports, Topic::Statuses] {
+                assert!(!range(&topic).0.starts_with(old), "{topic} reads none of the old layout's {old}");
+            }
+        }
+    }
+
+    /// Every key a host writes is within its ranges, and none of another host's is, not
+    /// even one whose name it prefixes.
+    #[test]
+    fn a_host_writes_only_within_its_own_ranges() {
+        let within = |ranges: &[Range], key: &str| {
+            ranges.iter().any(|r| if r.prefix { key.starts_with(&r.key) } else { key == r.key })
+        };
+        let writes = |h: &str| {
+            vec![
+                host_key(h),
+                status_key(h),
+                map_key(h, "ns"),
+                cand_key(h, "ns"),
+                export_key(h, "*", "file", "/x"),
+                export_key(h, "h2", "file", "/x"),
+            ]
+        };
+        let h1 = host_ranges("h1");
+        for key in writes("h1") {
+            assert!(within(&h1, &key), "h1 may write {key}");
+        }
+        for other in ["h10", "h", "h2"] {
+            for key in writes(other) {
+                assert!(!within(&h1, &key), "h1 may not write {key}");
+            }
+        }
+        assert!(!within(&h1, &val_key("shared")) && !within(&h1, &result_key("ns")) && !within(&h1, &latest_key()));
     }
 
     #[test]
     fn a_host_sees_the_exports_addressed_to_it_or_to_all() {
         let store = raw(&[
-            (&export_key("h2", "file", "h1", "/a"), "A"),
-            (&export_key("*", "file", "h1", "/b"), "B"),
-            (&export_key("h3", "file", "h1", "/c"), "C"),
+            (&export_key("h1", "h2", "file", "/a"), "A"),
+            (&export_key("h1", "*", "file", "/b"), "B"),
+            (&export_key("h1", "h3", "file", "/c"), "C"),
         ]);
         let seen = entries(&Topic::Exports, "h2", &store);
         assert_eq!(seen, raw(&[("file/h1/%2fa", "A"), ("file/h1/%2fb", "B")]));
@@ -198,8 +306,11 @@ mod tests {
         assert_eq!(entries(&Topic::Schedule("ns".into()), "h1", &store), raw(&[("h1", ""), ("h2", "")]));
         assert_eq!(entries(&Topic::Val("k".into()), "h1", &store), raw(&[("k", "v")]));
         assert_eq!(entries(&Topic::Deploys, "h1", &store), raw(&[("latest", "7")]));
-        let map = raw(&[(&format!("{}h%2f1", map_prefix("ns")), "x"), ("/_tend/map/other/h2", "y")]);
-        assert_eq!(entries(&Topic::Map("ns".into()), "h1", &map), raw(&[("h/1", "x")]));
+        let map = raw(&[(&map_key("h/1", "ns"), "x"), (&map_key("h2", "other"), "y"), (&map_key("h3", "ns2"), "z")]);
+        let ns = Topic::Map("ns".into());
+        assert_eq!(entries(&ns, "h1", &map), raw(&[("h/1", "x")]));
+        assert!(belongs(&ns, &map_key("h/1", "ns")) && !belongs(&ns, &map_key("h/1", "ns2")));
+        assert!(belongs(&Topic::Exports, &export_key("h1", "*", "file", "/a")));
         assert_eq!(entries(&Topic::Val("gone".into()), "h1", &store), BTreeMap::new());
     }
 }

@@ -5,15 +5,21 @@
 //! |---|---|---|
 //! | `/_tend/hosts/<host>` | the session's lease id (hex): the host's claim on its name | yes |
 //! | `/_tend/kv/<key>` | a plain key (`kv`, `world.getval`) | no: no host owns it |
-//! | `/_tend/map/<ns>/<host>` | a host's entry of a namespace (`kv` `mapped`, `world.kvlookup`) | yes |
-//! | `/_tend/schedule/cand/<ns>/<host>` | a host's candidacy (`schedule`) | yes, unless `persist` |
+//! | `/_tend/maps/<host>/<ns>` | a host's entry of a namespace (`kv` `mapped`, `world.kvlookup`) | yes |
+//! | `/_tend/schedule/candidate/<host>/<ns>` | a host's candidacy (`schedule`) | yes, unless `persist` |
 //! | `/_tend/schedule/result/<ns>` | the hosts the namespace chose, `h1,h2` (`world.schedule`) | no |
 //! | `/_tend/schedule/leader/…` | the election of the agent that chooses | yes |
 //! | `/_tend/status/<host>` | what the agent says of itself (`tend status`): deploy, convergence, failures (JSON) | yes |
 //! | `/_tend/deploy/latest` | the id of the latest deploy | no |
 //! | `/_tend/deploy/id/<id>` | a deploy: its parent, who made it, its entry and its files' hashes (JSON; `<id>` zero-padded to 20 digits) | no |
 //! | `/_tend/deploy/blob/<sha256>` | a file of a deploy, by its content's hash | no |
-//! | `/_tend/exported/<to>/<kind>/<from>/<name>` | a resource `<from>` exports to `<to>` (a host or `*`), as the language's record | yes |
+//! | `/_tend/exports/<from>/<to>/<kind>/<name>` | a resource `<from>` exports to `<to>` (a host or `*`), as the language's record | yes |
+//!
+//! Every key a host writes names it right after its directory, so `tend cluster grant`
+//! can confine each host to its own ranges ([`keys::host_ranges`], [`access`]); the first
+//! layout (`/_tend/map/<ns>/<host>`, `/_tend/schedule/cand/<ns>/<host>`,
+//! `/_tend/exported/<to>/<kind>/<from>/<name>`) is recognised only to tell the operator
+//! that older agents are about.
 //!
 //! **Schedules.** Every agent that volunteers, withdraws or reads a schedule campaigns
 //! (etcd's election API, on its session's lease). The leader reads every namespace's candidates and results at one
@@ -33,7 +39,7 @@
 //! **Exports.** An agent replaces its whole set of exports after each graph it applies:
 //! it puts what is new or changed and deletes what it no longer exports, all bound to its
 //! session, so a dead host's exports vanish with its lease and a restarted agent's
-//! leftovers go with its previous session. Readers follow all of `/_tend/exported/` and
+//! leftovers go with its previous session. Readers follow all of `/_tend/exports/` and
 //! keep what is addressed to them or to `*`.
 //!
 //! **Session.** One task keeps the agent's session: it connects (with backoff), grants a
@@ -57,8 +63,10 @@
 //!
 //! The backend by concern: [`session`] (lease, host-name claim, keep-alive), [`follow`]
 //! (followers and their views), [`write`] (idempotent writes and what this host owns),
-//! [`schedule`] (the leader that chooses), [`exports`], [`deploys`].
+//! [`schedule`] (the leader that chooses), [`exports`], [`deploys`], [`access`] (etcd's
+//! users and roles: `tend cluster grant` and `revoke`).
 
+pub mod access;
 mod deploys;
 mod exports;
 mod follow;
@@ -240,14 +248,14 @@ impl World for EtcdWorld {
 
     async fn set_mine(&self, ns: &str, value: Option<&str>) -> Result<Written, WorldError> {
         let host = self.inner.cfg.hostname.clone();
-        let key = format!("{}{}", keys::map_prefix(ns), crate::escape(&host));
+        let key = keys::map_key(&host, ns);
         self.inner.own(&key, value, true);
         self.inner.write(key, value, true, Some((Topic::Map(ns.to_string()), &host))).await
     }
 
     async fn volunteer(&self, ns: &str, terms: &Candidacy) -> Result<Written, WorldError> {
         let host = self.inner.cfg.hostname.clone();
-        let key = format!("{}{}", keys::cand_prefix(ns), crate::escape(&host));
+        let key = keys::cand_key(&host, ns);
         let value = terms.render();
         self.inner.own(&key, Some(&value), !terms.persist);
         self.campaign();
@@ -257,7 +265,7 @@ impl World for EtcdWorld {
     async fn withdraw(&self, ns: &str, owner: Option<&str>, linger: u64) -> Result<Written, WorldError> {
         self.campaign();
         let host = self.inner.cfg.hostname.clone();
-        let key = format!("{}{}", keys::cand_prefix(ns), crate::escape(&host));
+        let key = keys::cand_key(&host, ns);
         let held = lock(&self.inner.owned).get(&key).map(|(v, _)| v.clone());
         let terms = held.as_deref().and_then(Candidacy::parse);
         if owner.is_some() && terms.as_ref().map(|t| t.owner.as_str()) != owner {

@@ -12,6 +12,7 @@ use std::sync::atomic::Ordering;
 use etcd_client::{Client, Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions};
 
 use super::follow::wait_session;
+use super::write::is_outage;
 use super::{Inner, MAX_BACKOFF, REQUEST, keys};
 use crate::{Candidacy, choose, unescape};
 
@@ -19,6 +20,7 @@ use crate::{Candidacy, choose, unescape};
 /// documentation); again after every lost session or deposition.
 pub(super) async fn lead_schedules(inner: Arc<Inner>) {
     let mut sessions = inner.session.subscribe();
+    let mut told = false;
     loop {
         let Some(session) = wait_session(&inner, &mut sessions, None).await else { return };
         let mut client = session.client.clone();
@@ -27,19 +29,31 @@ pub(super) async fn lead_schedules(inner: Arc<Inner>) {
             _ = sessions.changed() => continue,
             _ = inner.stop.cancelled() => return,
         };
+        let mut wait = MAX_BACKOFF;
         let leader = match won {
             Ok(resp) => resp.leader().map(|l| (l.key().to_vec(), l.rev())),
+            Err(e) if !is_outage(&e) => {
+                // Not entitled (`tend cluster grant --no-schedules`): others choose. Said
+                // once; asked again now and then, in case the grant changes.
+                if !told {
+                    tracing::info!(host = %inner.cfg.hostname, error = %e, "not choosing the schedules: etcd refused this host's campaign");
+                    told = true;
+                }
+                wait = MAX_BACKOFF * 10;
+                None
+            }
             Err(e) => {
                 tracing::debug!(error = %e, "campaign failed");
                 None
             }
         };
         let Some((key, rev)) = leader else {
-            if !inner.pause(MAX_BACKOFF).await {
+            if !inner.pause(wait).await {
                 return;
             }
             continue;
         };
+        told = false;
         tracing::info!(host = %inner.cfg.hostname, "choosing the schedules (elected)");
         let why = tokio::select! {
             why = lead(&inner, &mut client, &key, rev) => why,
@@ -109,7 +123,7 @@ fn changes<'a>(stored: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(String,
     let mut candidates: BTreeMap<String, BTreeMap<String, Candidacy>> = BTreeMap::new();
     let mut chosen: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (k, v) in stored {
-        if let Some((ns, host)) = k.strip_prefix(&cands).and_then(|rest| rest.split_once('/'))
+        if let Some((host, ns)) = k.strip_prefix(&cands).and_then(|rest| rest.split_once('/'))
             && let Some(terms) = Candidacy::parse(v)
         {
             candidates.entry(ns.to_string()).or_default().insert(unescape(host), terms);
@@ -134,7 +148,7 @@ mod tests {
     use super::*;
 
     fn cand(ns: &str, host: &str) -> String {
-        format!("{}{}", keys::cand_prefix(ns), crate::escape(host))
+        keys::cand_key(host, ns)
     }
 
     #[test]

@@ -15,10 +15,10 @@ use super::keys::{self, PREFIX};
 use super::write::put_if_changed;
 use super::{Inner, MAX_BACKOFF, MIN_BACKOFF, REQUEST, Session, lock};
 use crate::WorldError;
-use crate::tls::{TlsProblem, chain};
+use crate::tls::{Tls, TlsProblem, chain};
 
 /// Why a session could not be made.
-enum Refused {
+pub(super) enum Refused {
     /// Another agent holds this host name.
     Duplicate(String),
     /// A cause that will not pass by itself: not an outage, said in words, and a starting
@@ -29,11 +29,14 @@ enum Refused {
 }
 
 /// What a [`Refused::Lasting`] is.
-enum Lasting {
+pub(super) enum Lasting {
     /// TLS failed: a wrong CA, a certificate refused.
     Tls(TlsProblem),
     /// The TLS files cannot be read (the error says which).
     Files(WorldError),
+    /// etcd's authentication is on and refuses this host (no user of its name, or a role
+    /// that does not cover its keys): etcd's words.
+    Denied(String),
 }
 
 impl Lasting {
@@ -41,12 +44,42 @@ impl Lasting {
         match self {
             Lasting::Tls(problem) => WorldError::Tls(problem.describe(inner.cfg.tls.as_ref(), &inner.cfg.seeds)),
             Lasting::Files(e) => e,
+            Lasting::Denied(reason) => {
+                let host = &inner.cfg.hostname;
+                let cn = inner
+                    .cfg
+                    .tls
+                    .as_ref()
+                    .and_then(|t| t.identity.as_ref())
+                    .and_then(|(cert, _)| crate::pki::common_name(&std::fs::read_to_string(cert).ok()?));
+                let hint = match &inner.cfg.tls {
+                    Some(_) if !inner.cfg.observer && cn.as_ref().is_some_and(|cn| cn != host) => format!(
+                        "{reason} (with authentication on, etcd takes the user from the client certificate's CN, \
+                         and --cert is issued to `{}`, not to `{host}`)",
+                        cn.unwrap_or_default()
+                    ),
+                    Some(tls) if tls.identity.is_some() => format!(
+                        "{reason} (with authentication on, etcd takes the user from the client certificate's CN; \
+                         `tend cluster grant {host}` gives a host its user, and the certificate must be issued to `{host}`)"
+                    ),
+                    _ => format!(
+                        "{reason} (etcd's authentication is on: connect with a certificate it grants, --cert and --key)"
+                    ),
+                };
+                let who = if inner.cfg.observer { "this client".to_string() } else { format!("host `{host}`") };
+                WorldError::Refused { what: who, reason: hint }
+            }
         }
     }
 }
 
 impl From<etcd_client::Error> for Refused {
     fn from(e: etcd_client::Error) -> Refused {
+        if let etcd_client::Error::GRpcStatus(status) = &e
+            && matches!(status.code(), tonic::Code::PermissionDenied | tonic::Code::Unauthenticated)
+        {
+            return Refused::Lasting(Lasting::Denied(status.message().to_string()));
+        }
         let text = chain(&e);
         match TlsProblem::of(&text) {
             Some(problem) => Refused::Lasting(Lasting::Tls(problem)),
@@ -71,6 +104,7 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
     let mut lease: Option<i64> = None;
     let mut epoch = 0;
     let mut duplicate_told = false;
+    let mut old_told = false;
     // The last TLS or file problem logged (each is logged once, not once per retry).
     let mut told: Option<String> = None;
     while !inner.stop.is_cancelled() {
@@ -81,11 +115,24 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
                 backoff = MIN_BACKOFF;
                 duplicate_told = false;
                 told = None;
+                inner.went(true, "");
+                inner.session.send_replace(Some(Session { client: client.clone(), lease: id, epoch }));
+                // Told only now: whoever waits for the first session finds it live.
                 if let Some(f) = first.take() {
                     let _ = f.send(Ok(()));
                 }
-                inner.went(true, "");
-                inner.session.send_replace(Some(Session { client: client.clone(), lease: id, epoch }));
+                if !old_told
+                    && !inner.cfg.observer
+                    && let Some(key) = old_layout(&mut client.clone()).await
+                {
+                    tracing::warn!(
+                        "etcd holds `{}`, written by an agent of an older tend: the two key layouts do not see each \
+                         other's map entries, candidacies or exports. Upgrade tend on every host of the cluster; \
+                         the old layout's keys go with the old agents' sessions",
+                        quote(&key)
+                    );
+                    old_told = true;
+                }
                 let end = if inner.cfg.observer {
                     keep_checking(&inner, client).await
                 } else {
@@ -140,21 +187,7 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
 /// Connects, gets a lease (the old one if it is still alive), claims the host name and
 /// re-asserts what this host owns.
 async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
-    let mut options = ConnectOptions::new()
-        .with_connect_timeout(REQUEST)
-        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
-        .with_keep_alive_while_idle(true)
-        .with_require_leader(true);
-    if let Some(tls) = &inner.cfg.tls {
-        // Read at every connection: renewed certificates are picked up without a restart.
-        let files = tls.read().map_err(|e| Refused::Lasting(Lasting::Files(e)))?;
-        let mut config = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(files.ca));
-        if let Some((cert, key)) = files.identity {
-            config = config.identity(etcd_client::Identity::from_pem(cert, key));
-        }
-        options = options.with_tls(config);
-    }
-    let mut client = tokio::time::timeout(REQUEST, Client::connect(&inner.cfg.seeds, Some(options))).await??;
+    let mut client = dial(&inner.cfg.seeds, inner.cfg.tls.as_ref()).await?;
     if inner.cfg.observer {
         // A linearizable read proves the cluster has a quorum.
         tokio::time::timeout(REQUEST, client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1))))
@@ -183,6 +216,37 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
         lock(&inner.disowned).remove(&key);
     }
     Ok((client, id))
+}
+
+/// A key of tend's old layout ([`keys::OLD_LAYOUT`]) if etcd holds any: an agent of an
+/// older tend is (or was lately) in the cluster.
+pub(super) async fn old_layout(client: &mut Client) -> Option<String> {
+    let gets = keys::OLD_LAYOUT
+        .map(|dir| TxnOp::get(dir, Some(GetOptions::new().with_prefix().with_keys_only().with_limit(1))));
+    let resp = tokio::time::timeout(REQUEST, client.txn(Txn::new().and_then(gets))).await.ok()?.ok()?;
+    resp.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(get) => get.kvs().first().and_then(|kv| kv.key_str().ok()).map(str::to_string),
+        _ => None,
+    })
+}
+
+/// A client of the cluster at `seeds` (over TLS with `tls`), its files read now: renewed
+/// certificates are picked up at the next connection, without a restart.
+pub(super) async fn dial(seeds: &[String], tls: Option<&Tls>) -> Result<Client, Refused> {
+    let mut options = ConnectOptions::new()
+        .with_connect_timeout(REQUEST)
+        .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
+        .with_keep_alive_while_idle(true)
+        .with_require_leader(true);
+    if let Some(tls) = tls {
+        let files = tls.read().map_err(|e| Refused::Lasting(Lasting::Files(e)))?;
+        let mut config = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(files.ca));
+        if let Some((cert, key)) = files.identity {
+            config = config.identity(etcd_client::Identity::from_pem(cert, key));
+        }
+        options = options.with_tls(config);
+    }
+    Ok(tokio::time::timeout(REQUEST, Client::connect(seeds, Some(options))).await??)
 }
 
 /// Where the agent remembers its session's lease.
