@@ -35,7 +35,9 @@ impl Agent {
     /// Starts agent `name` on `program` (written to `<dir>/<name>/main.mcl`), joined to
     /// `seeds`, with a session lease of `ttl` seconds.
     fn start(dir: &Path, name: &str, seeds: &str, ttl: u32, program: &str) -> Agent {
-        Agent::start_with(dir, name, &["--seeds".to_string(), seeds.to_string()], ttl, program)
+        let mut cluster = vec!["--seeds".to_string(), seeds.to_string()];
+        cluster.extend(tls_of(seeds, name));
+        Agent::start_with(dir, name, &cluster, ttl, program)
     }
 
     /// [`Agent::start`] with the cluster flags `cluster` (`--seeds` and the TLS files).
@@ -74,6 +76,7 @@ impl Agent {
             .args(["--hostname", name, "-v", "run", "--prefix"])
             .arg(home.join("state"))
             .args(["--seeds", seeds, "--world-ttl", "5"])
+            .args(tls_of(seeds, name))
             .args(extra)
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
             .env("NO_COLOR", "1")
@@ -152,6 +155,7 @@ fn etcd_keys(etcd: &Etcd) -> Vec<(String, String)> {
     let out = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args(["--endpoints", &etcd.url(), "get", "--prefix", "/_tend/"])
+        .args(tls_of(&etcd.url(), "root"))
         .output()
         .expect("etcdctl runs (apt-get install etcd-client)");
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -196,7 +200,7 @@ const T: Duration = Duration::from_secs(15);
 
 #[test]
 fn values_cross_hosts_and_their_changes_propagate() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -229,7 +233,7 @@ fn values_cross_hosts_and_their_changes_propagate() {
 
 #[test]
 fn identity_a_second_agent_is_refused_and_dead_hosts_vanish() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -249,6 +253,7 @@ fn identity_a_second_agent_is_refused_and_dead_hosts_vanish() {
         .arg("--prefix")
         .arg(other.join("state"))
         .args(["--seeds", &etcd.url()])
+        .args(tls_of(&etcd.url(), "h1"))
         .output()
         .unwrap();
     assert_eq!(dup.status.code(), Some(2));
@@ -326,7 +331,7 @@ fn exported_keys(etcd: &Etcd) -> Vec<String> {
 
 #[test]
 fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -358,6 +363,7 @@ fn exports_reach_their_hosts_follow_edits_and_conflicts_stay_on_one_resource() {
         .args(["--hostname", "h2", "graph"])
         .arg(h2.dir.join("main.mcl"))
         .args(["--seeds", &etcd.url()])
+        .args(tls_of(&etcd.url(), "h2"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&graph.stdout);
@@ -472,6 +478,7 @@ fn an_etcd_outage_never_stops_local_convergence_and_everything_resyncs() {
         .arg(format!("file[{}]", file.display()))
         .args(["--seeds", &etcd.url(), "--prefix"])
         .arg(h2.dir.join("state"))
+        .args(tls_of(&etcd.url(), "h2"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&why.stdout);
@@ -578,6 +585,7 @@ fn schedule_leader(etcd: &Etcd) -> String {
     let out = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args(["--endpoints", &etcd.url(), "get", "--prefix", "/_tend/schedule/leader/"])
+        .args(tls_of(&etcd.url(), "root"))
         .args(["--sort-by=CREATE", "--order=ASCEND", "--limit=1", "--print-value-only"])
         .output()
         .unwrap();
@@ -589,6 +597,7 @@ fn result_revision(etcd: &Etcd) -> String {
     let out = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args(["--endpoints", &etcd.url(), "get", "/_tend/schedule/result/xsched", "-w", "fields"])
+        .args(tls_of(&etcd.url(), "root"))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -597,7 +606,7 @@ fn result_revision(etcd: &Etcd) -> String {
 
 #[test]
 fn a_schedule_agrees_everywhere_fails_over_and_stays_put() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -665,7 +674,7 @@ fn a_schedule_agrees_everywhere_fails_over_and_stays_put() {
 
 #[test]
 fn a_schedule_candidacy_ends_at_once_on_exit_or_withdraw_and_persists_when_asked() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -711,7 +720,15 @@ fn deploy(dir: &Path, etcd: &Etcd, tag: &str, program: &str, extra: &[&str]) -> 
     std::fs::create_dir_all(src.join("files")).unwrap();
     std::fs::write(src.join("main.mcl"), program).unwrap();
     std::fs::write(src.join("files/data.txt"), tag).unwrap();
-    Command::new(TEND).arg("deploy").arg(&src).args(["--seeds", &etcd.url()]).args(extra).output().unwrap()
+    let operator = if extra.contains(&"--cacert") { vec![] } else { tls_of(&etcd.url(), "op") };
+    Command::new(TEND)
+        .arg("deploy")
+        .arg(&src)
+        .args(["--seeds", &etcd.url()])
+        .args(operator)
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 /// The id `tend deploy` printed.
@@ -731,7 +748,7 @@ fn deployed_program(out: &Path, extra: &str) -> String {
 
 #[test]
 fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -766,6 +783,7 @@ fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
             .arg("deploy")
             .arg(&src)
             .args(["--seeds", &etcd.url()])
+            .args(tls_of(&etcd.url(), "op"))
             .stdout(Stdio::piped())
             .spawn()
             .unwrap()
@@ -803,7 +821,7 @@ fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
 
 #[test]
 fn old_deploys_are_collected_so_etcd_stays_bounded() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -830,7 +848,11 @@ fn old_deploys_are_collected_so_etcd_stays_bounded() {
 
 /// `tend status --seeds URL --format json`.
 fn status(etcd: &Etcd) -> serde_json::Value {
-    let out = Command::new(TEND).args(["status", "--seeds", &etcd.url(), "--format", "json"]).output().unwrap();
+    let out = Command::new(TEND)
+        .args(["status", "--seeds", &etcd.url(), "--format", "json"])
+        .args(tls_of(&etcd.url(), "op"))
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -841,7 +863,7 @@ fn agent_status<'a>(status: &'a serde_json::Value, host: &str) -> &'a serde_json
 
 #[test]
 fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -852,6 +874,7 @@ fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
         .args(["--hostname", "h3", "run", "--prefix"])
         .arg(dir.path().join("h3"))
         .args(["--seeds", &etcd.url(), "--converged-timeout", "1"])
+        .args(tls_of(&etcd.url(), "h3"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -886,7 +909,8 @@ fn the_fleet_status_shows_each_agent_and_a_converged_exit_waits_for_all() {
     let h2s = agent_status(&status(&etcd), "h2").clone();
     assert_eq!(h2s["deploy"], 1);
     assert!(h2s["broken"]["error"].as_str().unwrap().contains("bool panic occurred"), "{h2s:#}");
-    let text = Command::new(TEND).args(["status", "--seeds", &etcd.url()]).output().unwrap();
+    let text =
+        Command::new(TEND).args(["status", "--seeds", &etcd.url()]).args(tls_of(&etcd.url(), "op")).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("latest deploy: 2") && text.contains("deploy 2 failed here"), "{text}");
     assert!(h3.try_wait().unwrap().is_none(), "h3 exited while h2 ran an old deploy");
@@ -923,6 +947,7 @@ fn etcdctl(etcd: &Etcd, args: &[&str], value: Option<&[u8]>) -> Vec<u8> {
     let mut child = Command::new("etcdctl")
         .env("ETCDCTL_API", "3")
         .args(["--endpoints", &etcd.url()])
+        .args(tls_of(&etcd.url(), "root"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -940,7 +965,7 @@ fn etcdctl(etcd: &Etcd, args: &[&str], value: Option<&[u8]>) -> Vec<u8> {
 /// refuses it as any broken deploy, keeps running and repairing its old program.
 #[test]
 fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -982,7 +1007,7 @@ fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() 
 /// message. It is taken over with a warning that quotes a short prefix, and the agent runs.
 #[test]
 fn a_forged_claim_is_taken_over() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -1008,7 +1033,7 @@ fn a_forged_claim_is_taken_over() {
 /// ignored with a warning: the collector applies the rest of its program, not the export.
 #[test]
 fn a_forged_export_is_not_collected() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
@@ -1044,6 +1069,38 @@ fn make_pki(dir: &Path, names: &[&str]) -> PathBuf {
 
 fn tls_etcd(pki: &Path) -> Option<Etcd> {
     Etcd::start_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") })
+}
+
+/// The PKI of the whole suite when it runs over TLS (`TEND_CLUSTER_TLS=1`, as `.ci/run`
+/// does on a second pass): certificates for etcd, its `root`, the hosts h1-h3 and an
+/// operator `op`, made once per run.
+fn suite_pki() -> Option<&'static Path> {
+    static PKI: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    PKI.get_or_init(|| {
+        std::env::var_os("TEND_CLUSTER_TLS").filter(|v| v == "1")?;
+        let dir = tempfile::tempdir().unwrap().keep();
+        Some(make_pki(&dir, &["root", "op", "h1", "h2", "h3"]))
+    })
+    .as_deref()
+}
+
+/// The etcd of a test: plaintext, or with `TEND_CLUSTER_TLS=1` over mutual TLS with
+/// etcd's authentication on and every host confined to its own keys (`tend cluster
+/// grant h1 h2 h3 --operator op`): the whole suite then runs as a locked-down fleet would.
+fn start_etcd() -> Option<Etcd> {
+    let Some(pki) = suite_pki() else { return Etcd::start() };
+    let etcd = tls_etcd(pki)?;
+    let granted = cluster_cmd(&etcd, pki, "root", &["grant", "h1", "h2", "h3", "--operator", "op"]);
+    assert!(granted.status.success(), "{}", String::from_utf8_lossy(&granted.stderr));
+    Some(etcd)
+}
+
+/// The TLS flags of client `name` (a host, `op` or `root`) for `url`: none for plaintext.
+fn tls_of(url: &str, name: &str) -> Vec<String> {
+    match suite_pki() {
+        Some(pki) if url.starts_with("https://") => tls_flags(url, pki, &pki.join("ca.crt"), name).split_off(2),
+        _ => Vec::new(),
+    }
 }
 
 /// The cluster flags of a client holding `NAME.crt` from `pki` (no client certificate
@@ -1202,7 +1259,7 @@ fn deploy_record_key(id: u64) -> String {
 
 #[test]
 fn agents_that_trust_a_key_run_only_what_it_signed_and_never_an_older_deploy() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let pki = make_pki(&dir.path().join("pki"), &[]);
     let other = make_pki(&dir.path().join("other"), &[]);
@@ -1244,7 +1301,8 @@ fn agents_that_trust_a_key_run_only_what_it_signed_and_never_an_older_deploy() {
     };
     assert_eq!(deployed_id(&deploy(dir.path(), &etcd, "three", &program, &[])), 3);
     refused(3, "it carries no signature");
-    let text = Command::new(TEND).args(["status", "--seeds", &etcd.url()]).output().unwrap();
+    let text =
+        Command::new(TEND).args(["status", "--seeds", &etcd.url()]).args(tls_of(&etcd.url(), "op")).output().unwrap();
     assert!(
         String::from_utf8_lossy(&text.stdout).contains("refused deploy 3: not signed by a trusted key"),
         "{}",
@@ -1420,7 +1478,7 @@ fn a_granted_host_writes_only_its_own_keys_and_a_revoked_one_nothing() {
 /// two layouts do not see each other's entries, and a new agent says so and what to do.
 #[test]
 fn keys_of_the_old_layout_are_named_with_what_to_do() {
-    let Some(etcd) = Etcd::start() else { return };
+    let Some(etcd) = start_etcd() else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();

@@ -149,9 +149,7 @@ async fn follow_pass(
     }
     let view = View::fresh(inner.entries(topic, &raw), revision);
     inner.remember_view(topic, &view);
-    // What the kept view holds: kept again whenever the store's entries differ from it (a
-    // view this host's own write already showed still has to be kept).
-    let mut kept = view.entries.clone();
+    let mut keeper = Keeper::new(view.entries.clone());
     tx.send_replace(Arc::new(view));
     let mut options = WatchOptions::new().with_start_revision(revision + 1).with_progress_notify();
     if prefix {
@@ -162,19 +160,19 @@ async fn follow_pass(
         Ok(Err(e)) => return Pass::Lost(e.to_string()),
         Err(_) => return Pass::Lost("watch timed out".into()),
     };
-    loop {
+    let pass = loop {
         tokio::select! {
             msg = stream.message() => {
                 let resp = match msg {
                     Ok(Some(resp)) => resp,
-                    Ok(None) => return Pass::Lost("the watch ended".into()),
-                    Err(e) => return Pass::Lost(e.to_string()),
+                    Ok(None) => break Pass::Lost("the watch ended".into()),
+                    Err(e) => break Pass::Lost(e.to_string()),
                 };
                 if resp.canceled() {
                     if resp.compact_revision() > 0 {
-                        return Pass::Again;
+                        break Pass::Again;
                     }
-                    return Pass::Lost(format!("the watch was cancelled: {}", resp.cancel_reason()));
+                    break Pass::Lost(format!("the watch was cancelled: {}", resp.cancel_reason()));
                 }
                 for ev in resp.events() {
                     inner.events.fetch_add(1, Ordering::Relaxed);
@@ -191,10 +189,7 @@ async fn follow_pass(
                     revision = revision.max(h.revision());
                 }
                 let entries = inner.entries(topic, &raw);
-                if entries != kept {
-                    inner.remember_view(topic, &View::fresh(entries.clone(), revision));
-                    kept = entries.clone();
-                }
+                keeper.offer(inner, topic, &entries, revision);
                 tx.send_if_modified(|view| {
                     // Also a view this host changed by its own write must come back to
                     // what the store holds.
@@ -207,17 +202,65 @@ async fn follow_pass(
             }
             changed = sessions.changed() => {
                 if changed.is_err() {
-                    return Pass::Unfollowed;
+                    break Pass::Unfollowed;
                 }
                 let now = sessions.borrow_and_update().as_ref().map(|s| s.epoch);
                 match now {
-                    None => return Pass::Lost("the session was lost".into()),
-                    Some(epoch) if epoch != session.epoch => return Pass::Again,
+                    None => break Pass::Lost("the session was lost".into()),
+                    Some(epoch) if epoch != session.epoch => break Pass::Again,
                     Some(_) => {}
                 }
             }
-            _ = tx.closed() => if unfollowed(inner, topic, tx) { return Pass::Unfollowed },
-            _ = inner.stop.cancelled() => return Pass::Unfollowed,
+            _ = tx.closed() => if unfollowed(inner, topic, tx) { break Pass::Unfollowed },
+            _ = inner.stop.cancelled() => break Pass::Unfollowed,
+            _ = tokio::time::sleep_until(keeper.due()), if keeper.pending.is_some() => keeper.flush(inner, topic),
+        }
+    };
+    keeper.flush(inner, topic);
+    pass
+}
+
+/// Keeps a topic's view on disk as it changes, at most once per [`KEEP_EVERY`]: a view
+/// that changes with every one of a thousand hosts' writes is not rewritten a thousand
+/// times (the last one is kept when the period ends, or when following stops).
+struct Keeper {
+    /// The entries last kept (or first read).
+    kept: BTreeMap<String, String>,
+    /// A view to keep when the period ends.
+    pending: Option<View>,
+    last: tokio::time::Instant,
+}
+
+/// How often, at most, a followed topic's view is written to disk.
+const KEEP_EVERY: Duration = Duration::from_secs(1);
+
+impl Keeper {
+    fn new(kept: BTreeMap<String, String>) -> Keeper {
+        Keeper { kept, pending: None, last: tokio::time::Instant::now() }
+    }
+
+    /// The store's entries now: kept if they differ from the kept ones (a view this
+    /// host's own write already showed still has to be kept), now or when the period ends.
+    fn offer(&mut self, inner: &Inner, topic: &Topic, entries: &BTreeMap<String, String>, revision: i64) {
+        if *entries == self.kept {
+            self.pending = None;
+            return;
+        }
+        self.pending = Some(View::fresh(entries.clone(), revision));
+        if self.last.elapsed() >= KEEP_EVERY {
+            self.flush(inner, topic);
+        }
+    }
+
+    fn due(&self) -> tokio::time::Instant {
+        self.last + KEEP_EVERY
+    }
+
+    fn flush(&mut self, inner: &Inner, topic: &Topic) {
+        if let Some(view) = self.pending.take() {
+            inner.remember_view(topic, &view);
+            self.kept = view.entries;
+            self.last = tokio::time::Instant::now();
         }
     }
 }
