@@ -10,7 +10,9 @@
 //!
 //! Usage: `cargo bench --bench cluster_scale -- [N …]` (default: 100 1000). Needs `etcd`.
 //! With `TEND_BENCH_TLS=1`, etcd speaks TLS and requires client certificates (made by
-//! `world::pki`), and every simulated host connects with one.
+//! `world::pki`), and every simulated host connects with one. With `TEND_BENCH_CONFINED=1`
+//! as well, etcd's authentication is on and every simulated host has its own certificate and
+//! is confined to its own keys (`tend cluster grant`, through `world::etcd::access`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -55,7 +57,8 @@ fn main() {
             return;
         };
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        rt.block_on(simulate(&etcd, n, tls.clone()));
+        let confined = std::env::var_os("TEND_BENCH_CONFINED").is_some() && tls.is_some();
+        rt.block_on(simulate(&etcd, n, tls.clone(), confined.then(|| pki.path())));
         rt.shutdown_timeout(Duration::from_secs(2));
     }
 }
@@ -105,7 +108,29 @@ async fn all_see(follows: &mut [Follow], done: impl Fn(&world::View) -> bool + C
     futures::future::join_all(waits).await
 }
 
-async fn simulate(etcd: &Etcd, n: usize, tls: Option<world::Tls>) {
+/// Gives each of the `n` simulated hosts its own certificate in `pki` and confines it to its
+/// own keys, as etcd's root; returns each host's TLS files.
+async fn confine(etcd: &Etcd, n: usize, pki: &std::path::Path) -> Vec<world::Tls> {
+    let issue = |name: String| {
+        let request = world::pki::Request { name, days: 1, ..Default::default() };
+        let [cert, key] = world::pki::issue(pki, &request, true).unwrap();
+        world::Tls { ca: pki.join("ca.crt"), identity: Some((cert, key)) }
+    };
+    let root = issue("root".into());
+    let hosts: Vec<String> = (0..n).map(|i| format!("sim{i:04}")).collect();
+    let files: Vec<world::Tls> = hosts.iter().map(|h| issue(h.clone())).collect();
+    let started = Instant::now();
+    let who = world::etcd::access::Grant { hosts, operators: vec![], schedules: true };
+    world::etcd::access::grant(&[etcd.url()], Some(&root), &who).await.expect("the hosts are granted");
+    println!("granted {n} hosts their own keys in {:.2} s", started.elapsed().as_secs_f64());
+    files
+}
+
+async fn simulate(etcd: &Etcd, n: usize, tls: Option<world::Tls>, confined: Option<&std::path::Path>) {
+    let own_tls = match confined {
+        Some(pki) => confine(etcd, n, pki).await,
+        None => Vec::new(),
+    };
     let pid = std::process::id();
     let etcd_pid = etcd.pid().unwrap_or(0);
     let state = tempfile::tempdir().unwrap();
@@ -117,7 +142,7 @@ async fn simulate(etcd: &Etcd, n: usize, tls: Option<world::Tls>) {
         let joins = batch.iter().map(|&i| {
             let cfg = world::Config {
                 ttl: 60,
-                tls: tls.clone(),
+                tls: own_tls.get(i).cloned().or_else(|| tls.clone()),
                 ..world::Config::new(vec![etcd.url()], format!("sim{i:04}"), state.path().join(format!("sim{i}")))
             };
             world::connect(cfg)
@@ -169,7 +194,11 @@ async fn simulate(etcd: &Etcd, n: usize, tls: Option<world::Tls>) {
     reach_all.sort_by(f64::total_cmp);
     deliveries.sort_by(f64::total_cmp);
     export_reach.sort_by(f64::total_cmp);
-    let over = if tls.is_some() { "mutual TLS" } else { "plaintext" };
+    let over = match (&tls, confined) {
+        (Some(_), Some(_)) => "mutual TLS, each host confined to its own keys",
+        (Some(_), None) => "mutual TLS",
+        (None, _) => "plaintext",
+    };
     println!("== {n} simulated hosts ({EXPORTS} exports each, {COLLECTORS} collectors), {over}");
     println!(
         "joined and every watcher saw every entry in {:.2} s; etcd used {:.2} s CPU for it",

@@ -1422,25 +1422,15 @@ fn a_granted_host_writes_only_its_own_keys_and_a_revoked_one_nothing() {
     assert_eq!((&before[0], &before[2]), (&after[0], &after[2]), "h1's data is intact");
     assert!(after[1].contains("\"host\":\"h1\""), "{}", after[1]);
     // Not a deploy either; an operator may deploy.
-    let tls = |name: &str| tls_flags(&etcd.url(), &pki, &ca, name)[2..].to_vec();
-    let as_h2: Vec<String> = tls("h2");
-    let refused = deploy(
-        dir.path(),
-        &etcd,
-        "d1",
-        &deployed_program(&out, ""),
-        &as_h2.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let deploy_as = |tag: &str, name: &str| {
+        let flags = tls_flags(&etcd.url(), &pki, &ca, name).split_off(2);
+        let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+        deploy(dir.path(), &etcd, tag, &deployed_program(&out, ""), &flags)
+    };
+    let refused = deploy_as("d1", "h2");
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success() && err.contains("permission denied"), "a host cannot deploy: {err}");
-    let as_op: Vec<String> = tls("op");
-    let landed = deploy(
-        dir.path(),
-        &etcd,
-        "d2",
-        &deployed_program(&out, ""),
-        &as_op.iter().map(String::as_str).collect::<Vec<_>>(),
-    );
+    let landed = deploy_as("d2", "op");
     assert_eq!(deployed_id(&landed), 1);
     // A host nobody granted is refused in one line that says what to do.
     std::fs::write(dir.path().join("h3.mcl"), format!("file \"{}/h3\" {{ state => \"exists\", }}\n", out.display()))
