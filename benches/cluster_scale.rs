@@ -45,11 +45,7 @@ fn main() {
     });
     for n in sizes {
         let etcd = match &tls {
-            Some(t) => Etcd::start_tls(EtcdTls {
-                ca: t.ca.clone(),
-                cert: pki.path().join("etcd.crt"),
-                key: pki.path().join("etcd.key"),
-            }),
+            Some(_) => Etcd::start_tls(EtcdTls::of(pki.path())),
             None => Etcd::start(),
         };
         let Some(etcd) = etcd else {

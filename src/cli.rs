@@ -245,6 +245,9 @@ pub enum PkiCommand {
         #[arg(long)]
         force: bool,
     },
+    /// Revoke DIR/NAME.crt: add it to the CA's revocation list DIR/crl.pem (every earlier
+    /// revocation kept), which etcd reads with --client-crl-file and then refuses it.
+    Revoke { dir: PathBuf, name: String },
 }
 
 #[derive(Args, Debug, Clone)]

@@ -1068,7 +1068,7 @@ fn make_pki(dir: &Path, names: &[&str]) -> PathBuf {
 }
 
 fn tls_etcd(pki: &Path) -> Option<Etcd> {
-    Etcd::start_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") })
+    Etcd::start_tls(EtcdTls::of(pki))
 }
 
 /// The PKI of the whole suite when it runs over TLS (`TEND_CLUSTER_TLS=1`, as `.ci/run`
@@ -1215,9 +1215,7 @@ fn certificates_made_by_openssl_work_too() {
              openssl x509 -req -in {name}.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 -out {name}.crt -extfile {name}.ext 2>/dev/null"
         ));
     }
-    let Some(etcd) =
-        Etcd::start_tls(EtcdTls { ca: d.join("ca.crt"), cert: d.join("etcd.crt"), key: d.join("etcd.key") })
-    else {
+    let Some(etcd) = Etcd::start_tls(EtcdTls::of(d)) else {
         return;
     };
     let (ok, err, _) = status_with(&tls_flags(&etcd.url(), d, &d.join("ca.crt"), "h1"));
@@ -1238,7 +1236,7 @@ fn a_running_agent_whose_etcd_turns_untrusted_converges_locally_says_why_once_an
     let want = line("hello", &[]);
     assert!(wait_until(T, || read(&file) == want), "{:?}; log:\n{}", read(&file), a.log());
     // etcd comes back with a certificate of another CA (and trusting only that CA).
-    let swapped = EtcdTls { ca: other.join("ca.crt"), cert: other.join("etcd.crt"), key: other.join("etcd.key") };
+    let swapped = EtcdTls::of(&other);
     etcd.restart_tls(swapped);
     let says = "is not signed by the CA in --cacert";
     assert!(wait_until(T, || a.log().contains(says)), "the agent says why; log:\n{}", a.log());
@@ -1248,7 +1246,7 @@ fn a_running_agent_whose_etcd_turns_untrusted_converges_locally_says_why_once_an
     std::thread::sleep(Duration::from_secs(4));
     assert_eq!(a.log().matches(says).count(), 1, "said once, not once per retry; log:\n{}", a.log());
     // The right certificate again: the agent rejoins.
-    etcd.restart_tls(EtcdTls { ca: pki.join("ca.crt"), cert: pki.join("etcd.crt"), key: pki.join("etcd.key") });
+    etcd.restart_tls(EtcdTls::of(&pki));
     assert!(wait_until(T, || connected(&a) == Some(true)), "rejoined; log:\n{}", a.log());
 }
 
@@ -1485,4 +1483,38 @@ fn keys_of_the_old_layout_are_named_with_what_to_do() {
         "{}",
         read(&out.join("h1.txt"))
     );
+}
+
+/// `tend pki revoke` writes the CA's revocation list; etcd, given it as
+/// `--client-crl-file`, refuses the revoked certificate in one line (and still takes the
+/// others), and a certificate revoked while etcd runs is refused at its next connection.
+#[test]
+fn a_certificate_revoked_with_tend_pki_is_refused_by_etcd() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = make_pki(&dir.path().join("pki"), &["h1", "h2", "h3"]);
+    let revoke = |name: &str| {
+        let out = Command::new(TEND).args(["pki", "revoke"]).arg(&pki).arg(name).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success() && said.contains("crl.pem"), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    };
+    revoke("h3");
+    let crl = pki.join("crl.pem");
+    let Some(etcd) = Etcd::start_tls(EtcdTls { crl: Some(crl), ..EtcdTls::of(&pki) }) else { return };
+    let ca = pki.join("ca.crt");
+    let (ok, err, _) = status_with(&tls_flags(&etcd.url(), &pki, &ca, "h1"));
+    assert!(ok, "a certificate not revoked is taken: {err}");
+    let refused = |name: &str| {
+        let (ok, err, took) = status_with(&tls_flags(&etcd.url(), &pki, &ca, name));
+        assert!(!ok, "{name} is refused");
+        assert!(err.contains("refused the client certificate"), "{name}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "one line: {err:?}");
+        assert!(took < Duration::from_secs(10), "no hang: {took:?}");
+    };
+    refused("h3");
+    let (ok, err, _) = status_with(&tls_flags(&etcd.url(), &pki, &ca, "h2"));
+    assert!(ok, "h2 is not revoked yet: {err}");
+    revoke("h2");
+    refused("h2");
+    let (ok, err, _) = status_with(&tls_flags(&etcd.url(), &pki, &ca, "h1"));
+    assert!(ok, "h1 still is taken: {err}");
 }

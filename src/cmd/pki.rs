@@ -1,4 +1,5 @@
-//! `tend pki init DIR` and `tend pki issue DIR NAME`: the small PKI of `world::pki`, with
+//! `tend pki init DIR`, `tend pki issue DIR NAME` and `tend pki revoke DIR NAME`: the small
+//! PKI of `world::pki`, with
 //! a line per file written (keys are never printed) and exit status 1 when nothing was.
 
 use std::process::ExitCode;
@@ -12,6 +13,13 @@ pub fn run(command: PkiCommand) -> ExitCode {
             let request = world::pki::Request { name, ips, dns, days };
             world::pki::issue(&dir, &request, force).map(Vec::from)
         }
+        PkiCommand::Revoke { dir, name } => world::pki::revoke(&dir, &name).map(|list| {
+            crate::stdout::line(format_args!(
+                "revoked {name}'s certificate: etcd refuses it once it reads {} (--client-crl-file)",
+                list.display()
+            ));
+            vec![list]
+        }),
     };
     match written {
         Ok(files) => {

@@ -17,6 +17,15 @@ pub struct EtcdTls {
     pub ca: PathBuf,
     pub cert: PathBuf,
     pub key: PathBuf,
+    /// A revocation list of client certificates (`--client-crl-file`).
+    pub crl: Option<PathBuf>,
+}
+
+impl EtcdTls {
+    /// The files `tend pki` leaves in `dir` for a member named `etcd`.
+    pub fn of(dir: &Path) -> EtcdTls {
+        EtcdTls { ca: dir.join("ca.crt"), cert: dir.join("etcd.crt"), key: dir.join("etcd.key"), crl: None }
+    }
 }
 
 /// One etcd member (or a member of a cluster made by [`Etcd::cluster`]).
@@ -155,6 +164,9 @@ impl Etcd {
         if let Some(tls) = &self.tls {
             command.arg("--cert-file").arg(&tls.cert).arg("--key-file").arg(&tls.key);
             command.arg("--trusted-ca-file").arg(&tls.ca).arg("--client-cert-auth");
+            if let Some(crl) = &tls.crl {
+                command.arg("--client-crl-file").arg(crl);
+            }
         }
         let metrics = format!("http://127.0.0.1:{}", self.metrics_port);
         let child = command

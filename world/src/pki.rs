@@ -107,6 +107,70 @@ pub fn issue(dir: &Path, request: &Request, force: bool) -> Result<[PathBuf; 2],
     Ok(files)
 }
 
+/// Revokes `dir/NAME.crt`: adds its serial number to the CA's revocation list
+/// `dir/crl.pem` (made if missing, every earlier revocation kept) and signs the list again.
+/// Give that file to etcd as `--client-crl-file`: etcd then refuses the certificate. Returns
+/// the list's path.
+pub fn revoke(dir: &Path, name: &str) -> Result<PathBuf, PkiError> {
+    if !crate::valid_hostname(name) {
+        return Err(PkiError::BadName(name.to_string()));
+    }
+    let crt = dir.join(format!("{name}.crt"));
+    let pem = std::fs::read(&crt).map_err(io(&crt))?;
+    let damaged = |path: &Path, what: &str| PkiError::Damaged { path: path.to_path_buf(), reason: what.to_string() };
+    let (_, block) = x509_parser::pem::parse_x509_pem(&pem).map_err(|_| damaged(&crt, "not a PEM certificate"))?;
+    let cert = block.parse_x509().map_err(|_| damaged(&crt, "not a PEM certificate"))?;
+    let serial = cert.raw_serial().to_vec();
+    let now = time::OffsetDateTime::now_utc();
+    let list = dir.join(CRL);
+    let mut revoked = match std::fs::read(&list) {
+        Ok(bytes) => revoked_in(&bytes).ok_or_else(|| damaged(&list, "not a PEM revocation list"))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(io(&list)(e)),
+    };
+    if !revoked.iter().any(|(s, _)| *s == serial) {
+        revoked.push((serial, now));
+    }
+    let params = rcgen::CertificateRevocationListParams {
+        this_update: now,
+        next_update: now + time::Duration::days(CA_DAYS),
+        // Increasing with every list this CA signs.
+        crl_number: rcgen::SerialNumber::from_slice(&now.unix_timestamp().to_be_bytes()),
+        issuing_distribution_point: None,
+        revoked_certs: revoked
+            .into_iter()
+            .map(|(serial, at)| rcgen::RevokedCertParams {
+                serial_number: rcgen::SerialNumber::from_slice(&serial),
+                revocation_time: at,
+                reason_code: None,
+                invalidity_date: None,
+            })
+            .collect(),
+        key_identifier_method: rcgen::KeyIdMethod::Sha256,
+    };
+    let signed = params.signed_by(&ca(dir)?).map_err(make)?;
+    write(&list, signed.pem().map_err(make)?.as_bytes(), 0o644, true)?;
+    Ok(list)
+}
+
+/// The revocation list `revoke` keeps beside the CA.
+pub const CRL: &str = "crl.pem";
+
+/// The serial numbers a PEM revocation list holds, each with when it was revoked.
+fn revoked_in(pem: &[u8]) -> Option<Vec<(Vec<u8>, time::OffsetDateTime)>> {
+    let (_, block) = x509_parser::pem::parse_x509_pem(pem).ok()?;
+    let (_, crl) = x509_parser::parse_x509_crl(&block.contents).ok()?;
+    let revoked = crl
+        .iter_revoked_certificates()
+        .map(|r| {
+            let at = time::OffsetDateTime::from_unix_timestamp(r.revocation_date.timestamp())
+                .unwrap_or_else(|_| time::OffsetDateTime::now_utc());
+            (r.raw_serial().to_vec(), at)
+        })
+        .collect();
+    Some(revoked)
+}
+
 /// The CA in `dir`, to sign with.
 fn ca(dir: &Path) -> Result<Issuer<'static, KeyPair>, PkiError> {
     let (crt, key) = (dir.join("ca.crt"), dir.join("ca.key"));
@@ -243,5 +307,28 @@ mod tests {
         let bad = Request { dns: vec!["not a name".into()], name: "h2".into(), ..request };
         assert!(matches!(issue(dir.path(), &bad, false), Err(PkiError::BadDns(_))));
         assert!(!dir.path().join("h2.key").exists(), "nothing of a refused request is written");
+    }
+
+    #[test]
+    fn revoking_keeps_every_earlier_revocation_in_one_signed_list() {
+        let dir = tempfile::tempdir().unwrap();
+        init(dir.path(), false).unwrap();
+        let serial = |name: &str| {
+            let pem = std::fs::read(dir.path().join(format!("{name}.crt"))).unwrap();
+            let (_, block) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
+            block.parse_x509().unwrap().raw_serial().to_vec()
+        };
+        for name in ["h1", "h2", "h3"] {
+            issue(dir.path(), &Request { name: name.into(), days: 1, ..Default::default() }, false).unwrap();
+        }
+        assert!(matches!(revoke(dir.path(), "nobody"), Err(PkiError::Io { .. })));
+        let list = revoke(dir.path(), "h1").unwrap();
+        revoke(dir.path(), "h2").unwrap();
+        revoke(dir.path(), "h2").unwrap();
+        let held: Vec<Vec<u8>> =
+            revoked_in(&std::fs::read(&list).unwrap()).unwrap().into_iter().map(|(s, _)| s).collect();
+        assert_eq!(held, vec![serial("h1"), serial("h2")], "h1 and h2 once each, h3 not");
+        std::fs::write(&list, "garbage").unwrap();
+        assert!(matches!(revoke(dir.path(), "h3"), Err(PkiError::Damaged { .. })), "a damaged list is not replaced");
     }
 }

@@ -97,6 +97,10 @@ pub(crate) enum TlsProblem {
     CertificateRequired,
     /// etcd refused our client certificate.
     CertificateRefused,
+    /// etcd closed every connection right after the handshake: Go's etcd checks its
+    /// `--client-crl-file` only then, so a revoked client certificate looks like this. Only
+    /// a problem when a client certificate was sent (see [`TlsProblem::needs_identity`]).
+    ClosedAfterHandshake,
 }
 
 impl TlsProblem {
@@ -126,9 +130,17 @@ impl TlsProblem {
             TlsProblem::CertificateRefused
         } else if has("InvalidContentType") || has("corrupt message") || has("tls handshake eof") {
             TlsProblem::NotTls
+        } else if has("broken pipe") {
+            TlsProblem::ClosedAfterHandshake
         } else {
             return None;
         })
+    }
+
+    /// Whether this is a TLS problem only when a client certificate was sent (otherwise it is
+    /// an ordinary outage: a member that went away mid-request).
+    pub(crate) fn needs_identity(&self) -> bool {
+        matches!(self, TlsProblem::ClosedAfterHandshake)
     }
 
     /// One line for an operator, naming the files involved (never their content).
@@ -157,6 +169,10 @@ impl TlsProblem {
             }
             TlsProblem::CertificateRefused => format!(
                 "TLS: etcd at {seeds} refused the client certificate in {cert}: not signed by a CA etcd trusts, expired, or revoked"
+            ),
+            TlsProblem::ClosedAfterHandshake => format!(
+                "TLS: etcd at {seeds} refused the client certificate in {cert} after the handshake: \
+                 revoked in its --client-crl-file"
             ),
         }
     }
@@ -241,6 +257,10 @@ mod tests {
         assert_eq!(TlsProblem::of(eof), Some(TlsProblem::NotTls));
         assert_eq!(TlsProblem::of("received corrupt message of type InvalidContentType"), Some(TlsProblem::NotTls));
         assert_eq!(TlsProblem::of("connection refused"), None);
+        // Go's etcd checks its revocation list after the handshake, and closes.
+        let closed = TlsProblem::of("transport error: hyper::Error(Io, \"stream closed because of a broken pipe\")");
+        assert_eq!(closed, Some(TlsProblem::ClosedAfterHandshake));
+        assert!(closed.unwrap().needs_identity() && !TlsProblem::NotTls.needs_identity());
         let line = TlsProblem::UnknownIssuer.describe(Some(&tls()), &seeds(&["https://127.0.0.1:2379"]));
         assert_eq!(
             line,

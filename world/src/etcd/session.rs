@@ -187,6 +187,16 @@ pub(super) async fn keep_session(inner: Arc<Inner>, first: oneshot::Sender<Resul
 /// Connects, gets a lease (the old one if it is still alive), claims the host name and
 /// re-asserts what this host owns.
 async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
+    let identity = inner.cfg.tls.as_ref().is_some_and(|t| t.identity.is_some());
+    establish_session(inner, lease).await.map_err(|refusal| match refusal {
+        Refused::Lasting(Lasting::Tls(problem)) if problem.needs_identity() && !identity => {
+            Refused::Down("the connection was closed".into())
+        }
+        other => other,
+    })
+}
+
+async fn establish_session(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
     let mut client = dial(&inner.cfg.seeds, inner.cfg.tls.as_ref()).await?;
     if inner.cfg.observer {
         // A linearizable read proves the cluster has a quorum.
