@@ -1491,7 +1491,7 @@ fn keys_of_the_old_layout_are_named_with_what_to_do() {
 #[test]
 fn a_certificate_revoked_with_tend_pki_is_refused_by_etcd() {
     let dir = tempfile::tempdir().unwrap();
-    let pki = make_pki(&dir.path().join("pki"), &["h1", "h2", "h3"]);
+    let pki = make_pki(&dir.path().join("pki"), &["h1", "h2", "h3", "root"]);
     let revoke = |name: &str| {
         let out = Command::new(TEND).args(["pki", "revoke"]).arg(&pki).arg(name).output().unwrap();
         let said = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -1517,4 +1517,8 @@ fn a_certificate_revoked_with_tend_pki_is_refused_by_etcd() {
     refused("h2");
     let (ok, err, _) = status_with(&tls_flags(&etcd.url(), &pki, &ca, "h1"));
     assert!(ok, "h1 still is taken: {err}");
+    // Taking a host's access away means nothing while etcd's authentication is off: said.
+    let out = cluster_cmd(&etcd, &pki, "root", &["revoke", "h1"]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && said.contains("authentication is off"), "{said}");
 }

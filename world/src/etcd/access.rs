@@ -195,6 +195,17 @@ pub async fn revoke(seeds: &[String], tls: Option<&Tls>, who: &Grant) -> Result<
     check_names(who)?;
     let mut client = as_root(seeds, tls).await?;
     let mut said = Vec::new();
+    // etcd turns authentication on only once its root user exists: without one it is off,
+    // and taking a user away stops nobody.
+    if let Ok(Err(e)) = tokio::time::timeout(REQUEST, client.user_get("root")).await
+        && e.to_string().contains("not found")
+    {
+        said.push(
+            "warning: etcd's authentication is off (nothing was ever granted): every certificate may still write \
+             everything; `tend cluster grant` the hosts that stay to confine them"
+                .to_string(),
+        );
+    }
     for host in &who.hosts {
         ask(&format!("user `{host}`"), client.user_delete(host.as_str())).await?;
         ask(&format!("role `{}`", host_role(host)), client.role_delete(host_role(host))).await?;
