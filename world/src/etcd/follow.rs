@@ -1,7 +1,8 @@
 //! Followers and their views: each followed topic is read at a revision, then watched from
 //! the next one (again after compaction or a new session); its view goes stale while the
-//! session is lost, is kept on disk for a run that starts while etcd is away, and shows
-//! this host's own writes at once without hiding a later write of another host.
+//! session is lost, is kept on disk (at most once a second) for a run that starts while
+//! etcd is away, and shows this host's own writes at once without hiding a later write of
+//! another host.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
