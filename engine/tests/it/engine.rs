@@ -618,27 +618,33 @@ async fn rewatch_restarts_a_failed_resource_on_the_next_swap() {
     let engine = engine(&dir);
     let log = Log::default();
     let meta = |rewatch| Meta { rewatch, reset: true, ..Meta::default() };
-    let failing = |log: &Log| {
+    let failing = |log: &Log, times| {
         let r = Scripted::new("f", log);
-        r.probe.fail_times.store(1, Ordering::SeqCst);
+        r.probe.fail_times.store(times, Ordering::SeqCst);
         r
     };
-    engine.apply(graph_with_meta(vec![(failing(&log), meta(false))], &[])).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(engine.failures().await.contains_key(&key("f")));
-    // Same params, no rewatch: the failed worker is kept as it is.
+    let engine = &engine;
+    let failed = move || async move { engine.failures().await.contains_key(&key("f")) };
+    engine.apply(graph_with_meta(vec![(failing(&log, 2), meta(false))], &[])).await.unwrap();
+    assert!(eventually(failed).await);
+    assert_eq!(log.count("f"), 1);
+    // Same params, no rewatch: the failed worker is kept as it is, and checked once more
+    // (a swap is when its cause may have passed); it fails again.
     let report = engine.apply(graph_with_meta(vec![(Scripted::new("f", &log), meta(false))], &[])).await.unwrap();
     assert_eq!(report.unchanged, [key("f")]);
+    support::until(|| log.count("f") == 2).await;
+    assert_eq!(log.count("f"), 2, "the kept failed worker is checked again");
+    assert!(eventually(failed).await);
     // Rewatch differs in meta, so this swap replaces it; a later identical swap with
     // rewatch set keeps restarting it only while it is failed.
-    engine.apply(graph_with_meta(vec![(failing(&log), meta(true))], &[])).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(engine.failures().await.contains_key(&key("f")));
+    engine.apply(graph_with_meta(vec![(failing(&log, 1), meta(true))], &[])).await.unwrap();
+    support::until(|| log.count("f") == 3).await;
+    assert!(eventually(failed).await);
     let report = engine.apply(graph_with_meta(vec![(Scripted::new("f", &log), meta(true))], &[])).await.unwrap();
     assert_eq!(report.started, [key("f")], "a failed worker with rewatch is restarted");
     assert!(engine.wait_converged(WAIT).await);
     assert!(engine.failures().await.is_empty());
-    assert_eq!(log.count("f"), 3);
+    assert_eq!(log.count("f"), 4, "{:?}", log.entries());
 }
 
 #[tokio::test]
