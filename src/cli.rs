@@ -215,6 +215,17 @@ pub enum ClusterCommand {
         #[command(flatten)]
         access: Access,
     },
+    /// Set the number of members a cluster that tend forms (`tend run --client-urls`)
+    /// grows to: agents join while it has fewer.
+    Size {
+        #[arg(value_parser = clap::value_parser!(u16).range(1..=99))]
+        size: u16,
+        /// The etcd cluster's client URLs.
+        #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', required = true)]
+        seeds: Vec<String>,
+        #[command(flatten)]
+        tls: TlsArgs,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -253,8 +264,8 @@ pub enum PkiCommand {
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// A .mcl file, or a directory holding main.mcl (or metadata.yaml). Without it (and
-    /// with --seeds), the agent runs the cluster's deploys and follows each new one.
-    #[arg(required_unless_present = "seeds")]
+    /// in a cluster), the agent runs the cluster's deploys and follows each new one.
+    #[arg(required_unless_present_any = ["seeds", "client_urls"])]
     pub path: Option<PathBuf>,
     /// Exit once the whole graph has stayed converged this many seconds (0: as soon
     /// as it converges). Exit status 1 when a resource failed.
@@ -283,16 +294,39 @@ pub struct RunArgs {
     /// joined it. Without it, the world is the local store under --prefix.
     #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',')]
     pub seeds: Vec<String>,
+    /// Serve clients of the cluster here, as a member tend runs (the real `etcd` binary,
+    /// its data under --prefix): without --seeds this agent starts a new cluster; with
+    /// them it joins while the cluster is below its ideal size, and is a client meanwhile.
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', requires = "server_urls")]
+    pub client_urls: Vec<String>,
+    /// Where this agent's member talks to the other members (its peer URLs).
+    #[arg(long, value_name = "URL[,URL…]", value_delimiter = ',', requires = "client_urls")]
+    pub server_urls: Vec<String>,
+    /// How many members the cluster grows to (mgmt's default). The first member stores
+    /// its value in the cluster and every agent follows the stored one; `tend cluster size
+    /// N` changes it.
+    #[arg(long, value_name = "N", requires = "client_urls", value_parser = clap::value_parser!(u16).range(1..=99))]
+    pub ideal_cluster_size: Option<u16>,
+    /// Never run a member: a client of the cluster at --seeds only.
+    #[arg(long, conflicts_with_all = ["client_urls", "server_urls", "ideal_cluster_size"], requires = "seeds")]
+    pub no_server: bool,
+    /// Seconds a member may be unreachable before the leader's agent removes it from the
+    /// cluster (never when that would lose quorum); a client agent is then promoted.
+    #[arg(long, value_name = "SECS", default_value_t = world::etcd::member::DEFAULT_GRACE, requires = "client_urls", value_parser = clap::value_parser!(u64).range(1..=world::etcd::member::MAX_GRACE))]
+    pub member_grace: u64,
+    /// The etcd binary members run (Debian's etcd-server installs `etcd`).
+    #[arg(long, value_name = "PATH", default_value = "etcd", requires = "client_urls")]
+    pub etcd_binary: PathBuf,
     /// Seconds this agent's etcd session outlives it: a dead agent's entries and claim
     /// vanish after this long.
-    #[arg(long, value_name = "SECS", default_value_t = 15, requires = "seeds", value_parser = clap::value_parser!(i64).range(2..=3600))]
+    #[arg(long, value_name = "SECS", default_value_t = 15, value_parser = clap::value_parser!(i64).range(2..=3600))]
     pub world_ttl: i64,
     #[command(flatten)]
     pub tls: TlsArgs,
     /// Run only deploys signed by one of these Ed25519 public keys (`tend pki init`'s
     /// deploy.pub), and never one older than a deploy this agent ran: a deploy unsigned,
     /// signed by another key or changed after signing is refused, and the status says why.
-    #[arg(long, value_name = "PUB[,PUB…]", value_delimiter = ',', requires = "seeds")]
+    #[arg(long, value_name = "PUB[,PUB…]", value_delimiter = ',')]
     pub trust_deploys: Vec<PathBuf>,
     /// Exit status 0 when nothing changed, 2 when something changed (or under --noop
     /// would), 4 when a resource failed, 6 when both (as Puppet's).

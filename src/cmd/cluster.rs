@@ -1,6 +1,7 @@
 //! `tend cluster grant` and `tend cluster revoke`: who may write what in the cluster, as
-//! etcd's users and roles (`world::etcd::access`), a line per thing done; exit status 1
-//! when etcd refused, 2 when it could not be asked.
+//! etcd's users and roles (`world::etcd::access`), a line per thing done; `tend cluster
+//! size N`: the ideal size of a cluster tend forms itself. Exit status 1 when etcd
+//! refused, 2 when it could not be asked.
 
 use std::process::ExitCode;
 
@@ -15,6 +16,12 @@ pub fn run(command: ClusterCommand) -> ExitCode {
     let (access, schedules, revoking) = match command {
         ClusterCommand::Grant { access, no_schedules } => (access, !no_schedules, false),
         ClusterCommand::Revoke { access } => (access, false, true),
+        ClusterCommand::Size { size, seeds, tls } => {
+            let done = rt.block_on(world::etcd::member::set_size(&seeds, tls.tls().as_ref(), size));
+            return finish(done.map(|()| {
+                vec![format!("the cluster grows to {size} members (agents with --client-urls join while it has fewer)")]
+            }));
+        }
     };
     let Access { hosts, operators, seeds, tls } = access;
     let who = Grant { hosts, operators, schedules };
@@ -26,6 +33,10 @@ pub fn run(command: ClusterCommand) -> ExitCode {
             access::grant(&seeds, tls.as_ref(), &who).await
         }
     });
+    finish(done)
+}
+
+fn finish(done: Result<Vec<String>, world::WorldError>) -> ExitCode {
     match done {
         Ok(lines) => {
             for line in lines {

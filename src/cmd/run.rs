@@ -57,6 +57,12 @@ pub fn run(opts: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if !opts.trust_deploys.is_empty() && opts.seeds.is_empty() && opts.client_urls.is_empty() {
+        crate::stderr::line(format_args!(
+            "error: --trust-deploys is for an agent of a cluster (--seeds, or --client-urls and --server-urls)"
+        ));
+        return ExitCode::from(2);
+    }
     let trusted = match opts.trust_deploys.as_slice() {
         [] => None,
         keys => match world::signing::Trusted::load(keys) {
@@ -139,9 +145,22 @@ pub fn run(opts: RunArgs) -> ExitCode {
         }
     };
     let hostname = crate::services::world_hostname(opts.hostname.as_deref());
+    // A member of a cluster tend forms itself: started (or joined) before the world.
+    let membership = match member_config(&opts, &hostname, &state_dir) {
+        None => None,
+        Some(cfg) => match rt.block_on(world::etcd::member::Membership::start(cfg)) {
+            Ok(m) => Some(m),
+            Err(e) => {
+                crate::stderr::line(format_args!("error: cannot form the cluster: {e}"));
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let seeds = membership.as_ref().map_or_else(|| opts.seeds.clone(), world::etcd::member::Membership::seeds);
     let config = world::Config {
         ttl: opts.world_ttl,
-        ..crate::services::world_config(&opts.seeds, opts.tls.tls(), Some(&hostname), &state_dir)
+        endpoints: membership.as_ref().map(world::etcd::member::Membership::endpoints).unwrap_or_default(),
+        ..crate::services::world_config(&seeds, opts.tls.tls(), Some(&hostname), &state_dir)
     };
     let world = match rt.block_on(world::connect(config)) {
         Ok(w) => w,
@@ -167,6 +186,9 @@ pub fn run(opts: RunArgs) -> ExitCode {
     };
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.watch_world(world.clone());
+    if let Some(m) = &membership {
+        metrics.watch_membership(m.state());
+    }
     let mut runner = Runner {
         engine: Engine::new(config),
         registry: Arc::new(registry),
@@ -182,7 +204,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
         swaps: 0,
         left_out: Vec::new(),
         state_dir,
-        cluster: !opts.seeds.is_empty(),
+        cluster: !seeds.is_empty(),
         facts: None,
         style: report::Style {
             show: !opts.quiet,
@@ -198,6 +220,10 @@ pub fn run(opts: RunArgs) -> ExitCode {
         let code = runner.main(start, hold, watch).await;
         // Leave the world: in a cluster, this host's claim and entries go at once.
         world.close().await;
+        // Then the cluster, when this agent runs one of its members.
+        if let Some(m) = membership {
+            m.leave().await;
+        }
         code
     });
     rt.shutdown_timeout(Duration::from_millis(500));
@@ -208,6 +234,28 @@ pub fn run(opts: RunArgs) -> ExitCode {
     // Dropping it piece by piece costs tens of milliseconds at 10,000 resources.
     std::mem::forget(runner);
     code
+}
+
+/// What the agent's member is given, when it runs one (`--client-urls`).
+fn member_config(
+    opts: &RunArgs,
+    hostname: &str,
+    state_dir: &std::path::Path,
+) -> Option<world::etcd::member::ServerConfig> {
+    if opts.client_urls.is_empty() {
+        return None;
+    }
+    Some(world::etcd::member::ServerConfig {
+        name: hostname.to_string(),
+        client_urls: opts.client_urls.clone(),
+        server_urls: opts.server_urls.clone(),
+        seeds: opts.seeds.clone(),
+        ideal: opts.ideal_cluster_size,
+        grace: Duration::from_secs(opts.member_grace),
+        binary: opts.etcd_binary.clone(),
+        dir: state_dir.join("etcd"),
+        tls: opts.tls.tls(),
+    })
 }
 
 /// A deploy started beside the running program, until its first output.

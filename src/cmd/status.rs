@@ -1,6 +1,7 @@
 //! `tend status --seeds URL`: the fleet as its agents describe themselves — which deploy
-//! each runs, whether it converged, what failed and why, whether its world is stale — read
-//! as an observer (nothing is claimed or written). `--format json` for machines.
+//! each runs, whether it converged, what failed and why, whether its world is stale — and
+//! etcd's members (each asked about itself), read as an observer (nothing is claimed or
+//! written). `--format json` for machines.
 
 use crate::cli::StatusFormat;
 use serde_json::{Value, json};
@@ -16,7 +17,7 @@ pub fn run(seeds: &[String], tls: Option<world::Tls>, format: StatusFormat, host
     let me = crate::services::world_hostname(hostname.as_deref());
     let state = crate::services::default_state_dir();
     let read = rt.block_on(async {
-        let config = crate::services::world_config(seeds, tls, Some(&me), &state).observing();
+        let config = crate::services::world_config(seeds, tls.clone(), Some(&me), &state).observing();
         let world = world::connect(config).await.map_err(|e| e.to_string())?;
         let mut statuses = world.follow(&Topic::Statuses);
         let mut deploys = world.follow(&Topic::Deploys);
@@ -30,9 +31,10 @@ pub fn run(seeds: &[String], tls: Option<world::Tls>, format: StatusFormat, host
         let latest: Option<u64> = deploys.borrow().entries.get("latest").and_then(|v| v.parse().ok());
         let agents: Vec<Value> =
             statuses.borrow().entries.values().map(|r| serde_json::from_str(r).unwrap_or(Value::Null)).collect();
-        Ok::<_, String>((latest, agents))
+        let survey = world::etcd::member::survey(seeds, tls.as_ref()).await.ok();
+        Ok::<_, String>((latest, agents, survey))
     });
-    let (latest, agents) = match read {
+    let (latest, agents, survey) = match read {
         Ok(x) => x,
         Err(e) => {
             crate::stderr::line(format_args!("error: {e}"));
@@ -42,11 +44,22 @@ pub fn run(seeds: &[String], tls: Option<world::Tls>, format: StatusFormat, host
     let records = agents.iter().enumerate().map(|(i, a)| (i.to_string(), a.to_string())).collect();
     let converged = latest.is_some_and(|l| crate::cmd::run::fleet_converged(&records, l));
     match format {
-        StatusFormat::Json => crate::stdout::line(format_args!(
-            "{:#}",
-            json!({"latest_deploy": latest, "fleet_converged": converged, "agents": agents})
-        )),
-        StatusFormat::Text => crate::stdout::print(format_args!("{}", table(latest, &agents, converged))),
+        StatusFormat::Json => {
+            let mut doc = json!({"latest_deploy": latest, "fleet_converged": converged, "agents": agents});
+            if let Some(s) = &survey {
+                doc["members"] = s.members.iter().map(member_json).collect();
+                doc["ideal_cluster_size"] = json!(s.ideal);
+                doc["membership_note"] = json!(s.note);
+            }
+            crate::stdout::line(format_args!("{doc:#}"))
+        }
+        StatusFormat::Text => {
+            let mut text = table(latest, &agents, converged);
+            if let Some(s) = &survey {
+                text.push_str(&members_table(s));
+            }
+            crate::stdout::print(format_args!("{text}"))
+        }
     }
     ExitCode::SUCCESS
 }
@@ -122,5 +135,49 @@ fn table(latest: Option<u64>, agents: &[Value], converged: bool) -> String {
     } else {
         "the fleet has not converged on the latest deploy\n"
     });
+    out
+}
+
+fn member_json(m: &world::etcd::member::MemberView) -> Value {
+    json!({
+        "name": m.name,
+        "id": format!("{:x}", m.id),
+        "client_urls": m.client_urls,
+        "peer_urls": m.peer_urls,
+        "leader": m.leader,
+        "healthy": m.healthy,
+    })
+}
+
+/// etcd's members: name, client URLs, leader, healthy; the ideal size and why a dead
+/// member was left in, when one was.
+fn members_table(s: &world::etcd::member::Survey) -> String {
+    let mut out = match s.ideal {
+        Some(n) => format!("\netcd members: {} (grows to {n})\n", s.members.len()),
+        None => format!("\netcd members: {}\n", s.members.len()),
+    };
+    let rows: Vec<[String; 3]> = s
+        .members
+        .iter()
+        .map(|m| {
+            let name = if m.name.is_empty() { format!("{:x} (not started)", m.id) } else { m.name.clone() };
+            let state = match (m.healthy, m.leader) {
+                (true, true) => "healthy, leader",
+                (true, false) => "healthy",
+                (false, _) => "unreachable",
+            };
+            [name, m.client_urls.join(","), state.to_string()]
+        })
+        .collect();
+    let header = ["MEMBER", "CLIENT URLS", "STATE"];
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).chain([header[i].len()]).max().unwrap_or(0);
+    let (w0, w1) = (width(0), width(1));
+    out.push_str(&format!("{:<w0$}  {:<w1$}  {}\n", header[0], header[1], header[2]));
+    for r in &rows {
+        out.push_str(&format!("{:<w0$}  {:<w1$}  {}\n", r[0], r[1], r[2]));
+    }
+    if let Some(note) = &s.note {
+        out.push_str(&format!("note: {note}\n"));
+    }
     out
 }

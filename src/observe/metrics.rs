@@ -150,6 +150,13 @@ pub struct Metrics {
     states: Mutex<BTreeMap<ResKey, &'static str>>,
     /// The world the run shares with other hosts (its link is read at each scrape).
     world: std::sync::OnceLock<Arc<dyn world::World>>,
+    /// The membership of a cluster this agent forms with others (`--client-urls`).
+    membership: std::sync::OnceLock<tokio::sync::watch::Receiver<world::etcd::member::MemberState>>,
+    cluster_member: Gauge,
+    cluster_members: Gauge,
+    cluster_healthy: Gauge,
+    cluster_leader: Gauge,
+    cluster_ideal: Gauge,
     /// One scrape at a time (the values read at a scrape are set, then written).
     rendering: Mutex<()>,
 }
@@ -244,6 +251,17 @@ impl Metrics {
             reg(r, "tend_world_watch_events", "Watch events received from the store", Counter::default());
         let world_owned =
             reg(r, "tend_world_owned_keys", "Keys this host owns (bound to its session)", Gauge::default());
+        let cluster_member =
+            reg(r, "tend_cluster_member", "1 while this agent runs a member of the etcd cluster", Gauge::default());
+        let cluster_members = reg(r, "tend_cluster_members", "Members of the etcd cluster", Gauge::default());
+        let cluster_healthy = reg(
+            r,
+            "tend_cluster_members_healthy",
+            "Members that answer (measured by the leader's agent; -1 elsewhere)",
+            Gauge::default(),
+        );
+        let cluster_leader = reg(r, "tend_cluster_leader", "1 while this agent's member leads", Gauge::default());
+        let cluster_ideal = reg(r, "tend_cluster_ideal_size", "The size the cluster grows to", Gauge::default());
         for state in STATES {
             let _made = resources.get_or_create(&State { state });
         }
@@ -274,6 +292,12 @@ impl Metrics {
             world_owned,
             states: Mutex::default(),
             world: Default::default(),
+            membership: Default::default(),
+            cluster_member,
+            cluster_members,
+            cluster_healthy,
+            cluster_leader,
+            cluster_ideal,
             rendering: Mutex::default(),
         }
     }
@@ -281,6 +305,11 @@ impl Metrics {
     /// Reports on `world`'s link to its store from now on.
     pub fn watch_world(&self, world: Arc<dyn world::World>) {
         let _ = self.world.set(world);
+    }
+
+    /// Reports on the membership of the cluster this agent forms with others.
+    pub fn watch_membership(&self, state: tokio::sync::watch::Receiver<world::etcd::member::MemberState>) {
+        let _ = self.membership.set(state);
     }
 
     fn states(&self) -> MutexGuard<'_, BTreeMap<ResKey, &'static str>> {
@@ -404,6 +433,14 @@ impl Metrics {
             let seen = self.world_events.get();
             self.world_events.inc_by(h.events.saturating_sub(seen));
             self.world_owned.set(h.owned as i64);
+        }
+        if let Some(state) = self.membership.get() {
+            let m = state.borrow().clone();
+            self.cluster_member.set(i64::from(m.member));
+            self.cluster_members.set(m.members as i64);
+            self.cluster_healthy.set(m.healthy.map_or(-1, |h| h as i64));
+            self.cluster_leader.set(i64::from(m.leader));
+            self.cluster_ideal.set(m.ideal as i64);
         }
         let mut out = String::with_capacity(4096);
         // Writing to a String cannot fail.

@@ -2,7 +2,7 @@
 //! given, else the etcd cluster they name, as an agent or as an observer.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::watch::PathWatcher;
 use crate::{LocalWorld, Tls, World, WorldError};
@@ -28,6 +28,24 @@ pub struct Config {
     pub watcher: Option<Arc<dyn PathWatcher>>,
     /// TLS to etcd (`https://` seeds): the CA, and this client's certificate if etcd asks.
     pub tls: Option<Tls>,
+    /// Client URLs learnt since the start (the members of a cluster tend forms itself),
+    /// tried with the seeds whenever the session connects again: an agent outlives the
+    /// seed it started from.
+    pub endpoints: Endpoints,
+}
+
+/// A list of client URLs one part of the agent keeps current and another dials.
+#[derive(Clone, Debug, Default)]
+pub struct Endpoints(Arc<Mutex<Vec<String>>>);
+
+impl Endpoints {
+    pub fn set(&self, urls: Vec<String>) {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = urls;
+    }
+
+    pub fn get(&self) -> Vec<String> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
 }
 
 impl Config {
@@ -41,7 +59,19 @@ impl Config {
             observer: false,
             watcher: None,
             tls: None,
+            endpoints: Endpoints::default(),
         }
+    }
+
+    /// The seeds, then the endpoints learnt since, each once.
+    pub fn dial_urls(&self) -> Vec<String> {
+        let mut urls = self.seeds.clone();
+        for url in self.endpoints.get() {
+            if !urls.contains(&url) {
+                urls.push(url);
+            }
+        }
+        urls
     }
 
     /// The same, only reading.

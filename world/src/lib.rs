@@ -39,7 +39,7 @@ pub mod watch;
 
 pub use api::{Health, World, Written};
 pub use bundle::{Bundle, Deploy, Parent};
-pub use connect::{Config, connect, valid_hostname};
+pub use connect::{Config, Endpoints, connect, valid_hostname};
 pub use detached::Detached;
 pub use error::WorldError;
 pub use escape::{escape, unescape};

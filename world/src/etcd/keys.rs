@@ -94,6 +94,27 @@ pub(super) fn export_key(from: &str, to: &str, kind: &str, name: &str) -> String
     format!("{}{}/{}/{}/{}", exports_root(), escape(from), escape(to), escape(kind), escape(name))
 }
 
+/// The cluster's membership, as the agents that run its members manage it: the ideal
+/// size, who is joining, and why a removal was refused.
+pub fn cluster_root() -> String {
+    format!("{PREFIX}cluster/")
+}
+
+/// How many members the cluster grows to (`tend cluster size N`).
+pub fn cluster_size() -> String {
+    format!("{}size", cluster_root())
+}
+
+/// Held (with a lease) by the agent adding itself as a member: one joins at a time.
+pub(super) fn cluster_joining() -> String {
+    format!("{}joining", cluster_root())
+}
+
+/// Why the leader's agent left a dead member in (a removal that would lose quorum).
+pub(super) fn cluster_note() -> String {
+    format!("{}note", cluster_root())
+}
+
 /// Everything about deploys (written by those who deploy, read by every agent).
 pub fn deploy_root() -> String {
     format!("{PREFIX}deploy/")

@@ -64,13 +64,15 @@
 //! The backend by concern: [`session`] (lease, host-name claim, keep-alive), [`follow`]
 //! (followers and their views), [`write`] (idempotent writes and what this host owns),
 //! [`schedule`] (the leader that chooses), [`exports`], [`deploys`], [`access`] (etcd's
-//! users and roles: `tend cluster grant` and `revoke`).
+//! users and roles: `tend cluster grant` and `revoke`), [`member`] (the etcd members tend
+//! runs itself: `--client-urls`, `--server-urls`).
 
 pub mod access;
 mod deploys;
 mod exports;
 mod follow;
 pub mod keys;
+pub mod member;
 mod schedule;
 mod session;
 mod write;
@@ -120,6 +122,10 @@ struct Inner {
     /// Round trip of the last keep-alive, in microseconds (0: none yet).
     latency_us: AtomicU64,
     stale_since: Mutex<Option<SystemTime>>,
+    /// The earliest the session's lease may expire in etcd (its last renewal's send time
+    /// plus the TTL etcd gave it): past it, this host no longer counts on what its lease
+    /// held ([`schedule::relinquish`]).
+    lease_deadline: Mutex<Option<std::time::Instant>>,
     stop: CancellationToken,
 }
 
@@ -159,10 +165,14 @@ impl EtcdWorld {
             events: AtomicU64::new(0),
             latency_us: AtomicU64::new(0),
             stale_since: Mutex::new(Some(SystemTime::now())),
+            lease_deadline: Mutex::new(None),
             stop: CancellationToken::new(),
         });
         let (first_tx, first_rx) = oneshot::channel();
         tokio::spawn(session::keep_session(inner.clone(), first_tx));
+        if !inner.cfg.observer {
+            tokio::spawn(schedule::relinquish(inner.clone()));
+        }
         match tokio::time::timeout(FIRST_WAIT, first_rx).await {
             Ok(Ok(Err(e))) => {
                 inner.stop.cancel();

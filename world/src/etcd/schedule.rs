@@ -16,6 +16,66 @@ use super::write::is_outage;
 use super::{Inner, MAX_BACKOFF, REQUEST, keys};
 use crate::{Candidacy, choose, unescape};
 
+/// Without a session for longer than its lease could last, this host can no longer
+/// confirm it is still chosen (the others may have chosen another in its place): it
+/// drops itself from every schedule's view until etcd answers again, so two hosts never
+/// both act on a `max => 1` role for longer than the lease.
+pub(super) async fn relinquish(inner: Arc<Inner>) {
+    let mut sessions = inner.session.subscribe();
+    loop {
+        // Until the session is lost.
+        while sessions.borrow_and_update().is_some() {
+            tokio::select! {
+                changed = sessions.changed() => if changed.is_err() { return },
+                _ = inner.stop.cancelled() => return,
+            }
+        }
+        let deadline = *super::lock(&inner.lease_deadline);
+        if let Some(deadline) = deadline {
+            tokio::select! {
+                _ = tokio::time::sleep_until(deadline.into()) => {}
+                changed = sessions.changed() => {
+                    if changed.is_err() { return }
+                    continue;
+                }
+                _ = inner.stop.cancelled() => return,
+            }
+        }
+        if sessions.borrow().is_some() {
+            continue;
+        }
+        let host = inner.cfg.hostname.as_str();
+        let mut dropped = Vec::new();
+        for (topic, tx) in super::lock(&inner.followed).iter() {
+            let crate::Topic::Schedule(ns) = topic else { continue };
+            let changed = tx.send_if_modified(|v| {
+                if !v.stale || !v.entries.contains_key(host) {
+                    return false;
+                }
+                let mut view = (**v).clone();
+                view.entries.remove(host);
+                *v = Arc::new(view);
+                true
+            });
+            if changed {
+                dropped.push(ns.clone());
+            }
+        }
+        if !dropped.is_empty() {
+            tracing::warn!(
+                host,
+                schedules = %dropped.join(","),
+                "etcd has been away longer than this host's lease: it gives up its schedule roles until etcd answers"
+            );
+        }
+        // Wait for the session to come back before watching for its loss again.
+        tokio::select! {
+            changed = sessions.changed() => if changed.is_err() { return },
+            _ = inner.stop.cancelled() => return,
+        }
+    }
+}
+
 /// Campaigns for choosing the schedules, and chooses while it leads (see the module's
 /// documentation); again after every lost session or deposition.
 pub(super) async fn lead_schedules(inner: Arc<Inner>) {

@@ -197,24 +197,26 @@ async fn establish(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), R
 }
 
 async fn establish_session(inner: &Inner, lease: Option<i64>) -> Result<(Client, i64), Refused> {
-    let mut client = dial(&inner.cfg.seeds, inner.cfg.tls.as_ref()).await?;
+    let mut client = dial(&inner.cfg.dial_urls(), inner.cfg.tls.as_ref()).await?;
     if inner.cfg.observer {
         // A linearizable read proves the cluster has a quorum.
         tokio::time::timeout(REQUEST, client.get(PREFIX, Some(GetOptions::new().with_keys_only().with_limit(1))))
             .await??;
         return Ok((client, 0));
     }
+    let sent = Instant::now();
     let alive = match lease {
         Some(id) => {
             let ttl = tokio::time::timeout(REQUEST, client.lease_time_to_live(id, None)).await??.ttl();
-            (ttl > 0).then_some(id)
+            (ttl > 0).then_some((id, ttl))
         }
         None => None,
     };
-    let id = match alive {
-        Some(id) => id,
-        None => tokio::time::timeout(REQUEST, client.lease_grant(inner.cfg.ttl, None)).await??.id(),
+    let (id, ttl) = match alive {
+        Some(alive) => alive,
+        None => (tokio::time::timeout(REQUEST, client.lease_grant(inner.cfg.ttl, None)).await??.id(), inner.cfg.ttl),
     };
+    inner.renewed(sent, ttl);
     claim(inner, &mut client, id).await?;
     let owned: Vec<(String, (String, bool))> = lock(&inner.owned).iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     for (key, (value, leased)) in owned {
@@ -243,11 +245,17 @@ pub(super) async fn old_layout(client: &mut Client) -> Option<String> {
 /// A client of the cluster at `seeds` (over TLS with `tls`), its files read now: renewed
 /// certificates are picked up at the next connection, without a restart.
 pub(super) async fn dial(seeds: &[String], tls: Option<&Tls>) -> Result<Client, Refused> {
+    dial_to(seeds, tls, true).await
+}
+
+/// [`dial`], where `leader` says whether requests need the cluster to have a leader (a
+/// member's own status does not).
+pub(super) async fn dial_to(seeds: &[String], tls: Option<&Tls>, leader: bool) -> Result<Client, Refused> {
     let mut options = ConnectOptions::new()
         .with_connect_timeout(REQUEST)
         .with_keep_alive(Duration::from_secs(2), Duration::from_secs(2))
         .with_keep_alive_while_idle(true)
-        .with_require_leader(true);
+        .with_require_leader(leader);
     if let Some(tls) = tls {
         let files = tls.read().map_err(|e| Refused::Lasting(Lasting::Files(e)))?;
         let mut config = etcd_client::TlsOptions::new().ca_certificate(etcd_client::Certificate::from_pem(files.ca));
@@ -377,6 +385,7 @@ async fn keep_alive(inner: &Inner, mut client: Client, id: i64) -> Lapse {
         match tokio::time::timeout(period.min(REQUEST), stream.message()).await {
             Ok(Ok(Some(resp))) if resp.ttl() > 0 => {
                 inner.latency_us.store(sent.elapsed().as_micros().max(1) as u64, Ordering::Relaxed);
+                inner.renewed(sent, resp.ttl());
             }
             Ok(Ok(Some(_))) => return Lapse::Expired,
             Ok(Ok(None)) => return Lapse::Lost("the keep-alive stream ended".into()),
@@ -430,6 +439,11 @@ impl Inner {
             }
             _ => {}
         }
+    }
+
+    /// The lease was renewed (or granted) by a request sent at `sent`, for `ttl` seconds.
+    fn renewed(&self, sent: Instant, ttl: i64) {
+        *lock(&self.lease_deadline) = Some(sent + Duration::from_secs(ttl.max(0) as u64));
     }
 
     /// Waits `period`; false when the agent stops meanwhile.
