@@ -1002,6 +1002,27 @@ fn a_deploy_nested_too_deeply_is_refused_by_the_agent_which_keeps_its_program() 
     assert!(agent.alive(), "{}", agent.log());
 }
 
+/// gRPC's balancer sends requests to a URL where nothing listens as if it were up: a dead
+/// seed among several must not keep an agent (or `tend status`) out.
+#[test]
+fn a_dead_seed_among_several_does_not_keep_an_agent_out() {
+    let Some(etcd) = start_etcd() else { return };
+    let url = etcd.url();
+    let scheme = if url.starts_with("https://") { "https" } else { "http" };
+    let seeds = format!("{scheme}://127.0.0.1:{},{url}", free_port());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let agent = Agent::start(dir.path(), "h1", &seeds, 5, &program(&out, "h1", "hello", true));
+    let file = out.join("h1.txt");
+    let want = line("hello", &["h1"]);
+    assert!(wait_until(T, || read(&file) == want), "{:?}; log:\n{}", read(&file), agent.log());
+    let started = Instant::now();
+    let status = Command::new(TEND).args(["status", "--seeds", &seeds]).args(tls_of(&url, "op")).output().unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    assert!(started.elapsed() < Duration::from_secs(4), "status took {:?}", started.elapsed());
+}
+
 /// Issue 45, defect 7: a garbage value at a host's claim key (1.5 MB, bound to no lease)
 /// locked that host out for good, with advice that did not help and the whole value in the
 /// message. It is taken over with a warning that quotes a short prefix, and the agent runs.

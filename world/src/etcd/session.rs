@@ -264,7 +264,54 @@ pub(super) async fn dial_to(seeds: &[String], tls: Option<&Tls>, leader: bool) -
         }
         options = options.with_tls(config);
     }
-    Ok(tokio::time::timeout(REQUEST, Client::connect(seeds, Some(options))).await??)
+    let live = match seeds {
+        [_] => seeds.to_vec(),
+        _ => vec![answering(seeds, &options).await?],
+    };
+    Ok(tokio::time::timeout(REQUEST, Client::connect(live, Some(options))).await??)
+}
+
+/// The bound on one member's answer when choosing among several.
+const PROBE: Duration = Duration::from_secs(2);
+
+/// Of several client URLs, the first to answer whose member has a leader (else the first
+/// that answers at all). The client is then made with that URL alone: gRPC's balancer
+/// counts a URL where nothing listens as ready and fails the requests it sends there, so
+/// one dead seed among three would otherwise keep an agent out. When that member goes,
+/// the session lapses and the next dial picks another. None answering: the first error.
+async fn answering(seeds: &[String], options: &ConnectOptions) -> Result<String, Refused> {
+    use futures::StreamExt;
+    let probe = options.clone().with_require_leader(false);
+    let mut asked: futures::stream::FuturesUnordered<_> = seeds
+        .iter()
+        .map(|seed| {
+            let probe = probe.clone();
+            async move {
+                let ask = async {
+                    let mut client = Client::connect([seed.as_str()], Some(probe)).await?;
+                    client.status().await
+                };
+                (seed, tokio::time::timeout(PROBE, ask).await)
+            }
+        })
+        .collect();
+    let mut leaderless = None;
+    let mut first_error = None;
+    while let Some((seed, answer)) = asked.next().await {
+        match answer {
+            Ok(Ok(status)) if status.leader() != 0 => return Ok(seed.clone()),
+            Ok(Ok(_)) => {
+                leaderless.get_or_insert_with(|| seed.clone());
+            }
+            Ok(Err(e)) => {
+                first_error.get_or_insert(Refused::from(e));
+            }
+            Err(_) => {
+                first_error.get_or_insert(Refused::Down(format!("{seed} does not answer")));
+            }
+        }
+    }
+    leaderless.ok_or_else(|| first_error.unwrap_or_else(|| Refused::Down("no seed answers".into())))
 }
 
 /// Where the agent remembers its session's lease.

@@ -602,9 +602,15 @@ impl Shared {
             }
         }
         dead_since.retain(|id, _| members.iter().any(|m| m.id() == *id));
+        // A member added but not started yet is being joined while its agent holds the
+        // joining key: not dead.
+        let joining = match ask(client.get(keys::cluster_joining(), None)).await {
+            Ok(r) => !r.kvs().is_empty(),
+            Err(_) => true,
+        };
         let mut note = None;
         for (m, since) in dead {
-            if since.elapsed() < self.cfg.grace {
+            if since.elapsed() < self.cfg.grace || (joining && m.name().is_empty()) {
                 continue;
             }
             let name = if m.name().is_empty() { format!("{:x} (never started)", m.id()) } else { m.name().to_string() };
