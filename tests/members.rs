@@ -61,6 +61,26 @@ impl Agent {
         agent
     }
 
+    /// An agent that never runs a member (`--no-server`), a client of `seeds`.
+    fn client_only(dir: &Path, name: &str, program: &str, seeds: &[String]) -> Agent {
+        let home = dir.join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        let mut extra = vec!["--no-server".to_string()];
+        extra.extend_from_slice(seeds);
+        let mut agent = Agent {
+            name: name.to_string(),
+            netns: None,
+            child: None,
+            client: String::new(),
+            peer: String::new(),
+            home,
+            extra,
+            program: program.to_string(),
+        };
+        agent.spawn();
+        agent
+    }
+
     /// [`Agent::start`] inside network namespace `ns`, its member at `addr`.
     fn start_in(dir: &Path, ns: &str, addr: &str, name: &str, program: &str, extra: &[String]) -> Agent {
         let home = dir.join(name);
@@ -96,7 +116,7 @@ impl Agent {
             .arg(self.home.join("main.mcl"))
             .arg("--prefix")
             .arg(self.home.join("state"))
-            .args(["--client-urls", &self.client, "--server-urls", &self.peer])
+            .args(member_flags(&self.client, &self.peer))
             .args(["--world-ttl", "5"])
             .args(&self.extra)
             .env("NO_COLOR", "1")
@@ -137,6 +157,14 @@ impl Agent {
     }
 }
 
+/// The URL flags of an agent that may run a member; none for a client-only one.
+fn member_flags(client: &str, peer: &str) -> Vec<String> {
+    if client.is_empty() {
+        return Vec::new();
+    }
+    ["--client-urls", client, "--server-urls", peer].map(str::to_string).to_vec()
+}
+
 impl Drop for Agent {
     fn drop(&mut self) {
         self.stop(Duration::from_secs(30));
@@ -144,16 +172,18 @@ impl Drop for Agent {
 }
 
 fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
-    let start = Instant::now();
-    loop {
-        if cond() {
-            return true;
-        }
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    testkit::daemon::eventually(limit, &mut cond)
+}
+
+/// The agent's `/metrics` page on `port` (empty when it does not answer).
+fn scrape(port: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n");
+    let mut page = String::new();
+    let _ = s.read_to_string(&mut page);
+    page
 }
 
 fn read(path: &Path) -> String {
@@ -312,14 +342,15 @@ fn agents_form_a_cluster_replace_a_dead_member_and_shrink_on_a_clean_stop() {
 }
 
 #[test]
-fn an_ideal_size_of_one_keeps_the_other_agents_clients() {
+fn an_ideal_size_keeps_the_other_agents_clients_and_no_server_agents_never_join() {
     if !etcd_here() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     std::fs::create_dir_all(&out).unwrap();
-    let one = ["--ideal-cluster-size".to_string(), "1".to_string()];
+    let metrics = free_port();
+    let one = ["--ideal-cluster-size", "1", "--metrics", &format!("127.0.0.1:{metrics}")].map(str::to_string);
     let a = Agent::start(dir.path(), "a", &program(&out, "a", "a", "hello"), &one, "http");
     let url = a.client.clone();
     let mut extra = a.seeds(&[]);
@@ -344,8 +375,27 @@ fn an_ideal_size_of_one_keeps_the_other_agents_clients() {
         a.log()
     );
     assert!(a.log().contains("starting it again"), "{}", a.log());
-    // The last member stays when its agent stops: a restart serves the same cluster.
-    drop(b);
+    let page = scrape(metrics);
+    for series in
+        ["tend_cluster_member 1", "tend_cluster_members 1", "tend_cluster_leader 1", "tend_cluster_ideal_size 1"]
+    {
+        assert!(page.lines().any(|l| l == series), "{series} not in:\n{page}");
+    }
+    // `tend cluster size 3`: b is promoted; c, started with --no-server, never is.
+    let c = Agent::client_only(dir.path(), "c", &program(&out, "c", "a", ""), &a.seeds(&[]));
+    assert!(wait_until(T, || read(&out.join("c.txt")) == "hello\n"), "c: {}", c.log());
+    let sized = Command::new(TEND).args(["cluster", "size", "3", "--seeds", &url]).output().unwrap();
+    assert!(sized.status.success(), "{}", String::from_utf8_lossy(&sized.stderr));
+    let ab = vec!["a".to_string(), "b".to_string()];
+    assert!(wait_until(T, || healthy_members(&url, &[]) == ab), "{:?}\nb:\n{}", status(&url, &[]), b.log());
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(healthy_members(&url, &[]), ab, "c joined: {}", c.log());
+    assert!(etcds_under(&dir.path().join("c")).is_empty());
+    assert!(wait_until(T, || scrape(metrics).lines().any(|l| l == "tend_cluster_members 2")));
+    // b leaves again, and the last member stays when its agent stops: a restart serves the
+    // same cluster.
+    drop((b, c));
+    assert_eq!(healthy_members(&url, &[]), vec!["a".to_string()], "b did not leave");
     let mut a = a;
     assert!(a.stop(T));
     assert!(a.log().contains("the last member stays"), "{}", a.log());
