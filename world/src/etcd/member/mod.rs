@@ -227,11 +227,6 @@ impl Membership {
         self.shared.state.subscribe()
     }
 
-    /// The running member's PID (tests, and the log).
-    pub async fn pid(&self) -> Option<u32> {
-        self.shared.supervisor.lock().await.as_ref().and_then(process::Supervisor::pid)
-    }
-
     /// A clean stop: removes this member from the cluster when that keeps quorum (the
     /// last member stays, with its data), then stops it.
     pub async fn leave(mut self) {
@@ -462,12 +457,8 @@ impl Shared {
         if others.is_empty() {
             return Leave::Last;
         }
-        let mut healthy = 0;
-        for m in &others {
-            if self.healthy(m).await {
-                healthy += 1;
-            }
-        }
+        let answers = futures::future::join_all(others.iter().map(|m| self.healthy(m))).await;
+        let healthy = answers.into_iter().filter(|up| *up).count();
         if !quorum::may_remove(list.members().len(), healthy) {
             return Leave::Again(format!(
                 "leaving would lose quorum: {healthy} of the {} other members answer",
@@ -482,14 +473,7 @@ impl Shared {
 
     /// Whether member `m` serves (started and answering its status).
     async fn healthy(&self, m: &etcd_client::Member) -> bool {
-        if m.name().is_empty() || m.client_urls().is_empty() {
-            return false;
-        }
-        let probe = async {
-            let mut client = dial_to(m.client_urls(), self.cfg.tls.as_ref(), false).await.ok()?;
-            client.status().await.ok()
-        };
-        matches!(tokio::time::timeout(PROBE, probe).await, Ok(Some(_)))
+        !m.name().is_empty() && status_of(m.client_urls(), self.cfg.tls.as_ref()).await.is_some()
     }
 
     /// Watches the membership until stopped: keeps the endpoints current, joins when a
@@ -573,11 +557,7 @@ impl Shared {
 
     /// Whether member `me` (this agent's) is the leader, as it says itself.
     async fn leads(&self, me: u64) -> bool {
-        let probe = async {
-            let mut own = dial_to(&self.cfg.client_urls, self.cfg.tls.as_ref(), false).await.ok()?;
-            own.status().await.ok()
-        };
-        matches!(tokio::time::timeout(PROBE, probe).await, Ok(Some(s)) if s.leader() == me)
+        status_of(&self.cfg.client_urls, self.cfg.tls.as_ref()).await.is_some_and(|s| s.leader() == me)
     }
 
     /// The leader's agent's round: probes every other member, removes one unreachable
@@ -590,10 +570,12 @@ impl Shared {
         me: u64,
         dead_since: &mut HashMap<u64, Instant>,
     ) -> (usize, Option<String>) {
+        let others: Vec<&etcd_client::Member> = members.iter().filter(|m| m.id() != me).collect();
+        let answers = futures::future::join_all(others.iter().map(|m| self.healthy(m))).await;
         let mut healthy = 1;
         let mut dead = Vec::new();
-        for m in members.iter().filter(|m| m.id() != me) {
-            if self.healthy(m).await {
+        for (m, up) in others.into_iter().zip(answers) {
+            if up {
                 healthy += 1;
                 dead_since.remove(&m.id());
             } else {
@@ -656,13 +638,30 @@ enum Leave {
     Again(String),
 }
 
+/// What the member serving at `urls` says of itself; `None` when it does not answer
+/// within [`PROBE`].
+async fn status_of(urls: &[String], tls: Option<&Tls>) -> Option<etcd_client::StatusResponse> {
+    if urls.is_empty() {
+        return None;
+    }
+    let probe = async { dial_to(urls, tls, false).await.ok()?.status().await.ok() };
+    tokio::time::timeout(PROBE, probe).await.ok().flatten()
+}
+
+/// The value at `key`; `None` when there is none or etcd does not answer.
+async fn read(client: &mut Client, key: String) -> Option<String> {
+    let resp = ask(client.get(key, None)).await.ok()?;
+    resp.kvs().first().and_then(|kv| kv.value_str().ok()).map(str::to_string)
+}
+
+/// The ideal size stored in the cluster.
+async fn stored_size(client: &mut Client) -> Option<usize> {
+    read(client, keys::cluster_size()).await?.trim().parse().ok()
+}
+
 /// The ideal size stored in the cluster, else `given`, else the default.
 async fn ideal_size(client: &mut Client, given: Option<u16>) -> usize {
-    let stored = ask(client.get(keys::cluster_size(), None))
-        .await
-        .ok()
-        .and_then(|r| r.kvs().first().and_then(|kv| kv.value_str().ok()).and_then(|v| v.trim().parse::<usize>().ok()));
-    stored.unwrap_or(usize::from(given.unwrap_or(DEFAULT_IDEAL)))
+    stored_size(client).await.unwrap_or(usize::from(given.unwrap_or(DEFAULT_IDEAL)))
 }
 
 /// `tend cluster size N`: stores the ideal size every agent follows.
@@ -696,30 +695,21 @@ pub struct Survey {
 pub async fn survey(seeds: &[String], tls: Option<&Tls>) -> Result<Survey, WorldError> {
     let mut client = dial_to(seeds, tls, false).await.map_err(|r| WorldError::Etcd(refusal(r)))?;
     let list = ask(client.member_list()).await.map_err(WorldError::Etcd)?;
-    let mut members = Vec::new();
-    for m in list.members() {
-        let status = async {
-            let mut c = dial_to(m.client_urls(), tls, false).await.ok()?;
-            c.status().await.ok()
-        };
-        let status = match m.client_urls().is_empty() {
-            true => None,
-            false => tokio::time::timeout(PROBE, status).await.ok().flatten(),
-        };
-        members.push(MemberView {
+    let statuses = futures::future::join_all(list.members().iter().map(|m| status_of(m.client_urls(), tls))).await;
+    let members = list
+        .members()
+        .iter()
+        .zip(statuses)
+        .map(|(m, status)| MemberView {
             name: m.name().to_string(),
             id: m.id(),
             client_urls: m.client_urls().to_vec(),
             peer_urls: m.peer_urls().to_vec(),
             leader: status.as_ref().is_some_and(|s| s.leader() == m.id()),
             healthy: status.is_some(),
-        });
-    }
-    let stored = ask(client.get(keys::cluster_size(), None)).await.ok();
-    let ideal = stored.as_ref().and_then(|r| r.kvs().first()).and_then(|kv| kv.value_str().ok()?.parse().ok());
-    let note = ask(client.get(keys::cluster_note(), None))
-        .await
-        .ok()
-        .and_then(|r| r.kvs().first().and_then(|kv| kv.value_str().ok().map(str::to_string)));
+        })
+        .collect();
+    let ideal = stored_size(&mut client).await;
+    let note = read(&mut client, keys::cluster_note()).await;
     Ok(Survey { members, ideal, note })
 }

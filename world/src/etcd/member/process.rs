@@ -76,11 +76,6 @@ impl Supervisor {
         self.ended.clone()
     }
 
-    /// The member's PID while it runs.
-    pub(super) fn pid(&self) -> Option<u32> {
-        Some(self.pid.load(Ordering::SeqCst)).filter(|p| *p != 0)
-    }
-
     /// Stops the member (SIGTERM, then SIGKILL after [`STOP_WAIT`]) and its supervisor.
     pub(super) async fn stop(mut self) {
         self.stop.store(true, Ordering::SeqCst);
