@@ -120,7 +120,10 @@ fn a_daemon_survives_a_hostile_session() {
     matches(&daemon, "an edit", &with_fact(third, "fact-3"));
 
     // A directory tend made removed whole, with its file.
-    std::fs::remove_dir_all(daemon.path("out/d")).unwrap();
+    // Renamed away first, so the removal is one step as the daemon sees it: removing the tree
+    // in place races the daemon repairing it (a file recreated between unlink and rmdir).
+    std::fs::rename(daemon.path("out/d"), daemon.path("out/gone-d")).unwrap();
+    std::fs::remove_dir_all(daemon.path("out/gone-d")).unwrap();
     matches(&daemon, "a managed directory removed", &with_fact(third, "fact-3"));
     drift(&daemon, "a managed directory removed", &with_fact(third, "fact-3"));
     assert!(daemon.alive());
