@@ -33,6 +33,14 @@ pub enum LogFormat {
     Json,
 }
 
+#[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq)]
+pub enum FunctionsFormat {
+    /// One line each: name, signatures, first line of the doc.
+    Text,
+    /// One JSON document: `[{"name", "signatures", "doc"}]`.
+    Json,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Parse, resolve, type-check and build the function graph of a program.
@@ -44,6 +52,14 @@ pub enum Command {
         /// `--deny warnings`: a warning (an unused bind or import) fails the check.
         #[arg(long, value_name = "warnings", value_parser = ["warnings"])]
         deny: Option<String>,
+    },
+    /// List the function library: each function's name, signatures and what it does (the
+    /// functions a program may call after importing their package).
+    Functions {
+        /// Only the functions whose name starts with this (e.g. `golang/math.` or `net.`).
+        prefix: Option<String>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: FunctionsFormat,
     },
     /// Rewrite mcl files in mgmt's canonical layout (directories recursively; `-`: stdin to
     /// stdout); prints the files it changed.

@@ -4,6 +4,7 @@ pub mod check;
 pub mod cluster;
 pub mod deploy;
 pub mod fmt;
+pub mod functions;
 pub mod graph;
 pub mod pki;
 pub mod run;

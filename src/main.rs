@@ -49,6 +49,7 @@ fn command(cli: Cli) -> ExitCode {
         Command::Check { path, format, deny } => {
             cmd::check::run(&path, format, deny.is_some(), cli.verbose, cli.hostname)
         }
+        Command::Functions { prefix, format } => cmd::functions::run(prefix.as_deref(), format, cli.hostname),
         Command::Fmt { paths, check } => cmd::fmt::run(&paths, check),
         Command::Lsp => tend::lsp::run(),
         Command::Graph { path, format, observing: Observing { timeout, seeds, prefix, tls } } => {

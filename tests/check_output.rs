@@ -57,3 +57,28 @@ fn warnings_are_shown_and_fail_the_check_only_when_denied() {
     assert_eq!(doc["warnings"][0]["code"], "unused-import");
     assert_eq!(doc["warnings"][1]["code"], "unused-bind");
 }
+
+/// `tend functions` lists what a program may call: every function, with its signatures and
+/// what it does; a prefix narrows it, and one that matches nothing says so.
+#[test]
+fn the_function_library_is_listed() {
+    let out = Command::new(TEND).args(["functions", "--format", "json"]).output().unwrap();
+    assert!(out.status.success());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = doc.as_array().unwrap();
+    let named = |n: &str| all.iter().find(|f| f["name"] == n).cloned();
+    let log10 = named("golang/math.log_10").expect("mgmt's spelling is listed");
+    assert_eq!(log10["signatures"][0], "func(x float) float");
+    assert!(!log10["doc"].as_str().unwrap().is_empty());
+    assert!(named("fmt.printf").is_some() && named("example.vumeter").is_some());
+    assert!(all.len() > 300, "every function is listed: {}", all.len());
+
+    let out = Command::new(TEND).args(["functions", "net.cidr_to_"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().filter(|l| l.starts_with("net.cidr_to_")).count(), 6, "{text}");
+    assert!(text.ends_with("# 6 function(s)\n"), "{text}");
+
+    let out = Command::new(TEND).args(["functions", "nosuch."]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no function's name starts with `nosuch.`"));
+}

@@ -10,6 +10,8 @@ pub mod example;
 pub mod fmt;
 pub mod follow;
 pub mod golang;
+pub mod golang_math;
+pub mod golang_path;
 pub mod golang_std;
 pub mod golang_strings;
 pub mod iter;
@@ -58,6 +60,8 @@ pub fn register_all(r: &mut Registry) {
     golang::register(r);
     golang_strings::register(r);
     golang_std::register(r);
+    golang_math::register(r);
+    golang_path::register(r);
     test::register(r);
     value::register(r);
     world::register(r);

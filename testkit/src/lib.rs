@@ -32,10 +32,12 @@ pub fn section<'a>(sections: &'a [(String, String)], name: &str) -> Option<&'a s
 /// The entry file of a txtar program, as a path from its root: `/main.mcl`, or the file a
 /// `metadata.yaml` section names (`main: "x.mcl"`).
 pub fn entry(sections: &[(String, String)]) -> String {
-    let main = section(sections, "metadata.yaml").and_then(|meta| {
-        meta.lines().rev().find_map(|line| line.trim().strip_prefix("main:").map(|rest| rest.trim().trim_matches('"')))
-    });
-    format!("/{}", main.unwrap_or("main.mcl"))
+    // Parsed as YAML, as the front end does: a line scan would read a trailing
+    // `# comment` into the name.
+    let main = section(sections, "metadata.yaml")
+        .and_then(|meta| serde_saphyr::from_str::<std::collections::BTreeMap<String, serde_json::Value>>(meta).ok())
+        .and_then(|doc| doc.get("main").and_then(|m| m.as_str()).filter(|m| !m.is_empty()).map(str::to_string));
+    format!("/{}", main.as_deref().unwrap_or("main.mcl").trim_start_matches('/'))
 }
 
 /// `../shared` next to the workspace (`TEND_SHARED_DIR` overrides it, for worktrees that

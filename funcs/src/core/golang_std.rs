@@ -1,5 +1,5 @@
-//! The other `golang/*` packages the corpus uses: `strconv`, `path`,
-//! `path/filepath`, `math`, `math/rand`, `os`, `os/exec`, `runtime`, `html`.
+//! `golang/strconv`, `golang/os`, `golang/os/exec`, `golang/runtime` and `golang/html`
+//! (`math` and the paths have modules of their own).
 
 use super::convert::{go_parse_bool, go_parse_float, go_parse_int};
 use super::typed;
@@ -11,18 +11,9 @@ use rand::Rng;
 
 pub fn register(r: &mut Registry) {
     strconv(r);
-    for pkg in ["path", "path/filepath"] {
-        paths(r, pkg);
-    }
-    typed(r, "golang/path/filepath.abs", path_filepath_abs::DEF);
-    typed(r, "golang/path/filepath.to_slash", path_filepath_to_slash::DEF);
-    typed(r, "golang/path/filepath.from_slash", path_filepath_from_slash::DEF);
-    math(r);
     os(r);
     typed(r, "golang/os/exec.look_path", os_exec_look_path::DEF);
-    typed(r, "golang/runtime.version", runtime_version::DEF);
-    typed(r, "golang/runtime.goroot", runtime_goroot::DEF);
-    typed(r, "golang/runtime.num_cpu", runtime_num_cpu::DEF);
+    runtime(r);
     typed(r, "golang/html.escape_string", html_escape_string::DEF);
     typed(r, "golang/html.unescape_string", html_unescape_string::DEF);
 }
@@ -37,6 +28,15 @@ fn strconv(r: &mut Registry) {
     typed(r, "golang/strconv.parse_float", strconv_parse_float::DEF);
     typed(r, "golang/strconv.quote", strconv_quote::DEF);
     typed(r, "golang/strconv.unquote", strconv_unquote::DEF);
+    typed(r, "golang/strconv.quote_to_ascii", strconv_quote_to_ascii::DEF);
+    typed(r, "golang/strconv.quote_to_graphic", strconv_quote_to_graphic::DEF);
+    typed(r, "golang/strconv.quoted_prefix", strconv_quoted_prefix::DEF);
+    typed(r, "golang/strconv.can_backquote", strconv_can_backquote::DEF);
+    typed(r, "golang/strconv.append_bool", strconv_append_bool::DEF);
+    typed(r, "golang/strconv.append_int", strconv_append_int::DEF);
+    typed(r, "golang/strconv.append_quote", strconv_append_quote::DEF);
+    typed(r, "golang/strconv.append_quote_to_ascii", strconv_append_quote_to_ascii::DEF);
+    typed(r, "golang/strconv.append_quote_to_graphic", strconv_append_quote_to_graphic::DEF);
 }
 
 pub fn format_int(n: i64, base: i64) -> FuncResult {
@@ -115,82 +115,6 @@ pub fn unquote(s: &str) -> Result<String, FuncError> {
     Ok(out)
 }
 
-/// Go's `path.Clean`.
-pub fn go_clean(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let rooted = p.starts_with('/');
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                if parts.last().is_some_and(|l| *l != "..") {
-                    parts.pop();
-                } else if !rooted {
-                    parts.push("..");
-                }
-            }
-            s => parts.push(s),
-        }
-    }
-    let body = parts.join("/");
-    match (rooted, body.is_empty()) {
-        (true, _) => format!("/{body}"),
-        (false, true) => ".".into(),
-        (false, false) => body,
-    }
-}
-
-pub fn go_base(p: &str) -> String {
-    if p.is_empty() {
-        return ".".into();
-    }
-    let t = p.trim_end_matches('/');
-    if t.is_empty() {
-        return "/".into();
-    }
-    t.rsplit('/').next().unwrap_or(t).to_string()
-}
-
-pub fn go_dir(p: &str) -> String {
-    let i = p.rfind('/').map(|i| i + 1).unwrap_or(0);
-    go_clean(&p[..i])
-}
-
-pub fn go_ext(p: &str) -> String {
-    for (i, c) in p.char_indices().rev() {
-        match c {
-            '/' => break,
-            '.' => return p[i..].to_string(),
-            _ => {}
-        }
-    }
-    String::new()
-}
-
-fn paths(r: &mut Registry, pkg: &str) {
-    typed(r, format!("golang/{pkg}.base"), paths_base::DEF);
-    typed(r, format!("golang/{pkg}.clean"), paths_clean::DEF);
-    typed(r, format!("golang/{pkg}.dir"), paths_dir::DEF);
-    typed(r, format!("golang/{pkg}.ext"), paths_ext::DEF);
-    typed(r, format!("golang/{pkg}.is_abs"), paths_is_abs::DEF);
-    typed(r, format!("golang/{pkg}.join"), paths_join::DEF);
-}
-
-fn math(r: &mut Registry) {
-    float_fns(r);
-    typed(r, "golang/math.inf", math_inf::DEF);
-    typed(r, "golang/math.nan", math_nan::DEF);
-    typed(r, "golang/math.is_nan", math_is_nan::DEF);
-    typed(r, "golang/math.is_inf", math_is_inf::DEF);
-    typed(r, "golang/math.signbit", math_signbit::DEF);
-    typed(r, "golang/math/rand.int", math_rand_int::DEF);
-    typed(r, "golang/math/rand.intn", math_rand_intn::DEF);
-    typed(r, "golang/math/rand.float64", math_rand_float64::DEF);
-}
-
 /// Go's `os.Expand` with `$NAME`/`${NAME}` from the environment.
 pub fn expand_env(s: &str, lookup: impl Fn(&str) -> String) -> String {
     let mut out = String::new();
@@ -252,6 +176,137 @@ fn os(r: &mut Registry) {
     typed(r, "golang/os.user_cache_dir", os_user_cache_dir::DEF);
     typed(r, "golang/os.user_config_dir", os_user_config_dir::DEF);
     typed(r, "golang/os.readlink", os_readlink::DEF);
+    typed(r, "golang/os.getegid", os_getegid::DEF);
+    typed(r, "golang/os.geteuid", os_geteuid::DEF);
+    typed(r, "golang/os.getpagesize", os_getpagesize::DEF);
+    typed(r, "golang/os.mkdir_temp", os_mkdir_temp::DEF);
+    typed(r, "golang/os.read_file", os_read_file::DEF);
+}
+
+fn runtime(r: &mut Registry) {
+    typed(r, "golang/runtime.version", runtime_version::DEF);
+    typed(r, "golang/runtime.goroot", runtime_goroot::DEF);
+    typed(r, "golang/runtime.num_cpu", runtime_num_cpu::DEF);
+    typed(r, "golang/runtime.gomaxprocs", runtime_gomaxprocs::DEF);
+    typed(r, "golang/runtime.num_cgo_call", runtime_num_cgo_call::DEF);
+    typed(r, "golang/runtime.num_goroutine", runtime_num_goroutine::DEF);
+    typed(r, "golang/runtime.read_trace", runtime_read_trace::DEF);
+    typed(r, "golang/runtime.set_mutex_profile_fraction", runtime_set_mutex_profile_fraction::DEF);
+    typed(r, "golang/runtime.stack", runtime_stack::DEF);
+}
+
+/// Go's `os.MkdirTemp`: a new directory `dir/PREFIX<random>SUFFIX` (the pattern split at
+/// its last `*`, else the random part appended), mode 0700; `dir` "" is the temp dir.
+pub fn mkdir_temp(dir: &str, pattern: &str) -> Result<String, FuncError> {
+    use std::os::unix::fs::DirBuilderExt;
+    if pattern.contains('/') {
+        return Err(FuncError::catchable(format!("mkdirtemp {pattern}: pattern contains path separator")));
+    }
+    let dir = if dir.is_empty() { std::env::temp_dir().display().to_string() } else { dir.to_string() };
+    let (prefix, suffix) = pattern.rsplit_once('*').unwrap_or((pattern, ""));
+    let mut rng = rand::rng();
+    for _ in 0..10_000 {
+        let path = format!("{}/{prefix}{}{suffix}", dir.trim_end_matches('/'), rng.random::<u32>());
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(FuncError::catchable(format!("mkdirtemp {path}: {e}"))),
+        }
+    }
+    Err(FuncError::catchable(format!("mkdirtemp {dir}/{pattern}: too many names taken")))
+}
+
+/// How [`go_quote`] treats characters beyond ASCII.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum QuoteMode {
+    /// `strconv.Quote`: printable characters kept, the rest escaped.
+    Printable,
+    /// `strconv.QuoteToGraphic`: also keeps Unicode spaces (U+00A0, U+3000 …).
+    Graphic,
+    /// `strconv.QuoteToASCII`: every non-ASCII character escaped.
+    Ascii,
+}
+
+/// Unicode space separators: graphic, but not printable in Go's sense.
+fn is_space_separator(c: char) -> bool {
+    matches!(c, '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
+}
+
+/// Characters Go's `unicode.IsGraphic` rejects beyond controls: format characters, line and
+/// paragraph separators, private use, surrogates and non-characters.
+fn is_invisible(c: char) -> bool {
+    c.is_control()
+        || matches!(c,
+            '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{180e}'
+            | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{206f}'
+            | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{e000}'..='\u{f8ff}'
+            | '\u{f0000}'..='\u{10ffff}' | '\u{e0001}'..='\u{e007f}')
+        || (c as u32 & 0xfffe) == 0xfffe
+}
+
+/// Go's `strconv.Quote` family.
+pub fn go_quote(s: &str, mode: QuoteMode) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\x0b' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\x7f' => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if c.is_ascii() => out.push(c),
+            c if mode == QuoteMode::Ascii
+                || is_invisible(c)
+                || (mode == QuoteMode::Printable && is_space_separator(c)) =>
+            {
+                match c as u32 {
+                    v @ ..0x10000 => out.push_str(&format!("\\u{v:04x}")),
+                    v => out.push_str(&format!("\\U{v:08x}")),
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.CanBackquote`: whether `s` can be written as one raw string literal.
+fn can_backquote(s: &str) -> bool {
+    !s.chars().any(|c| c == '`' || c == '\u{feff}' || (c.is_ascii_control() && c != '\t'))
+}
+
+/// Go's `strconv.QuotedPrefix`: the quoted string literal `s` begins with.
+pub fn quoted_prefix(s: &str) -> Result<String, FuncError> {
+    let bad = || FuncError::catchable("invalid syntax");
+    let q = s.chars().next().filter(|c| matches!(c, '"' | '\'' | '`')).ok_or_else(bad)?;
+    let mut escaped = false;
+    for (i, c) in s.char_indices().skip(1) {
+        if q == '`' {
+            if c == '`' {
+                return Ok(s[..=i].to_string());
+            }
+            continue;
+        }
+        match c {
+            '\n' => return Err(bad()),
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            c if c == q => {
+                let prefix = &s[..=i];
+                unquote(prefix)?;
+                return Ok(prefix.to_string());
+            }
+            _ => {}
+        }
+    }
+    Err(bad())
 }
 
 pub fn look_path(file: &str) -> FuncResult {
@@ -345,32 +400,6 @@ pub fn html_unescape(s: &str) -> String {
 }
 
 builtin! {
-    /// an absolute, cleaned path
-    fn path_filepath_abs(path: &str) -> FuncResult as "str" {
-        let p = path;
-        if p.starts_with('/') {
-            return Ok(Value::str(go_clean(p)));
-        }
-        let wd = std::env::current_dir().map_err(|e| FuncError::catchable(e.to_string()))?;
-        Ok(Value::str(go_clean(&format!("{}/{p}", wd.display()))))
-    }
-}
-
-builtin! {
-    /// the path with / separators
-    fn path_filepath_to_slash(path: &str) -> String {
-        String::from(path)
-    }
-}
-
-builtin! {
-    /// the path with OS separators
-    fn path_filepath_from_slash(path: &str) -> String {
-        String::from(path)
-    }
-}
-
-builtin! {
     /// the path of an executable in $PATH
     fn os_exec_look_path(file: &str) -> FuncResult as "str" {
         look_path(file)
@@ -452,7 +481,7 @@ builtin! {
 builtin! {
     /// a Go-quoted string
     fn strconv_quote(s: &str) -> String {
-        quote_str(s)
+        go_quote(s, QuoteMode::Printable)
     }
 }
 
@@ -460,88 +489,6 @@ builtin! {
     /// the value of a quoted string
     fn strconv_unquote(s: &str) -> FuncResult as "str" {
         unquote(s).map(Value::str)
-    }
-}
-
-builtin! {
-    /// the last element of a path
-    fn paths_base(path: &str) -> String {
-        go_base(path)
-    }
-}
-
-builtin! {
-    /// the shortest equivalent path
-    fn paths_clean(path: &str) -> String {
-        go_clean(path)
-    }
-}
-
-builtin! {
-    /// all but the last element
-    fn paths_dir(path: &str) -> String {
-        go_dir(path)
-    }
-}
-
-builtin! {
-    /// the file name extension
-    fn paths_ext(path: &str) -> String {
-        go_ext(path)
-    }
-}
-
-builtin! {
-    /// whether the path is absolute
-    fn paths_is_abs(path: &str) -> bool {
-        path.starts_with('/')
-    }
-}
-
-builtin! {
-    /// joins and cleans path elements
-    fn paths_join(elem: Vec<&str>) -> FuncResult as "str" {
-        let parts: Vec<&str> = elem.into_iter().filter(|s| !s.is_empty()).collect();
-        Ok(Value::str(if parts.is_empty() { String::new() } else { go_clean(&parts.join("/")) }))
-    }
-}
-
-builtin! {
-    /// +Inf or -Inf
-    fn math_inf(sign: i64) -> f64 {
-        if sign >= 0 { f64::INFINITY } else { f64::NEG_INFINITY }
-    }
-}
-
-builtin! {
-    /// whether f is NaN
-    fn math_is_nan(f: f64) -> bool {
-        f.is_nan()
-    }
-}
-
-builtin! {
-    /// whether f is an infinity of the sign
-    fn math_is_inf(f: f64, sign: i64) -> FuncResult as "bool" {
-        let (f, s) = (f, sign);
-        Ok(Value::Bool((s >= 0 && f == f64::INFINITY) || (s <= 0 && f == f64::NEG_INFINITY)))
-    }
-}
-
-builtin! {
-    /// whether x is negative or -0
-    fn math_signbit(x: f64) -> bool {
-        x.is_sign_negative()
-    }
-}
-
-builtin! {
-    /// a random int in [0, n)
-    fn math_rand_intn(n: i64) -> FuncResult as "int" {
-        if n <= 0 {
-            return Err(FuncError::fatal("invalid argument to Intn"));
-        }
-        Ok(Value::Int(rand::rng().random_range(0..n)))
     }
 }
 
@@ -587,27 +534,6 @@ builtin! {
     /// the number of usable CPUs
     fn runtime_num_cpu() -> i64 {
         std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)
-    }
-}
-
-builtin! {
-    /// not-a-number
-    fn math_nan() -> f64 {
-        f64::NAN
-    }
-}
-
-builtin! {
-    /// a non-negative random int
-    fn math_rand_int() -> i64 {
-        rand::rng().random_range(0..i64::MAX)
-    }
-}
-
-builtin! {
-    /// a random float in [0, 1)
-    fn math_rand_float64() -> f64 {
-        rand::rng().random::<f64>()
     }
 }
 
@@ -698,44 +624,149 @@ builtin! {
     }
 }
 
-/// The float functions of Go's `math`: each a typed built-in, registered together.
-macro_rules! float_fns {
-    ($($name:literal => $module:ident($($x:ident),+) = $e:expr, $doc:literal;)*) => {
-        $(
-            builtin! {
-                #[doc = $doc]
-                fn $module($($x: f64),+) -> f64 {
-                    ($e)($($x),+)
-                }
-            }
-        )*
-
-        fn float_fns(r: &mut Registry) {
-            $(typed(r, concat!("golang/math.", $name), $module::DEF);)*
-        }
-    };
+builtin! {
+    /// a Go-quoted string with every non-ASCII character escaped
+    fn strconv_quote_to_ascii(s: &str) -> String {
+        go_quote(s, QuoteMode::Ascii)
+    }
 }
 
-float_fns! {
-    "abs" => math_abs(x) = f64::abs, "absolute value";
-    "cbrt" => math_cbrt(x) = f64::cbrt, "cube root";
-    "ceil" => math_ceil(x) = f64::ceil, "rounds up";
-    "floor" => math_floor(x) = f64::floor, "rounds down";
-    "trunc" => math_trunc(x) = f64::trunc, "rounds toward zero";
-    "round" => math_round(x) = f64::round, "rounds half away from zero";
-    "round_to_even" => math_round_to_even(x) = f64::round_ties_even, "rounds half to even";
-    "sqrt" => math_sqrt(x) = f64::sqrt, "square root (NaN for negatives)";
-    "exp" => math_exp(x) = f64::exp, "e**x";
-    "log" => math_log(x) = f64::ln, "natural logarithm";
-    "log2" => math_log2(x) = f64::log2, "base-2 logarithm";
-    "log10" => math_log10(x) = f64::log10, "base-10 logarithm";
-    "sin" => math_sin(x) = f64::sin, "sine";
-    "cos" => math_cos(x) = f64::cos, "cosine";
-    "tan" => math_tan(x) = f64::tan, "tangent";
-    "pow" => math_pow(x, y) = f64::powf, "x**y";
-    "mod" => math_mod(x, y) = |x: f64, y: f64| x % y, "remainder of x/y with the sign of x";
-    "max" => math_max(x, y) = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.max(y) }, "the larger";
-    "min" => math_min(x, y) = |x: f64, y: f64| if x.is_nan() || y.is_nan() { f64::NAN } else { x.min(y) }, "the smaller";
-    "hypot" => math_hypot(x, y) = f64::hypot, "sqrt(x*x + y*y)";
-    "remainder" => math_remainder(x, y) = |x: f64, y: f64| x - (x / y).round_ties_even() * y, "IEEE 754 remainder";
+builtin! {
+    /// a Go-quoted string keeping Unicode graphic characters, spaces included
+    fn strconv_quote_to_graphic(s: &str) -> String {
+        go_quote(s, QuoteMode::Graphic)
+    }
+}
+
+builtin! {
+    /// the quoted string literal s begins with
+    fn strconv_quoted_prefix(s: &str) -> FuncResult as "str" {
+        quoted_prefix(s).map(Value::str)
+    }
+}
+
+builtin! {
+    /// whether s can be a raw (backquoted) string without change
+    fn strconv_can_backquote(s: &str) -> bool {
+        can_backquote(s)
+    }
+}
+
+builtin! {
+    /// dst followed by "true" or "false"
+    fn strconv_append_bool(dst: &str, b: bool) -> String {
+        format!("{dst}{b}")
+    }
+}
+
+builtin! {
+    /// dst followed by i in a base 2..36
+    fn strconv_append_int(dst: &str, i: i64, base: i64) -> FuncResult as "str" {
+        let digits = format_int(i, base)?;
+        Ok(Value::str(format!("{dst}{}", digits.as_str().unwrap_or_default())))
+    }
+}
+
+builtin! {
+    /// dst followed by s Go-quoted
+    fn strconv_append_quote(dst: &str, s: &str) -> String {
+        format!("{dst}{}", go_quote(s, QuoteMode::Printable))
+    }
+}
+
+builtin! {
+    /// dst followed by s Go-quoted in ASCII
+    fn strconv_append_quote_to_ascii(dst: &str, s: &str) -> String {
+        format!("{dst}{}", go_quote(s, QuoteMode::Ascii))
+    }
+}
+
+builtin! {
+    /// dst followed by s Go-quoted, graphic characters kept
+    fn strconv_append_quote_to_graphic(dst: &str, s: &str) -> String {
+        format!("{dst}{}", go_quote(s, QuoteMode::Graphic))
+    }
+}
+
+builtin! {
+    /// the effective group id
+    fn os_getegid() -> i64 {
+        nix::unistd::getegid().as_raw() as i64
+    }
+}
+
+builtin! {
+    /// the effective user id
+    fn os_geteuid() -> i64 {
+        nix::unistd::geteuid().as_raw() as i64
+    }
+}
+
+builtin! {
+    /// the memory page size in bytes
+    fn os_getpagesize() -> i64 {
+        nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE).ok().flatten().unwrap_or(4096)
+    }
+}
+
+builtin! {
+    /// creates a new temporary directory (mode 0700) and returns its path
+    fn os_mkdir_temp(dir: &str, pattern: &str) -> FuncResult as "str" {
+        mkdir_temp(dir, pattern).map(Value::str)
+    }
+}
+
+builtin! {
+    /// a file's contents
+    fn os_read_file(name: &str) -> FuncResult as "str" {
+        std::fs::read(name)
+            .map(|b| Value::str(String::from_utf8_lossy(&b)))
+            .map_err(|e| FuncError::catchable(format!("open {name}: {e}")))
+    }
+}
+
+builtin! {
+    /// the number of CPUs the runtime uses (tend sizes its own threads: n changes nothing)
+    fn runtime_gomaxprocs(n: i64) -> i64 {
+        std::thread::available_parallelism().map(|n| n.get() as i64).unwrap_or(1)
+    }
+}
+
+builtin! {
+    /// the number of calls into C: tend makes none through cgo
+    fn runtime_num_cgo_call() -> i64 {
+        0
+    }
+}
+
+builtin! {
+    /// the number of threads of this process (tend's counterpart of goroutines)
+    fn runtime_num_goroutine() -> i64 {
+        std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Threads:").and_then(|n| n.trim().parse().ok())))
+            .unwrap_or(1)
+    }
+}
+
+builtin! {
+    /// the next chunk of an execution trace: empty, as no trace is running
+    fn runtime_read_trace() -> String {
+        String::new()
+    }
+}
+
+builtin! {
+    /// sets the mutex profiling rate and returns the previous one: tend has none, so 0
+    fn runtime_set_mutex_profile_fraction(rate: i64) -> i64 {
+        0
+    }
+}
+
+builtin! {
+    /// how many bytes of this thread's stack trace fit in buf
+    fn runtime_stack(buf: &str, all: bool) -> i64 {
+        let trace = std::backtrace::Backtrace::force_capture().to_string();
+        trace.len().min(buf.len()) as i64
+    }
 }

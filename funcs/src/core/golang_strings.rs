@@ -84,6 +84,8 @@ pub fn register(r: &mut Registry) {
     typed(r, format!("{P}split_after_n"), split_after_n::DEF);
     typed(r, format!("{P}split_n"), split_n::DEF);
     typed(r, format!("{P}title"), title::DEF);
+    typed(r, format!("{P}clone"), clone::DEF);
+    typed(r, format!("{P}to_valid_utf_8"), to_valid_utf_8::DEF);
     typed(r, format!("{P}to_lower"), to_lower::DEF);
     typed(r, format!("{P}to_title"), to_title::DEF);
     typed(r, format!("{P}to_upper"), to_upper::DEF);
@@ -317,5 +319,19 @@ builtin! {
             std::cmp::Ordering::Equal => 0,
             std::cmp::Ordering::Greater => 1,
         }
+    }
+}
+
+builtin! {
+    /// a copy of s
+    fn clone(s: &str) -> String {
+        s.to_string()
+    }
+}
+
+builtin! {
+    /// s with invalid UTF-8 replaced: tend's strings are always valid, so s itself
+    fn to_valid_utf_8(s: &str, replacement: &str) -> String {
+        s.to_string()
     }
 }

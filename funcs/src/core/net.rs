@@ -32,8 +32,9 @@ fn bad(what: &str, s: &str) -> FuncError {
     FuncError::catchable(format!("invalid {what}: {s:?}"))
 }
 
-/// `addr/prefix` -> (addr, prefix).
+/// `addr/prefix` -> (addr, prefix); spaces around it are ignored, as mgmt does.
 pub fn parse_cidr(s: &str) -> Result<(IpAddr, u32), FuncError> {
+    let s = s.trim();
     let (a, p) = s.split_once('/').ok_or_else(|| bad("CIDR address", s))?;
     let ip: IpAddr = a.parse().map_err(|_| bad("CIDR address", s))?;
     let bits = if ip.is_ipv4() { 32 } else { 128 };
@@ -90,24 +91,29 @@ builtin! {
     }
 }
 builtin! {
-    /// the network address of a CIDR
+    /// the network of a CIDR, as a CIDR (`192.0.2.0/24` for `192.0.2.12/24`)
     fn cidr_to_network(a: &str) -> Result<String, FuncError> {
-        let (net, _, width, _) = range_of(a)?;
-        Ok(ip_of(net, width).to_string())
-    }
-}
-builtin! {
-    /// the first usable host address of a CIDR
-    fn cidr_to_first(a: &str) -> Result<String, FuncError> {
         let (net, _, width, prefix) = range_of(a)?;
-        Ok(ip_of(if width - prefix >= 2 { net + 1 } else { net }, width).to_string())
+        Ok(format!("{}/{prefix}", ip_of(net, width)))
     }
 }
 builtin! {
-    /// the last usable host address of a CIDR
+    /// the address after a CIDR's address, when the prefix holds it (mgmt's first usable)
+    fn cidr_to_first(a: &str) -> Result<String, FuncError> {
+        let (ip, _) = parse_cidr(a)?;
+        let (net, bcast, width, _) = range_of(a)?;
+        let (v, _) = bits_of(ip);
+        match v.checked_add(1).filter(|n| *n >= net && *n <= bcast) {
+            Some(next) => Ok(ip_of(next, width).to_string()),
+            None => Err(FuncError::catchable(format!("no usable next address in {}", a.trim()))),
+        }
+    }
+}
+builtin! {
+    /// the last address of a CIDR (its broadcast address for IPv4)
     fn cidr_to_last(a: &str) -> Result<String, FuncError> {
-        let (_, bcast, width, prefix) = range_of(a)?;
-        Ok(ip_of(if width - prefix >= 2 { bcast - 1 } else { bcast }, width).to_string())
+        let (_, bcast, width, _) = range_of(a)?;
+        Ok(ip_of(bcast, width).to_string())
     }
 }
 builtin! {

@@ -255,3 +255,105 @@ fn golang_template_calls_core_functions() {
             .starts_with("template: execution error")
     );
 }
+
+/// Every `golang/*` function mgmt generates exists under mgmt's name; the only other
+/// `golang/*` names are the few list-returning `strings` helpers tend adds.
+#[test]
+fn the_golang_library_is_mgmts_under_mgmts_names() {
+    let listed = include_str!("../data/mgmt_golang_functions.txt");
+    let mgmt: std::collections::BTreeSet<&str> =
+        listed.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).collect();
+    assert!(mgmt.len() > 150, "the list is read");
+    let reg = funcs::registry::Registry::core();
+    let ours: std::collections::BTreeSet<&str> =
+        reg.iter().map(|b| b.decl.name.as_str()).filter(|n| n.starts_with("golang/")).collect();
+    let missing: Vec<_> = mgmt.difference(&ours).collect();
+    assert!(missing.is_empty(), "mgmt has these and tend does not: {missing:?}");
+    let extra: Vec<_> = ours.difference(&mgmt).copied().collect();
+    let tends_own = [
+        "golang/strings.fields",
+        "golang/strings.split",
+        "golang/strings.split_after",
+        "golang/strings.split_after_n",
+        "golang/strings.split_n",
+    ];
+    assert_eq!(extra, tends_own, "golang/* names that are not mgmt's");
+    for old in
+        ["golang/math.log10", "golang/math.log2", "golang/math.nan", "golang/math.is_nan", "golang/math/rand.float64"]
+    {
+        assert!(reg.get(old).is_none(), "{old} is spelled as mgmt spells it now");
+    }
+}
+
+#[test]
+fn the_math_functions_answer_as_go_does() {
+    let m = |n: &str| format!("golang/math.{n}");
+    assert_eq!(ok(&m("log_10"), vec![f(1000.0)]), f(3.0));
+    assert_eq!(ok(&m("log_2"), vec![f(8.0)]), f(3.0));
+    assert!(ok(&m("na_n"), vec![]).as_float().unwrap().is_nan());
+    assert_eq!(ok(&m("is_na_n"), vec![f(f64::NAN)]), b(true));
+    assert_eq!(ok(&m("atan_2"), vec![f(1.0), f(1.0)]), f(std::f64::consts::FRAC_PI_4));
+    assert_eq!(ok(&m("pow_10"), vec![i(3)]), f(1000.0));
+    assert_eq!(ok(&m("pow_10"), vec![i(400)]), f(f64::INFINITY));
+    assert_eq!(ok(&m("pow_10"), vec![i(-400)]), f(0.0));
+    assert_eq!(ok(&m("ilogb"), vec![f(1024.0)]), i(10));
+    assert_eq!(ok(&m("ldexp"), vec![f(0.5), i(4)]), f(8.0));
+    assert_eq!(ok(&m("gamma"), vec![f(5.0)]), f(24.0));
+    assert_eq!(ok(&m("fma"), vec![f(2.0), f(3.0), f(4.0)]), f(10.0));
+    assert_eq!(ok(&m("dim"), vec![f(2.0), f(5.0)]), f(0.0));
+    assert_eq!(ok(&m("copysign"), vec![f(3.0), f(-1.0)]), f(-3.0));
+    assert_eq!(ok(&m("nextafter"), vec![f(1.0), f(2.0)]), f(1.0 + f64::EPSILON));
+    assert_eq!(ok(&m("j_0"), vec![f(0.0)]), f(1.0));
+    assert_eq!(ok(&m("erf"), vec![f(0.0)]), f(0.0));
+    let x = ok(&m("erfinv"), vec![f(0.5)]).as_float().unwrap();
+    assert!((x - 0.476_936_276_204_469_9).abs() < 1e-15, "erfinv(0.5) = {x}");
+    let r = |n: &str| format!("golang/math/rand.{n}");
+    let u = ok(&r("float_64"), vec![]).as_float().unwrap();
+    assert!((0.0..1.0).contains(&u));
+    assert!(ok(&r("int_63_n"), vec![i(10)]).as_int().unwrap() < 10);
+    fatal(&r("int_63_n"), vec![i(0)]);
+    assert!(ok(&r("exp_float_64"), vec![]).as_float().unwrap() > 0.0);
+    assert_eq!(ok(&r("read"), vec![s("four")]), i(4));
+}
+
+#[test]
+fn the_strconv_and_path_functions_answer_as_go_does() {
+    let c = |n: &str| format!("golang/strconv.{n}");
+    assert_eq!(ok(&c("quote"), vec![s("☺\u{a0}\n")]), s("\"☺\\u00a0\\n\""));
+    assert_eq!(ok(&c("quote_to_ascii"), vec![s("☺x")]), s("\"\\u263ax\""));
+    assert_eq!(ok(&c("quote_to_graphic"), vec![s("☺\u{a0}\n")]), s("\"☺\u{a0}\\n\""));
+    assert_eq!(ok(&c("append_int"), vec![s("n="), i(-255), i(16)]), s("n=-ff"));
+    assert_eq!(ok(&c("append_bool"), vec![s("b:"), b(true)]), s("b:true"));
+    assert_eq!(ok(&c("append_quote"), vec![s("q:"), s("a\"b")]), s("q:\"a\\\"b\""));
+    assert_eq!(ok(&c("can_backquote"), vec![s("Fran & Freddie's Diner ☺")]), b(true));
+    assert_eq!(ok(&c("can_backquote"), vec![s("`can't backquote this`")]), b(false));
+    assert_eq!(
+        ok(&c("quoted_prefix"), vec![s("\"double-quoted string\" with trailing text")]),
+        s("\"double-quoted string\"")
+    );
+    assert_eq!(ok(&c("quoted_prefix"), vec![s("`or backquoted` with more")]), s("`or backquoted`"));
+    catchable(&c("quoted_prefix"), vec![s("not a quoted string")]);
+    let fp = |n: &str| format!("golang/path/filepath.{n}");
+    assert_eq!(ok(&fp("rel"), vec![s("/a"), s("/a/b/c")]), s("b/c"));
+    catchable(&fp("rel"), vec![s("/a"), s("b")]);
+    assert_eq!(ok(&fp("match"), vec![s("/home/*/x"), s("/home/me/x")]), b(true));
+    assert_eq!(ok("golang/path.match", vec![s("*"), s("a/b")]), b(false));
+    catchable("golang/path.match", vec![s("[a"), s("a")]);
+    assert_eq!(ok(&fp("is_local"), vec![s("a/../../b")]), b(false));
+    assert_eq!(ok(&fp("localize"), vec![s("a/b")]), s("a/b"));
+    catchable(&fp("localize"), vec![s("../a")]);
+    assert_eq!(ok(&fp("volume_name"), vec![s("/x")]), s(""));
+    assert_eq!(ok(&fp("eval_symlinks"), vec![s("/proc/self/root/")]), s("/"));
+    let o = |n: &str| format!("golang/os.{n}");
+    assert!(ok(&o("getpagesize"), vec![]).as_int().unwrap() >= 4096);
+    let made = ok(&o("mkdir_temp"), vec![s(""), s("tend-*-test")]);
+    let made = made.as_str().unwrap();
+    assert!(std::path::Path::new(made).is_dir() && made.ends_with("-test"), "{made}");
+    std::fs::write(format!("{made}/f"), "contents").unwrap();
+    assert_eq!(ok(&o("read_file"), vec![s(&format!("{made}/f"))]), s("contents"));
+    std::fs::remove_dir_all(made).unwrap();
+    catchable(&o("read_file"), vec![s("/surely/not/here")]);
+    catchable(&o("mkdir_temp"), vec![s(""), s("a/b")]);
+    assert!(ok("golang/runtime.num_goroutine", vec![]).as_int().unwrap() >= 1);
+    assert_eq!(ok("golang/strings.to_valid_utf_8", vec![s("ok"), s("?")]), s("ok"));
+}

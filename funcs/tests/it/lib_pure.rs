@@ -190,11 +190,21 @@ fn net_parsers() {
     assert_eq!(ok("net.cidr_to_ip", vec![s("192.168.1.10/24")]), s("192.168.1.10"));
     assert_eq!(ok("net.cidr_to_prefix", vec![s("192.168.1.10/24")]), s("24"));
     assert_eq!(ok("net.cidr_to_mask", vec![s("192.168.1.10/20")]), s("255.255.240.0"));
-    assert_eq!(ok("net.cidr_to_network", vec![s("192.168.1.10/24")]), s("192.168.1.0"));
-    assert_eq!(ok("net.cidr_to_first", vec![s("192.168.1.10/24")]), s("192.168.1.1"));
-    assert_eq!(ok("net.cidr_to_last", vec![s("192.168.1.10/24")]), s("192.168.1.254"));
-    assert_eq!(ok("net.cidr_to_first", vec![s("10.0.0.7/32")]), s("10.0.0.7"));
-    assert_eq!(ok("net.cidr_to_network", vec![s("fd00::1/64")]), s("fd00::"));
+    // mgmt's answers: the network keeps its prefix, "first" is the address after the one
+    // given (inside the prefix), "last" is the broadcast address.
+    assert_eq!(ok("net.cidr_to_network", vec![s("192.168.1.10/24")]), s("192.168.1.0/24"));
+    assert_eq!(ok("net.cidr_to_first", vec![s("192.168.1.0/24")]), s("192.168.1.1"));
+    assert_eq!(ok("net.cidr_to_first", vec![s("192.168.1.10/24")]), s("192.168.1.11"));
+    assert_eq!(ok("net.cidr_to_last", vec![s("192.168.1.10/24")]), s("192.168.1.255"));
+    catchable("net.cidr_to_first", vec![s("10.0.0.7/32")]);
+    catchable("net.cidr_to_first", vec![s("10.0.0.255/24")]);
+    assert_eq!(ok("net.cidr_to_network", vec![s("fd00::1/64")]), s("fd00::/64"));
+    // Spaces around a CIDR are ignored, as mgmt's TrimSpace does.
+    for f in ["ip", "prefix", "mask", "network", "first", "last"] {
+        ok(&format!("net.cidr_to_{f}"), vec![s("  192.168.42.13/24  ")]);
+    }
+    assert_eq!(ok("net.cidr_to_ip", vec![s("  192.168.42.13/24  ")]), s("192.168.42.13"));
+    assert_eq!(ok("net.cidr_to_mask", vec![s("  192.168.42.13/24  ")]), s("255.255.255.0"));
     assert_eq!(ok("net.cidr_to_mask", vec![s("fd00::1/64")]), s("ffff:ffff:ffff:ffff::"));
     for bad in ["192.168.1.10", "300.1.1.1/24", "10.0.0.1/33", "x/8"] {
         catchable("net.cidr_to_ip", vec![s(bad)]);
