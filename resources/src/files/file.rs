@@ -2,10 +2,11 @@
 //! (literal, copied from a source, or concatenated fragments), owner, group and mode.
 //!
 //! Sub-checks run in order: state, type, content/source/fragments, symlink, owner/group,
-//! mode; the first failure aborts. Without `state => "exists"` a missing path is an error
+//! mode, SELinux context; the first failure aborts. Without `state => "exists"` a missing path is an error
 //! when anything else is managed (no implicit create, as in mgmt). Writes are atomic
 //! (`util::fs::atomic_write`); a symlink at the path is never followed, and is replaced only
-//! with `force`. `selinux` is declared but rejected by validation (not supported).
+//! with `force`. `selinux` sets the `security.selinux` extended attribute (of the path itself,
+//! never a symlink's target), as mgmt does; `""` removes it.
 //!
 //! A regular file with literal content, the bulk of most programs, is first checked on a
 //! short path (`quick`): open, fstat and read when it is right, the atomic create when it
@@ -223,6 +224,7 @@ impl FileParams {
             && self.source.is_empty()
             && self.fragments.is_empty()
             && !self.symlink
+            && self.selinux.is_none()
     }
 
     /// Why the paths are refused (each must be absolute and in normal form, see
@@ -270,8 +272,8 @@ impl FileParams {
         if !self.mode.is_empty() {
             parse_mode(&self.mode, 0).map_err(|m| (Some("mode"), m))?;
         }
-        if self.selinux.is_some() {
-            return Err((Some("selinux"), "selinux contexts are not supported".into()));
+        if self.selinux.is_some() && self.state == Presence::Absent {
+            return Err((Some("selinux"), "an absent file has no SELinux context (drop selinux or the state)".into()));
         }
         Ok(())
     }
@@ -577,7 +579,8 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
         || !p.fragments.is_empty()
         || !p.owner.is_empty()
         || !p.group.is_empty()
-        || !p.mode.is_empty();
+        || !p.mode.is_empty()
+        || p.selinux.is_some();
 
     match p.state {
         Presence::Absent => return remove(p, path, now, run),
@@ -649,7 +652,45 @@ fn check(p: &FileParams, run: &mut Run<'_>) -> Result<(), ResError> {
     }
     ownership(p, path, run)?;
     mode(p, path, run)?;
-    Ok(())
+    selinux(p, path, run)
+}
+
+/// The extended attribute holding a path's SELinux context.
+const SELINUX_XATTR: &str = "security.selinux";
+
+/// The SELinux context: `selinux => ""` removes it. Without SELinux in the kernel the
+/// attribute is still stored where the file system keeps `security.*` attributes; a file
+/// system that keeps none is an error that says so.
+fn selinux(p: &FileParams, path: &Path, run: &mut Run<'_>) -> Result<(), ResError> {
+    let Some(want) = p.selinux.as_deref() else { return Ok(()) };
+    let unsupported = |e: &io::Error| e.raw_os_error() == Some(nix::libc::EOPNOTSUPP);
+    let current = match xattr::get(path, SELINUX_XATTR) {
+        Ok(v) => v.map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string()),
+        Err(e) if unsupported(&e) => None,
+        Err(e) => return Err(failed("cannot read the SELinux context", &e)),
+    };
+    if current.as_deref().unwrap_or_default() == want {
+        return Ok(());
+    }
+    match want {
+        "" => run.wrong("remove the SELinux context".into(), "SELinux context removed".into()),
+        _ => run.wrong(format!("set the SELinux context to {want}"), format!("SELinux context {want}")),
+    }
+    if !run.apply {
+        return Ok(());
+    }
+    let done = if want.is_empty() {
+        xattr::remove(path, SELINUX_XATTR)
+    } else {
+        xattr::set(path, SELINUX_XATTR, want.as_bytes())
+    };
+    match done {
+        Err(e) if unsupported(&e) => {
+            Err(ResError::new("setting an SELinux context is not supported on this file system"))
+        }
+        Err(e) => Err(failed("cannot set the SELinux context", &e)),
+        Ok(()) => Ok(()),
+    }
 }
 
 fn remove(p: &FileParams, path: &Path, now: Found, run: &mut Run<'_>) -> Result<(), ResError> {

@@ -391,3 +391,48 @@ fn a_file_named_by_its_path_keeps_one_string_for_both() {
     let other = File::build_named(name, &params(&[("path", s("/srv/other.conf"))])).unwrap();
     assert_eq!(other.params().path.as_str(), "/srv/other.conf");
 }
+
+/// `selinux` sets the `security.selinux` attribute (stored by ext4 and tmpfs even without
+/// SELinux in the kernel), a change behind the engine's back is repaired through the watch,
+/// and `""` removes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_selinux_context_is_set_repaired_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("labelled");
+    let probe = dir.path().join("probe");
+    fs::write(&probe, "").unwrap();
+    if let Err(e) = xattr::set(&probe, "security.selinux", b"x") {
+        eprintln!("skipped: this file system keeps no security.* attributes here ({e})");
+        return;
+    }
+    let context =
+        |p: &std::path::Path| xattr::get(p, "security.selinux").unwrap().map(|v| String::from_utf8(v).unwrap());
+    let name = path.to_str().unwrap().to_string();
+    let want = "system_u:object_r:bin_t:s0";
+    let pairs = [("state", s("exists")), ("content", s("x\n")), ("selinux", s(want))];
+
+    let (ok, reports) = check(&mut file(&name, &pairs), false).await.unwrap();
+    assert!(!ok && !path.exists(), "noop changes nothing: {reports:?}");
+
+    let engine = engine(&dir.path().join("state"));
+    let mut g = Graph::new();
+    g.add_vertex(
+        ResKey::new("file", &name),
+        Meta::default(),
+        resources::build("file", &name, &params(&pairs)).unwrap(),
+    );
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(context(&path).as_deref(), Some(want));
+    xattr::set(&path, "security.selinux", b"system_u:object_r:tmp_t:s0").unwrap();
+    assert!(eventually(|| context(&path).as_deref() == Some(want)).await, "a changed context is repaired");
+    xattr::remove(&path, "security.selinux").unwrap();
+    assert!(eventually(|| context(&path).as_deref() == Some(want)).await, "a removed context is restored");
+    engine.shutdown(WAIT).await;
+
+    let mut f = file(&name, &[("state", s("exists")), ("selinux", s(""))]);
+    converge(&mut f).await;
+    assert_eq!(context(&path), None, "\"\" removes the context");
+    let absent = file(&name, &[("state", s("absent")), ("selinux", s(want))]);
+    assert!(absent.validate().unwrap_err().message.contains("no SELinux context"));
+}
