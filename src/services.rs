@@ -72,6 +72,10 @@ impl funcs::api::ValueSource for SharedValues {
         self.0.get(key)
     }
 
+    fn get_in(&self, namespace: &str, key: &str) -> Option<Value> {
+        self.0.get_in(namespace, key)
+    }
+
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.changes()
     }

@@ -112,6 +112,11 @@ impl std::fmt::Debug for Host {
 /// Where `value.get*` read from.
 pub trait ValueSource: Send + Sync {
     fn get(&self, key: &str) -> Option<Value>;
+    /// What a resource kind published for the functions under its namespace (`http:client`
+    /// for `net/http.response`); none by default.
+    fn get_in(&self, _namespace: &str, _key: &str) -> Option<Value> {
+        None
+    }
     /// A receiver that changes whenever any stored value changes.
     fn changes(&self) -> watch::Receiver<u64>;
 }

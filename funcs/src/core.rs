@@ -20,6 +20,7 @@ pub mod local;
 pub mod map;
 pub mod math;
 pub mod net;
+pub mod net_http;
 pub mod os;
 pub mod regexp;
 pub mod streams;
@@ -54,6 +55,7 @@ pub fn register_all(r: &mut Registry) {
     os::register(r);
     sys::register(r);
     net::register(r);
+    net_http::register(r);
     regexp::register(r);
     util::register(r);
     local::register(r);

@@ -92,6 +92,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &system::password::EXIT,
     &basics::noop::PANIC,
     &http::server::HTTP_SERVER,
+    &http::client::HTTP_CLIENT,
     &http::file::HTTP_SERVER_FILE,
     &http::flag::HTTP_SERVER_FLAG,
     &http::proxy::HTTP_SERVER_PROXY,

@@ -9,6 +9,7 @@ pub mod events;
 #[cfg(any(test, feature = "fakes"))]
 pub mod fake;
 pub mod fs;
+pub mod http_client;
 pub mod listen;
 pub mod path;
 pub mod registry;

@@ -21,22 +21,47 @@ use crate::contract::params::BuildError;
 use crate::contract::typed::Fingerprint as _;
 use crate::util::fs::atomic_write;
 
-/// The store the `value` resources write and `value.get*` read.
+/// The store the `value` resources write and `value.get*` read. Other kinds publish
+/// what functions read back under a namespace of their own (`http:client`'s responses for
+/// `net/http.response`), apart from the `value` resources' names.
 pub struct ValueStore {
     values: Mutex<BTreeMap<String, Value>>,
+    published: Mutex<BTreeMap<(String, String), Value>>,
     /// Bumped on every change, for readers that want to react (e.g. a `value.get` func).
     version: watch::Sender<u64>,
 }
 
 impl Default for ValueStore {
     fn default() -> ValueStore {
-        ValueStore { values: Mutex::new(BTreeMap::new()), version: watch::Sender::new(0) }
+        ValueStore {
+            values: Mutex::new(BTreeMap::new()),
+            published: Mutex::new(BTreeMap::new()),
+            version: watch::Sender::new(0),
+        }
     }
 }
 
 impl ValueStore {
     pub fn get(&self, name: &str) -> Option<Value> {
         self.values.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
+    }
+
+    /// What a kind published under `key` in its namespace.
+    pub fn get_in(&self, namespace: &str, key: &str) -> Option<Value> {
+        let published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        published.get(&(namespace.to_string(), key.to_string())).cloned()
+    }
+
+    /// Publishes `value` under `key` in `namespace`; whether that changed anything.
+    pub fn set_in(&self, namespace: &str, key: &str, value: Value) -> bool {
+        let mut published = self.published.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = (namespace.to_string(), key.to_string());
+        if published.get(&slot) == Some(&value) {
+            return false;
+        }
+        published.insert(slot, value);
+        self.version.send_modify(|v| *v += 1);
+        true
     }
 
     /// Subscribe to change notifications.

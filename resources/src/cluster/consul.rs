@@ -4,24 +4,22 @@
 //! (`http://127.0.0.1:8500/my/key`); `scheme` (`http` or `https`) and `address`
 //! (`host:port`) override it. Defaults: `http`, `$CONSUL_HTTP_ADDR` or `127.0.0.1:8500`,
 //! token `$CONSUL_HTTP_TOKEN`. Watch: Consul blocking queries (`?index=N&wait=…`) on the
-//! key. The HTTP/1.1 client is hyper, with rustls (webpki roots) for https.
+//! key. The HTTP/1.1 client is `util::http_client` (hyper; rustls with webpki roots for https).
 
 use lang::params::ParamMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
-use http_body_util::{BodyExt, Full};
+use hyper::Method;
 use hyper::body::Bytes;
-use hyper::{Method, Request};
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncWrite};
+use hyper::header::HeaderName;
 
 use crate::contract::common::Raw;
 use crate::contract::params::BuildError;
 use crate::contract::typed::Fingerprint as _;
+use crate::util::http_client::{self, Url};
 
 /// How long one blocking query may wait on the server.
 pub const BLOCK: Duration = Duration::from_secs(300);
@@ -98,69 +96,19 @@ pub fn kv_path(key: &str) -> String {
     out
 }
 
-/// The host name to verify a TLS certificate against (`[::1]:8501` -> `::1`).
-fn host_of(address: &str) -> &str {
-    let host = match address.rsplit_once(':') {
-        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) && !h.is_empty() => h,
-        _ => address,
-    };
-    host.trim_start_matches('[').trim_end_matches(']')
-}
-
-/// Aborts the spawned connection driver when the exchange ends or is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn exchange<IO>(io: IO, req: Request<Full<Bytes>>) -> Result<Reply, String>
-where
-    IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-{
-    let (mut sender, conn) =
-        hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| e.to_string())?;
-    let _driver = AbortOnDrop(tokio::spawn(async move {
-        let _closed = conn.await;
-    }));
-    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-    let status = resp.status().as_u16();
-    let index = resp.headers().get("X-Consul-Index").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
-    let body = resp.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes().to_vec();
-    Ok(Reply { status, index, body })
-}
-
 /// One HTTP request to the target's server (a fresh connection each time).
 pub async fn request(t: &Target, method: Method, path: &str, body: Option<&str>) -> Result<Reply, ResError> {
     // Failing to reach the server may pass (it restarts, the network comes back).
     let fail = |e: String| ResError::transient(format!("consul {method} {}://{}{path}: {e}", t.scheme, t.address));
-    let mut builder = Request::builder().method(method.clone()).uri(path).header(hyper::header::HOST, &t.address);
+    let url = Url::parse(&format!("{}://{}{path}", t.scheme, t.address)).map_err(fail)?;
+    let mut headers = Vec::new();
     if !t.token.is_empty() {
-        builder = builder.header("X-Consul-Token", &t.token);
+        headers.push((HeaderName::from_static("x-consul-token"), t.token.clone()));
     }
-    let req =
-        builder.body(Full::new(Bytes::from(body.unwrap_or_default().to_string()))).map_err(|e| fail(e.to_string()))?;
-    let tcp = tokio::net::TcpStream::connect(&t.address).await.map_err(|e| fail(e.to_string()))?;
-    if t.scheme != "https" {
-        return exchange(tcp, req).await.map_err(fail);
-    }
-    use tokio_rustls::rustls;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| fail(e.to_string()))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from(host_of(&t.address).to_string())
-        .map_err(|e| fail(format!("bad server name: {e}")))?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .map_err(|e| fail(format!("TLS: {e}")))?;
-    exchange(tls, req).await.map_err(fail)
+    let body = Bytes::from(body.unwrap_or_default().to_string());
+    let reply = http_client::send(&url, &method, &headers, &body).await.map_err(fail)?;
+    let index = reply.header("X-Consul-Index").and_then(|v| v.parse().ok());
+    Ok(Reply { status: reply.status, index, body: reply.body.to_vec() })
 }
 
 /// The key's current value (`None` when it does not exist).
@@ -320,12 +268,9 @@ mod tests {
     }
 
     #[test]
-    fn paths_are_encoded_and_hosts_extracted() {
+    fn paths_are_percent_encoded() {
         assert_eq!(kv_path("mgmt/time"), "/v1/kv/mgmt/time");
         assert_eq!(kv_path("a b?c"), "/v1/kv/a%20b%3Fc");
-        assert_eq!(host_of("consul.example:8501"), "consul.example");
-        assert_eq!(host_of("[::1]:8501"), "::1");
-        assert_eq!(host_of("consul.example"), "consul.example");
     }
 
     #[test]

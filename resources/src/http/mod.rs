@@ -9,6 +9,7 @@
 //! runs. Start order does not matter: a route registered before its server is simply found
 //! once the server listens.
 
+pub mod client;
 pub mod file;
 pub mod flag;
 pub mod proxy;

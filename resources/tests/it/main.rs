@@ -10,6 +10,7 @@ mod file;
 mod file_kinds;
 mod file_tree;
 mod http;
+mod http_client;
 mod kinds;
 mod net_kinds;
 mod scale;
