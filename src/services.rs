@@ -22,6 +22,7 @@ impl Services {
     pub fn system(root: &Path, state_dir: &Path, hostname: Option<String>, world: Arc<dyn World>) -> Services {
         let mut resources = resources::Machine::system();
         resources.world = world.clone();
+        resources.program.set(root);
         let mut funcs = functions_only(root, state_dir, hostname);
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
         funcs.watcher = resources::cluster::world::hub();

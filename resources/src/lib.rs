@@ -87,6 +87,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &files::json_edit::JSON_EDIT,
     &files::archive::GZIP,
     &files::archive::TAR,
+    &files::deploy_tar::DEPLOY_TAR,
     &system::ssh_key::SSH_AUTHORIZED_KEY,
     &cluster::schedule::SCHEDULE,
     &system::password::EXIT,

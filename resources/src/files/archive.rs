@@ -71,7 +71,7 @@ fn digest_of_file(path: &Path) -> io::Result<Option<[u8; 32]>> {
 }
 
 /// Common checks of an output path.
-fn check_output_path(path: &str) -> Result<(), String> {
+pub(crate) fn check_output_path(path: &str) -> Result<(), String> {
     crate::util::path::check(path)?;
     if path.ends_with('/') {
         return Err("names a file and must not end with a slash".into());
@@ -80,7 +80,7 @@ fn check_output_path(path: &str) -> Result<(), String> {
 }
 
 /// Compares the would-be output with the file and rewrites it when they differ.
-fn converge_output(
+pub(crate) fn converge_output(
     key: &str,
     path: &Path,
     ctx: &mut ApplyCtx,

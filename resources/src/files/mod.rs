@@ -1,7 +1,8 @@
 //! The kinds that manage files and what is in them: `file`, `line`, `json:edit`, and the
-//! archives (`gzip`, `tar`).
+//! archives (`gzip`, `tar`, and `deploy:tar` of the running program).
 
 pub mod archive;
+pub mod deploy_tar;
 pub mod file;
 pub mod json_edit;
 pub mod line;

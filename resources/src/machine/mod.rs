@@ -79,6 +79,9 @@ pub struct Machine {
     pub docker: Arc<dyn crate::virtualization::docker::Docker>,
     /// What the hosts of a fleet share (`kv`): the binary sets the local store or etcd.
     pub world: Arc<dyn world::World>,
+    /// The directory of the program being run (`deploy:tar` archives it): the binary sets
+    /// it, and moves it on with each deploy.
+    pub program: Arc<crate::files::deploy_tar::ProgramRoot>,
 }
 
 impl Machine {
@@ -104,6 +107,7 @@ impl Machine {
             machines: Arc::new(crate::virtualization::nspawn::Machinectl),
             docker: Arc::new(crate::virtualization::docker::DockerCli),
             world: Arc::new(world::Detached::new("")),
+            program: Arc::default(),
         }
     }
 
@@ -131,6 +135,7 @@ impl Machine {
             networks: Arc::new(crate::virtualization::virt_network::FakeNetworks::default()),
             builder: Arc::new(crate::virtualization::virt_builder::FakeBuilder::default()),
             docker: Arc::new(crate::virtualization::docker::FakeDocker::default()),
+            program: Arc::default(),
         }
     }
 

@@ -398,3 +398,58 @@ async fn ssh_key_content_file_and_validation() {
     let mut res = build_with(&host, "ssh:authorized_key", "k", &params(&nobody)).unwrap();
     assert!(check(res.as_mut(), true).await.unwrap_err().contains("user `bob` does not exist"));
 }
+
+// ---------------------------------------------------------------------------------------
+// deploy:tar
+
+/// The running program's files are archived; an edit, a new deploy and a removed archive
+/// each bring the archive up to date, and an archive inside the program is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_tar_archives_the_running_program_and_follows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("deploys/1");
+    fs::create_dir_all(program.join("mod")).unwrap();
+    fs::write(program.join("main.mcl"), "import \"mod/\"\n").unwrap();
+    fs::write(program.join("mod/main.mcl"), "$x = 1\n").unwrap();
+    let host = Machine::sandbox(dir.path().join("host"));
+    host.program.set(&program);
+    let out = dir.path().join("deploy.tar");
+    let name = out.to_str().unwrap();
+
+    let mut noop = build_with(&host, "deploy:tar", name, &params(&[])).unwrap();
+    assert!(!check(noop.as_mut(), false).await.unwrap().0 && !out.exists(), "noop writes nothing");
+
+    let res = build_with(&host, "deploy:tar", name, &params(&[("format", Value::Int(4))])).unwrap();
+    let engine = run_one(dir.path(), "deploy:tar", name, res).await;
+    let members = tar_members(&out);
+    assert_eq!(members.get("main.mcl").map(|m| m.1.as_str()), Some("import \"mod/\"\n"), "{members:?}");
+    assert_eq!(members.get("mod/main.mcl").map(|m| m.1.as_str()), Some("$x = 1\n"));
+
+    fs::write(program.join("mod/main.mcl"), "$x = 2\n").unwrap();
+    assert!(eventually(|| tar_members(&out).get("mod/main.mcl").is_some_and(|m| m.1 == "$x = 2\n")).await);
+
+    let next = dir.path().join("deploys/2");
+    fs::create_dir_all(&next).unwrap();
+    fs::write(next.join("main.mcl"), "# the second deploy\n").unwrap();
+    host.program.set(&next);
+    assert!(
+        eventually(|| {
+            let m = tar_members(&out);
+            m.get("main.mcl").is_some_and(|m| m.1 == "# the second deploy\n") && !m.contains_key("mod/main.mcl")
+        })
+        .await,
+        "a new deploy is archived"
+    );
+    fs::remove_file(&out).unwrap();
+    assert!(
+        eventually(|| out.exists() && tar_members(&out).contains_key("main.mcl")).await,
+        "a removed archive is made again"
+    );
+    engine.shutdown(WAIT).await;
+
+    let inside = next.join("self.tar");
+    let mut res = build_with(&host, "deploy:tar", inside.to_str().unwrap(), &params(&[])).unwrap();
+    assert!(check(res.as_mut(), true).await.unwrap_err().contains("inside the program"));
+    let bad = build_with(&host, "deploy:tar", name, &params(&[("format", Value::Int(3))])).unwrap();
+    assert!(bad.validate().unwrap_err().message.contains("field `format`"));
+}

@@ -198,6 +198,7 @@ impl Runner {
                     f.refused = f.refused.take().filter(|(r, _)| *r > c.id);
                 });
                 self.funcs_host.root = c.program.root.clone();
+                self.host.program.set(&c.program.root);
                 self.program = c.program;
                 lp.sources = c.sources;
                 (lp.pending, lp.outline) = (None, None);
