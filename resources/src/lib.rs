@@ -79,6 +79,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &virtualization::virt_builder::VIRT_BUILDER,
     &virtualization::nspawn::NSPAWN,
     &virtualization::docker::DOCKER_IMAGE,
+    &virtualization::docker_container::DOCKER_CONTAINER,
     &network::net::NET,
     &system::gsettings::GSETTINGS,
     &network::firewalld::FIREWALLD,

@@ -79,6 +79,9 @@ pub struct Machine {
     pub docker: Arc<dyn crate::virtualization::docker::Docker>,
     /// What the hosts of a fleet share (`kv`): the binary sets the local store or etcd.
     pub world: Arc<dyn world::World>,
+    /// The docker daemon's containers (`docker:container`): `None` reaches the daemon
+    /// `$DOCKER_HOST` names, at the resource's `apiversion`.
+    pub containers: Option<Arc<dyn crate::virtualization::docker_container::Containers>>,
     /// The directory of the program being run (`deploy:tar` archives it): the binary sets
     /// it, and moves it on with each deploy.
     pub program: Arc<crate::files::deploy_tar::ProgramRoot>,
@@ -108,6 +111,7 @@ impl Machine {
             docker: Arc::new(crate::virtualization::docker::DockerCli),
             world: Arc::new(world::Detached::new("")),
             program: Arc::default(),
+            containers: None,
         }
     }
 
@@ -136,6 +140,7 @@ impl Machine {
             builder: Arc::new(crate::virtualization::virt_builder::FakeBuilder::default()),
             docker: Arc::new(crate::virtualization::docker::FakeDocker::default()),
             program: Arc::default(),
+            containers: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! A small HTTP/1.1 client on hyper: one request per fresh connection (rustls with the
-//! webpki roots for `https`), redirects followed as Go's client follows them, the body read
-//! whole. `http:client` and `consul:kv` use it.
+//! webpki roots for `https`, or a Unix socket), redirects followed as Go's client follows
+//! them, the body read whole or streamed. `http:client`, `consul:kv` and the Docker Engine
+//! API (`docker:container`) use it.
 
 use std::sync::Arc;
 
@@ -186,6 +187,53 @@ pub async fn send_following(
         on_redirect(&url);
     }
     Err(format!("stopped after {MAX_REDIRECTS} redirects"))
+}
+
+/// A request to a server on a Unix socket (the Docker Engine API): the status and the
+/// whole body.
+pub async fn send_unix(
+    socket: &std::path::Path,
+    method: &Method,
+    target: &str,
+    body: Option<Vec<u8>>,
+) -> Result<(u16, Bytes), String> {
+    let (status, body, _conn) = open_unix(socket, method, target, body).await?;
+    let body = body.collect().await.map_err(|e| format!("reading the body: {e}"))?.to_bytes();
+    Ok((status, body))
+}
+
+/// A streamed answer: its body, and the connection that must live as long as it is read.
+pub struct Streamed {
+    pub status: u16,
+    pub body: hyper::body::Incoming,
+    _conn: AbortOnDrop,
+}
+
+/// [`send_unix`] for answers that go on (an event stream): the body is read as it comes.
+pub async fn stream_unix(socket: &std::path::Path, method: &Method, target: &str) -> Result<Streamed, String> {
+    let (status, body, conn) = open_unix(socket, method, target, None).await?;
+    Ok(Streamed { status, body, _conn: conn })
+}
+
+async fn open_unix(
+    socket: &std::path::Path,
+    method: &Method,
+    target: &str,
+    body: Option<Vec<u8>>,
+) -> Result<(u16, hyper::body::Incoming, AbortOnDrop), String> {
+    let mut req = Request::builder().method(method.clone()).uri(target).header(hyper::header::HOST, "docker");
+    if body.is_some() {
+        req = req.header(hyper::header::CONTENT_TYPE, "application/json");
+    }
+    let req = req.body(Full::new(Bytes::from(body.unwrap_or_default()))).map_err(|e| e.to_string())?;
+    let io = tokio::net::UnixStream::connect(socket).await.map_err(|e| format!("{}: {e}", socket.display()))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(TokioIo::new(io)).await.map_err(|e| e.to_string())?;
+    let driver = AbortOnDrop(tokio::spawn(async move {
+        let _closed = conn.await;
+    }));
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok((resp.status().as_u16(), resp.into_body(), driver))
 }
 
 async fn exchange<IO>(io: IO, req: Request<Full<Bytes>>) -> Result<(u16, HeaderMap, Bytes), String>

@@ -67,7 +67,7 @@ pub fn image_ref(name: &str) -> String {
 }
 
 /// mgmt's accepted form: `v` then a version like `1.41`.
-fn valid_api_version(api: &str) -> bool {
+pub(crate) fn valid_api_version(api: &str) -> bool {
     let Some((major, minor)) = api.strip_prefix('v').and_then(|v| v.split_once('.')) else { return false };
     major.len() == 1
         && major.chars().all(|c| ('1'..='9').contains(&c))

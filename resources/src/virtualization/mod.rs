@@ -1,7 +1,8 @@
 //! The kinds of machines and containers: `virt` (libvirt domains), `virt:network` and its
-//! grouped hosts and ranges, `virt:builder`, `nspawn` and `docker:image`.
+//! grouped hosts and ranges, `virt:builder`, `nspawn`, `docker:image` and `docker:container`.
 
 pub mod docker;
+pub mod docker_container;
 pub mod nspawn;
 pub mod virt;
 pub mod virt_builder;

@@ -3,6 +3,7 @@
 mod e2e_support;
 mod support;
 
+mod docker;
 mod e2e;
 mod engine_corpus;
 mod exec;
