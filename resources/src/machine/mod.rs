@@ -108,7 +108,7 @@ impl Machine {
             networks: Arc::new(crate::virtualization::virt_network::VirshNetworks),
             builder: Arc::new(crate::virtualization::virt_builder::VirtBuilder),
             machines: Arc::new(crate::virtualization::nspawn::Machinectl),
-            docker: Arc::new(crate::virtualization::docker::DockerCli),
+            docker: Arc::new(crate::virtualization::docker::DockerCli::default()),
             world: Arc::new(world::Detached::new("")),
             program: Arc::default(),
             containers: None,

@@ -43,8 +43,23 @@ pub trait Docker: Send + Sync {
     fn events(&self, api: &str) -> Result<Lines, ResError>;
 }
 
-/// The `docker` command-line client.
-pub struct DockerCli;
+/// The `docker` command-line client, talking to the daemon it finds by itself
+/// (`$DOCKER_HOST`, else the standard socket) or to `host` (`-H`, e.g. `unix:///run/x.sock`).
+#[derive(Clone, Debug, Default)]
+pub struct DockerCli {
+    pub host: Option<String>,
+}
+
+impl DockerCli {
+    fn argv(&self, args: &[&str]) -> Vec<String> {
+        let mut argv = docker_argv(&[]);
+        if let Some(host) = &self.host {
+            argv.extend(["-H".to_string(), host.clone()]);
+        }
+        argv.extend(args.iter().map(|a| a.to_string()));
+        argv
+    }
+}
 
 /// `docker ARGS...`.
 pub fn docker_argv(args: &[&str]) -> Vec<String> {
@@ -78,7 +93,7 @@ pub(crate) fn valid_api_version(api: &str) -> bool {
 #[async_trait]
 impl Docker for DockerCli {
     async fn image_id(&self, image: &str, api: &str) -> Result<Option<String>, ResError> {
-        let argv = docker_argv(&["image", "inspect", "--format", "{{.Id}}", image]);
+        let argv = self.argv(&["image", "inspect", "--format", "{{.Id}}", image]);
         let out = run_tool(&argv, &api_env(api), &CancellationToken::new()).await?;
         if out.success() {
             return Ok(Some(out.stdout.trim().to_string()));
@@ -89,7 +104,7 @@ impl Docker for DockerCli {
         Err(ResError::new(format!("`{}` failed: {}", argv.join(" "), out.output.trim())))
     }
     async fn pull(&self, image: &str, api: &str, cancel: &CancellationToken) -> Result<(), ResError> {
-        let argv = docker_argv(&["image", "pull", "--quiet", image]);
+        let argv = self.argv(&["image", "pull", "--quiet", image]);
         let out = run_tool(&argv, &api_env(api), cancel).await?;
         if out.success() {
             Ok(())
@@ -98,10 +113,10 @@ impl Docker for DockerCli {
         }
     }
     async fn remove(&self, image: &str, api: &str) -> Result<(), ResError> {
-        run_tool_ok(&docker_argv(&["image", "rm", image]), &api_env(api)).await.map(drop)
+        run_tool_ok(&self.argv(&["image", "rm", image]), &api_env(api)).await.map(drop)
     }
     fn events(&self, api: &str) -> Result<Lines, ResError> {
-        let argv = docker_argv(&["events", "--filter", "type=image", "--format", "{{.Action}} {{.Actor.ID}}"]);
+        let argv = self.argv(&["events", "--filter", "type=image", "--format", "{{.Action}} {{.Actor.ID}}"]);
         line_stream(&argv, &api_env(api))
     }
 }

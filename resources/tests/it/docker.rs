@@ -227,3 +227,51 @@ fn bad_params_are_refused_with_their_field() {
     assert!(err(&[("image", s("x")), ("ports", ports)]).contains("field `ports`"));
     assert!(build(&[("image", s("x")), ("apiversion", s("v1.41"))]).validate().is_ok());
 }
+
+/// `docker:image` through the real `docker` client against the private daemon: a present
+/// image is left alone, `absent` removes it, one imported again behind its back is removed
+/// again through `docker events`, and a pull with no registry reachable fails, naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_image_is_kept_present_or_absent_through_the_docker_client() {
+    if !docker_available() {
+        return;
+    }
+    // docker.io brings the client with the daemon.
+    assert!(which("docker").is_some(), "the docker client is installed with dockerd");
+    let dir = tempfile::tempdir().unwrap();
+    let daemon = start_dockerd(dir.path()).await;
+    let socket = daemon.socket.clone();
+    import_image(&socket, "tend-busybox", "img").await;
+    let cli = resources::virtualization::docker::DockerCli { host: Some(format!("unix://{}", socket.display())) };
+    let host = Machine { docker: std::sync::Arc::new(cli), ..Machine::sandbox(dir.path().join("host")) };
+    let present = |socket: PathBuf| async move {
+        matches!(send_unix(&socket, &Method::GET, "/images/tend-busybox:img/json", None).await, Ok((200, _)))
+    };
+    let name = "tend-busybox:img";
+
+    let mut exists = build_with(&host, "docker:image", name, &params(&[])).unwrap();
+    assert!(exists.check_apply(&mut ApplyCtx::detached(), true).await.unwrap(), "an imported image is present");
+
+    let engine = engine(&dir.path().join("state"));
+    let mut g = Graph::new();
+    let res = build_with(&host, "docker:image", name, &params(&[("state", s("absent"))])).unwrap();
+    g.add_vertex(ResKey::new("docker:image", name), Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert!(!present(socket.clone()).await, "absent removes it");
+    import_image(&socket, "tend-busybox", "img").await;
+    let until = std::time::Instant::now() + WAIT;
+    while present(socket.clone()).await && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!present(socket.clone()).await, "an image imported behind its back is removed again");
+    engine.shutdown(WAIT).await;
+
+    let mut pull = build_with(&host, "docker:image", "tend-no-such-image:1", &params(&[])).unwrap();
+    let err = pull.check_apply(&mut ApplyCtx::detached(), true).await.unwrap_err();
+    assert!(err.message.contains("tend-no-such-image"), "{err}");
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(program)).find(|p| p.is_file())
+}
