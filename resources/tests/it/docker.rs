@@ -21,6 +21,10 @@ use support::{WAIT, engine, params, s, strs};
 const DOCKERD: &str = "/usr/sbin/dockerd";
 const BUSYBOX: &str = "/bin/busybox";
 
+/// The container's command: PID 1 of a container ignores SIGTERM unless it handles it, and
+/// this one exits on it, so a stop takes a second, not the ten of docker's grace period.
+const STOPPABLE: &str = "trap 'exit 0' TERM; while true; do sleep 1; done";
+
 /// A private docker daemon, stopped (SIGTERM, by PID) when dropped.
 struct Dockerd {
     child: Child,
@@ -121,7 +125,8 @@ async fn state(socket: &Path, name: &str) -> Option<(String, String)> {
 
 #[allow(clippy::print_stderr, reason = "what the container was in when the wait ran out")]
 async fn eventually_state(socket: &Path, name: &str, want: Option<&str>) -> bool {
-    let until = std::time::Instant::now() + WAIT;
+    // Docker's own stop may wait out its 10 s grace period: allow for it.
+    let until = std::time::Instant::now() + WAIT + WAIT;
     loop {
         let now = state(socket, name).await;
         if now.as_ref().map(|s| s.0.as_str()) == want {
@@ -155,8 +160,11 @@ async fn a_container_is_run_kept_running_stopped_replaced_and_removed() {
     let host = Machine { containers: Some(engine_at(&socket)), ..Machine::sandbox(dir.path().join("host")) };
     let engine = engine(&dir.path().join("state"));
     let name = "tend-web";
-    let base =
-        [("image", s("tend-busybox:one")), ("cmd", strs(&["/bin/sleep", "1000"])), ("env", strs(&["GREETING=hello"]))];
+    let base = [
+        ("image", s("tend-busybox:one")),
+        ("cmd", strs(&["/bin/sh", "-c", STOPPABLE])),
+        ("env", strs(&["GREETING=hello"])),
+    ];
 
     // Noop says what it would do and does nothing.
     let mut noop = build_with(&host, "docker:container", name, &params(&base)).unwrap();
