@@ -41,21 +41,7 @@ streaming! {
             em.send(Err(FuncError::catchable("http.response: can't use an empty uid"))).await;
             return;
         }
-        let src = em.host().values.clone();
-        let mut changes = src.changes();
-        let mut last = None;
-        loop {
-            let r = read(src.get_in(RESPONSES, &uid), &uid);
-            if last.as_ref() != Some(&r) {
-                if !em.send(r.clone()).await {
-                    return;
-                }
-                last = Some(r);
-            }
-            if changes.changed().await.is_err() {
-                return;
-            }
-        }
+        crate::core::value::follow_store(em, move |src| read(src.get_in(RESPONSES, &uid), &uid)).await
     }
 }
 

@@ -140,11 +140,17 @@ streaming! {
 
 /// Emits the value stored under `key` as `want`, now and after every change of the store.
 async fn follow_value(em: Emitter, key: String, want: Type) {
+    follow_store(em, move |src| lookup(src.get(&key), &want, &key)).await
+}
+
+/// Emits what `read` makes of the host's value store, now and after every change of it
+/// that changes the result.
+pub(crate) async fn follow_store(em: Emitter, read: impl Fn(&dyn ValueSource) -> crate::api::FuncResult) {
     let src = em.host().values.clone();
     let mut changes = src.changes();
     let mut last = None;
     loop {
-        let r = lookup(src.get(&key), &want, &key);
+        let r = read(src.as_ref());
         if last.as_ref() != Some(&r) {
             if !em.send(r.clone()).await {
                 return;
