@@ -3,6 +3,7 @@
 //! process-wide file watcher, listen addresses, CIDR addresses, escaped markup and text
 //! edited by lines, and the parent/child registry that stands in for autogrouping.
 
+pub mod augeas;
 pub mod cidr;
 pub mod command;
 pub mod events;

@@ -117,7 +117,7 @@ pub fn file_path<'a>(name: &'a str, params: &'a ParamMap) -> Cow<'a, str> {
 }
 
 /// The kinds whose resources rules look up by name ([`Index::resource`]).
-const FOUND_BY_NAME: &[&str] = &["user", "group"];
+const FOUND_BY_NAME: &[&str] = &["user", "group", "net"];
 
 /// What the resources of a graph provide, for the rules that ask.
 #[derive(Default)]

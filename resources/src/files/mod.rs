@@ -2,6 +2,7 @@
 //! archives (`gzip`, `tar`, and `deploy:tar` of the running program).
 
 pub mod archive;
+pub mod augeas;
 pub mod deploy_tar;
 pub mod file;
 pub mod json_edit;

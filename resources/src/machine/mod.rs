@@ -62,6 +62,8 @@ pub struct Machine {
     pub http: Arc<crate::http::Hub>,
     /// Files of the `tftp:server`s.
     pub tftp: Arc<crate::network::tftp::TftpHub>,
+    /// Hosts and ranges of the `dhcp:server`s.
+    pub dhcp: Arc<crate::network::dhcp::DhcpHub>,
     /// What `value` resources (and `http:server:ui:input`'s `local://` store) keep; the
     /// binary hands the same store to the `value.get*` functions.
     pub values: Arc<crate::basics::value::ValueStore>,
@@ -102,6 +104,7 @@ impl Machine {
             firewall: Arc::new(crate::network::firewalld::FirewallCmd { root: PathBuf::from("/") }),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::Curl)),
             tftp: crate::network::tftp::TftpHub::new(),
+            dhcp: crate::network::dhcp::DhcpHub::new(),
             values: Arc::default(),
             temps: Arc::default(),
             libvirt: Arc::new(crate::virtualization::virt::Virsh),
@@ -133,6 +136,7 @@ impl Machine {
             firewall: Arc::new(crate::network::firewalld::FakeFirewall::default()),
             http: crate::http::Hub::with_upstream(Arc::new(crate::http::proxy::MemUpstream::default())),
             tftp: crate::network::tftp::TftpHub::new(),
+            dhcp: crate::network::dhcp::DhcpHub::new(),
             values: Arc::default(),
             temps: Arc::default(),
             libvirt: Arc::new(crate::virtualization::virt::FakeLibvirt::default()),

@@ -3,6 +3,8 @@
 mod e2e_support;
 mod support;
 
+mod augeas;
+mod dhcp;
 mod docker;
 mod e2e;
 mod engine_corpus;
