@@ -93,6 +93,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &network::dhcp::DHCP_SERVER,
     &network::dhcp::DHCP_HOST,
     &network::dhcp::DHCP_RANGE,
+    &services::remote::REMOTE,
     &system::ssh_key::SSH_AUTHORIZED_KEY,
     &cluster::schedule::SCHEDULE,
     &system::password::EXIT,

@@ -176,6 +176,8 @@ pub fn run(opts: RunArgs) -> ExitCode {
     };
     let watch = !opts.no_watch && !opts.noop && matches!(start, Start::Program(_));
     let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
+    services.resources.program.set_entry(&program.entry);
+    services.resources.program.keep_out(&state_dir);
     let config = EngineConfig {
         state_dir: state_dir.clone(),
         stop_timeout: SHUTDOWN_DEADLINE,

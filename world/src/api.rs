@@ -93,6 +93,12 @@ pub trait World: Send + Sync {
         Err(WorldError::NeedsCluster)
     }
 
+    /// The client URLs of the cluster this host is on (none: a store kept locally), for
+    /// an agent this one starts elsewhere (`remote`) to join.
+    fn client_urls(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// The link to the store.
     fn health(&self) -> Health;
 

@@ -20,19 +20,29 @@ use crate::contract::params::BuildError;
 use crate::contract::typed::Fingerprint as _;
 use crate::util::watch::FileWatch;
 
-/// The directory of the running program, which the binary moves on with each deploy.
-pub struct ProgramRoot(watch::Sender<PathBuf>);
+/// The program this agent runs: its directory (which the binary moves on with each
+/// deploy), its entry file, and the directories under it that are not part of it (the
+/// agent's own state, when kept there).
+pub struct ProgramRoot {
+    dir: watch::Sender<PathBuf>,
+    entry: std::sync::Mutex<String>,
+    kept_out: std::sync::Mutex<Vec<PathBuf>>,
+}
 
 impl Default for ProgramRoot {
     fn default() -> ProgramRoot {
-        ProgramRoot(watch::Sender::new(PathBuf::new()))
+        ProgramRoot {
+            dir: watch::Sender::new(PathBuf::new()),
+            entry: std::sync::Mutex::new("/main.mcl".into()),
+            kept_out: std::sync::Mutex::default(),
+        }
     }
 }
 
 impl ProgramRoot {
     /// The program now runs from `dir`.
     pub fn set(&self, dir: &Path) {
-        self.0.send_if_modified(|now| {
+        self.dir.send_if_modified(|now| {
             let moved = now != dir;
             if moved {
                 *now = dir.to_path_buf();
@@ -42,11 +52,29 @@ impl ProgramRoot {
     }
 
     pub fn get(&self) -> PathBuf {
-        self.0.borrow().clone()
+        self.dir.borrow().clone()
     }
 
-    fn changes(&self) -> watch::Receiver<PathBuf> {
-        self.0.subscribe()
+    /// The entry file's path in the program (`/main.mcl`).
+    pub fn set_entry(&self, entry: &str) {
+        *self.entry.lock().unwrap_or_else(|p| p.into_inner()) = entry.to_string();
+    }
+
+    pub fn entry(&self) -> String {
+        self.entry.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// `dir` is not part of the program even when under it (the agent's state directory).
+    pub fn keep_out(&self, dir: &Path) {
+        self.kept_out.lock().unwrap_or_else(|p| p.into_inner()).push(dir.to_path_buf());
+    }
+
+    pub fn kept_out(&self) -> Vec<PathBuf> {
+        self.kept_out.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub(crate) fn changes(&self) -> watch::Receiver<PathBuf> {
+        self.dir.subscribe()
     }
 }
 

@@ -1,5 +1,7 @@
-//! The kinds that run things: `svc` (on systemd, [`systemd`]) and `exec`.
+//! The kinds that run things: `svc` (on systemd, [`systemd`]), `exec`, and `remote` (this
+//! binary on another host, over SSH).
 
 pub mod exec;
+pub mod remote;
 pub mod svc;
 pub mod systemd;

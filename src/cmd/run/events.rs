@@ -199,6 +199,7 @@ impl Runner {
                 });
                 self.funcs_host.root = c.program.root.clone();
                 self.host.program.set(&c.program.root);
+                self.host.program.set_entry(&c.program.entry);
                 self.program = c.program;
                 lp.sources = c.sources;
                 (lp.pending, lp.outline) = (None, None);

@@ -234,6 +234,16 @@ impl World for EtcdWorld {
         &self.inner.cfg.hostname
     }
 
+    fn client_urls(&self) -> Vec<String> {
+        let mut urls = self.inner.cfg.seeds.clone();
+        for u in self.inner.cfg.endpoints.get() {
+            if !urls.contains(&u) {
+                urls.push(u);
+            }
+        }
+        urls
+    }
+
     fn follow(&self, topic: &Topic) -> Follow {
         let rx = follow::follow(&self.inner, topic);
         if matches!(topic, Topic::Schedule(_) | Topic::Candidates(_)) {
