@@ -87,6 +87,12 @@ fn file_error(aug: &Augeas, file: &str) -> Option<String> {
 
 /// Reads `file` with `lens` and compares (and with `apply`, sets and saves) every set.
 fn converge(file: &str, lens: &str, sets: &[AugeasSet], apply: bool) -> Result<Vec<Change>, String> {
+    // libaugeas reads what it is given: a FIFO or a device would block it or worse.
+    if let Ok(meta) = std::fs::metadata(file)
+        && !meta.is_file()
+    {
+        return Err(format!("{file} is not a regular file"));
+    }
     let mut aug = if lens.is_empty() {
         let mut aug = Augeas::open("/", NO_LOAD)?;
         aug.load_file(file)?;

@@ -104,6 +104,13 @@ async fn a_file_the_lens_cannot_read_and_bad_params_are_errors() {
     let err = check(res.as_mut(), true).await.unwrap_err();
     assert!(err.contains("matches more than one node"), "{err}");
 
+    // A FIFO (or any file that is not a regular one) is refused, not read.
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let mut res = build_with(&host, "augeas", "f", &hosts_params(&fifo, "Hosts.lns", &WANTED)).unwrap();
+    let err = check(res.as_mut(), true).await.unwrap_err();
+    assert!(err.contains("is not a regular file"), "{err}");
+
     // A lens that does not exist.
     let mut res = build_with(&host, "augeas", "n", &hosts_params(&two, "Nosuch.lns", &WANTED)).unwrap();
     let err = check(res.as_mut(), true).await.unwrap_err();
