@@ -3,9 +3,10 @@
 //! `ssh://user@host:port/` (root and 22 by default). The watch holds the SSH connection:
 //! it copies the binary into a working directory under the remote user's
 //! `~/.tend/remote/` (kept, and not copied again while it matches, with `caching`), copies
-//! the program's files beside it (again whenever they change here: the remote agent
-//! live-edits with them), and supervises the remote agent that check-apply starts:
-//! `tend run` as `hostname` (default: the remote host's own name), exiting once converged
+//! the program's files beside it (at each connection, and again with each new deploy this
+//! agent runs: the remote agent live-edits with them; an edit of a program run from disk
+//! reaches it at the next connection), and supervises the remote agent that check-apply
+//! starts: `tend run` as `hostname` (default: the remote host's own name), exiting once converged
 //! with `converger_timeout`. When this agent is on a cluster, the remote agent joins it:
 //! through a reverse tunnel over the SSH connection (`tunnelled`, listening on
 //! `tunnel_addr` there) or directly. Without a cluster the remote agent has its own local
