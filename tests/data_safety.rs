@@ -129,6 +129,13 @@ fn check_refuses_what_run_refuses() {
             "10:10",
             "root",
         ),
+        ("augeas \"hosts\" {\n\tfile => \"/etc/hosts\",\n\tlens => \"Hosts\",\n}\n".to_string(), "3:10", "lens"),
+        (
+            "dhcp:server \":67\" {\n\tinterface => \"eth0\",\n\tleasetime => \"10 minutes\",\n}\n".to_string(),
+            "3:15",
+            "leasetime",
+        ),
+        ("remote \"ssh://root@host2:22/\" {\n\tinteractive => true,\n}\n".to_string(), "2:17", "interactive"),
     ];
     for (program, at, field) in cases {
         std::fs::write(dir.path().join("main.mcl"), &program).unwrap();
