@@ -316,6 +316,24 @@ fn parse_hostkey(text: &str) -> Result<PublicKey, String> {
 // ---------------------------------------------------------------------------------------
 // What runs remotely
 
+/// This binary's path and sha256, read once per process: each connection compares the
+/// copy there with it, and reads the binary again only to send it.
+async fn this_binary() -> Result<(PathBuf, String), String> {
+    static THIS: std::sync::OnceLock<(PathBuf, String)> = std::sync::OnceLock::new();
+    if let Some(known) = THIS.get() {
+        return Ok(known.clone());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
+    let path = exe.clone();
+    let digest = tokio::task::spawn_blocking(move || {
+        let bytes = std::fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+        Ok::<_, String>(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect::<String>())
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    Ok(THIS.get_or_init(|| (exe, digest)).clone())
+}
+
 /// The remote agent's working directory, from the agent's host name and the resource's.
 fn work_id(local: &str, name: &str) -> String {
     let digest = Sha256::digest(format!("{local}\0{name}").as_bytes());
@@ -506,11 +524,10 @@ impl Plan {
             .trim()
             .to_string();
         // The binary: copied unless the one there matches.
-        let exe = std::env::current_exe().map_err(|e| format!("this binary's path: {e}"))?;
-        let bytes = tokio::fs::read(&exe).await.map_err(|e| format!("reading {}: {e}", exe.display()))?;
-        let digest: String = Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect();
+        let (exe, digest) = this_binary().await?;
         let there = link.run(&format!("sha256sum {}/tend 2>/dev/null", sh(&wd)), b"").await?;
         if !(p.caching && there.output.starts_with(&digest)) {
+            let bytes = tokio::fs::read(&exe).await.map_err(|e| format!("reading {}: {e}", exe.display()))?;
             let cmd = format!("cd {0} && cat > tend.part && chmod 0755 tend.part && mv -f tend.part tend", sh(&wd));
             link.ok("copying the tend binary", &cmd, &bytes).await?;
             tracing::info!(resource = %self.key, bytes = bytes.len(), "binary copied");

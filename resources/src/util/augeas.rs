@@ -143,6 +143,15 @@ impl Augeas {
         }
     }
 
+    /// A call's return code as a result: the library's error when it has one, else `fallback`.
+    fn done(&self, rc: c_int, doing: &str, fallback: impl FnOnce() -> String) -> Result<(), String> {
+        if rc < 0 {
+            self.check(doing)?;
+            return Err(fallback());
+        }
+        Ok(())
+    }
+
     /// The value at `path`: `Ok(None)` when no node matches (or the node has no value),
     /// an error when several do.
     pub fn get(&self, path: &str) -> Result<Option<String>, String> {
@@ -168,22 +177,16 @@ impl Augeas {
         let v = cstring("value", value)?;
         // SAFETY: live handle, valid C strings; the library copies them.
         let rc = unsafe { (self.api.set)(self.handle.as_ptr(), p.as_ptr(), v.as_ptr()) };
-        if rc < 0 {
-            self.check(&format!("set {path}"))?;
-            return Err(format!("augeas could not set {path} (does it match more than one node?)"));
-        }
-        Ok(())
+        self.done(rc, &format!("set {path}"), || {
+            format!("augeas could not set {path} (does it match more than one node?)")
+        })
     }
 
     /// Loads every file the load settings under `/augeas/load` name.
     pub fn load(&mut self) -> Result<(), String> {
         // SAFETY: live handle.
         let rc = unsafe { (self.api.load)(self.handle.as_ptr()) };
-        if rc < 0 {
-            self.check("load")?;
-            return Err("augeas could not load".into());
-        }
-        Ok(())
+        self.done(rc, "load", || "augeas could not load".into())
     }
 
     /// Loads one file with the lens the library's autoload settings give it.
@@ -202,11 +205,7 @@ impl Augeas {
     pub fn save(&mut self) -> Result<(), String> {
         // SAFETY: live handle.
         let rc = unsafe { (self.api.save)(self.handle.as_ptr()) };
-        if rc < 0 {
-            self.check("save")?;
-            return Err("augeas could not save".into());
-        }
-        Ok(())
+        self.done(rc, "save", || "augeas could not save".into())
     }
 }
 

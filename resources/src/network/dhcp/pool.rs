@@ -73,14 +73,13 @@ impl DhcpHost {
 #[async_trait]
 impl Resource for DhcpHost {
     fn validate(&self) -> Result<(), ResError> {
-        let p = &self.params;
-        let mac = Mac::parse(&p.mac).map_err(|m| self.raw.invalid(Some("mac"), m))?;
-        if mac.to_string() != p.mac {
-            let m = format!("write the mac address as {mac} (lower case, colons), not {:?}", p.mac);
+        // `entry` checks each field; mgmt also wants the MAC as Go prints it.
+        let mac = self.entry()?.mac;
+        if mac.to_string() != self.params.mac {
+            let m = format!("write the mac address as {mac} (lower case, colons), not {:?}", self.params.mac);
             return Err(self.raw.invalid(Some("mac"), m));
         }
-        validate_nbp(&p.nbp).map_err(|m| self.raw.invalid(Some("nbp"), m))?;
-        self.entry().map(|_| ())
+        Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
