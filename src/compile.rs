@@ -115,6 +115,7 @@ fn with_autoedges(
         return Err(diags.into_vec());
     }
     resources::contract::graph::add_autoedges(&mut graph);
+    resources::contract::group::autogroup(&mut graph);
     Ok((graph, left_out))
 }
 

@@ -53,6 +53,7 @@ mod event;
 pub mod fasthash;
 pub mod flap;
 mod graph;
+mod group;
 mod key;
 mod meta;
 mod node;
@@ -60,6 +61,7 @@ mod patch;
 mod res;
 mod starts;
 mod swap;
+mod undo;
 mod worker;
 
 use std::collections::BTreeMap;
@@ -72,11 +74,13 @@ use tokio::sync::{Mutex, broadcast, watch};
 
 pub use event::EngineEvent;
 pub use graph::{Edge, Graph, GraphError, Vertex};
+pub use group::{Group, member_field};
 pub use key::{IoAt, Payload, ResError, ResKey, Retry, SendRecv, retry_of};
 pub use meta::{Meta, MetaError, parse_sema};
 pub use node::WorkerState;
 pub use res::{ApplyCtx, InitCtx, Resource, Subscription, WatchCtx};
 pub use swap::{Rejection, SwapError, SwapReport};
+pub use undo::Revive;
 
 use converger::Converger;
 use node::lock;
@@ -100,6 +104,10 @@ pub struct EngineConfig {
     /// so each such resource is checked once, as a one-shot agent would. Watches that do
     /// work of their own still start.
     pub one_shot: bool,
+    /// Builds a pending reversal again from its record after a restart (`Meta:reverse`):
+    /// with it the engine keeps pending reversals under `state_dir` and applies, at its
+    /// first graph, those whose resource is gone. `None`: reversals live in memory only.
+    pub revive: Option<Revive>,
 }
 
 impl Default for EngineConfig {
@@ -109,6 +117,7 @@ impl Default for EngineConfig {
             stop_timeout: Duration::from_secs(10),
             apply_pool: None,
             one_shot: false,
+            revive: None,
         }
     }
 }
@@ -155,10 +164,11 @@ impl Engine {
             one_shot: config.one_shot,
             watch_rt: tokio::runtime::Handle::try_current().ok(),
         });
+        let running = Running::with_undo(&config);
         Engine {
             shared,
             config,
-            running: Mutex::new(Running::default()),
+            running: Mutex::new(running),
             generation: AtomicU64::new(0),
             shut_down: AtomicBool::new(false),
         }
@@ -403,6 +413,8 @@ mod layering {
         "converger",
         "node",
         "res",
+        "group",
+        "undo",
         "graph",
         "starts",
         "worker",

@@ -35,7 +35,8 @@ pub struct Meta {
     /// Keep in the graph but never watch or check-apply.
     pub hidden: bool,
     /// Undo this resource when it leaves the graph ([`crate::Resource::reversal`]);
-    /// pending reversals live in memory, so they do not survive a restart.
+    /// pending reversals are kept under the state dir when the engine can revive them
+    /// ([`crate::EngineConfig::revive`]), so they survive a restart.
     pub reverse: bool,
 }
 

@@ -32,10 +32,7 @@ pub(crate) async fn patch(
         vertices.into_iter().partition(|v| crate::swap::same(&running.vertices[&v.key], v));
     let unchanged: Vec<ResKey> = same.into_iter().map(|v| v.key).collect();
     let (fresh, reversals) = crate::swap::init_all(state_dir, fresh).await.map_err(|(e, _)| e)?;
-    for (key, reversal) in reversals {
-        // As a swap does: the first capture of a key wins.
-        running.pending_reversals.entry(key).or_insert(reversal);
-    }
+    running.keep_reversals(reversals);
 
     // The neighbours' view of each replaced vertex, read before the stop clears it.
     let old_links: Vec<Arc<Links>> = fresh.iter().map(|v| running.vertices[&v.key].node.links()).collect();

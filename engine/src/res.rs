@@ -97,6 +97,13 @@ pub trait Resource: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// For a reversal ([`Resource::reversal`]): a text from which the binary builds it again
+    /// after a restart ([`crate::Revive`]), so a pending undo outlives the process. `None`:
+    /// it lives in memory only.
+    fn record(&self) -> Option<String> {
+        None
+    }
+
     /// Whether notifications reach this resource ([`ApplyCtx::refresh`]).
     fn refreshable(&self) -> bool {
         false
@@ -213,6 +220,20 @@ pub struct ApplyCtx {
     pub(crate) reports: Vec<String>,
     /// Where [`ApplyCtx::request_exit`] goes; `None` outside the engine.
     pub(crate) exit: Option<Arc<tokio::sync::watch::Sender<Option<i32>>>>,
+    /// For a vertex that applies a group of resources (autogrouping): what its members did,
+    /// each reported under its own name ([`ApplyCtx::member`]).
+    pub(crate) members: Vec<MemberApplied>,
+    /// For a group: whether the group's own resource changed, apart from its members; `None`
+    /// for a plain resource (its outcome is the check-apply's).
+    pub(crate) own_changed: Option<bool>,
+}
+
+/// What one member of a group did in the group's check-apply (see [`ApplyCtx::member`]).
+#[derive(Clone, Debug)]
+pub(crate) struct MemberApplied {
+    pub key: ResKey,
+    pub changed: bool,
+    pub reports: Vec<String>,
 }
 
 impl ApplyCtx {
@@ -224,7 +245,39 @@ impl ApplyCtx {
             cancel: CancellationToken::new(),
             reports: Vec::new(),
             exit: None,
+            members: Vec::new(),
+            own_changed: None,
         }
+    }
+
+    /// A context for one resource of a group, run inside the group's check-apply: this
+    /// run's cancellation and exit, the refresh when `refreshable`, and the params received
+    /// into it (`received`, its own names).
+    pub(crate) fn for_member(&self, refreshable: bool, received: BTreeSet<String>) -> ApplyCtx {
+        ApplyCtx {
+            refresh: self.refresh && refreshable,
+            recv_changed: received,
+            cancel: self.cancel.clone(),
+            reports: Vec::new(),
+            exit: self.exit.clone(),
+            members: Vec::new(),
+            own_changed: None,
+        }
+    }
+
+    /// For a resource that applies a group (autogrouping): says what member `key` did,
+    /// `changed` (or, in noop mode, would change) with its notes; the engine reports it
+    /// under the member's name, as if it were a vertex of its own. The group's own notes
+    /// stay [`ApplyCtx::report`]'s.
+    pub fn member(&mut self, key: &ResKey, changed: bool, reports: Vec<String>) {
+        self.members.push(MemberApplied { key: key.clone(), changed, reports });
+    }
+
+    /// For a resource that applies a group: whether its own part changed, apart from its
+    /// members' (which [`ApplyCtx::member`] says). Without it, the group's own report counts
+    /// every member's change as its own.
+    pub fn own_changed(&mut self, changed: bool) {
+        self.own_changed = Some(changed);
     }
 
     /// Asks the program running the engine to shut down with `code` (the `exit` kind).

@@ -22,10 +22,15 @@ use crate::worker::{Shared, Worker};
 pub(crate) struct Running {
     pub(crate) vertices: BTreeMap<ResKey, RunningVertex>,
     /// Reversals captured when `Meta:reverse` vertices were first inited, waiting for
-    /// their vertex to leave the graph (in memory: they do not survive a restart).
+    /// their vertex to leave the graph (kept on disk too when the engine can revive them).
     pub(crate) pending_reversals: BTreeMap<ResKey, Box<dyn Resource>>,
     /// Running vertices that are reversals; kept until they succeed once.
     pub(crate) reversal_keys: BTreeSet<ResKey>,
+    /// The pending reversals on disk, when the engine can revive them.
+    pub(crate) undo: Option<Arc<crate::undo::Undo>>,
+    /// Pending reversals read from disk at start: due at the first graph that lacks their
+    /// resource, though it never ran in this process.
+    pub(crate) restored: BTreeSet<ResKey>,
 }
 
 pub(crate) struct RunningVertex {
@@ -37,6 +42,46 @@ pub(crate) struct RunningVertex {
 }
 
 impl Running {
+    /// An empty table, holding the reversals left pending by an earlier run when the
+    /// engine can revive them.
+    pub(crate) fn with_undo(config: &crate::EngineConfig) -> Running {
+        let mut running = Running::default();
+        let Some(revive) = &config.revive else { return running };
+        let (undo, found) = crate::undo::Undo::open(&config.state_dir);
+        for (key, record) in found {
+            match (revive.0)(&key, &record) {
+                Ok(res) => {
+                    tracing::info!(resource = %key, "a reversal is still pending from an earlier run");
+                    running.pending_reversals.insert(key.clone(), res);
+                    running.restored.insert(key);
+                }
+                Err(e) => {
+                    tracing::warn!(resource = %key, error = %e.message, "a pending reversal from an earlier run cannot be built; it is kept, not applied");
+                }
+            }
+        }
+        running.undo = Some(undo);
+        running
+    }
+
+    /// Keeps the reversals a swap's inits captured: the first capture of a key wins (it
+    /// holds the state from before tend managed the resource), on disk too.
+    pub(crate) fn keep_reversals(&mut self, reversals: Reversals) {
+        for (key, reversal) in reversals {
+            if self.pending_reversals.contains_key(&key) {
+                continue;
+            }
+            match (&self.undo, reversal.record()) {
+                (Some(undo), Some(record)) => undo.remember(&key, record),
+                (Some(_), None) => {
+                    tracing::info!(resource = %key, "its reversal is kept in memory only: a restart loses it")
+                }
+                (None, _) => {}
+            }
+            self.pending_reversals.insert(key, reversal);
+        }
+    }
+
     /// How many edges run: each is its child's link to a parent.
     pub(crate) fn edge_count(&self) -> usize {
         self.vertices.values().map(|v| v.node.links().parents.len()).sum()
@@ -289,13 +334,14 @@ fn inject_reversals(running: &mut Running, graph: &mut Graph) -> (BTreeSet<ResKe
     let due: Vec<ResKey> = running
         .pending_reversals
         .keys()
-        .filter(|k| !candidate.contains(*k) && running.vertices.contains_key(*k))
+        .filter(|k| !candidate.contains(*k) && (running.vertices.contains_key(*k) || running.restored.contains(*k)))
         .cloned()
         .collect();
     let mut injected = BTreeSet::new();
     for key in due {
         if let Some(res) = running.pending_reversals.remove(&key) {
             tracing::info!(resource = %key, "left the graph; running its reversal");
+            let res = Box::new(crate::undo::Reverting { inner: res, undo: running.undo.clone(), key: key.clone() });
             graph.vertices.push(Vertex { key: key.clone(), meta: Meta::default(), res });
             injected.insert(key);
         }
@@ -365,11 +411,9 @@ pub(crate) async fn swap(
             return Err(error);
         }
     };
-    for (key, reversal) in reversals {
-        // The first capture wins: it holds the state from before tend managed the resource.
-        running.pending_reversals.entry(key).or_insert(reversal);
-    }
+    running.keep_reversals(reversals);
     running.reversal_keys = injected.into_iter().chain(keep).collect();
+    running.restored.clear();
 
     let stopping: Vec<RunningVertex> = plan.stop.iter().filter_map(|k| running.vertices.remove(k)).collect();
     stop(shared, stopping, stop_timeout).await;
@@ -538,7 +582,7 @@ mod tests {
                 (key, RunningVertex { node, meta: Arc::new(Meta::default()) })
             })
             .collect();
-        Running { vertices, pending_reversals: BTreeMap::new(), reversal_keys: BTreeSet::new() }
+        Running { vertices, ..Default::default() }
     }
 
     /// Positions of the vertices named `a`, `b`, `c`... in `running` (in name order).

@@ -488,10 +488,24 @@ impl Worker {
                 cancel: self.node.token(),
                 reports: Vec::new(),
                 exit: Some(self.shared.exit.clone()),
+                members: Vec::new(),
+                own_changed: None,
             };
             self.node.set_state(WorkerState::Applying);
             let check = self.check_apply(&mut ctx, !noop).await;
             self.shared.checks.fetch_add(1, Ordering::Relaxed);
+            // A group's members are reported under their own names, those that ran before a
+            // failing one included.
+            for member in std::mem::take(&mut ctx.members) {
+                let changed = member.changed;
+                tracing::info!(resource = %member.key, group = %self.node.key, changed, noop, "applied");
+                self.shared.emit(changed, || EngineEvent::Applied {
+                    key: member.key,
+                    changed,
+                    noop,
+                    reports: member.reports,
+                });
+            }
             let check_ok = check?;
             ran = true;
             self.repaired = !check_ok && !noop;
@@ -502,7 +516,7 @@ impl Worker {
                 ctx.reports.extend(received.iter().map(|r| r.line(&self.node.key)));
             }
             self.node.sends_guessed.store(noop && (!check_ok || guessed), Ordering::SeqCst);
-            let changed = !check_ok || guessed;
+            let changed = ctx.own_changed.unwrap_or(!check_ok) || guessed;
             // The notes reach the person running tend through the event; the log has them
             // at -vv.
             tracing::info!(resource = %self.node.key, changed, noop, "applied");

@@ -111,6 +111,27 @@ pub fn decode(kind: &str, name: &str, host: &str, record: &str, span: Span) -> R
     })
 }
 
+/// A resource's params as one line of text (`[[name, value], …]` in the export encoding),
+/// which [`params_from_record`] reads back: what the engine keeps on disk of a pending
+/// reversal.
+pub fn params_to_record(params: &crate::params::ParamMap) -> Result<String, String> {
+    let pairs = params.iter().map(|(k, v)| Ok(json!([k, to_json(v)?]))).collect::<Result<Vec<Json>, String>>()?;
+    Ok(Json::Array(pairs).to_string())
+}
+
+/// The params [`params_to_record`] wrote.
+pub fn params_from_record(record: &str) -> Result<crate::params::ParamMap, String> {
+    let json: Json = serde_json::from_str(record).map_err(|e| format!("not a record: {e}"))?;
+    let items = json.as_array().ok_or("not a list of params")?;
+    items
+        .iter()
+        .map(|p| match p.as_array().map(Vec::as_slice) {
+            Some([Json::String(k), v]) => Ok((k.clone(), from_json(v)?)),
+            _ => Err(format!("not a param: {p}")),
+        })
+        .collect()
+}
+
 fn to_json(v: &Value) -> Result<Json, String> {
     Ok(match v {
         Value::Bool(b) => Json::Bool(*b),

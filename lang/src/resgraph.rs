@@ -14,6 +14,10 @@ use std::fmt;
 pub struct ResGraph {
     pub vertices: Vec<ResVertex>,
     pub edges: Vec<Edge>,
+    /// Autogrouping's result: the resources grouped into vertex `i` (taken out of
+    /// `vertices`, their edges moved to `i`), in the order they were grouped. Empty until
+    /// the resources crate groups the graph.
+    pub members: std::collections::BTreeMap<usize, Vec<ResVertex>>,
 }
 
 /// One resource.
@@ -87,6 +91,9 @@ pub struct Meta {
     pub reverse: bool,
     pub autoedge: bool,
     pub autogroup: bool,
+    /// `Meta:autogroup => true` was written: a kind whose grouping saves nothing (`print`)
+    /// groups only then, while one that gains by it (`pkg`) groups unless told not to.
+    pub autogroup_asked: bool,
     /// Puppet's tags (`Meta:tags`), for collectors; only set one by one.
     pub tags: Vec<String>,
 }
@@ -120,6 +127,7 @@ impl Default for Meta {
             reverse: false,
             autoedge: true,
             autogroup: true,
+            autogroup_asked: false,
             tags: Vec::new(),
         }
     }
@@ -181,6 +189,10 @@ impl ResGraph {
     /// `Edge: k1[n1] -> k2[n2] # k1[n1] -> k2[n2]` lines, sorted.
     pub fn to_lines(&self) -> Vec<String> {
         let mut lines: Vec<String> = self.vertices.iter().map(|v| format!("Vertex: {}", v.key())).collect();
+        for (at, members) in &self.members {
+            let group = self.vertices[*at].key();
+            lines.extend(members.iter().map(|m| format!("Group: {group}: Vertex: {}", m.key())));
+        }
         for e in &self.edges {
             let (a, b) = (self.vertices[e.from].key(), self.vertices[e.to].key());
             lines.push(format!("Edge: {a} -> {b} # {a} -> {b}"));

@@ -24,10 +24,12 @@
 //! `json:edit`, `gzip` and `tar`, `ssh:authorized_key`, `schedule` (candidacy in the local
 //! world store), the `http:server` family (`http:server`, `:file`, `:flag`, `:proxy` through
 //! curl, `:ui`, `:ui:input`; hyper on tokio), `tftp:server` / `tftp:file`, `exit`, `_panic`.
-//! `Meta:reverse` works for `file` (regular files; the reversal is kept in memory) and
-//! `net`. Not implemented: autogrouping in general (the http and tftp servers find their
-//! sub-resources through [`util::registry`]; `virt:network` groups its hosts and ranges),
-//! exports, `file`'s `selinux`, the `dhcp:*` kinds.
+//! `Meta:reverse` works for `file` (regular files; the pending reversal is kept on disk,
+//! [`revive`] builds it again after a restart) and `net` (in memory). Autogrouping is
+//! [`contract::group`] with each kind's hook (`pkg`: one transaction; the `http:server`
+//! routes; `print`, `noop` and `test` as mgmt's); the http and tftp servers still find their
+//! sub-resources through [`util::registry`], and `virt:network` groups its hosts and ranges
+//! its own way.
 
 pub mod basics;
 pub mod cluster;
@@ -117,6 +119,14 @@ pub fn build(kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resour
 }
 
 /// Builds a resource of `kind`; host-touching kinds use `host`'s backends and root.
+/// Builds a pending reversal again from the record its resource gave
+/// ([`engine::Resource::record`]: its params), after a restart.
+pub fn revive(host: &Machine, key: &engine::ResKey, record: &str) -> Result<Box<dyn Resource>, engine::ResError> {
+    let params = lang::exported::params_from_record(record)
+        .map_err(|e| engine::ResError::new(format!("{key}: its pending reversal cannot be read: {e}")))?;
+    build_with(host, &key.kind, &key.name, &params).map_err(|e| engine::ResError::new(e.to_string()))
+}
+
 pub fn build_with(host: &Machine, kind: &str, name: &str, params: &ParamMap) -> Result<Box<dyn Resource>, BuildError> {
     contract::params::Params::new(kind, name, params)?;
     match contract::kind::find(kind) {

@@ -185,6 +185,11 @@ pub fn run(opts: RunArgs) -> ExitCode {
         // A run that ends at its first converge checks each file once, as a one-shot agent
         // does; following deploys, it waits for the fleet and keeps watching meanwhile.
         one_shot: first_converge && matches!(start, Start::Program(_)),
+        // Pending reversals outlive the process (a noop run leaves them as they are).
+        revive: (!opts.noop).then(|| {
+            let host = services.resources.clone();
+            engine::Revive(Arc::new(move |key: &engine::ResKey, record: &str| resources::revive(&host, key, record)))
+        }),
     };
     let metrics = Arc::new(metrics::Metrics::new());
     metrics.watch_world(world.clone());

@@ -969,6 +969,7 @@ async fn a_one_shot_engine_starts_no_passive_watch() {
         stop_timeout: WAIT,
         apply_pool: Some(support::apply_pool()),
         one_shot: true,
+        revive: None,
     });
     let log = Log::default();
     let mut probes = Vec::new();

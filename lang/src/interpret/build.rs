@@ -206,7 +206,10 @@ fn set_meta(meta: &mut Meta, name: &str, value: &Value) -> Result<(), String> {
         "export" => meta.export = strs()?,
         "reverse" => meta.reverse = boolean()?,
         "autoedge" => meta.autoedge = boolean()?,
-        "autogroup" => meta.autogroup = boolean()?,
+        "autogroup" => {
+            meta.autogroup = boolean()?;
+            meta.autogroup_asked = meta.autogroup;
+        }
         "tags" => meta.tags = strs()?,
         other => return Err(format!("there is no meta param called `{other}`")),
     }

@@ -66,6 +66,16 @@ impl Resource for Panic {
 pub const NOOP: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("noop", NoopParams::FIELDS, |_host, name, params| {
         Ok(Box::new(Noop::build(name, params)?))
+    })
+    .in_graph(crate::contract::kind::InGraph {
+        // Grouping saves nothing here: only when the program asks.
+        autogroup: Some(crate::contract::kind::AutoGroup {
+            by_default: false,
+            members: &[],
+            fits: |_, _| true,
+            build: None,
+        }),
+        ..crate::contract::kind::InGraph::NONE
     });
 
 /// The `_panic` kind: its params and send fields as the type checker sees them, and its constructor.

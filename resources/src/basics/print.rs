@@ -71,4 +71,18 @@ pub const PRINT: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("print", PrintParams::FIELDS, |_host, name, params| {
         Ok(Box::new(Print::build(name, params)?))
     })
-    .receiving();
+    .receiving()
+    .in_graph(crate::contract::kind::InGraph {
+        // Grouping saves nothing here: only when the program asks, and as mgmt's, never a
+        // `print` that only prints on notification (its group would print on any).
+        autogroup: Some(crate::contract::kind::AutoGroup {
+            by_default: false,
+            members: &[],
+            fits: |group, member| {
+                use crate::contract::group::bool_param;
+                !bool_param(group, "refresh_only") && !bool_param(member, "refresh_only")
+            },
+            build: None,
+        }),
+        ..crate::contract::kind::InGraph::NONE
+    });

@@ -167,4 +167,14 @@ pub const TEST: crate::contract::kind::Kind =
         Ok(Box::new(Test::build(name, params)?))
     })
     .sending(&[("hello", "str"), ("answer", "int")])
-    .receiving();
+    .receiving()
+    .in_graph(crate::contract::kind::InGraph {
+        // As mgmt's: a `test` takes others into its group only with `alwaysgroup`.
+        autogroup: Some(crate::contract::kind::AutoGroup {
+            by_default: true,
+            members: &[],
+            fits: |group, _| crate::contract::group::bool_param(group, "alwaysgroup"),
+            build: None,
+        }),
+        ..crate::contract::kind::InGraph::NONE
+    });

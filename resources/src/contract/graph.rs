@@ -46,6 +46,33 @@ fn build_in_graph(
     }
 }
 
+/// The one resource of a group (autogrouping): the kind's own group when it has one, else
+/// each resource built alone and run in turn ([`engine::Group`]). Every part is validated
+/// (a group never holds a hidden resource); an error is at the part it is about.
+fn build_group(host: &Machine, v: &ResVertex, members: &[ResVertex]) -> Result<Box<dyn engine::Resource>, Diagnostic> {
+    let part = |at: usize| if at == 0 { v } else { &members[at - 1] };
+    let hook = kind::find(&v.kind).and_then(|k| k.in_graph.autogroup.as_ref());
+    let res = match hook.and_then(|h| h.build) {
+        Some(build) => {
+            let res = build(host, v, members).map_err(|(at, e)| build_diagnostic(part(at), &e))?;
+            res.validate().map_err(|e| validate_diagnostic(v, &e))?;
+            res
+        }
+        None => {
+            let one = |v: &ResVertex| {
+                crate::build_with(host, &v.kind, &v.name, &v.params)
+                    .map_err(|e| build_diagnostic(v, &e))
+                    .and_then(|res| validated(v, res))
+                    .map(|res| (ResKey::new(&v.kind, &v.name), res))
+            };
+            let own = one(v)?;
+            let members = members.iter().map(one).collect::<Result<Vec<_>, _>>()?;
+            Box::new(engine::Group::new(own, members))
+        }
+    };
+    Ok(res)
+}
+
 /// The place vertex `v` claims ([`kind::InGraph::claims`]), in one spelling: no trailing
 /// slash (but `/` stays).
 fn claim(v: &ResVertex) -> Option<std::borrow::Cow<'_, str>> {
@@ -67,6 +94,12 @@ pub fn check(graph: &ResGraph) -> Diagnostics {
     let groups = groups(graph);
     let mut diags = same_claims(graph);
     for (i, v) in graph.vertices.iter().enumerate() {
+        if let Some(members) = graph.members.get(&i) {
+            if let Err(d) = build_group(&host, v, members) {
+                diags.push(d);
+            }
+            continue;
+        }
         match build_in_graph(&host, graph, i, &groups) {
             Err(e) => diags.push(build_diagnostic(v, &e)),
             Ok(res) if !v.meta.hidden => {
@@ -173,11 +206,14 @@ pub fn to_engine(host: &Machine, mut graph: ResGraph, noop: bool) -> Result<Grap
     }
     for (i, key) in keys.iter().enumerate() {
         let v = &graph.vertices[i];
-        let built = files[i].take().unwrap_or_else(|| {
-            build_in_graph(host, &graph, i, &groups)
-                .map_err(|e| build_diagnostic(v, &e))
-                .and_then(|res| validated(v, res))
-        });
+        let built = match graph.members.remove(&i) {
+            Some(members) => build_group(host, v, &members),
+            None => files[i].take().unwrap_or_else(|| {
+                build_in_graph(host, &graph, i, &groups)
+                    .map_err(|e| build_diagnostic(v, &e))
+                    .and_then(|res| validated(v, res))
+            }),
+        };
         let mut built = match built {
             Ok(res) => res,
             Err(d) => {
@@ -365,6 +401,7 @@ mod tests {
                 vertex("test", "ok", &[]),
             ],
             edges: Vec::new(),
+            ..Default::default()
         };
         let diags = check(&graph).into_vec();
         assert_eq!(diags.len(), 2);
@@ -386,7 +423,7 @@ mod tests {
         let mut hidden = vertex("file", "also-relative", &[]);
         std::sync::Arc::make_mut(&mut hidden.meta).hidden = true;
         vertices[n - 3] = hidden;
-        let failing = ResGraph { vertices: vertices.clone(), edges: Vec::new() };
+        let failing = ResGraph { vertices: vertices.clone(), edges: Vec::new(), ..Default::default() };
         let expected: Vec<String> = check(&failing).into_vec().into_iter().map(|d| d.message).collect();
         assert_eq!(expected.len(), 2, "{expected:?}");
         let diags = to_engine(&Machine::system(), failing, false).err().expect("two resources are wrong").into_vec();
@@ -394,7 +431,7 @@ mod tests {
 
         vertices[20] = file(20);
         vertices[n - 5] = file(n - 5);
-        let graph = ResGraph { vertices, edges: Vec::new() };
+        let graph = ResGraph { vertices, edges: Vec::new(), ..Default::default() };
         let expected = keys(&graph);
         let built = to_engine(&Machine::system(), graph, false).expect("builds");
         let got: Vec<&ResKey> = built.vertices.iter().map(|v| &v.key).collect();
@@ -409,6 +446,7 @@ mod tests {
         let mut graph = ResGraph {
             vertices: vec![vertex("file", "/tmp/d/", &[]), vertex("file", "/tmp/d/a", &[]), off],
             edges: Vec::new(),
+            ..Default::default()
         };
         add_autoedges(&mut graph);
         add_autoedges(&mut graph);
@@ -448,6 +486,7 @@ mod tests {
                 vertex("file", &managed, &[("state", Value::str("exists")), ("content", Value::str("mine"))]),
             ],
             edges: Vec::new(),
+            ..Default::default()
         };
         add_autoedges(&mut graph);
         assert_eq!(graph.edges.len(), 1, "the directory comes first");

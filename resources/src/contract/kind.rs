@@ -89,11 +89,45 @@ pub struct InGraph {
     /// Builds a resource of the kind knowing its group: the members of a group, or the
     /// group of a member. Such a resource is not checked on its own by `tend check`.
     pub build_grouped: Option<GroupedBuildFn>,
+    /// How resources merge into a vertex of this kind (autogrouping,
+    /// [`crate::contract::group`]).
+    pub autogroup: Option<AutoGroup>,
 }
 
 impl InGraph {
     /// A kind whose resources are built and checked one by one.
-    pub const NONE: InGraph = InGraph { claims: None, purges: None, groups: None, build_grouped: None };
+    pub const NONE: InGraph =
+        InGraph { claims: None, purges: None, groups: None, build_grouped: None, autogroup: None };
+}
+
+/// Builds a group's one resource from its own vertex and its members' (see
+/// [`AutoGroup::build`]).
+pub type GroupBuildFn = fn(
+    &Machine,
+    &lang::resgraph::ResVertex,
+    &[lang::resgraph::ResVertex],
+) -> Result<Box<dyn Resource>, (usize, BuildError)>;
+
+/// A kind's part in autogrouping (mgmt's `GroupCmp` and `GroupRes`): which resources may
+/// join a vertex of this kind, and how the group runs.
+#[derive(Clone, Copy)]
+pub struct AutoGroup {
+    /// Whether resources group without the program asking: true where grouping pays (one
+    /// package transaction for many `pkg`s), false where it only changes how a run reports
+    /// (`print`), which then groups only where both resources say `Meta:autogroup => true`.
+    /// `Meta:autogroup => false` always keeps a resource apart.
+    pub by_default: bool,
+    /// Other kinds that may join (the routes of an `http:server`); the kind itself always
+    /// may.
+    pub members: &'static [&'static str],
+    /// Whether `member` may join the group of `group` (a resource of this kind), from their
+    /// kinds and params.
+    pub fits: fn(group: &lang::resgraph::ResVertex, member: &lang::resgraph::ResVertex) -> bool,
+    /// Builds the group as one resource that applies every member at once (one package
+    /// transaction); an error names the vertex it is about (0: the group's own, then each
+    /// member's position plus one). `None`: each is built alone and applied in turn
+    /// ([`engine::Group`]).
+    pub build: Option<GroupBuildFn>,
 }
 
 /// The [`BuildFn`] of a kind whose resource `$res` is built by `$res::build(host, name,

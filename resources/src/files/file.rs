@@ -268,6 +268,12 @@ impl FileParams {
             if frag.trim_end_matches('/') == self.path.trim_end_matches('/') {
                 return Err((Some("fragments"), format!("fragment `{frag}` is the file itself")));
             }
+            if frag.ends_with('/') && self.path.starts_with(frag.as_str()) {
+                return Err((
+                    Some("fragments"),
+                    format!("the file is inside its fragment directory `{frag}`: its content would include itself"),
+                ));
+            }
         }
         if !self.mode.is_empty() {
             parse_mode(&self.mode, 0).map_err(|m| (Some("mode"), m))?;
@@ -519,6 +525,12 @@ impl Resource for File {
         }
         let reverse = File::build(self.name(), &values).map_err(|e| ResError::new(e.to_string()))?;
         Ok(Some(Box::new(reverse)))
+    }
+
+    /// Its params, which [`crate::revive`] builds a `file` from again: a reversal's
+    /// record on disk (readable by root only: it may hold the file's old content).
+    fn record(&self) -> Option<String> {
+        lang::exported::params_to_record(&self.params.values()).ok()
     }
 
     fn recv(&mut self, key: &str, value: &Payload) -> Result<bool, ResError> {
@@ -1057,6 +1069,22 @@ mod tests {
         let to: Payload = Arc::new(Value::str("/srv/c.conf"));
         assert!(moved.recv("path", &to).expect("receives"));
         assert_eq!((moved.name(), &*moved.params.path), ("/srv/a.conf", "/srv/c.conf"));
+    }
+
+    /// As mgmt's: a file may not be inside a fragment directory of its own (its content
+    /// would include itself, and grow at every run).
+    #[test]
+    fn a_file_inside_its_fragment_directory_is_refused() {
+        let frags = |list: &[&str]| -> lang::params::ParamMap {
+            [("fragments".to_string(), Value::List(Arc::new(list.iter().map(|f| Value::str(*f)).collect())))]
+                .into_iter()
+                .collect()
+        };
+        let inside = File::build("/tmp/frags/all", &frags(&["/tmp/frags/"])).expect("builds");
+        let err = inside.validate().unwrap_err();
+        assert!(err.message.contains("inside its fragment directory `/tmp/frags/`"), "{}", err.message);
+        let beside = File::build("/tmp/all", &frags(&["/tmp/frags/", "/tmp/frags2/x"])).expect("builds");
+        assert!(beside.validate().is_ok());
     }
 
     /// The kept stamp's word (0: none).

@@ -323,6 +323,20 @@ impl hyper::body::Body for Deadline {
 pub const HTTP_SERVER: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("http:server", ServerParams::FIELDS, |host, name, params| {
         Ok(Box::new(HttpServer::build(host.http.clone(), name, params)?))
+    })
+    .in_graph(crate::contract::kind::InGraph {
+        // mgmt's grouping of a server's routes: one vertex serves them (each route still
+        // finds its server in the hub), a route that names another server stays apart.
+        autogroup: Some(crate::contract::kind::AutoGroup {
+            by_default: true,
+            members: &["http:server:file", "http:server:flag", "http:server:proxy", "http:server:ui"],
+            fits: |group, member| {
+                let server = crate::contract::group::str_param(member, "server");
+                member.kind != group.kind && (server.is_empty() || server == group.name)
+            },
+            build: None,
+        }),
+        ..crate::contract::kind::InGraph::NONE
     });
 
 #[cfg(test)]

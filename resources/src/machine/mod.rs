@@ -39,7 +39,7 @@ pub use mounts::FakeMounts;
 pub use mounts::{MountTools, Mounter};
 #[cfg(any(test, feature = "fakes"))]
 pub use packages::FakePackages;
-pub use packages::{Apt, PackageManager};
+pub use packages::{Apt, PackageManager, PkgStatus, Transaction};
 #[cfg(any(test, feature = "fakes"))]
 pub use services::FakeServices;
 pub use services::{ServiceManager, Systemctl, UnitChanges};
@@ -95,7 +95,7 @@ impl Machine {
         Machine {
             root: PathBuf::from("/"),
             services: Arc::new(crate::services::systemd::Systemd::new()),
-            packages: Arc::new(Apt),
+            packages: Arc::new(Apt::default()),
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),

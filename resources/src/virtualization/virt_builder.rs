@@ -408,7 +408,11 @@ impl Resource for VirtBuilderRes {
                 return Err(ResError::new(format!("{key}: {VIRT_BUILDER_TOOL} is not installed and no_setup is set")));
             }
             tracing::info!(resource = %key, package = GUESTFS_PACKAGE, "installing the image builder");
-            self.packages.install(GUESTFS_PACKAGE, None, false).await?;
+            let tx = crate::machine::Transaction {
+                install: vec![(GUESTFS_PACKAGE.to_string(), None)],
+                ..Default::default()
+            };
+            self.packages.apply(&tx).await?;
         }
         let binary = if p.bootstrap {
             Some(std::env::current_exe().and_then(|p| p.canonicalize()).at("/proc/self/exe")?)

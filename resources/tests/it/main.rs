@@ -4,6 +4,7 @@ mod e2e_support;
 mod support;
 
 mod augeas;
+mod autogroup;
 mod dhcp;
 mod docker;
 mod e2e;

@@ -453,6 +453,7 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
             vertex("virt:network:host", "james", host("192.168.42.7/24")),
         ],
         edges: Vec::new(),
+        ..Default::default()
     };
     assert!(resources::contract::graph::check(&graph).is_empty());
     // The network validates its members: a host outside the subnet fails at check time.
@@ -462,12 +463,16 @@ fn graph_building_groups_hosts_and_ranges_into_their_network() {
             vertex("virt:network:host", "james", host("10.0.0.7/24")),
         ],
         edges: Vec::new(),
+        ..Default::default()
     };
     let diags = resources::contract::graph::check(&graph).into_vec();
     assert!(diags.len() == 1 && diags[0].message.contains("outside 192.168.42.0/24"), "{:?}", diags);
     // A host with no network to join is an error of its own.
-    let graph =
-        ResGraph { vertices: vec![vertex("virt:network:host", "james", host("192.168.42.7/24"))], edges: Vec::new() };
+    let graph = ResGraph {
+        vertices: vec![vertex("virt:network:host", "james", host("192.168.42.7/24"))],
+        edges: Vec::new(),
+        ..Default::default()
+    };
     let diags = resources::contract::graph::check(&graph).into_vec();
     assert!(diags.len() == 1 && diags[0].message.contains("no virt:network resource in the graph"), "{:?}", diags);
 }

@@ -73,6 +73,10 @@ impl Runner {
         // Their automatic edges among themselves are already running (their identities
         // are unchanged): only the vertices count.
         let Ok(interpreted) = crate::compile::interpreted(&output, &self.catalog) else { return Patched::Whole };
+        // A resource that may be grouped belongs to a vertex only the whole graph decides.
+        if interpreted.vertices.iter().any(|v| resources::contract::group::may_group(&v.kind)) {
+            return Patched::Whole;
+        }
         let Ok(mut candidate) = resources::contract::graph::to_engine(&self.host, interpreted, self.noop) else {
             return Patched::Whole;
         };

@@ -309,6 +309,7 @@ pub fn engine(dir: &tempfile::TempDir) -> Engine {
         stop_timeout: Duration::from_secs(5),
         apply_pool: Some(apply_pool()),
         one_shot: false,
+        revive: None,
     })
 }
 
@@ -319,6 +320,7 @@ pub fn inline_engine(dir: &tempfile::TempDir) -> Engine {
         stop_timeout: Duration::from_secs(5),
         apply_pool: None,
         one_shot: false,
+        revive: None,
     })
 }
 

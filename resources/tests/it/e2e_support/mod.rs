@@ -31,6 +31,7 @@ pub async fn resource_graph(program: &str) -> Result<lang::resgraph::ResGraph, S
         return Err(first(d));
     }
     resources::contract::graph::add_autoedges(&mut graph);
+    resources::contract::group::autogroup(&mut graph);
     Ok(graph)
 }
 
