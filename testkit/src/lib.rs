@@ -96,4 +96,5 @@ mod tests {
 pub mod daemon;
 pub mod etcd;
 pub mod lsp;
+pub mod packagekit;
 pub mod programs;

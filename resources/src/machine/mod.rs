@@ -25,6 +25,8 @@ use crate::util::command::{self, CmdOutput, CmdSpec};
 mod accounts;
 mod hostname;
 mod mounts;
+mod package_backend;
+mod packagekit;
 mod packages;
 mod services;
 
@@ -37,6 +39,8 @@ pub use hostname::{HostnameSetter, Uname};
 #[cfg(any(test, feature = "fakes"))]
 pub use mounts::FakeMounts;
 pub use mounts::{MountTools, Mounter};
+pub use package_backend::Chosen;
+pub use packagekit::{PackageId, PackageKit};
 #[cfg(any(test, feature = "fakes"))]
 pub use packages::FakePackages;
 pub use packages::{Apt, PackageManager, PkgStatus, Transaction};
@@ -95,7 +99,7 @@ impl Machine {
         Machine {
             root: PathBuf::from("/"),
             services: Arc::new(crate::services::systemd::Systemd::new()),
-            packages: Arc::new(Apt::default()),
+            packages: Arc::new(Chosen::default()),
             accounts: Arc::new(ShadowTools { root: PathBuf::from("/") }),
             mounts: Arc::new(MountTools),
             hostnames: Arc::new(Uname),

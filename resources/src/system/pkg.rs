@@ -149,6 +149,16 @@ impl Resource for Pkg {
             return Ok(true);
         }
         let grouped = self.wants.len() > 1;
+        if apply && !self.packages.cannot_honour().is_empty() {
+            static SAID: std::sync::Once = std::sync::Once::new();
+            SAID.call_once(|| {
+                tracing::info!(
+                    backend = self.packages.name(),
+                    flags = ?self.packages.cannot_honour(),
+                    "this package manager cannot tell these packages apart: the flags have no effect"
+                );
+            });
+        }
         // What went wrong, by package (only when applying).
         let mut errors: Vec<Option<ResError>> = vec![None; self.wants.len()];
         if apply && let Err(e) = self.packages.apply(&self.transaction(&actions, None)).await {

@@ -17,6 +17,7 @@ mod http;
 mod http_client;
 mod kinds;
 mod net_kinds;
+mod packagekit;
 mod scale;
 mod schedule;
 mod sendrecv;
