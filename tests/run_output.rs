@@ -274,3 +274,21 @@ fn a_large_graph_shows_its_progress_on_a_terminal_only() {
     let piped = tend(dir.path(), &["--converged-timeout", "0"]);
     assert!(!text(&piped.stderr).contains("converging"), "{}", text(&piped.stderr));
 }
+
+/// Autogrouping: two `print`s that ask to group run as one vertex, but the run shows each
+/// message and counts each resource.
+#[test]
+fn grouped_resources_are_each_shown_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let print =
+        |name: &str| format!("print \"{name}\" {{\n\tmsg => \"from {name}\",\n\n\tMeta:autogroup => true,\n}}\n");
+    std::fs::write(dir.path().join("main.mcl"), format!("{}{}", print("one"), print("two"))).unwrap();
+    let graph = Command::new(TEND).arg("graph").arg(dir.path().join("main.mcl")).output().unwrap();
+    assert_eq!(text(&graph.stdout), "Group: print[two]: Vertex: print[one]\nVertex: print[two]\n");
+    let out = tend(dir.path(), &["--converged-timeout", "0"]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let shown = lines(&stderr);
+    assert!(shown.iter().any(|l| l == "from one") && shown.iter().any(|l| l == "from two"), "{shown:?}");
+    assert!(stderr.contains("tend: 2 resources, 2 changed, 0 failed"), "{stderr}");
+}

@@ -198,6 +198,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
     }
     let mut runner = Runner {
         engine: Engine::new(config),
+        grouped: 0,
         registry: Arc::new(registry),
         catalog,
         program,
@@ -343,6 +344,9 @@ enum Stop {
 
 struct Runner {
     engine: Engine,
+    /// Resources of the running graph grouped into another's vertex (autogrouping): the
+    /// summary counts resources, the engine vertices.
+    grouped: usize,
     registry: Arc<Registry>,
     catalog: Catalog,
     program: ProgramPath,
@@ -472,7 +476,8 @@ impl Runner {
                 break stop;
             }
         };
-        let tally = reporter.finish().await;
+        let mut tally = reporter.finish().await;
+        tally.resources += self.grouped;
         let held_up = self.engine.held_up().await;
         tracing::debug!("stopping");
         if let Some(a) = announcer {
@@ -717,6 +722,7 @@ impl Runner {
             }
         };
         let dot = self.graph_dump.as_ref().map(|_| super::graph::to_dot(&graph));
+        let grouped: usize = graph.members.values().map(Vec::len).sum();
         let mut candidate = match resources::contract::graph::to_engine(&self.host, graph, self.noop) {
             Ok(g) => g,
             Err(diags) => {
@@ -740,6 +746,7 @@ impl Runner {
             Ok(_) => {
                 self.applied = true;
                 self.swaps += 1;
+                self.grouped = grouped;
                 match records {
                     Some(Ok(records)) => exports.publish(records),
                     Some(Err(e)) => tracing::error!(error = %e, "this host's exports are not published"),

@@ -72,6 +72,7 @@ pub const NOOP: crate::contract::kind::Kind =
         autogroup: Some(crate::contract::kind::AutoGroup {
             by_default: false,
             members: &[],
+            notified_apart: false,
             fits: |_, _| true,
             build: None,
         }),

@@ -78,6 +78,7 @@ pub const PRINT: crate::contract::kind::Kind =
         autogroup: Some(crate::contract::kind::AutoGroup {
             by_default: false,
             members: &[],
+            notified_apart: false,
             fits: |group, member| {
                 use crate::contract::group::bool_param;
                 !bool_param(group, "refresh_only") && !bool_param(member, "refresh_only")

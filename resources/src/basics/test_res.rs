@@ -173,6 +173,7 @@ pub const TEST: crate::contract::kind::Kind =
         autogroup: Some(crate::contract::kind::AutoGroup {
             by_default: true,
             members: &[],
+            notified_apart: false,
             fits: |group, _| crate::contract::group::bool_param(group, "alwaysgroup"),
             build: None,
         }),

@@ -34,6 +34,10 @@ pub fn autogroup(graph: &mut ResGraph) {
     if candidates.len() < 2 {
         return;
     }
+    let mut notified = vec![false; n];
+    for e in graph.edges.iter().filter(|e| e.notify) {
+        notified[e.to] = true;
+    }
     let mut reach = Reach::new(n, &graph.edges);
     let mut members: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
     for &i in &candidates {
@@ -48,6 +52,9 @@ pub fn autogroup(graph: &mut ResGraph) {
             }
             let (g, m) = (&graph.vertices[i], &graph.vertices[j]);
             if first_chunk(&g.kind) != first_chunk(&m.kind) || !fits(hook, g, m) {
+                continue;
+            }
+            if hook.notified_apart && (notified[i] || notified[j]) {
                 continue;
             }
             let around = around.get_or_insert_with(|| reach.around(i, &members));

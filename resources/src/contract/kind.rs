@@ -120,6 +120,9 @@ pub struct AutoGroup {
     /// Other kinds that may join (the routes of an `http:server`); the kind itself always
     /// may.
     pub members: &'static [&'static str],
+    /// Whether a notified resource stays apart: the engine notifies a vertex, so in a group
+    /// every member would be notified (an `svc` reloads on a notification).
+    pub notified_apart: bool,
     /// Whether `member` may join the group of `group` (a resource of this kind), from their
     /// kinds and params.
     pub fits: fn(group: &lang::resgraph::ResVertex, member: &lang::resgraph::ResVertex) -> bool,

@@ -330,6 +330,7 @@ pub const HTTP_SERVER: crate::contract::kind::Kind =
         autogroup: Some(crate::contract::kind::AutoGroup {
             by_default: true,
             members: &["http:server:file", "http:server:flag", "http:server:proxy", "http:server:ui"],
+            notified_apart: false,
             fits: |group, member| {
                 let server = crate::contract::group::str_param(member, "server");
                 member.kind != group.kind && (server.is_empty() || server == group.name)

@@ -25,6 +25,18 @@ pub trait ServiceManager: Send + Sync {
     async fn reload_or_try_restart(&self, unit: &str, session: bool) -> Result<(), ResError>;
     async fn daemon_reload(&self, session: bool) -> Result<(), ResError>;
 
+    /// Enables `enable` and disables `disable` at once, with one daemon reload where the
+    /// backend can (a group of `svc`s); by default one unit at a time.
+    async fn set_startup(&self, enable: &[&str], disable: &[&str], session: bool) -> Result<(), ResError> {
+        for unit in enable {
+            self.enable(unit, session).await?;
+        }
+        for unit in disable {
+            self.disable(unit, session).await?;
+        }
+        Ok(())
+    }
+
     /// Follows `unit`: the stream yields whenever its state may have changed. It is live
     /// when this returns, so a change made after the call is never missed; its end means
     /// the subscription was lost. `Ok(None)`: this backend cannot follow units (callers

@@ -86,6 +86,148 @@ impl Svc {
     fn unit(&self) -> String {
         format!("{}.service", self.raw.name)
     }
+
+    /// The check-apply: state, then (unless `startup`, when a group set every unit's
+    /// startup at once) startup, then a pending notification.
+    async fn converge(&mut self, ctx: &mut ApplyCtx, apply: bool, startup: bool) -> Result<bool, ResError> {
+        let (unit, session) = (self.unit(), self.params.session);
+        let key = format!("svc[{}]", self.raw.name);
+        if !self.services.exists(&unit, session).await? {
+            return Err(ResError::new(format!("{key}: unit {unit} does not exist")));
+        }
+        let mut ok = true;
+        let mut started_or_stopped = false;
+        if let Some(want) = self.params.state.wanted()
+            && self.services.is_active(&unit, session).await? != want
+        {
+            ok = false;
+            started_or_stopped = true;
+            if !apply {
+                ctx.report(format!("{key}: would {} {unit}", if want { "start" } else { "stop" }));
+            } else if want {
+                self.services.start(&unit, session).await?;
+            } else {
+                self.services.stop(&unit, session).await?;
+            }
+        }
+        if startup && let Some(want) = self.startup_change().await? {
+            ok = false;
+            if !apply {
+                ctx.report(format!("{key}: would {} {unit}", if want { "enable" } else { "disable" }));
+            } else if want {
+                self.services.enable(&unit, session).await?;
+            } else {
+                self.services.disable(&unit, session).await?;
+            }
+        }
+        if ctx.refresh && !started_or_stopped {
+            ok = false;
+            if apply {
+                self.services.reload_or_try_restart(&unit, session).await?;
+            } else {
+                ctx.report(format!("{key}: would reload or restart {unit}"));
+            }
+        }
+        Ok(ok)
+    }
+
+    /// Whether the unit must be enabled (`Some(true)`) or disabled (`Some(false)`).
+    async fn startup_change(&self) -> Result<Option<bool>, ResError> {
+        let Some(want) = self.params.startup.wanted() else { return Ok(None) };
+        let is = self.services.is_enabled(&self.unit(), self.params.session).await?;
+        Ok((is != want).then_some(want))
+    }
+}
+
+/// `svc`s of one session grouped (autogrouping): every unit's startup is set at once, with
+/// one daemon reload; each unit's state is then brought about as a lone `svc` would.
+/// Never formed around a notified `svc` (a notification names one service).
+pub struct SvcGroup {
+    svcs: Vec<(engine::ResKey, Svc)>,
+}
+
+impl SvcGroup {
+    fn build(
+        host: &Machine,
+        own: &lang::resgraph::ResVertex,
+        members: &[lang::resgraph::ResVertex],
+    ) -> Result<Box<dyn Resource>, (usize, BuildError)> {
+        let mut svcs = Vec::with_capacity(members.len() + 1);
+        for (at, v) in std::iter::once(own).chain(members).enumerate() {
+            let svc = Svc::build(host, &v.name, &v.params).map_err(|e| (at, e))?;
+            svcs.push((engine::ResKey::new("svc", &v.name), svc));
+        }
+        Ok(Box::new(SvcGroup { svcs }))
+    }
+}
+
+#[async_trait]
+impl Resource for SvcGroup {
+    fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+        let watches: Vec<_> = self.svcs.iter().map(|(_, s)| s.watch(ctx.clone())).collect();
+        Box::pin(async move { futures::future::try_join_all(watches).await.map(drop) })
+    }
+
+    async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
+        // Startup first, for every unit at once.
+        let mut changes = Vec::with_capacity(self.svcs.len());
+        for (_, svc) in &self.svcs {
+            changes.push(svc.startup_change().await?);
+        }
+        let session = self.svcs[0].1.params.session;
+        let units: Vec<String> = self.svcs.iter().map(|(_, s)| s.unit()).collect();
+        let pick = |want: bool| -> Vec<&str> {
+            units.iter().zip(&changes).filter(|(_, c)| **c == Some(want)).map(|(u, _)| u.as_str()).collect()
+        };
+        let (enable, disable) = (pick(true), pick(false));
+        if apply && (!enable.is_empty() || !disable.is_empty()) {
+            let services = self.svcs[0].1.services.clone();
+            services.set_startup(&enable, &disable, session).await?;
+        }
+        let mut all_ok = true;
+        let mut errors = Vec::new();
+        for (i, ((key, svc), change)) in self.svcs.iter_mut().zip(&changes).enumerate() {
+            let mut notes = Vec::new();
+            if let Some(want) = change {
+                let verb = match (apply, *want) {
+                    (true, true) => "enabled".to_string(),
+                    (true, false) => "disabled".to_string(),
+                    (false, w) => format!("{key}: would {}", if w { "enable" } else { "disable" }),
+                };
+                notes.push(format!("{verb} {}", svc.unit()));
+            }
+            let mut own = ApplyCtx::detached();
+            own.refresh = ctx.refresh;
+            own.cancel = ctx.cancel.clone();
+            let ok = match svc.converge(&mut own, apply, false).await {
+                Ok(ok) => ok && change.is_none(),
+                Err(e) => {
+                    errors.push(format!("{key}: {}", e.message));
+                    change.is_none()
+                }
+            };
+            notes.extend(own.reports().iter().cloned());
+            all_ok &= ok;
+            if i == 0 {
+                notes.into_iter().for_each(|n| ctx.report(n));
+                ctx.own_changed(!ok);
+            } else {
+                ctx.member(key, !ok, notes);
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ResError::new(errors.join("; ")));
+        }
+        Ok(all_ok)
+    }
+
+    fn fingerprint(&self) -> String {
+        self.svcs.iter().map(|(k, s)| format!("{}:{k}{};", k.to_string().len(), s.fingerprint())).collect()
+    }
+
+    fn refreshable(&self) -> bool {
+        true
+    }
 }
 
 #[async_trait]
@@ -113,47 +255,7 @@ impl Resource for Svc {
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
-        let (unit, session) = (self.unit(), self.params.session);
-        let key = format!("svc[{}]", self.raw.name);
-        if !self.services.exists(&unit, session).await? {
-            return Err(ResError::new(format!("{key}: unit {unit} does not exist")));
-        }
-        let mut ok = true;
-        let mut started_or_stopped = false;
-        if let Some(want) = self.params.state.wanted()
-            && self.services.is_active(&unit, session).await? != want
-        {
-            ok = false;
-            started_or_stopped = true;
-            if !apply {
-                ctx.report(format!("{key}: would {} {unit}", if want { "start" } else { "stop" }));
-            } else if want {
-                self.services.start(&unit, session).await?;
-            } else {
-                self.services.stop(&unit, session).await?;
-            }
-        }
-        if let Some(want) = self.params.startup.wanted()
-            && self.services.is_enabled(&unit, session).await? != want
-        {
-            ok = false;
-            if !apply {
-                ctx.report(format!("{key}: would {} {unit}", if want { "enable" } else { "disable" }));
-            } else if want {
-                self.services.enable(&unit, session).await?;
-            } else {
-                self.services.disable(&unit, session).await?;
-            }
-        }
-        if ctx.refresh && !started_or_stopped {
-            ok = false;
-            if apply {
-                self.services.reload_or_try_restart(&unit, session).await?;
-            } else {
-                ctx.report(format!("{key}: would reload or restart {unit}"));
-            }
-        }
-        Ok(ok)
+        self.converge(ctx, apply, true).await
     }
 
     crate::fingerprint_by_params!();
@@ -252,4 +354,18 @@ fn requires(index: &Index<'_>, idx: usize, name: &str, _params: &ParamMap, edges
 /// The `svc` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const SVC: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("svc", SvcParams::FIELDS, crate::built_on_host!(Svc))
-        .autoedges(crate::contract::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] });
+        .autoedges(crate::contract::autoedge::Rules { provides: None, requires: Some(requires), reads: &[] })
+        .in_graph(crate::contract::kind::InGraph {
+            // Services of one manager group: one daemon reload for all their startups.
+            autogroup: Some(crate::contract::kind::AutoGroup {
+                by_default: true,
+                members: &[],
+                notified_apart: true,
+                fits: |group, member| {
+                    use crate::contract::group::bool_param;
+                    bool_param(group, "session") == bool_param(member, "session")
+                },
+                build: Some(SvcGroup::build),
+            }),
+            ..crate::contract::kind::InGraph::NONE
+        });

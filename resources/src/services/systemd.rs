@@ -413,6 +413,21 @@ impl ServiceManager for SystemdBus {
         self.manager(session).await?.reload().await.map_err(|e| link.error("daemon-reload", e))
     }
 
+    /// One `EnableUnitFiles` for every unit to enable, one `DisableUnitFiles`, one reload.
+    async fn set_startup(&self, enable: &[&str], disable: &[&str], session: bool) -> Result<(), ResError> {
+        let link = self.link(session);
+        let manager = self.manager(session).await?;
+        if !enable.is_empty() {
+            let what = format!("enable {}", enable.join(", "));
+            manager.enable_unit_files(enable, false, false).await.map_err(|e| link.error(&what, e))?;
+        }
+        if !disable.is_empty() {
+            let what = format!("disable {}", disable.join(", "));
+            manager.disable_unit_files(disable, false).await.map_err(|e| link.error(&what, e))?;
+        }
+        manager.reload().await.map_err(|e| link.error("daemon-reload", e))
+    }
+
     async fn changes(&self, unit: &str, session: bool) -> Result<Option<UnitChanges>, ResError> {
         let link = self.link(session);
         let manager = self.manager(session).await?;
@@ -552,6 +567,9 @@ impl ServiceManager for Systemd {
     }
     async fn daemon_reload(&self, session: bool) -> Result<(), ResError> {
         self.pick(session).await?.daemon_reload(session).await
+    }
+    async fn set_startup(&self, enable: &[&str], disable: &[&str], session: bool) -> Result<(), ResError> {
+        self.pick(session).await?.set_startup(enable, disable, session).await
     }
     async fn changes(&self, unit: &str, session: bool) -> Result<Option<UnitChanges>, ResError> {
         self.pick(session).await?.changes(unit, session).await

@@ -220,6 +220,7 @@ pub const PKG: crate::contract::kind::Kind =
             autogroup: Some(crate::contract::kind::AutoGroup {
                 by_default: true,
                 members: &[],
+                notified_apart: false,
                 fits: |group, member| {
                     let state = |v| match crate::contract::group::str_param(v, "state") {
                         "" => "installed",

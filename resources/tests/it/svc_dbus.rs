@@ -506,3 +506,80 @@ async fn the_backend_is_dbus_when_systemd_answers_else_systemctl_else_an_error()
     let err = chosen.start("web.service", false).await.unwrap_err().message;
     assert!(err.starts_with("cannot reach systemd"), "every call reports it: {err}");
 }
+
+/// A `svc` vertex with the default metaparams.
+fn svc_vertex(name: &str, pairs: &[(&str, Value)]) -> lang::resgraph::ResVertex {
+    lang::resgraph::ResVertex {
+        kind: "svc".into(),
+        name: name.into(),
+        params: params(pairs),
+        param_spans: Box::default(),
+        meta: lang::resgraph::Meta::shared_default(),
+        collected: false,
+        span: lang::span::Span::default(),
+    }
+}
+
+/// Autogrouping: three services to enable are one vertex, enabled by one `EnableUnitFiles`
+/// and one daemon reload, each started and reported on its own; a notified one stays apart
+/// (a notification names one service).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_services_are_enabled_with_one_reload() {
+    let fake = Fake::start().await;
+    for unit in ["a.service", "b.service", "c.service", "d.service"] {
+        fake.add(unit);
+    }
+    let root = tempfile::tempdir().unwrap();
+    let host = sandbox(root.path(), &fake, &fake);
+    let up = [("state", s("running")), ("startup", s("enabled"))];
+    let mut graph = lang::resgraph::ResGraph {
+        vertices: vec![svc_vertex("a", &up), svc_vertex("b", &up), svc_vertex("c", &up), svc_vertex("d", &up)],
+        ..Default::default()
+    };
+    graph.edges.push(lang::resgraph::Edge {
+        from: 0,
+        to: 3,
+        notify: true,
+        send_recv: Vec::new(),
+        span: lang::span::Span::default(),
+    });
+    resources::contract::group::autogroup(&mut graph);
+    assert_eq!(
+        graph.to_lines(),
+        [
+            "Edge: svc[c] -> svc[d] # svc[c] -> svc[d]",
+            "Group: svc[c]: Vertex: svc[a]",
+            "Group: svc[c]: Vertex: svc[b]",
+            "Vertex: svc[c]",
+            "Vertex: svc[d]",
+        ],
+        "d is notified: apart"
+    );
+    let engine = support::engine(&root.path().join("state"));
+    let mut events = engine.subscribe();
+    engine.apply(resources::contract::graph::to_engine(&host, graph, false).expect("builds")).await.expect("valid");
+    assert!(engine.wait_converged(Duration::from_secs(10)).await);
+    assert!(engine.failures().await.is_empty(), "{:?}", engine.failures().await);
+    let calls: Vec<String> = fake.calls().into_iter().filter(|c| c.contains("UnitFiles") || c == "Reload").collect();
+    assert!(
+        calls.contains(
+            &"EnableUnitFiles [\"c.service\", \"b.service\", \"a.service\"] runtime=false force=false".into()
+        ),
+        "the group's three in one call: {calls:?}"
+    );
+    assert_eq!(calls.iter().filter(|c| *c == "Reload").count(), 2, "one reload for the group, one for d: {calls:?}");
+    for unit in ["a.service", "b.service", "c.service", "d.service"] {
+        assert_eq!(fake.active(unit), "active", "{unit}");
+    }
+    let mut changed = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let engine::EngineEvent::Applied { key, changed: true, reports, .. } = e {
+            changed.push((key.to_string(), reports));
+        }
+    }
+    changed.sort();
+    assert_eq!(changed.len(), 4, "each service reported under its name: {changed:?}");
+    assert_eq!(changed[0].0, "svc[a]");
+    assert!(changed[0].1.iter().any(|n| n == "enabled a.service"), "{changed:?}");
+    engine.shutdown(Duration::from_secs(5)).await;
+}
