@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use futures::future::BoxFuture;
 
 use crate::key::{Payload, ResError, ResKey};
-use crate::res::{ApplyCtx, InitCtx, Resource, Subscription, WatchCtx};
+use crate::res::{ApplyCtx, InitCtx, Resource, WatchCtx};
 
 /// The name a group gives field `field` of its member `member` (send/recv into and out of
 /// a grouped resource): `kind[name].field`. The group's own fields keep their names.
@@ -55,9 +55,6 @@ impl Group {
     }
 }
 
-/// The members' watch registrations, kept for as long as the group's watch runs.
-struct Kept(#[allow(dead_code, reason = "held only to stay registered")] Vec<Box<dyn Subscription>>);
-
 #[async_trait]
 impl Resource for Group {
     fn validate(&self) -> Result<(), ResError> {
@@ -91,7 +88,8 @@ impl Resource for Group {
             }
         }
         Box::pin(async move {
-            let _kept = Kept(kept);
+            // The members' registrations stay for as long as the group's watch runs.
+            let _kept = kept;
             // A subscription reports no startup event of its own inside a group.
             ctx.event();
             futures::future::try_join_all(watches).await?;
@@ -110,12 +108,12 @@ impl Resource for Group {
         let mut all_ok = true;
         let mut errors = Vec::new();
         let mut transient = true;
-        for (i, p) in self.parts.iter_mut().enumerate() {
-            let received: BTreeSet<String> = if i == 0 {
-                ctx.recv_changed.iter().filter(|f| !f.contains("].")).cloned().collect()
-            } else {
-                ctx.recv_changed.iter().filter_map(|f| f.strip_prefix(p.prefix.as_str())).map(str::to_string).collect()
-            };
+        let mut received: Vec<BTreeSet<String>> = vec![BTreeSet::new(); self.parts.len()];
+        for f in &ctx.recv_changed {
+            let (i, own) = self.route(f);
+            received[i].insert(own.to_string());
+        }
+        for (i, (p, received)) in self.parts.iter_mut().zip(received).enumerate() {
             let mut own = ctx.for_member(p.res.refreshable(), received);
             let outcome = p.res.check_apply(&mut own, apply).await;
             let ok = match outcome {
@@ -127,12 +125,7 @@ impl Resource for Group {
                 }
             };
             all_ok &= ok;
-            if i == 0 {
-                ctx.reports.append(&mut own.reports);
-                ctx.own_changed(!ok);
-            } else {
-                ctx.member(&p.key, !ok, own.reports);
-            }
+            ctx.part(i == 0, &p.key, !ok, own.reports);
         }
         match errors.len() {
             0 => Ok(all_ok),

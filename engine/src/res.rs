@@ -253,7 +253,7 @@ impl ApplyCtx {
     /// A context for one resource of a group, run inside the group's check-apply: this
     /// run's cancellation and exit, the refresh when `refreshable`, and the params received
     /// into it (`received`, its own names).
-    pub(crate) fn for_member(&self, refreshable: bool, received: BTreeSet<String>) -> ApplyCtx {
+    pub fn for_member(&self, refreshable: bool, received: BTreeSet<String>) -> ApplyCtx {
         ApplyCtx {
             refresh: self.refresh && refreshable,
             recv_changed: received,
@@ -265,19 +265,18 @@ impl ApplyCtx {
         }
     }
 
-    /// For a resource that applies a group (autogrouping): says what member `key` did,
-    /// `changed` (or, in noop mode, would change) with its notes; the engine reports it
-    /// under the member's name, as if it were a vertex of its own. The group's own notes
-    /// stay [`ApplyCtx::report`]'s.
-    pub fn member(&mut self, key: &ResKey, changed: bool, reports: Vec<String>) {
-        self.members.push(MemberApplied { key: key.clone(), changed, reports });
-    }
-
-    /// For a resource that applies a group: whether its own part changed, apart from its
-    /// members' (which [`ApplyCtx::member`] says). Without it, the group's own report counts
-    /// every member's change as its own.
-    pub fn own_changed(&mut self, changed: bool) {
-        self.own_changed = Some(changed);
+    /// For a resource that applies a group (autogrouping): says what one of its parts did,
+    /// `changed` (or, in noop mode, would change) with its notes. The group's `own` part
+    /// (the vertex's key) is reported as the vertex, its notes as [`ApplyCtx::report`]'s and
+    /// its change apart from the members'; a member (`key`) is reported under its own name,
+    /// as if it were a vertex of its own.
+    pub fn part(&mut self, own: bool, key: &ResKey, changed: bool, notes: Vec<String>) {
+        if own {
+            self.reports.extend(notes);
+            self.own_changed = Some(changed);
+        } else {
+            self.members.push(MemberApplied { key: key.clone(), changed, reports: notes });
+        }
     }
 
     /// Asks the program running the engine to shut down with `code` (the `exit` kind).

@@ -65,7 +65,8 @@ fn from_json(bytes: &[u8]) -> Result<BTreeMap<String, Entry>, String> {
 
 /// The pending reversals on disk, by key.
 pub(crate) struct Undo {
-    path: PathBuf,
+    /// `None` when the file could not be read: it is then never written.
+    path: Option<PathBuf>,
     entries: Mutex<BTreeMap<String, Entry>>,
 }
 
@@ -89,7 +90,7 @@ impl Undo {
             }
         };
         let found = entries.values().map(|e| (ResKey::new(&e.kind, &e.name), e.record.clone())).collect();
-        let path = if readable { path } else { PathBuf::new() };
+        let path = readable.then_some(path);
         (Arc::new(Undo { path, entries: Mutex::new(entries) }), found)
     }
 
@@ -112,11 +113,9 @@ impl Undo {
     }
 
     fn write(&self, entries: &BTreeMap<String, Entry>) {
-        if self.path.as_os_str().is_empty() {
-            return;
-        }
-        if let Err(e) = write_whole(&self.path, entries) {
-            tracing::warn!(file = %self.path.display(), error = %e, "the pending reversals could not be saved; a restart would lose them");
+        let Some(path) = &self.path else { return };
+        if let Err(e) = write_whole(path, entries) {
+            tracing::warn!(file = %path.display(), error = %e, "the pending reversals could not be saved; a restart would lose them");
         }
     }
 }

@@ -21,10 +21,10 @@ use crate::contract::kind::{self, AutoGroup};
 /// Groups `graph` in place (see the module doc). A graph with no kind that groups costs one
 /// pass over its vertices.
 pub fn autogroup(graph: &mut ResGraph) {
-    let hooks: Vec<Option<&'static AutoGroup>> = graph.vertices.iter().map(|v| hook(&v.kind)).collect();
-    if hooks.iter().all(Option::is_none) {
+    if !graph.vertices.iter().any(|v| hook(&v.kind).is_some()) {
         return;
     }
+    let hooks: Vec<Option<&'static AutoGroup>> = graph.vertices.iter().map(|v| hook(&v.kind)).collect();
     let n = graph.vertices.len();
     let candidates: Vec<usize> = {
         let mut c: Vec<usize> = (0..n).filter(|i| groupable(&graph.vertices[*i])).collect();
@@ -173,21 +173,20 @@ impl Reach {
     fn around(&self, i: usize, members: &BTreeMap<usize, Vec<usize>>) -> Around {
         let n = self.rep.len();
         let mut around = Around { down: vec![false; n], up: vec![false; n] };
-        self.walk(&mut around.down, &[i], members, true);
-        self.walk(&mut around.up, &[i], members, false);
+        self.extend(&mut around, i, members);
         around
     }
 
     /// `around`, grown by what vertex `j` (just grouped) reaches and is reached from.
     fn extend(&self, around: &mut Around, j: usize, members: &BTreeMap<usize, Vec<usize>>) {
-        self.walk(&mut around.down, &[j], members, true);
-        self.walk(&mut around.up, &[j], members, false);
+        self.walk(&mut around.down, j, members, true);
+        self.walk(&mut around.up, j, members, false);
     }
 
     /// Marks in `seen` every representative reachable from `from` (forward or backward),
     /// not `from` itself; a group's walk leaves from each of its members too.
-    fn walk(&self, seen: &mut [bool], from: &[usize], members: &BTreeMap<usize, Vec<usize>>, forward: bool) {
-        let mut stack: Vec<usize> = from.to_vec();
+    fn walk(&self, seen: &mut [bool], from: usize, members: &BTreeMap<usize, Vec<usize>>, forward: bool) {
+        let mut stack: Vec<usize> = vec![from];
         while let Some(v) = stack.pop() {
             let mut parts = vec![v];
             if let Some(m) = members.get(&v) {

@@ -157,41 +157,51 @@ impl PackageKit {
         call(&tx).await.map_err(|e| ResError::new(format!("PackageKit: {what}: {e}")))?;
         let mut said = Said::default();
         let mut error: Option<String> = None;
+        let take = |said: &mut Said, error: &mut Option<String>, signal: Signal| match signal {
+            Signal::Package(p) => {
+                if let Ok(a) = p.args()
+                    && let Some(id) = PackageId::parse(a.info, &a.package_id)
+                {
+                    said.packages.push(id);
+                }
+            }
+            Signal::Details(d) => {
+                if let Ok(a) = d.args() {
+                    said.details.push(a.data.iter().map(|(k, v)| (k.clone(), shown(v))).collect());
+                }
+            }
+            Signal::Error(e) => {
+                if let Ok(a) = e.args() {
+                    error.get_or_insert(a.details.clone());
+                }
+            }
+        };
         let collect = async {
             loop {
+                // Biased, `Finished` last: what came before it is taken first.
                 tokio::select! {
-                    Some(p) = packages.next() => {
-                        if let Ok(a) = p.args() && let Some(id) = PackageId::parse(a.info, &a.package_id) {
-                            said.packages.push(id);
-                        }
-                    }
-                    Some(d) = details.next() => {
-                        if let Ok(a) = d.args() {
-                            let shown = a.data.iter().map(|(k, v)| (k.clone(), shown(v))).collect();
-                            said.details.push(shown);
-                        }
-                    }
-                    Some(e) = errors.next() => {
-                        if let Ok(a) = e.args() {
-                            error.get_or_insert(a.details.clone());
-                        }
-                    }
-                    done = finished.next() => {
-                        let _ = done;
-                        break;
-                    }
+                    biased;
+                    Some(p) = packages.next() => take(&mut said, &mut error, Signal::Package(p)),
+                    Some(d) = details.next() => take(&mut said, &mut error, Signal::Details(d)),
+                    Some(e) = errors.next() => take(&mut said, &mut error, Signal::Error(e)),
+                    _ = finished.next() => break,
                 }
             }
         };
         tokio::time::timeout(within, collect)
             .await
             .map_err(|_| ResError::transient(format!("PackageKit: {what}: no answer within {} s", within.as_secs())))?;
-        // Signals queued before `Finished` may still be in their streams.
-        while let Some(Some(p)) = packages.next().now_or_never() {
-            if let Ok(a) = p.args()
-                && let Some(id) = PackageId::parse(a.info, &a.package_id)
-            {
-                said.packages.push(id);
+        // Signals queued before `Finished` may reach their streams after it.
+        loop {
+            let next = futures::select_biased! {
+                p = packages.next() => p.map(Signal::Package),
+                d = details.next() => d.map(Signal::Details),
+                e = errors.next() => e.map(Signal::Error),
+                default => None,
+            };
+            match next {
+                Some(signal) => take(&mut said, &mut error, signal),
+                None => break,
             }
         }
         match error {
@@ -250,13 +260,12 @@ fn shown(v: &zbus::OwnedVariant) -> String {
     }
 }
 
-/// The newest of `ids`: with the `newest` filter PackageKit lists one per name and arch,
-/// so the last listed.
-fn newest(ids: &[&PackageId]) -> Option<String> {
-    ids.last().map(|p| p.version.clone())
+/// A transaction's signal, as [`PackageKit::transaction`] collects them.
+enum Signal {
+    Package(Package),
+    Details(Details),
+    Error(ErrorCode),
 }
-
-use futures::FutureExt as _;
 
 #[async_trait]
 impl PackageManager for PackageKit {
@@ -272,9 +281,10 @@ impl PackageManager for PackageKit {
             let mine: Vec<&PackageId> = found.iter().filter(|p| p.name == *name).collect();
             let installed = mine.iter().find(|p| p.installed).map(|p| p.version.clone());
             let candidate = if candidates {
-                // Only the installed one listed: it is the newest there is.
-                let available: Vec<&PackageId> = mine.iter().copied().filter(|p| !p.installed).collect();
-                newest(&available).or_else(|| installed.clone())
+                // With the `newest` filter PackageKit lists one per name and arch, the last
+                // the newest; only the installed one listed: it is the newest there is.
+                let available = mine.iter().rev().find(|p| !p.installed).map(|p| p.version.clone());
+                available.or_else(|| installed.clone())
             } else {
                 None
             };
@@ -354,13 +364,17 @@ impl PackageManager for PackageKit {
             let mut dpkg_watch = crate::util::watch::watch_loop(files, false, ctx.clone());
             ctx.event();
             loop {
-                tokio::select! {
-                    Some(_) = updates.next() => ctx.event(),
+                // A stream that ends means the bus went away: the engine watches again.
+                let signal = tokio::select! {
+                    s = updates.next() => s.map(drop),
                     // A transaction that ended (the list got shorter) may have changed packages.
-                    Some(_) = list.next() => ctx.event(),
+                    s = list.next() => s.map(drop),
                     done = &mut dpkg_watch => return done,
                     _ = ctx.cancelled() => return Ok(()),
-                    else => return Err(ResError::transient("PackageKit: the bus closed")),
+                };
+                match signal {
+                    Some(()) => ctx.event(),
+                    None => return Err(ResError::transient("PackageKit: the bus closed")),
                 }
             }
         })

@@ -196,9 +196,7 @@ impl Resource for SvcGroup {
                 };
                 notes.push(format!("{verb} {}", svc.unit()));
             }
-            let mut own = ApplyCtx::detached();
-            own.refresh = ctx.refresh;
-            own.cancel = ctx.cancel.clone();
+            let mut own = ctx.for_member(true, Default::default());
             let ok = match svc.converge(&mut own, apply, false).await {
                 Ok(ok) => ok && change.is_none(),
                 Err(e) => {
@@ -208,12 +206,7 @@ impl Resource for SvcGroup {
             };
             notes.extend(own.reports().iter().cloned());
             all_ok &= ok;
-            if i == 0 {
-                notes.into_iter().for_each(|n| ctx.report(n));
-                ctx.own_changed(!ok);
-            } else {
-                ctx.member(key, !ok, notes);
-            }
+            ctx.part(i == 0, key, !ok, notes);
         }
         if !errors.is_empty() {
             return Err(ResError::new(errors.join("; ")));

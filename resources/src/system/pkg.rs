@@ -183,14 +183,7 @@ impl Resource for Pkg {
                 false => format!("{}: {}", w.key, note(a, &w.raw.name, apply)),
             };
             let notes: Vec<String> = done.map(line).into_iter().collect();
-            if i > 0 {
-                ctx.member(&w.key, done.is_some(), notes);
-                continue;
-            }
-            notes.into_iter().for_each(|n| ctx.report(n));
-            if grouped {
-                ctx.own_changed(done.is_some());
-            }
+            ctx.part(i == 0, &w.key, done.is_some(), notes);
         }
         let failed: Vec<(&ResKey, ResError)> =
             self.wants.iter().zip(errors).filter_map(|(w, e)| Some((&w.key, e?))).collect();
