@@ -67,6 +67,7 @@ pub(crate) fn steering(stmts: &[IrStmt], defaults: bool, out: &mut HashSet<Strin
                 steering(els, defaults, out);
             }
             IrStmt::For { body, .. } => steering(body, defaults, out),
+            IrStmt::Instance(i) => steering(&i.body, defaults, out),
             _ => {}
         }
     }
@@ -123,6 +124,7 @@ impl FieldCheck<'_> {
                     self.stmts(els);
                 }
                 IrStmt::For { body, .. } => self.stmts(body),
+                IrStmt::Instance(i) => self.stmts(&i.body),
                 IrStmt::Edge(_) | IrStmt::Realize { .. } | IrStmt::Panic { .. } => {}
             }
         }

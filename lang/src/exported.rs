@@ -107,6 +107,7 @@ pub fn decode(kind: &str, name: &str, host: &str, record: &str, span: Span) -> R
         from: Some(host.to_string()),
         virtuality: Virtuality::Exported,
         classes,
+        within: Vec::new(),
         span,
     })
 }

@@ -40,7 +40,7 @@ pub const META_PARAMS: [&str; 18] = [
 
 /// Validates `file`; every problem found is reported (stage `errInit`).
 pub fn check(file: &File) -> Diagnostics {
-    let mut ctx = Ctx { diags: Diagnostics::new(), depth: 0 };
+    let mut ctx = Ctx { diags: Diagnostics::new(), depth: 0, class_body: None };
     ctx.stmts(&file.stmts, None);
     ctx.diags
 }
@@ -49,6 +49,8 @@ struct Ctx {
     diags: Diagnostics,
     /// How many blocks deep the statements being checked are (0: the file's top level).
     depth: usize,
+    /// The depth of the class body being checked, where a `define` may stand too.
+    class_body: Option<usize>,
 }
 
 /// Which kind of body a list of entries is.
@@ -140,9 +142,23 @@ impl Ctx {
                 self.params(&func.params, true);
                 self.expr(&func.body);
             }
-            StmtKind::Class { params, body, .. } => {
+            StmtKind::Class { params, body, define, .. } => {
+                if define.is_some() && self.depth > 0 && self.class_body != Some(self.depth) {
+                    self.diags.push(
+                        Diagnostic::new(
+                            Stage::Init,
+                            "a defined type must be at the top level of a file or in a class body",
+                            stmt.span,
+                        )
+                        .with_code(Code::InvalidStatement)
+                        .with_note("a define in a class is named after it: `define vhost` in class `web` is `web:vhost`"),
+                    );
+                }
                 self.params(params.as_deref().unwrap_or_default(), true);
+                let outer = self.class_body;
+                self.class_body = if define.is_some() { None } else { Some(self.depth + 1) };
                 self.nested(&body.stmts, None);
+                self.class_body = outer;
             }
             StmtKind::Include { args, .. } => {
                 for arg in args.iter().flatten() {

@@ -66,7 +66,11 @@ fn interpret_cow(
     let mut left_out = Vec::new();
     let mut graph = ResGraph::default();
     let plain = |r: &crate::output::ResDecl| r.virtuality == Virtuality::Real && !r.collect;
-    let out = if out.collectors.is_empty() && out.realized.is_empty() && out.resources.iter().all(plain) {
+    let out = if out.collectors.is_empty()
+        && out.realized.is_empty()
+        && out.instances.is_empty()
+        && out.resources.iter().all(plain)
+    {
         out
     } else {
         Cow::Owned(collect::apply(&out, remote, &mut diags, &mut left_out))

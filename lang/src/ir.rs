@@ -41,6 +41,12 @@ pub struct FuncGraph {
     /// Filled by unification: each call of an overloaded func (now a `CallValue` of the
     /// chosen overload), with the func's name and the signature of the overload chosen.
     pub overloads: std::collections::BTreeMap<NodeId, (String, String)>,
+    /// The nodes each param of a defined type's instance may take its value from (given,
+    /// defaulted, the define's default): what static speculation reads through a `Param`
+    /// node of an unannotated define param (a resource named `$root`).
+    pub param_values: std::collections::BTreeMap<ParamId, Vec<NodeId>>,
+    /// The defined types the program declares, by kind (`vhost`, `web:vhost`).
+    pub defines: std::collections::BTreeMap<String, DefineInfo>,
     /// The program's output statements (top level; includes are inlined).
     pub stmts: Vec<IrStmt>,
     /// Filled by unification: the concrete type of every node reachable from `stmts` or
@@ -52,6 +58,17 @@ pub struct FuncGraph {
     /// Filled by scope resolution: each name the elaborated program uses and what it
     /// resolved to, in source order (for editors; code nothing elaborates is not in it).
     pub names: Vec<NameUse>,
+}
+
+/// A defined type as overrides and collectors of it are checked.
+#[derive(Clone, Debug, Default)]
+pub struct DefineInfo {
+    /// Its params' names, in order.
+    pub params: Vec<String>,
+    /// Its `define` statement's name.
+    pub span: Span,
+    /// The params each instance binds, in [`DefineInfo::params`]' order.
+    pub bound: Vec<Vec<ParamId>>,
 }
 
 /// A name as written at one use, and what scope resolution found for it.
@@ -77,6 +94,9 @@ pub struct IrInclude {
     pub body: Span,
     /// The `include` statements that led here, outermost first; the last is this class's.
     pub chain: Vec<Span>,
+    /// An instance of a defined type (`class` is the define, the last of `chain` the
+    /// resource statement), not an include.
+    pub instance: bool,
 }
 
 impl FuncGraph {
@@ -281,6 +301,53 @@ pub enum IrStmt {
         check: NodeId,
         span: Span,
     },
+    /// A resource statement whose kind is a defined type (`define vhost(…) { … }`): its
+    /// body, once per title.
+    Instance(Box<IrInstance>),
+}
+
+/// One resource statement of a defined type, elaborated: for each title its params are
+/// bound in order (an override of the instance, else the value the statement or a
+/// defaults statement gave, else the param's default, which sees the title and the
+/// params to its left), then its body is walked with them.
+#[derive(Clone, Debug)]
+pub struct IrInstance {
+    /// The defined type's kind, as resources are named (`vhost`, `web:vhost`).
+    pub kind: String,
+    pub kind_span: Span,
+    /// `str` (one instance) or `[]str` (one per element).
+    pub titles: NodeId,
+    /// `$name` and `$title` in the define: the instance's title.
+    pub title: ParamId,
+    pub params: Vec<IrInstanceParam>,
+    /// `Meta:x` entries of the statement: every resource of the instance gets those it does
+    /// not set itself (Puppet's metaparameters on a defined type).
+    pub metas: Vec<IrMeta>,
+    /// `@vhost` or `@@vhost`: every resource of the instance is virtual (or exported).
+    pub virtuality: crate::syntax::ast::Virtuality,
+    /// The classes whose bodies declared the instance (its implicit tags).
+    pub classes: Vec<String>,
+    /// The define's body; relationships written in the statement's body (`Before => …`)
+    /// are edge statements here, with the instance as one side.
+    pub body: Vec<IrStmt>,
+    /// The resource statement.
+    pub span: Span,
+}
+
+/// One param of a defined type as an instance binds it.
+#[derive(Clone, Debug)]
+pub struct IrInstanceParam {
+    pub name: String,
+    /// The variable the define's body and the later defaults read.
+    pub param: ParamId,
+    /// The value the resource statement gives, with its entry.
+    pub given: Option<(NodeId, Span)>,
+    /// The value a `Kind { … }` defaults statement gives (when the statement does not).
+    pub defaulted: Option<(NodeId, Span)>,
+    /// The param's own default (`$port int = 80`).
+    pub default: Option<NodeId>,
+    /// Where the define declares it.
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]

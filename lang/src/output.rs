@@ -31,6 +31,10 @@ pub struct ResDecl {
     pub virtuality: Virtuality,
     /// The classes whose bodies declared it (with its kind, its implicit tags).
     pub classes: Vec<String>,
+    /// The instances of defined types whose bodies declared it, outermost first, as
+    /// `(kind, title)`: a reference to one of them (`Vhost["shop"]`) stands for it, and
+    /// their kinds are tags of it.
+    pub within: Vec<(String, String)>,
     /// The whole resource statement.
     pub span: Span,
 }
@@ -41,6 +45,7 @@ impl ResDecl {
     pub fn has_tag(&self, tag: &str) -> bool {
         self.kind == tag
             || self.classes.iter().any(|c| c == tag)
+            || self.within.iter().any(|(kind, _)| kind == tag)
             || self.metas.iter().any(|(name, value, _)| {
                 name == "tags" && matches!(value, Value::List(items) if items.iter().any(|t| t.as_str() == Some(tag)))
             })
@@ -113,6 +118,30 @@ pub struct RealizeDecl {
     pub span: Span,
 }
 
+/// One instance of a defined type (`vhost "shop" { … }`), evaluated: what collectors of
+/// the defined type match, and what `realize` and references name. Its resources are in
+/// [`Output::resources`], each naming it in [`ResDecl::within`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceDecl {
+    pub kind: String,
+    /// The title.
+    pub name: String,
+    /// Every param of the define as the instance bound it, in the define's order.
+    pub params: Vec<(String, Value)>,
+    pub virtuality: Virtuality,
+    /// The classes whose bodies declared it.
+    pub classes: Vec<String>,
+    /// The resource statement.
+    pub span: Span,
+}
+
+impl InstanceDecl {
+    /// Whether it has tag `tag`: its kind or a class that declared it.
+    pub fn has_tag(&self, tag: &str) -> bool {
+        self.kind == tag || self.classes.iter().any(|c| c == tag)
+    }
+}
+
 /// One `Kind[name] { … }` statement, evaluated: it sets params of the resources it names.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OverrideDecl {
@@ -143,6 +172,8 @@ pub struct Output {
     pub overrides: Vec<OverrideDecl>,
     pub collectors: Vec<CollectorDecl>,
     pub realized: Vec<RealizeDecl>,
+    /// The instances of defined types, in program order.
+    pub instances: Vec<InstanceDecl>,
     /// Values a declared type's checks rejected while this output was built. Each resource
     /// they fed is its declaration from the previous output (its last good state).
     pub rejected: Vec<crate::diag::Diagnostic>,

@@ -118,7 +118,7 @@ impl SourceIndex {
                     }
                 }
                 StmtKind::For { body, .. } | StmtKind::ForKv { body, .. } => self.add_stmts(&body.stmts),
-                StmtKind::Class { name, body, params } => {
+                StmtKind::Class { name, body, params, .. } => {
                     let ps = params.iter().flatten().map(|p| p.name.name.clone()).collect();
                     self.classes.push((name.name.clone(), stmt.span, ps));
                     self.add_defaults(params.iter().flatten());
@@ -475,6 +475,11 @@ fn collect_loop_params(stmts: &[IrStmt], out: &mut HashSet<ParamId>) {
                 out.insert(*value);
                 collect_loop_params(body, out);
             }
+            IrStmt::Instance(i) => {
+                out.insert(i.title);
+                out.extend(i.params.iter().map(|p| p.param));
+                collect_loop_params(&i.body, out);
+            }
             _ => {}
         }
     }
@@ -487,6 +492,8 @@ pub enum Enclosing {
     If { cond: NodeId, then: bool, span: Span },
     /// `for`/`forkv` with its two loop parameters.
     For { iter: NodeId, key: ParamId, value: ParamId, kv: bool, span: Span },
+    /// An instance of a defined type (`vhost "shop" { … }`) with its title's parameter.
+    Instance { kind: String, title: ParamId, span: Span },
 }
 
 /// A resource statement with the statements around it (outermost first) and its
@@ -542,6 +549,11 @@ fn walk<'a>(
                 walk(body, stack, counter, f);
                 stack.pop();
             }
+            IrStmt::Instance(i) => {
+                stack.push(Enclosing::Instance { kind: i.kind.clone(), title: i.title, span: i.span });
+                walk(&i.body, stack, counter, f);
+                stack.pop();
+            }
             IrStmt::Edge(_)
             | IrStmt::Panic { .. }
             | IrStmt::Defaults { .. }
@@ -568,6 +580,7 @@ pub fn statement_slot(stmts: &mut Vec<IrStmt>, id: usize) -> Option<(&mut Vec<Ir
             (IrStmt::If { then, .. }, 0) => then,
             (IrStmt::If { els, .. }, _) => els,
             (IrStmt::For { body, .. }, _) => body,
+            (IrStmt::Instance(i), _) => &mut i.body,
             _ => return None,
         };
     }
@@ -588,6 +601,7 @@ fn locate(stmts: &[IrStmt], id: usize, counter: &mut usize, path: &mut Vec<(usiz
             }
             IrStmt::If { then, els, .. } => vec![(then, 0), (els, 1)],
             IrStmt::For { body, .. } => vec![(body, 0)],
+            IrStmt::Instance(i) => vec![(&i.body, 0)],
             IrStmt::Edge(_)
             | IrStmt::Panic { .. }
             | IrStmt::Defaults { .. }

@@ -40,12 +40,16 @@ fn name_includes(mut d: Diagnostic, times: usize, includes: &[IrInclude]) -> Dia
     };
     let of_class: Vec<&IrInclude> = includes.iter().filter(|i| i.body == body).collect();
     let class = &of_class[0].class;
-    let count = if times == of_class.len() {
-        format!("each of the {times} includes")
-    } else {
-        format!("{times} of the {} includes", of_class.len())
+    let (includes, of) = match of_class[0].instance {
+        true => ("instances", "defined type"),
+        false => ("includes", "class"),
     };
-    d.notes.push(format!("shown once: it comes from {count} of class `{class}`"));
+    let count = if times == of_class.len() {
+        format!("each of the {times} {includes}")
+    } else {
+        format!("{times} of the {} {includes}", of_class.len())
+    };
+    d.notes.push(format!("shown once: it comes from {count} of {of} `{class}`"));
     let mut sites: Vec<(Span, bool)> = Vec::new();
     for include in &of_class {
         // The outermost include tells the instances apart; a class included from another
@@ -56,7 +60,12 @@ fn name_includes(mut d: Diagnostic, times: usize, includes: &[IrInclude]) -> Dia
         }
     }
     for &(site, through) in sites.iter().take(SITES_SHOWN) {
-        let text = if through { format!("`{class}` included through here") } else { "included here".to_string() };
+        let text = match (through, of_class[0].instance) {
+            (true, true) => format!("`{class}` instantiated through here"),
+            (true, false) => format!("`{class}` included through here"),
+            (false, true) => "instance here".to_string(),
+            (false, false) => "included here".to_string(),
+        };
         d.labels.push(crate::diag::Label { span: site, message: text });
     }
     if sites.len() > SITES_SHOWN {
@@ -75,7 +84,7 @@ mod tests {
     }
 
     fn include(at: usize) -> IrInclude {
-        IrInclude { class: "web".into(), body: span(10, 50), chain: vec![span(at, at + 5)] }
+        IrInclude { class: "web".into(), body: span(10, 50), chain: vec![span(at, at + 5)], instance: false }
     }
 
     #[test]

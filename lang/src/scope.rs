@@ -14,6 +14,7 @@
 //! Types are not looked at (unification fills `FuncGraph::types` later).
 
 mod args;
+mod define;
 mod expr;
 mod frame;
 mod imports;
@@ -87,7 +88,12 @@ pub fn resolve_with(
     graph.nodes.reserve_exact(exprs);
     let static_recursion = diags.iter().any(|d| d.code == Some(Code::ScopeRecursion));
     let mut loaded = imports::load(main, entry, loader, catalog, sources, front_end, &mut diags);
-    let plain = plain::take_plain(&mut loaded.files[0].stmts);
+    // A resource statement of a defined type is no plain resource: it instantiates a body.
+    let plain = if loaded.files.iter().any(|f| define::declares_any(&f.stmts)) {
+        Vec::new()
+    } else {
+        plain::take_plain(&mut loaded.files[0].stmts)
+    };
     let mut ctx = Ctx {
         catalog,
         sources,
@@ -108,6 +114,7 @@ pub fn resolve_with(
         usage: usage::Usage::default(),
         default_nodes: BTreeMap::new(),
         any_defaults: false,
+        any_defines: false,
         declared: Vec::new(),
         names: names::Names::new(naming),
         short_strs: expr::ShortStrs::default(),
@@ -207,6 +214,9 @@ struct Ctx<'a> {
     default_nodes: BTreeMap<(usize, FrameId), (NodeId, Option<NodeId>)>,
     /// Whether any block declared defaults (resources look for them only then).
     any_defaults: bool,
+    /// Whether any frame declared a defined type (resource statements look for them only
+    /// then).
+    any_defines: bool,
     /// Resolved type declarations ([`types`]), indexed by [`frame::TypeEntry::state`].
     declared: Vec<types::Declared<'a>>,
     /// What each name used resolved to, for editors.

@@ -49,6 +49,7 @@ impl Walk<'_> {
                     }
                 },
                 IrStmt::For { body, .. } => self.stmts(body),
+                IrStmt::Instance(i) => self.stmts(&i.body),
                 _ => {}
             }
         }

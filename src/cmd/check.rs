@@ -60,6 +60,7 @@ fn has_virtual(stmts: &[lang::ir::IrStmt]) -> bool {
         IrStmt::Resource(r) => r.virtuality != lang::output::Virtuality::Real,
         IrStmt::If { then, els, .. } => has_virtual(then) || has_virtual(els),
         IrStmt::For { body, .. } => has_virtual(body),
+        IrStmt::Instance(i) => i.virtuality != lang::output::Virtuality::Real || has_virtual(&i.body),
         _ => false,
     })
 }

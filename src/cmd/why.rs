@@ -239,6 +239,12 @@ impl Ctx<'_> {
                     "branch": if *then { "then" } else { "else" },
                     "value": Self::value(get(*cond)),
                 })),
+                Enclosing::Instance { kind, title, span } => gates.push(json!({
+                    "kind": "define",
+                    "at": self.at(*span),
+                    "source": self.source(*span),
+                    "instance": format!("{kind}[{}]", vals.get(&format!("p{}", title.0)).and_then(|v| v.as_str()).unwrap_or("?")),
+                })),
                 Enclosing::For { key: k, value: v, kv, span, .. } => {
                     let name = |p: &lang::ir::ParamId| self.graph.params[p.0 as usize].name.clone();
                     gates.push(json!({

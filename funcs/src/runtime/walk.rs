@@ -1,12 +1,17 @@
 //! The statement walk: evaluates what the program's statements need, in program
 //! order, and turns it into an [`Output`]. Only the active branch of an `if` is walked;
-//! loop bodies are walked once per element with the loop parameters bound.
+//! loop bodies are walked once per element with the loop parameters bound, and the body
+//! of an instance of a defined type once per title with its params bound (an override of
+//! the instance, found by a first pass over the overrides of defined types, first).
 
 use lang::diag::{Diagnostic, Stage};
-use lang::ir::{IrCollector, IrEdge, IrEdgeHalf, IrQuery, IrResource, IrStmt, NodeId, Origin};
+use lang::diag::Code;
+use lang::ir::{IrCollector, IrEdge, IrEdgeHalf, IrInstance, IrMeta, IrQuery, IrResource, IrStmt, NodeId, Origin};
 use lang::output::{
-    BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, Output, OverrideDecl, OverrideParam, Query, RealizeDecl, ResDecl,
+    BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, InstanceDecl, Output, OverrideDecl, OverrideParam, Query,
+    RealizeDecl, ResDecl, Virtuality,
 };
+use std::collections::BTreeMap;
 use lang::span::Span;
 use lang::value::{Env, Value};
 
@@ -25,7 +30,19 @@ pub(crate) enum Walked {
 /// for resources fed by a value a declared type's checks reject.
 pub(crate) fn walk(engine: &Evaluator, previous: Option<&Output>) -> Walked {
     let graph = engine.graph.clone();
-    let mut w = Walker { engine, previous, out: Output::default(), pending: false };
+    let mut w = Walker {
+        engine,
+        previous,
+        out: Output::default(),
+        pending: false,
+        within: Vec::new(),
+        define_overrides: BTreeMap::new(),
+    };
+    if !graph.defines.is_empty() {
+        if let Err(d) = w.define_overrides(&graph.stmts, &Env::empty()) {
+            return Walked::Failed(d);
+        }
+    }
     // Sized like the last output, or else a declaration per top-level resource statement:
     // doubling its way up, a large program's list was copied over and over (about 20 ms
     // at 100,000 resources).
@@ -37,8 +54,38 @@ pub(crate) fn walk(engine: &Evaluator, previous: Option<&Output>) -> Walked {
     match w.stmts(&graph.stmts, &Env::empty()) {
         Err(d) => Walked::Failed(d),
         Ok(()) if w.pending => Walked::Pending,
-        Ok(()) => Walked::Ready(w.out),
+        Ok(()) => match w.define_overrides.values().flatten().find(|o| !o.used) {
+            // An override of an instance nothing declared, as for a resource.
+            Some(o) => Walked::Failed(
+                Diagnostic::new(
+                    Stage::Interpret,
+                    format!("override of a resource that does not exist: {}[{}]", o.kind, o.title),
+                    o.target_span,
+                )
+                .with_code(Code::UnknownResource),
+            ),
+            None => Walked::Ready(w.out),
+        },
     }
+}
+
+/// An instance of a defined type whose body is being walked.
+struct Within {
+    kind: String,
+    title: String,
+    virtuality: Virtuality,
+    metas: Vec<(String, Value, Span)>,
+    classes: Vec<String>,
+}
+
+/// An override of an instance of a defined type (`Vhost["shop"] { port => 9090, }`).
+struct DefineOverride {
+    kind: String,
+    title: String,
+    target_span: Span,
+    params: Vec<OverrideParam>,
+    /// An instance took it.
+    used: bool,
 }
 
 struct Walker<'a> {
@@ -47,6 +94,10 @@ struct Walker<'a> {
     out: Output,
     /// Set when a value was missing; the walk goes on so that every stream starts.
     pending: bool,
+    /// The instances of defined types being walked, outermost first.
+    within: Vec<Within>,
+    /// The overrides of instances of defined types, by kind and title.
+    define_overrides: BTreeMap<(String, String), Vec<DefineOverride>>,
 }
 
 type Step<T> = Result<Option<T>, Diagnostic>;
@@ -60,9 +111,26 @@ struct Body {
     edges: Vec<BodyEdge>,
 }
 
-/// What resource statement `r` declares as `name` (on `host`, for a `collect`).
-fn declared(r: &IrResource, name: String, host: Option<String>, body: Body) -> ResDecl {
-    let Body { params, defaulted, metas, edges } = body;
+/// What resource statement `r` declares as `name` (on `host`, for a `collect`), inside the
+/// instances `within` (whose meta params it takes unless it sets them, whose virtuality it
+/// takes when it is real, and whose classes tag it).
+fn declared(r: &IrResource, name: String, host: Option<String>, body: Body, within: &[Within]) -> ResDecl {
+    let Body { params, defaulted, mut metas, edges } = body;
+    let mut virtuality = r.virtuality;
+    let mut classes = r.classes.clone();
+    for w in within.iter().rev() {
+        for (meta, value, span) in &w.metas {
+            if !metas.iter().any(|(m, ..)| m == meta) {
+                metas.push((meta.clone(), value.clone(), *span));
+            }
+        }
+    }
+    for w in within {
+        if virtuality == Virtuality::Real {
+            virtuality = w.virtuality;
+        }
+        classes.extend(w.classes.iter().filter(|c| !r.classes.contains(c)).cloned());
+    }
     ResDecl {
         kind: r.kind.clone(),
         name,
@@ -73,8 +141,9 @@ fn declared(r: &IrResource, name: String, host: Option<String>, body: Body) -> R
         collect: r.collect,
         // Only `collect` names a host (`[]struct{name str; host str}`).
         from: host.filter(|_| r.collect),
-        virtuality: r.virtuality,
-        classes: r.classes.clone(),
+        virtuality,
+        classes,
+        within: within.iter().map(|w| (w.kind.clone(), w.title.clone())).collect(),
         span: r.span,
     }
 }
@@ -112,6 +181,20 @@ impl Walker<'_> {
                 _ => Ok(()),
             },
             IrStmt::Defaults { .. } => Ok(()),
+            IrStmt::Instance(i) => self.instance(i, env),
+            // Taken by the first pass ([`Walker::define_overrides`]).
+            IrStmt::Override { target, .. } if self.engine.graph.defines.contains_key(&target.kind) => {
+                if self.within.is_empty() {
+                    return Ok(());
+                }
+                Err(Diagnostic::new(
+                    Stage::Interpret,
+                    "an override of a defined type's instance cannot be inside a defined type",
+                    target.span,
+                )
+                .with_code(Code::InvalidStatement)
+                .with_note("the overrides of instances are found before any instance is evaluated"))
+            }
             IrStmt::Collect(c) => self.collector(c, env).map(drop),
             IrStmt::Realize { refs, .. } => {
                 for r in refs {
@@ -169,9 +252,9 @@ impl Walker<'_> {
         // The last name (most often the only one) takes the body itself; others get copies.
         let Some((last, last_host)) = named.pop() else { return Ok(()) };
         for (name, host) in named {
-            self.out.resources.push(declared(r, name, host, body.clone()));
+            self.out.resources.push(declared(r, name, host, body.clone(), &self.within));
         }
-        self.out.resources.push(declared(r, last, last_host, body));
+        self.out.resources.push(declared(r, last, last_host, body, &self.within));
         Ok(())
     }
 
@@ -189,8 +272,23 @@ impl Walker<'_> {
                 params.push((String::from(&*f.name), v, f.span));
             }
         }
+        let metas = self.metas(&r.metas, env)?;
+        let mut edges = Vec::new();
+        for e in &r.edges {
+            if !self.holds(e.cond, env)? {
+                continue;
+            }
+            for name in self.names(e.target.name, env, e.target.span)?.unwrap_or_default() {
+                edges.push(BodyEdge { prop: e.prop, kind: e.target.kind.clone(), name, span: e.span });
+            }
+        }
+        Ok(Body { params, defaulted, metas, edges })
+    }
+
+    /// `Meta:x` entries whose condition holds, and the fields of a `Meta =>` struct.
+    fn metas(&mut self, entries: &[IrMeta], env: &Env) -> Result<Vec<(String, Value, Span)>, Diagnostic> {
         let mut metas = Vec::new();
-        for m in &r.metas {
+        for m in entries {
             if !self.holds(m.cond, env)? {
                 continue;
             }
@@ -205,16 +303,128 @@ impl Walker<'_> {
                 }
             }
         }
-        let mut edges = Vec::new();
-        for e in &r.edges {
-            if !self.holds(e.cond, env)? {
-                continue;
+        Ok(metas)
+    }
+
+    /// An instance of a defined type: for each title, its params bound in order (an
+    /// override first, then the statement's value or a default's, then the define's own
+    /// default), then the define's body.
+    fn instance(&mut self, i: &IrInstance, env: &Env) -> Result<(), Diagnostic> {
+        let Some(titles) = self.names(i.titles, env, i.span)? else { return Ok(()) };
+        let metas = self.metas(&i.metas, env)?;
+        'titles: for title in titles {
+            let mut env = env.bind(i.title, Value::str(title.as_str()));
+            let key = (i.kind.clone(), title.clone());
+            let mut params = Vec::with_capacity(i.params.len());
+            for p in &i.params {
+                let source = p.given.or(p.defaulted).map(|(node, _)| node).or(p.default);
+                let Some(source) = source else { continue };
+                let Some(mut value) = self.value(source, &env)? else { continue 'titles };
+                for o in self.define_overrides.get_mut(&key).into_iter().flatten() {
+                    o.used = true;
+                    for set in o.params.iter().filter(|set| set.name == p.name) {
+                        value = match (set.append, &value, &set.value) {
+                            (true, Value::List(have), Value::List(more)) => {
+                                Value::list(have.iter().chain(more.iter()).cloned().collect())
+                            }
+                            (false, _, new) if p.given.is_some() && *new != value => {
+                                let at = p.given.map_or(set.span, |(_, at)| at);
+                                return Err(Diagnostic::new(
+                                    Stage::Interpret,
+                                    format!(
+                                        "an override cannot change `{}` of {}[{title}]: the instance sets it to {value}",
+                                        p.name, i.kind
+                                    ),
+                                    set.span,
+                                )
+                                .with_code(Code::ConflictingOverride)
+                                .with_label(at, "set here"));
+                            }
+                            (_, _, new) => new.clone(),
+                        };
+                    }
+                }
+                env = env.bind(p.param, value.clone());
+                params.push((p.name.clone(), value));
             }
-            for name in self.names(e.target.name, env, e.target.span)?.unwrap_or_default() {
-                edges.push(BodyEdge { prop: e.prop, kind: e.target.kind.clone(), name, span: e.span });
+            if let Some(o) = self.define_overrides.get(&key).into_iter().flatten().next()
+                && let Some(unknown) = o.params.iter().find(|set| !i.params.iter().any(|p| p.name == set.name))
+            {
+                return Err(Diagnostic::new(
+                    Stage::Interpret,
+                    format!("defined type `{}` has no param `${}`", i.kind, unknown.name),
+                    unknown.span,
+                )
+                .with_code(Code::UnknownField));
+            }
+            self.out.instances.push(InstanceDecl {
+                kind: i.kind.clone(),
+                name: title.clone(),
+                params,
+                virtuality: i.virtuality,
+                classes: i.classes.clone(),
+                span: i.span,
+            });
+            self.within.push(Within {
+                kind: i.kind.clone(),
+                title,
+                virtuality: i.virtuality,
+                metas: metas.clone(),
+                classes: i.classes.clone(),
+            });
+            let walked = self.stmts(&i.body, &env);
+            self.within.pop();
+            walked?;
+        }
+        Ok(())
+    }
+
+    /// The first pass: the overrides of instances of defined types, in the branches and
+    /// loops the walk takes (not inside instances, which the main walk refuses).
+    fn define_overrides(&mut self, stmts: &[IrStmt], env: &Env) -> Result<(), Diagnostic> {
+        for stmt in stmts {
+            match stmt {
+                IrStmt::Override { target, fields, .. } if self.engine.graph.defines.contains_key(&target.kind) => {
+                    let Some(names) = self.names(target.name, env, target.span)? else { continue };
+                    let mut params = Vec::new();
+                    for f in fields {
+                        if let Some(value) = self.value(f.value, env)? {
+                            params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span });
+                        }
+                    }
+                    for title in names {
+                        let key = (target.kind.clone(), title.clone());
+                        self.define_overrides.entry(key).or_default().push(DefineOverride {
+                            kind: target.kind.clone(),
+                            title,
+                            target_span: target.span,
+                            params: params.clone(),
+                            used: false,
+                        });
+                    }
+                }
+                IrStmt::If { cond, then, els, .. } => match self.flag(*cond, env)? {
+                    Some(true) => self.define_overrides(then, env)?,
+                    Some(false) => self.define_overrides(els, env)?,
+                    None => {}
+                },
+                IrStmt::For { iter, key, value, body, .. } => match self.value(*iter, env)? {
+                    Some(Value::List(items)) => {
+                        for (i, v) in items.iter().enumerate() {
+                            self.define_overrides(body, &env.bind(*key, Value::Int(i as i64)).bind(*value, v.clone()))?;
+                        }
+                    }
+                    Some(Value::Map(m)) => {
+                        for (k, v) in m.iter() {
+                            self.define_overrides(body, &env.bind(*key, k.clone()).bind(*value, v.clone()))?;
+                        }
+                    }
+                    _ => {}
+                },
+                _ => {}
             }
         }
-        Ok(Body { params, defaulted, metas, edges })
+        Ok(())
     }
 
     fn edge(&mut self, e: &IrEdge, env: &Env) -> Result<(), Diagnostic> {

@@ -3,10 +3,13 @@
 //! (`<<| |>>`: exported ones only), realizes the virtual ones among them and applies its
 //! override block once to each; `realize(Kind[name])` realizes by name; a relationship
 //! with a collector side becomes one edge per match (none: no edge); what nothing
-//! realized is left out, silently, as in Puppet.
+//! realized is left out, silently, as in Puppet. A collector, a `realize` or a reference
+//! of a defined type names its instances, each standing for the resources it declared.
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
-use crate::output::{CollectorDecl, EdgeDecl, EdgeEnd, Output, OverrideParam, Query, ResDecl, Virtuality};
+use crate::output::{
+    CollectorDecl, EdgeDecl, EdgeEnd, InstanceDecl, Output, OverrideParam, Query, ResDecl, Virtuality,
+};
 use crate::span::Span;
 use crate::value::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -68,7 +71,21 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
     dropped.resize(resources.len(), false);
     let mut realized: Vec<bool> = resources.iter().map(|r| r.virtuality == Virtuality::Real).collect();
     let mut matches: Vec<Vec<usize>> = Vec::with_capacity(out.collectors.len());
+    // The resources each instance of a defined type declared, by (kind, title).
+    let mut contained: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for (i, r) in out.resources.iter().enumerate() {
+        for (kind, title) in &r.within {
+            contained.entry((kind.as_str(), title.as_str())).or_default().push(i);
+        }
+    }
+    let of_instance = |kind: &str, title: &str| contained.get(&(kind, title)).cloned().unwrap_or_default();
+    let defined = |kind: &str| out.instances.iter().any(|d| d.kind == kind);
     for c in &out.collectors {
+        if defined(&c.kind) {
+            let found = out.instances.iter().filter(|d| collects_instance(c, d));
+            matches.push(found.flat_map(|d| of_instance(&d.kind, &d.name)).filter(|&i| !dropped[i]).collect());
+            continue;
+        }
         // Only `<<| |>>` reads other hosts' exports (`<| |>` is this host's virtual ones).
         let found: Vec<usize> = (0..resources.len())
             .filter(|&i| !dropped[i] && (i < first_remote || c.exported) && collects(c, &resources[i]))
@@ -114,7 +131,8 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
         found.retain(|&i| !dropped[i]);
         for &i in found.iter() {
             realized[i] = true;
-            for p in &c.params {
+            // A defined type's collector sets no params (unification said so).
+            for p in c.params.iter().filter(|_| !defined(&c.kind)) {
                 apply_param(&mut resources[i], p);
             }
         }
@@ -126,6 +144,9 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
     for r in &out.realized {
         match by_key.get(&(r.kind.as_str(), r.name.as_str())) {
             Some(found) => found.iter().for_each(|&i| realized[i] = true),
+            None if out.instances.iter().any(|d| d.kind == r.kind && d.name == r.name) => {
+                of_instance(&r.kind, &r.name).into_iter().for_each(|i| realized[i] = true)
+            }
             None => {
                 let msg = format!("realize of a resource that does not exist: {}[{}]", r.kind, r.name);
                 diags.push(Diagnostic::new(Stage::Interpret, msg, r.span).with_code(Code::UnknownResource));
@@ -142,6 +163,10 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
     let ends = |end: &EdgeEnd| -> Vec<EdgeEnd> {
         match end.collector {
             Some(c) => matches.get(c).map(|m| m.iter().map(|&i| named(i, end)).collect()).unwrap_or_default(),
+            // `Vhost["shop"]`: every resource the instance declared (Puppet's containment).
+            None if out.instances.iter().any(|d| d.kind == end.kind && d.name == end.name) => {
+                of_instance(&end.kind, &end.name).into_iter().map(|i| named(i, end)).collect()
+            }
             None => vec![end.clone()],
         }
     };
@@ -161,6 +186,7 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
         overrides: out.overrides.clone(),
         collectors: out.collectors.clone(),
         realized: out.realized.clone(),
+        instances: out.instances.clone(),
         rejected: out.rejected.clone(),
     }
 }
@@ -194,11 +220,19 @@ fn conflict(at: &ResDecl, a: &ResDecl, b: &ResDecl, remote: &Remote) -> Diagnost
 /// The virtual resources of `out` that no collector matches and no `realize` names: they
 /// are silently left out of the graph (`tend check -v` lists them).
 pub fn unrealized(out: &Output) -> Vec<&ResDecl> {
+    let named = |kind: &str, name: &str| out.realized.iter().any(|z| z.kind == kind && z.name == name);
+    let instance_realized = |kind: &str, title: &str| {
+        named(kind, title)
+            || out.instances.iter().any(|d| {
+                d.kind == kind && d.name == title && out.collectors.iter().any(|c| collects_instance(c, d))
+            })
+    };
     out.resources
         .iter()
         .filter(|r| r.virtuality != Virtuality::Real)
         .filter(|r| !out.collectors.iter().any(|c| collects(c, r)))
-        .filter(|r| !out.realized.iter().any(|z| z.kind == r.kind && z.name == r.name))
+        .filter(|r| !named(&r.kind, &r.name))
+        .filter(|r| !r.within.iter().any(|(kind, title)| instance_realized(kind, title)))
         .collect()
 }
 
@@ -207,20 +241,58 @@ pub fn collects(c: &CollectorDecl, r: &ResDecl) -> bool {
     r.kind == c.kind && (!c.exported || r.exported()) && c.query.as_ref().is_none_or(|q| holds(q, r))
 }
 
+/// Whether collector `c` (of a defined type) collects instance `d`.
+fn collects_instance(c: &CollectorDecl, d: &InstanceDecl) -> bool {
+    d.kind == c.kind
+        && (!c.exported || d.virtuality == Virtuality::Exported)
+        && c.query.as_ref().is_none_or(|q| holds(q, d))
+}
+
+/// What a query reads of a resource or an instance of a defined type.
+trait Queried {
+    fn title(&self) -> &str;
+    fn tagged(&self, tag: &str) -> bool;
+    fn param(&self, name: &str) -> Option<&Value>;
+}
+
+impl Queried for ResDecl {
+    fn title(&self) -> &str {
+        &self.name
+    }
+    fn tagged(&self, tag: &str) -> bool {
+        self.has_tag(tag)
+    }
+    fn param(&self, name: &str) -> Option<&Value> {
+        self.params.iter().find(|(n, ..)| n == name).map(|(_, v, _)| v)
+    }
+}
+
+impl Queried for InstanceDecl {
+    fn title(&self) -> &str {
+        &self.name
+    }
+    fn tagged(&self, tag: &str) -> bool {
+        self.has_tag(tag)
+    }
+    fn param(&self, name: &str) -> Option<&Value> {
+        self.params.iter().find(|(n, _)| n == name).map(|(_, v)| v)
+    }
+}
+
 /// Puppet's query semantics: `name`/`title` compare the name, `tag` tests membership in
 /// the tags, a param equals the value (or, for a list param, contains it); `!=` is the
 /// negation (an unset param differs from everything).
-fn holds(q: &Query, r: &ResDecl) -> bool {
+fn holds(q: &Query, r: &impl Queried) -> bool {
     match q {
         Query::And(a, b) => holds(a, r) && holds(b, r),
         Query::Or(a, b) => holds(a, r) || holds(b, r),
         Query::Compare { attr, equal, value, .. } => {
             let found = match attr.as_str() {
-                "name" | "title" => value.as_str() == Some(r.name.as_str()),
-                "tag" => value.as_str().is_some_and(|t| r.has_tag(t)),
-                param => r.params.iter().any(|(n, v, _)| {
-                    n == param && (v == value || matches!(v, Value::List(items) if items.contains(value)))
-                }),
+                "name" | "title" => value.as_str() == Some(r.title()),
+                "tag" => value.as_str().is_some_and(|t| r.tagged(t)),
+                param => r
+                    .param(param)
+                    .is_some_and(|v| v == value || matches!(v, Value::List(items) if items.contains(value))),
             };
             found == *equal
         }

@@ -167,19 +167,22 @@ pub fn with_probes(graph: &FuncGraph, located: &[Located<'_>], plans: &[Plan]) -
             let value = add(&mut g, NodeKind::Except { lhs: *node, rhs: marker }, ty, span);
             fields.push(IrField { origin: Default::default(), name: field(*node).into(), value, cond, span });
         }
-        // The loop variables of every enclosing `for`.
+        // The loop variables of every enclosing `for`, the title of every instance.
         for enc in &l.enclosing {
-            if let Enclosing::For { key: k, value: v, span, .. } = enc {
-                for p in [k, v] {
-                    let node = add(&mut g, NodeKind::Param(*p), None, *span);
-                    fields.push(IrField {
-                        origin: Default::default(),
-                        name: format!("p{}", p.0).into(),
-                        value: node,
-                        cond: None,
-                        span: *span,
-                    });
-                }
+            let (params, span) = match enc {
+                Enclosing::For { key, value, span, .. } => (vec![*key, *value], *span),
+                Enclosing::Instance { title, span, .. } => (vec![*title], *span),
+                Enclosing::If { .. } => continue,
+            };
+            for p in params {
+                let node = add(&mut g, NodeKind::Param(p), None, span);
+                fields.push(IrField {
+                    origin: Default::default(),
+                    name: format!("p{}", p.0).into(),
+                    value: node,
+                    cond: None,
+                    span,
+                });
             }
         }
         probe_stmts.push((

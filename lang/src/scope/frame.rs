@@ -96,6 +96,9 @@ pub(crate) struct Frame<'a> {
     pub(crate) vars: BTreeMap<String, VarEntry<'a>>,
     pub(crate) funcs: BTreeMap<String, FuncEntry<'a>>,
     pub(crate) classes: BTreeMap<String, ClassEntry<'a>>,
+    /// Defined types (`define vhost(…) { … }`) by their kind: a define in a class body is
+    /// kept in the class's own frame as `class:define`.
+    pub(crate) defines: BTreeMap<String, ClassEntry<'a>>,
     pub(crate) types: BTreeMap<String, TypeEntry<'a>>,
     pub(crate) aliases: BTreeMap<String, AliasEntry<'a>>,
     /// `import ... as *` targets, in import order (later ones win).

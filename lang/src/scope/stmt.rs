@@ -86,9 +86,17 @@ impl<'a> Ctx<'a> {
                     let entry = TypeEntry { decl, frame: fid, state: Lazy::Pending };
                     self.frame_mut(fid).types.entry(decl.name.name.clone()).or_insert(entry);
                 }
-                StmtKind::Class { name, params, body } => {
+                StmtKind::Class { name, params, body, define: Some(_), .. } => {
+                    // A define in a class body was declared with the class, under its name.
+                    if !self.instances.contains_key(&fid) {
+                        let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                        self.add_define(fid, name.name.clone(), entry);
+                    }
+                }
+                StmtKind::Class { name, params, body, define: None, .. } => {
                     let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);
+                    self.declare_class_defines(fid, &name.name, body);
                 }
                 StmtKind::Defaults { kind, entries } => self.declare_defaults(fid, kind, entries),
                 StmtKind::Include { alias: Some(alias), .. } => {
@@ -324,7 +332,12 @@ impl<'a> Ctx<'a> {
             | StmtKind::Class { .. }
             | StmtKind::Import { .. }
             | StmtKind::Type(_) => {}
-            StmtKind::Resource(res) => out.push(IrStmt::Resource(self.resource(fid, res, stmt))),
+            StmtKind::Resource(res) => match self.find_define(fid, &res.kind.name) {
+                Some((kind, def)) => out.extend(self.instance(fid, res, stmt, kind, def)),
+                None => out.push(IrStmt::Resource(self.resource(fid, res, stmt))),
+            },
+            // Defaults of a defined type are the instances' arguments, checked there.
+            StmtKind::Defaults { kind, .. } if self.find_define(fid, &kind.name).is_some() => {}
             StmtKind::Defaults { kind, entries } => {
                 let (fields, metas) = self.default_entries(fid, entries, &BTreeSet::new(), &BTreeSet::new());
                 out.push(IrStmt::Defaults {
@@ -558,7 +571,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// The classes whose instances enclose frame `fid`, outermost first.
-    fn enclosing_classes(&self, fid: FrameId) -> Vec<String> {
+    pub(super) fn enclosing_classes(&self, fid: FrameId) -> Vec<String> {
         let mut classes = Vec::new();
         if self.instances.is_empty() {
             return classes;
@@ -600,7 +613,7 @@ impl<'a> Ctx<'a> {
 
     /// The fields and metas of a defaults statement declared in frame `fid`, minus the
     /// names already `given`, with [`Origin::Default`]. Their nodes are made once.
-    fn default_entries(
+    pub(super) fn default_entries(
         &mut self,
         fid: FrameId,
         entries: &'a [ast::ResEntry],
@@ -646,7 +659,7 @@ impl<'a> Ctx<'a> {
         (fields, metas)
     }
 
-    fn edge_half(&mut self, fid: FrameId, half: &'a ast::EdgeHalf) -> IrEdgeHalf {
+    pub(super) fn edge_half(&mut self, fid: FrameId, half: &'a ast::EdgeHalf) -> IrEdgeHalf {
         let name = self.expr(fid, &half.name);
         IrEdgeHalf {
             kind: half.kind.name.clone(),
@@ -756,7 +769,7 @@ impl<'a> Ctx<'a> {
         }
         self.include_chain.push(stmt.span);
         let chain = self.include_chain.clone();
-        self.graph.includes.push(IrInclude { class: class.clone(), body: body.span, chain });
+        self.graph.includes.push(IrInclude { class: class.clone(), body: body.span, chain, instance: false });
         self.with_class_active(owner, &key, 1);
         self.force_binds_in_order(body_frame, &body.stmts);
         let out = self.block_stmts(body_frame, &body.stmts, Vec::new());

@@ -58,9 +58,11 @@ pub enum StmtKind {
     ForKv { key: Ident, value: Ident, iter: Expr, body: Block },
     /// `func name(params) [type] { expr }`
     Func { name: Ident, func: Lambda },
-    /// `class a:b:c[(params)] { ... }`; `name` is the colon name joined with `:`.
-    /// `params` is `None` without parentheses.
-    Class { name: Name, params: Option<Vec<Param>>, body: Block },
+    /// `class a:b:c[(params)] [inherits base] { ... }`; `name` is the colon name joined
+    /// with `:`. `params` is `None` without parentheses. With `define` set it is
+    /// `define name[(params)] { ... }`: a defined resource type, instantiated by resource
+    /// statements of kind `name` (a define never inherits).
+    Class { name: Name, params: Option<Vec<Param>>, body: Block, define: Option<Span>, inherits: Option<Name> },
     /// `type name { attr … invariant … }`, `type name inherits parent { … }` or
     /// `type name = T` (file or module top level only).
     Type(TypeDecl),

@@ -70,6 +70,7 @@ impl<'a> Speculator<'a> {
                 NodeKind::Lambda { body, .. } => vec![*body],
                 _ => Vec::new(),
             },
+            NodeKind::Param(p) => self.graph.param_values.get(p).cloned().unwrap_or_default(),
             _ => Vec::new(),
         }
     }
@@ -104,6 +105,7 @@ impl<'a> Speculator<'a> {
         match &self.graph.node(node).kind {
             NodeKind::Const(v) => value_type(v),
             NodeKind::Interp(_) => Some(Type::Str),
+            NodeKind::Param(p) => self.graph.param_values.get(p)?.iter().find_map(known),
             NodeKind::List(items) => {
                 Some(Type::list(known(items.first()?)?)).filter(|_| items.iter().all(|i| known(i).is_some()))
             }

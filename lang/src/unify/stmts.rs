@@ -52,6 +52,20 @@ impl<'a> Ctx<'a> {
                 body.iter().for_each(|s| self.stmt(s));
             }
             IrStmt::Panic { check, span } => self.bool_node(*check, *span),
+            IrStmt::Instance(i) => {
+                self.name(i.titles, NameRule::Plain, i.span);
+                self.has_type(self.param_var(i.title), &Type::Str, i.span, i.span);
+                for p in &i.params {
+                    let var = self.param_var(p.param);
+                    let given = p.given.iter().chain(&p.defaulted).copied();
+                    for (node, span) in given.chain(p.default.map(|d| (d, p.span))) {
+                        self.visit(node);
+                        self.eq(var, Ctx::var(node), span);
+                    }
+                }
+                self.metas(&i.metas);
+                i.body.iter().for_each(|s| self.stmt(s));
+            }
             IrStmt::Defaults { kind, kind_span, fields, metas, span: _ } => {
                 let decl = self.kind_decl(kind, *kind_span, !fields.is_empty());
                 for field in fields {
@@ -65,6 +79,12 @@ impl<'a> Ctx<'a> {
             IrStmt::Realize { refs, .. } => {
                 for r in refs {
                     self.name(r.name, NameRule::Plain, r.span);
+                }
+            }
+            IrStmt::Override { target, fields, span: _ } if self.graph.defines.contains_key(&target.kind) => {
+                self.name(target.name, NameRule::Plain, target.span);
+                for field in fields {
+                    self.define_param(&target.kind, &field.name, field.value, field.span);
                 }
             }
             IrStmt::Override { target, fields, span: _ } => {
@@ -81,6 +101,9 @@ impl<'a> Ctx<'a> {
     /// A collector: its query compares params with values of their types (`name`, `title`
     /// and `tag` with a `str`), and its override block sets params like an override.
     fn collector(&mut self, c: &IrCollector) {
+        if self.graph.defines.contains_key(&c.kind) {
+            return self.define_collector(c);
+        }
         let decl = self.kind_decl(&c.kind, c.kind_span, true);
         for (attr, value, span) in c.query.iter().flat_map(IrQuery::compares) {
             self.visit(value);
@@ -115,6 +138,58 @@ impl<'a> Ctx<'a> {
         for field in &c.fields {
             self.visit(field.value);
             self.field(decl, &field.name, field.value, field.span, field.append);
+        }
+    }
+
+    /// A collector of a defined type: its query compares the params of the instances (each
+    /// instance's own variable, so every one must take the value's type); it has no
+    /// override block, since an instance's body is elaborated with its params already.
+    fn define_collector(&mut self, c: &IrCollector) {
+        for (attr, value, span) in c.query.iter().flat_map(IrQuery::compares) {
+            if matches!(attr, "name" | "title" | "tag") {
+                self.visit(value);
+                self.has_type(Ctx::var(value), &Type::Str, span, span);
+            } else {
+                self.define_param(&c.kind, attr, value, span);
+            }
+        }
+        for field in &c.fields {
+            self.visit(field.value);
+            let d = Diagnostic::new(
+                Stage::Unify,
+                format!("a collector of defined type `{}` cannot set its params", c.kind),
+                field.span,
+            )
+            .with_code(Code::InvalidStatement)
+            .with_note("an instance's body is evaluated with its params; set them on the instance, in defaults (`Vhost { … }`) or in an override (`Vhost[\"x\"] { … }`)");
+            self.diags.push(d);
+            self.table.poison_deep(Ctx::var(field.value));
+        }
+    }
+
+    /// `value` is given to param `name` of defined type `kind` (by an override or a query):
+    /// it takes the type the param has in every instance; a param the define does not have
+    /// is an error at `span`.
+    fn define_param(&mut self, kind: &str, name: &str, value: NodeId, span: Span) {
+        self.visit(value);
+        let graph = self.graph;
+        let Some(info) = graph.defines.get(kind) else { return };
+        let Some(at) = info.params.iter().position(|p| p == name) else {
+            let mut d = Diagnostic::new(Stage::Unify, format!("defined type `{kind}` has no param `${name}`"), span)
+                .with_code(Code::UnknownField)
+                .with_label(info.span, "defined type defined here");
+            if let Some(s) = did_you_mean(name, info.params.iter().map(String::as_str)) {
+                d = d.with_note(format!("did you mean `{s}`?"));
+            }
+            self.diags.push(d);
+            self.table.poison_deep(Ctx::var(value));
+            return;
+        };
+        for bound in &info.bound {
+            if let Some(p) = bound.get(at) {
+                let var = self.param_var(*p);
+                self.eq(var, Ctx::var(value), span);
+            }
         }
     }
 

@@ -45,6 +45,13 @@ impl Parser<'_> {
             Tok::Ident if self.at_word("realize") && matches!(self.peek_at(1), Tok::LParen) => self.realize()?,
             Tok::Ident if self.at_type_decl() => self.type_decl()?,
             Tok::Ident
+                if self.at_word("define")
+                    && matches!(self.peek_at(1), Tok::Ident)
+                    && matches!(self.peek_at(2), Tok::LParen | Tok::LBrace | Tok::Colon) =>
+            {
+                self.define_stmt()?
+            }
+            Tok::Ident
                 if self.at_word("node")
                     && (matches!(self.peek_at(1), Tok::Str | Tok::Regex)
                         || (self.at_word_at(1, "default") && matches!(self.peek_at(2), Tok::LBrace | Tok::Comma))) =>
@@ -188,13 +195,34 @@ impl Parser<'_> {
         Ok((body, close))
     }
 
-    /// `class_stmt = "class" colon_name [ "(" params ")" ] block`.
+    /// `class_stmt = "class" colon_name [ "(" params ")" ] [ "inherits" colon_name ] block`.
     fn class_stmt(&mut self) -> PResult<StmtKind> {
         self.bump();
         let name = self.colon_name()?;
         let params = if self.at(&Tok::LParen) { Some(self.params()?) } else { None };
+        let inherits = if self.at_word("inherits") {
+            self.bump();
+            Some(self.colon_name()?)
+        } else {
+            None
+        };
         let body = self.block()?;
-        Ok(StmtKind::Class { name, params, body })
+        Ok(StmtKind::Class { name, params, body, define: None, inherits })
+    }
+
+    /// `define_stmt = "define" colon_name [ "(" params ")" ] block`: a defined resource
+    /// type. `define` is a keyword only when a name and `(` or `{` follow it, where mgmt's
+    /// grammar has nothing valid (a resource of kind `define` would need a name expression).
+    fn define_stmt(&mut self) -> PResult<StmtKind> {
+        let keyword = self.bump().1;
+        let name = self.colon_name()?;
+        let params = if self.at(&Tok::LParen) { Some(self.params()?) } else { None };
+        if self.at_word("inherits") {
+            let note = "a defined type inherits nothing; put what two of them share in a class or another define";
+            return Err(self.unexpected_note("`{` to start the define's body", Some(note)));
+        }
+        let body = self.block()?;
+        Ok(StmtKind::Class { name, params, body, define: Some(keyword), inherits: None })
     }
 
     /// `include = "include" dotted [ "(" args ")" ] [ "as" IDENT ]`.
