@@ -330,12 +330,25 @@ fn the_puppet_style_example_converges_and_reloads_only_on_change() {
     );
     assert_eq!((mode("web.conf"), mode("sites/shop.conf"), mode("motd")), (0o640, 0o640, 0o644));
     assert!(!root.join("sites/old.conf").exists(), "a site that is not enabled stays virtual");
+    // The defined type's instances: the override, then the class's default for the rest.
+    let page = |site: &str| std::fs::read_to_string(root.join(format!("www/{site}/index.html"))).unwrap();
+    assert_eq!((page("shop"), page("blog")), ("welcome to the shop\n".to_string(), "hello\n".to_string()));
+    assert_eq!(mode("www/shop/"), 0o755);
     assert_eq!(reloads_in(&root), 1);
     run_example(&root, &state, "web7");
     assert_eq!(reloads_in(&root), 1, "nothing changed, nothing reloaded");
     run_example(&root, &state, "db1");
     assert!(std::fs::read_to_string(root.join("web.conf")).unwrap().starts_with("listen 5432\n"));
     assert_eq!(reloads_in(&root), 2, "the config changed: one reload");
+    // Drift in a file of the `shop` instance is repaired and, through `Docroot["shop"]`,
+    // reloads the server.
+    std::fs::write(root.join("www/shop/index.html"), "defaced\n").unwrap();
+    run_example(&root, &state, "db1");
+    assert_eq!(page("shop"), "welcome to the shop\n");
+    assert_eq!(reloads_in(&root), 3, "a change in the instance notifies through Docroot[\"shop\"]");
+    std::fs::write(root.join("www/blog/index.html"), "defaced\n").unwrap();
+    run_example(&root, &state, "db1");
+    assert_eq!((page("blog"), reloads_in(&root)), ("hello\n".to_string(), 3), "blog notifies nothing");
 }
 
 fn reloads_in(root: &Path) -> usize {
@@ -414,4 +427,18 @@ fn the_typed_example_converges_and_then_changes_nothing() {
     run_named_example("typed", &root, &state, "h");
     let after = std::fs::metadata(root.join("sites/blog.conf")).unwrap().modified().unwrap();
     assert_eq!(before, after, "a second run changes nothing");
+}
+
+#[test]
+fn why_names_the_instance_of_a_defined_type_and_its_param() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "define site($dir str = \"/srv/${name}\") {\n\tfile \"${dir}/index.html\" {\n\t\tcontent => \"x\",\n\t}\n}\nsite [\"a\", \"b\"] {\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let out =
+        Command::new(TEND).arg("why").arg(dir.path().join("main.mcl")).arg("file[/srv/b/index.html]").output().unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let why = text(&out.stdout);
+    assert!(why.contains("in instance site[b]  (/main.mcl:6:1)"), "{why}");
+    assert!(why.contains("param `$dir` of the defined type's instance"), "{why}");
+    assert!(!why.contains("site[a]"), "only the instance that declared it: {why}");
 }

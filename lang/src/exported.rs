@@ -236,6 +236,7 @@ mod tests {
             from: None,
             virtuality: Virtuality::Real,
             classes: vec!["web".into()],
+            within: Vec::new(),
             span,
         }
     }

@@ -373,6 +373,7 @@ mod tests {
             from: None,
             virtuality: Virtuality::Real,
             classes: Vec::new(),
+            within: Vec::new(),
             span: Span { file: FileId::default(), start, end: start + 1 },
         }
     }

@@ -151,7 +151,9 @@ impl Ctx {
                             stmt.span,
                         )
                         .with_code(Code::InvalidStatement)
-                        .with_note("a define in a class is named after it: `define vhost` in class `web` is `web:vhost`"),
+                        .with_note(
+                            "a define in a class is named after it: `define vhost` in class `web` is `web:vhost`",
+                        ),
                     );
                 }
                 self.params(params.as_deref().unwrap_or_default(), true);

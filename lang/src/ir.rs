@@ -340,6 +340,8 @@ pub struct IrInstanceParam {
     pub name: String,
     /// The variable the define's body and the later defaults read.
     pub param: ParamId,
+    /// Its `Param` node, which carries the param's type annotation.
+    pub node: NodeId,
     /// The value the resource statement gives, with its entry.
     pub given: Option<(NodeId, Span)>,
     /// The value a `Kind { … }` defaults statement gives (when the statement does not).

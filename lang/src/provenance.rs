@@ -118,9 +118,11 @@ impl SourceIndex {
                     }
                 }
                 StmtKind::For { body, .. } | StmtKind::ForKv { body, .. } => self.add_stmts(&body.stmts),
-                StmtKind::Class { name, body, params, .. } => {
+                StmtKind::Class { name, body, params, define, .. } => {
                     let ps = params.iter().flatten().map(|p| p.name.name.clone()).collect();
-                    self.classes.push((name.name.clone(), stmt.span, ps));
+                    if define.is_none() {
+                        self.classes.push((name.name.clone(), stmt.span, ps));
+                    }
                     self.add_defaults(params.iter().flatten());
                     self.add_stmts(&body.stmts);
                 }
@@ -216,6 +218,8 @@ pub enum What {
     Lambda,
     LambdaParam(String),
     LoopVar(String),
+    /// A param of a defined type's instance (or its title, `$name`).
+    DefineParam(String),
     If,
     /// `lhs <|> rhs`.
     Except,
@@ -241,6 +245,7 @@ impl What {
             What::Lambda => "lambda".into(),
             What::LambdaParam(p) => format!("lambda parameter `${p}`"),
             What::LoopVar(p) => format!("loop variable `${p}`"),
+            What::DefineParam(p) => format!("param `${p}` of the defined type's instance"),
             What::If => "if expression".into(),
             What::Except => "`<|>` fallback".into(),
             What::Operator(o) => format!("operator `{o}`"),
@@ -266,6 +271,7 @@ impl What {
             What::Lambda => "lambda",
             What::LambdaParam(_) => "lambda_param",
             What::LoopVar(_) => "loop_var",
+            What::DefineParam(_) => "define_param",
             What::If => "if",
             What::Except => "except",
             What::Operator(_) => "operator",
@@ -311,6 +317,8 @@ pub struct Builder<'a> {
     index: &'a SourceIndex,
     is_fact: &'a dyn Fn(&str) -> bool,
     loop_params: HashSet<ParamId>,
+    /// The titles of the instances of defined types.
+    titles: HashSet<ParamId>,
     seen: HashSet<NodeId>,
 }
 
@@ -318,7 +326,11 @@ impl<'a> Builder<'a> {
     pub fn new(graph: &'a FuncGraph, index: &'a SourceIndex, is_fact: &'a dyn Fn(&str) -> bool) -> Builder<'a> {
         let mut loop_params = HashSet::new();
         collect_loop_params(&graph.stmts, &mut loop_params);
-        Builder { graph, index, is_fact, loop_params, seen: HashSet::new() }
+        let mut titles = HashSet::new();
+        each_instance(&graph.stmts, &mut |i| {
+            titles.insert(i.title);
+        });
+        Builder { graph, index, is_fact, loop_params, titles, seen: HashSet::new() }
     }
 
     /// Forgets which nodes were shown (start of a new, independent report).
@@ -340,7 +352,13 @@ impl<'a> Builder<'a> {
             NodeKind::Struct(_) => What::Struct,
             NodeKind::Param(p) => {
                 let name = self.graph.params.get(p.0 as usize).map(|i| i.name.clone()).unwrap_or_default();
-                if self.loop_params.contains(p) { What::LoopVar(name) } else { What::LambdaParam(name) }
+                if self.graph.param_values.contains_key(p) || self.titles.contains(p) {
+                    What::DefineParam(name)
+                } else if self.loop_params.contains(p) {
+                    What::LoopVar(name)
+                } else {
+                    What::LambdaParam(name)
+                }
             }
             NodeKind::Interp(_) => What::Interpolation,
             NodeKind::Call { func, .. } if (self.is_fact)(func) => What::Fact(func.clone()),
@@ -459,6 +477,24 @@ impl<'a> Builder<'a> {
             NodeKind::FieldOr { base, default, .. } => {
                 vec![plain(*base, "base".into()), (*default, "default".into(), gates.to_vec(), true)]
             }
+        }
+    }
+}
+
+/// Calls `f` on every instance of a defined type, nested ones too.
+fn each_instance(stmts: &[IrStmt], f: &mut dyn FnMut(&crate::ir::IrInstance)) {
+    for s in stmts {
+        match s {
+            IrStmt::If { then, els, .. } => {
+                each_instance(then, f);
+                each_instance(els, f);
+            }
+            IrStmt::For { body, .. } => each_instance(body, f),
+            IrStmt::Instance(i) => {
+                f(i);
+                each_instance(&i.body, f);
+            }
+            _ => {}
         }
     }
 }

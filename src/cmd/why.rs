@@ -365,7 +365,9 @@ fn text(resource: &str, statements: &[serde_json::Value]) -> String {
             out.push('\n');
         }
         for g in st["gated_by"].as_array().into_iter().flatten() {
-            if s(&g["kind"]) == "if" {
+            if s(&g["kind"]) == "define" {
+                out.push_str(&format!("  in instance {}  ({})\n", s(&g["instance"]), s(&g["at"])));
+            } else if s(&g["kind"]) == "if" {
                 out.push_str(&format!(
                     "  gated by if {}  ({})  = {}, {} branch\n",
                     s(&g["source"]),

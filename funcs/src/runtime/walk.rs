@@ -4,16 +4,16 @@
 //! of an instance of a defined type once per title with its params bound (an override of
 //! the instance, found by a first pass over the overrides of defined types, first).
 
-use lang::diag::{Diagnostic, Stage};
 use lang::diag::Code;
+use lang::diag::{Diagnostic, Stage};
 use lang::ir::{IrCollector, IrEdge, IrEdgeHalf, IrInstance, IrMeta, IrQuery, IrResource, IrStmt, NodeId, Origin};
 use lang::output::{
-    BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, InstanceDecl, Output, OverrideDecl, OverrideParam, Query,
-    RealizeDecl, ResDecl, Virtuality,
+    BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, InstanceDecl, Output, OverrideDecl, OverrideParam, Query, RealizeDecl,
+    ResDecl, Virtuality,
 };
-use std::collections::BTreeMap;
 use lang::span::Span;
 use lang::value::{Env, Value};
+use std::collections::BTreeMap;
 
 use crate::runtime::evaluator::Evaluator;
 
@@ -38,10 +38,10 @@ pub(crate) fn walk(engine: &Evaluator, previous: Option<&Output>) -> Walked {
         within: Vec::new(),
         define_overrides: BTreeMap::new(),
     };
-    if !graph.defines.is_empty() {
-        if let Err(d) = w.define_overrides(&graph.stmts, &Env::empty()) {
-            return Walked::Failed(d);
-        }
+    if !graph.defines.is_empty()
+        && let Err(d) = w.define_overrides(&graph.stmts, &Env::empty())
+    {
+        return Walked::Failed(d);
     }
     // Sized like the last output, or else a declaration per top-level resource statement:
     // doubling its way up, a large program's list was copied over and over (about 20 ms
@@ -329,16 +329,17 @@ impl Walker<'_> {
                             }
                             (false, _, new) if p.given.is_some() && *new != value => {
                                 let at = p.given.map_or(set.span, |(_, at)| at);
-                                return Err(Diagnostic::new(
-                                    Stage::Interpret,
-                                    format!(
-                                        "an override cannot change `{}` of {}[{title}]: the instance sets it to {value}",
-                                        p.name, i.kind
-                                    ),
-                                    set.span,
-                                )
-                                .with_code(Code::ConflictingOverride)
-                                .with_label(at, "set here"));
+                                let message = format!(
+                                    "conflicting override: `{}` of {}[{title}] is already set to {value}; the override sets {new}",
+                                    p.name, i.kind
+                                );
+                                return Err(Diagnostic::new(Stage::Interpret, message, set.span)
+                                    .with_code(Code::ConflictingOverride)
+                                    .with_label(at, "set here")
+                                    .with_note(
+                                        "an override may set a param the instance leaves unset or takes from a default, \
+                                         not one it sets itself",
+                                    ));
                             }
                             (_, _, new) => new.clone(),
                         };

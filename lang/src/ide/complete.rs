@@ -89,8 +89,12 @@ pub fn complete(
         return classes(&parsed());
     }
     let at_line_start = head[line_start..].trim().is_empty();
-    match enclosing_body(text, &tokens, word_start, catalog) {
-        Some(body) if at_line_start => body_entries(&body, catalog),
+    let defines = defined_types(&parsed());
+    match enclosing_body(text, &tokens, word_start, catalog, &defines) {
+        Some(body) if at_line_start => match defines.iter().find(|(kind, _)| *kind == body.kind) {
+            Some((_, params)) => define_entries(&body, params),
+            None => body_entries(&body, catalog),
+        },
         Some(body) => match field_before_rocket(&head[line_start..]) {
             Some(field) => allowed_values(&body.kind, field, catalog),
             None => functions(&parsed(), catalog),
@@ -98,6 +102,7 @@ pub fn complete(
         None if at_line_start => {
             let mut out: Vec<Completion> =
                 catalog.resources().map(|r| Completion::new(&r.kind, CompletionKind::Kind, "resource")).collect();
+            out.extend(defines.iter().map(|(kind, _)| Completion::new(kind, CompletionKind::Kind, "defined type")));
             out.extend(STATEMENT_KEYWORDS.iter().map(|k| Completion::new(*k, CompletionKind::Keyword, "keyword")));
             out
         }
@@ -134,7 +139,13 @@ struct Body {
 
 /// Finds the innermost `{` open at `offset` and whether it opens a resource body, a
 /// defaults block (`File {`) or an override (`File["x"] {`) of a known kind.
-fn enclosing_body(text: &str, tokens: &[(Tok, Span)], offset: usize, catalog: &Catalog) -> Option<Body> {
+fn enclosing_body(
+    text: &str,
+    tokens: &[(Tok, Span)],
+    offset: usize,
+    catalog: &Catalog,
+    defines: &[(String, Vec<(String, String)>)],
+) -> Option<Body> {
     let mut open: Vec<usize> = Vec::new();
     for (i, (tok, span)) in tokens.iter().enumerate() {
         if span.start as usize >= offset {
@@ -167,7 +178,9 @@ fn enclosing_body(text: &str, tokens: &[(Tok, Span)], offset: usize, catalog: &C
         Tok::Cap => Some(Some(token::cap_name(&text[span.range()]))),
         _ => Some(None),
     })??;
-    catalog.resource(&kind)?;
+    if catalog.resource(&kind).is_none() && !defines.iter().any(|(k, _)| *k == kind) {
+        return None;
+    }
     // The fields set in the body so far (up to its closing brace).
     let mut set = BTreeSet::new();
     let mut depth = 0;
@@ -233,6 +246,47 @@ fn body_entries(body: &Body, catalog: &Catalog) -> Vec<Completion> {
     out.extend(META_PARAMS.iter().map(|m| {
         let label = format!("Meta:{m}");
         Completion { insert: format!("{label} => "), ..Completion::new(label, CompletionKind::Meta, "metaparam") }
+    }));
+    out
+}
+
+/// The defined types of the file, by kind (a define in a class as `class:define`), each
+/// with its params and their types as written.
+fn defined_types(stmts: &[Stmt]) -> Vec<(String, Vec<(String, String)>)> {
+    fn params(params: &Option<Vec<crate::syntax::ast::Param>>) -> Vec<(String, String)> {
+        let typed = |p: &crate::syntax::ast::Param| p.ann.as_ref().map(|a| a.ty.to_string()).unwrap_or_default();
+        params.iter().flatten().map(|p| (p.name.name.clone(), typed(p))).collect()
+    }
+    let mut out = Vec::new();
+    for stmt in stmts {
+        match &stmt.kind {
+            StmtKind::Class { name, params: ps, define: Some(_), .. } => out.push((name.name.clone(), params(ps))),
+            StmtKind::Class { name: class, body, define: None, .. } => {
+                for inner in &body.stmts {
+                    if let StmtKind::Class { name, params: ps, define: Some(_), .. } = &inner.kind {
+                        out.push((format!("{}:{}", class.name, name.name), params(ps)));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An instance body's params not yet set, its edges and metaparams.
+fn define_entries(body: &Body, params: &[(String, String)]) -> Vec<Completion> {
+    let mut out: Vec<Completion> = params
+        .iter()
+        .filter(|(name, _)| !body.set.contains(name))
+        .map(|(name, ty)| Completion {
+            insert: format!("{name} => "),
+            ..Completion::new(name, CompletionKind::Param, ty.clone())
+        })
+        .collect();
+    out.extend(EDGE_PROPERTIES.iter().map(|e| {
+        let label = capitalized(e);
+        Completion { insert: format!("{label} => "), ..Completion::new(label, CompletionKind::Meta, "edge") }
     }));
     out
 }
@@ -314,7 +368,7 @@ fn module_members(stmts: &[Stmt], alias: &str, analysis: Option<&Analysis>, vars
 fn classes(stmts: &[Stmt]) -> Vec<Completion> {
     let mut out = Vec::new();
     super::walk(stmts, &mut |s| {
-        if let StmtKind::Class { name, params, .. } = &s.kind {
+        if let StmtKind::Class { name, params, define: None, .. } = &s.kind {
             let params: Vec<String> = params.iter().flatten().map(|p| format!("${}", p.name.name)).collect();
             out.push(Completion::new(&name.name, CompletionKind::Kind, format!("class({})", params.join(", "))));
         }
@@ -352,7 +406,10 @@ fn visible(stmts: &[Stmt], offset: u32, out: &mut Vec<(String, Span)>) {
             StmtKind::Func { func, .. } if contains(func.span, offset) => {
                 out.extend(func.params.iter().map(|p| (p.name.name.clone(), p.name.span)))
             }
-            StmtKind::Class { params, body, .. } if contains(body.span, offset) => {
+            StmtKind::Class { params, body, define, .. } if contains(body.span, offset) => {
+                if let Some(keyword) = define {
+                    out.extend(["name", "title"].map(|n| (n.to_string(), *keyword)));
+                }
                 out.extend(params.iter().flatten().map(|p| (p.name.name.clone(), p.name.span)));
                 visible(&body.stmts, offset, out);
             }
@@ -444,6 +501,22 @@ mod tests {
         assert!(got.contains(&"content".to_string()), "{got:?}");
         let got = labels("File <| tag == \"web\" |> {\n\tmode => \"0600\",\n\t^\n}\n");
         assert!(got.contains(&"content".to_string()) && !got.contains(&"mode".to_string()), "{got:?}");
+    }
+
+    #[test]
+    fn a_defined_type_s_instance_offers_its_params_and_its_body_the_title() {
+        let define =
+            "define vhost($port int = 80, $root str = \"/srv\") {\n\tfile $root {\n\t\tcontent => $^,\n\t}\n}\n";
+        let got = labels(define);
+        assert!(got.contains(&"port".to_string()) && got.contains(&"name".to_string()), "{got:?}");
+        let instance = "define vhost($port int = 80, $root str = \"/srv\") {\n}\nvhost \"a\" {\n\tport => 1,\n\t^\n}\n";
+        let got = labels(instance);
+        assert!(got.contains(&"root".to_string()) && !got.contains(&"port".to_string()), "{got:?}");
+        assert!(got.contains(&"Notify".to_string()), "{got:?}");
+        // The instance kind at a statement's start, never after `include`.
+        let got = labels("define vhost($port int = 80) {\n}\n^\n");
+        assert!(got.contains(&"vhost".to_string()), "{got:?}");
+        assert!(labels("define vhost() {\n}\nclass web { }\ninclude ^\n") == ["web"]);
     }
 
     #[test]

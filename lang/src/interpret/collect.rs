@@ -223,9 +223,10 @@ pub fn unrealized(out: &Output) -> Vec<&ResDecl> {
     let named = |kind: &str, name: &str| out.realized.iter().any(|z| z.kind == kind && z.name == name);
     let instance_realized = |kind: &str, title: &str| {
         named(kind, title)
-            || out.instances.iter().any(|d| {
-                d.kind == kind && d.name == title && out.collectors.iter().any(|c| collects_instance(c, d))
-            })
+            || out
+                .instances
+                .iter()
+                .any(|d| d.kind == kind && d.name == title && out.collectors.iter().any(|c| collects_instance(c, d)))
     };
     out.resources
         .iter()

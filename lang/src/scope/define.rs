@@ -7,7 +7,9 @@ use super::Ctx;
 use super::args::{Callee, signature};
 use super::frame::{AliasEntry, ClassEntry, Frame, FrameId, VarEntry};
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::{EdgeProp, IrEdge, IrEdgeHalf, IrEdgeLink, IrInstance, IrInstanceParam, IrMeta, IrSide, IrStmt, NodeId, NodeKind};
+use crate::ir::{
+    EdgeProp, IrEdge, IrEdgeHalf, IrEdgeLink, IrInstance, IrInstanceParam, IrMeta, IrSide, IrStmt, NodeId, NodeKind,
+};
 use crate::span::Span;
 use crate::syntax::ast::{self, ResEntryKind, StmtKind};
 use std::collections::BTreeSet;
@@ -121,7 +123,9 @@ impl<'a> Ctx<'a> {
                     format!("the argument `{}` of a defined type cannot be conditional (`cond ?: value`)", name.name),
                     entry.span,
                 )),
-                ResEntryKind::Field { name, cond: None, value } => given.push((name, self.expr(fid, value), entry.span)),
+                ResEntryKind::Field { name, cond: None, value } => {
+                    given.push((name, self.expr(fid, value), entry.span))
+                }
                 ResEntryKind::Meta { name, cond, value } => {
                     let cond = cond.as_ref().map(|c| self.expr(fid, c));
                     let value = self.expr(fid, value);
@@ -148,7 +152,8 @@ impl<'a> Ctx<'a> {
             }
         }
         let named: BTreeSet<&str> = given.iter().map(|(n, _, _)| n.name.as_str()).collect();
-        let defaulted = self.instance_defaults(fid, &res.kind.name, &kind, &named, &mut metas, params, callee, &mut problems);
+        let defaulted =
+            self.instance_defaults(fid, &res.kind.name, &kind, &named, &mut metas, params, callee, &mut problems);
 
         // The params, in order, each default seeing the title and the params to its left.
         let title_frame = self.new_frame(Frame::child(def.frame));
@@ -178,6 +183,7 @@ impl<'a> Ctx<'a> {
             bound.push(IrInstanceParam {
                 name: p.name.name.clone(),
                 param,
+                node,
                 given,
                 defaulted,
                 default,

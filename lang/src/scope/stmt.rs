@@ -86,12 +86,11 @@ impl<'a> Ctx<'a> {
                     let entry = TypeEntry { decl, frame: fid, state: Lazy::Pending };
                     self.frame_mut(fid).types.entry(decl.name.name.clone()).or_insert(entry);
                 }
+                // A define in a class body was declared with the class, under its name.
+                StmtKind::Class { define: Some(_), .. } if self.instances.contains_key(&fid) => {}
                 StmtKind::Class { name, params, body, define: Some(_), .. } => {
-                    // A define in a class body was declared with the class, under its name.
-                    if !self.instances.contains_key(&fid) {
-                        let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
-                        self.add_define(fid, name.name.clone(), entry);
-                    }
+                    let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                    self.add_define(fid, name.name.clone(), entry);
                 }
                 StmtKind::Class { name, params, body, define: None, .. } => {
                     let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };

@@ -56,7 +56,9 @@ impl<'a> Ctx<'a> {
                 self.name(i.titles, NameRule::Plain, i.span);
                 self.has_type(self.param_var(i.title), &Type::Str, i.span, i.span);
                 for p in &i.params {
-                    let var = self.param_var(p.param);
+                    // The param's own annotation first: a value is checked against it.
+                    self.visit(p.node);
+                    let var = Ctx::var(p.node);
                     let given = p.given.iter().chain(&p.defaulted).copied();
                     for (node, span) in given.chain(p.default.map(|d| (d, p.span))) {
                         self.visit(node);

@@ -23,6 +23,7 @@ fn file(name: &str, content: &str) -> ResDecl {
         from: None,
         virtuality: Virtuality::Real,
         classes: vec![],
+        within: vec![],
         span: sp(1),
     }
 }

@@ -40,6 +40,7 @@ impl O {
             from: None,
             virtuality: Default::default(),
             classes: vec![],
+            within: vec![],
             span,
         });
         span
