@@ -442,3 +442,18 @@ fn why_names_the_instance_of_a_defined_type_and_its_param() {
     assert!(why.contains("param `$dir` of the defined type's instance"), "{why}");
     assert!(!why.contains("site[a]"), "only the instance that declared it: {why}");
 }
+
+#[test]
+fn an_appending_default_adds_to_the_default_around_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "File {\n\tfragments => [\"/f/base\"],\n}\nfile \"/outer\" {\n\tstate => \"exists\",\n}\nif true {\n\tFile {\n\t\tfragments +> [\"/f/inner\"],\n\t}\n\tfile \"/both\" {\n\t\tstate => \"exists\",\n\t}\n\tif true {\n\t\tFile {\n\t\t\tfragments +> [\"/f/innermost\"],\n\t\t}\n\t\tfile \"/all\" {\n\t\t\tstate => \"exists\",\n\t\t}\n\t}\n\tfile \"/own\" {\n\t\tstate => \"exists\",\n\t\tfragments => [\"/f/mine\"],\n\t}\n}\nTest {\n\tslicestring +> [\"b\"],\n}\ntest \"alone\" {\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let params = params_by_name(dir.path());
+    let fragments = |name: &str| params[name]["fragments"].clone();
+    assert_eq!(fragments("/outer"), serde_json::json!(["/f/base"]));
+    assert_eq!(fragments("/both"), serde_json::json!(["/f/base", "/f/inner"]));
+    assert_eq!(fragments("/all"), serde_json::json!(["/f/base", "/f/inner", "/f/innermost"]));
+    assert_eq!(fragments("/own"), serde_json::json!(["/f/mine"]), "the resource's own value wins");
+    // With no default around it, an append is the value itself.
+    assert_eq!(params["alone"]["slicestring"], serde_json::json!(["b"]));
+}

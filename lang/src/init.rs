@@ -219,8 +219,9 @@ impl Ctx {
         let mut metas: Vec<&str> = Vec::new();
         for entry in entries {
             let refused = match (&entry.kind, body) {
-                (ResEntryKind::Append { .. }, Body::Resource | Body::Defaults) => Some(
-                    "`+>` appends to a param set elsewhere: it is only allowed in an override (`Kind[name] { … }`)",
+                (ResEntryKind::Append { .. }, Body::Resource) => Some(
+                    "`+>` appends to a param set elsewhere: it is allowed in defaults (`Kind { … }`) and overrides \
+                     (`Kind[name] { … }`), not where the resource is declared",
                 ),
                 (ResEntryKind::Edge { .. }, Body::Defaults | Body::Override) => {
                     Some("a relationship is written as a statement (`A[x] -> B[y]`), not in defaults or overrides")

@@ -69,6 +69,7 @@ fn interpret_cow(
     let out = if out.collectors.is_empty()
         && out.realized.is_empty()
         && out.instances.is_empty()
+        && !out.edges.iter().any(|e| e.from.kind == "class" || e.to.kind == "class")
         && out.resources.iter().all(plain)
     {
         out

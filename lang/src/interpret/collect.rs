@@ -167,11 +167,26 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
             None if out.instances.iter().any(|d| d.kind == end.kind && d.name == end.name) => {
                 of_instance(&end.kind, &end.name).into_iter().map(|i| named(i, end)).collect()
             }
+            // `Class["web"]`: every resource the includes of the class declared.
+            None if end.kind == "class" => {
+                let of_class = |i: &usize| resources[*i].classes.iter().any(|c| *c == end.name);
+                (0..resources.len()).filter(|i| !dropped[*i] && of_class(i)).map(|i| named(i, end)).collect()
+            }
             None => vec![end.clone()],
         }
     };
     let mut edges = Vec::with_capacity(out.edges.len());
     for e in &out.edges {
+        for end in [&e.from, &e.to].into_iter().filter(|end| end.kind == "class" && end.collector.is_none()) {
+            if !resources.iter().any(|r| r.classes.iter().any(|c| *c == end.name)) {
+                let msg = format!("Class[\"{}\"]: no include of class `{}` declared a resource", end.name, end.name);
+                diags.push(
+                    Diagnostic::new(Stage::Interpret, msg, end.span)
+                        .with_code(Code::UnknownResource)
+                        .with_note("`Class[name]` stands for the resources the class's includes declare"),
+                );
+            }
+        }
         for from in ends(&e.from) {
             for to in ends(&e.to) {
                 edges.push(EdgeDecl { from: from.clone(), to, notify: e.notify, span: e.span });

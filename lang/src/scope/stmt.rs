@@ -502,12 +502,40 @@ impl<'a> Ctx<'a> {
             given.extend(ir.fields.iter().map(|f| f.name.clone()));
             given_metas.extend(ir.metas.iter().filter_map(|m| m.name.clone()));
         }
+        // `name +> value` of inner defaults, waiting for the default outside them that they
+        // append to (innermost last in the list they make).
+        let mut appends: Vec<(std::sync::Arc<str>, NodeId, Span)> = Vec::new();
         let mut frame = if self.any_defaults { Some(fid) } else { None };
         while let Some(id) = frame {
             let entries: Vec<&'a [ast::ResEntry]> =
                 self.frame(id).defaults.iter().filter(|d| d.kind == ir.kind).map(|d| d.entries).collect();
             for entries in entries {
-                let (f, m) = self.default_entries(id, entries, &given, &given_metas);
+                let (mut f, m) = self.default_entries(id, entries, &given, &given_metas);
+                for field in &mut f {
+                    if let Some(at) = appends.iter().position(|(name, ..)| *name == field.name) {
+                        let (_, more, _) = appends.remove(at);
+                        field.value = self.concat(field.value, more, field.span);
+                    }
+                }
+                for entry in entries {
+                    let ResEntryKind::Append { name, value } = &entry.kind else { continue };
+                    if given.contains(name.name.as_str()) {
+                        continue;
+                    }
+                    let key = (entry as *const ast::ResEntry as usize, id);
+                    let value = match self.default_nodes.get(&key) {
+                        Some((value, _)) => *value,
+                        None => {
+                            let value = self.expr(id, value);
+                            self.default_nodes.insert(key, (value, None));
+                            value
+                        }
+                    };
+                    match appends.iter_mut().find(|(n, ..)| **n == *name.name) {
+                        Some(pending) => pending.1 = self.concat(value, pending.1, entry.span),
+                        None => appends.push((self.short_strs.shared(&name.name), value, entry.span)),
+                    }
+                }
                 given.extend(f.iter().map(|f| f.name.clone()));
                 given_metas.extend(m.iter().filter_map(|m| m.name.clone()));
                 ir.fields.extend(f);
@@ -515,7 +543,16 @@ impl<'a> Ctx<'a> {
             }
             frame = self.frame(id).parent;
         }
+        // An append with no default outside it is the value itself.
+        for (name, value, span) in appends {
+            ir.fields.push(IrField { origin: Origin::Default, name, value, cond: None, span });
+        }
         ir.classes = self.enclosing_classes(fid);
+    }
+
+    /// `a` followed by `b`, two lists (an appending default on an outer one).
+    fn concat(&mut self, a: NodeId, b: NodeId, span: Span) -> NodeId {
+        self.graph.add(NodeKind::Call { func: "list.concat".into(), args: vec![a, b] }, span)
     }
 
     /// Whether nothing around frame `fid` reaches a resource declared there (no defaults,
@@ -794,7 +831,7 @@ impl<'a> Ctx<'a> {
 /// The param a defaults entry sets, as duplicates are told: `mode`, `Meta:noop`.
 fn default_key(entry: &ast::ResEntry) -> Option<String> {
     match &entry.kind {
-        ResEntryKind::Field { name, .. } => Some(name.name.clone()),
+        ResEntryKind::Field { name, .. } | ResEntryKind::Append { name, .. } => Some(name.name.clone()),
         ResEntryKind::Meta { name: Some(name), .. } => Some(format!("Meta:{}", name.name)),
         _ => None,
     }
