@@ -169,7 +169,7 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
             }
             // `Class["web"]`: every resource the includes of the class declared.
             None if end.kind == "class" => {
-                let of_class = |i: &usize| resources[*i].classes.iter().any(|c| *c == end.name);
+                let of_class = |i: &usize| resources[*i].classes.contains(&end.name);
                 (0..resources.len()).filter(|i| !dropped[*i] && of_class(i)).map(|i| named(i, end)).collect()
             }
             None => vec![end.clone()],
@@ -178,7 +178,7 @@ pub(super) fn apply(out: &Output, remote: &Remote, diags: &mut Diagnostics, left
     let mut edges = Vec::with_capacity(out.edges.len());
     for e in &out.edges {
         for end in [&e.from, &e.to].into_iter().filter(|end| end.kind == "class" && end.collector.is_none()) {
-            if !resources.iter().any(|r| r.classes.iter().any(|c| *c == end.name)) {
+            if !resources.iter().any(|r| r.classes.contains(&end.name)) {
                 let msg = format!("Class[\"{}\"]: no include of class `{}` declared a resource", end.name, end.name);
                 diags.push(
                     Diagnostic::new(Stage::Interpret, msg, end.span)
