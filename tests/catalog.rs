@@ -457,3 +457,15 @@ fn an_appending_default_adds_to_the_default_around_it() {
     // With no default around it, an append is the value itself.
     assert_eq!(params["alone"]["slicestring"], serde_json::json!(["b"]));
 }
+
+#[test]
+fn a_splat_sets_its_entries_in_bodies_defaults_and_overrides() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = "$common = struct{\n\tstate => \"exists\",\n\tmode => \"0640\",\n}\nfile \"/a\" {\n\t* => $common,\n}\nFile {\n\t* => {\"owner\" => \"root\", \"mode\" => \"0644\"},\n}\nfile \"/b\" {\n\tstate => \"exists\",\n}\nFile[\"/b\"] {\n\t* => struct{group => \"adm\"},\n}\n";
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    let params = params_by_name(dir.path());
+    // The body's own splat wins over the default's; the default fills in the rest.
+    assert_eq!(params["/a"]["mode"], "0640");
+    assert_eq!(params["/a"]["owner"], "root");
+    assert_eq!((params["/b"]["mode"].clone(), params["/b"]["group"].clone()), ("0644".into(), "adm".into()));
+}

@@ -217,6 +217,7 @@ impl Ctx {
         // A body names a few fields: a scan finds a repeat sooner than a set is made.
         let mut fields: Vec<&str> = Vec::with_capacity(entries.len());
         let mut metas: Vec<&str> = Vec::new();
+        let mut splat: Option<Span> = None;
         for entry in entries {
             let refused = match (&entry.kind, body) {
                 (ResEntryKind::Append { .. }, Body::Resource) => Some(
@@ -288,6 +289,22 @@ impl Ctx {
                     if !first_time(&mut fields, name.name.as_str()) {
                         self.error(format!("resource has duplicate field of: {}", name.name), span);
                     }
+                    self.expr(value);
+                }
+                ResEntryKind::Splat { value } => {
+                    if let Some(first) = splat {
+                        self.diags.push(
+                            Diagnostic::new(
+                                Stage::Init,
+                                format!("{} has two `* =>` entries", body.describe()),
+                                entry.span,
+                            )
+                            .with_code(Code::InvalidStatement)
+                            .with_label(first, "the first one")
+                            .with_note("put every param in one struct or map"),
+                        );
+                    }
+                    splat = Some(entry.span);
                     self.expr(value);
                 }
             }

@@ -334,6 +334,10 @@ pub struct IrInstance {
     pub span: Span,
 }
 
+/// The name of the field (in [`IrResource::fields`] and override bodies) that stands for a
+/// `* => value` entry: the walk sets each of the value's entries as a param.
+pub const SPLAT: &str = "*";
+
 /// One param of a defined type as an instance binds it.
 #[derive(Clone, Debug)]
 pub struct IrInstanceParam {

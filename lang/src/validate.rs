@@ -79,6 +79,13 @@ impl Walk<'_> {
                 }
             }
             let Some(value) = eval(self.graph, field.value, 0) else { return };
+            if &*field.name == crate::ir::SPLAT {
+                let Some(entries) = value.splat_entries() else { return };
+                for (name, value) in entries {
+                    params.insert(name, value);
+                }
+                continue;
+            }
             params.insert(field.name.to_string(), value);
         }
         for name in names {

@@ -104,6 +104,15 @@ impl Value {
             _ => None,
         }
     }
+    /// The params a `* => value` entry sets: a struct's fields, or a map's entries (whose
+    /// keys must be `str`s); `None` for anything else.
+    pub fn splat_entries(&self) -> Option<Vec<(String, Value)>> {
+        match self {
+            Value::Struct(fields) => Some(fields.iter().cloned().collect()),
+            Value::Map(m) => m.iter().map(|(k, v)| k.as_str().map(|k| (k.to_string(), v.clone()))).collect(),
+            _ => None,
+        }
+    }
     pub fn as_map(&self) -> Option<&BTreeMap<Value, Value>> {
         match self {
             Value::Map(m) => Some(m),

@@ -6,7 +6,10 @@
 
 use lang::diag::Code;
 use lang::diag::{Diagnostic, Stage};
-use lang::ir::{IrCollector, IrEdge, IrEdgeHalf, IrInstance, IrMeta, IrQuery, IrResource, IrStmt, NodeId, Origin};
+use lang::ir::{
+    IrCollector, IrEdge, IrEdgeHalf, IrInstance, IrMeta, IrOverrideField, IrQuery, IrResource, IrStmt, NodeId, Origin,
+    SPLAT,
+};
 use lang::output::{
     BodyEdge, CollectorDecl, EdgeDecl, EdgeEnd, InstanceDecl, Output, OverrideDecl, OverrideParam, Query, RealizeDecl,
     ResDecl, Virtuality,
@@ -67,6 +70,22 @@ pub(crate) fn walk(engine: &Evaluator, previous: Option<&Output>) -> Walked {
             None => Walked::Ready(w.out),
         },
     }
+}
+
+/// The params a `* =>` entry at `span` sets.
+fn splat(value: &Value, span: Span) -> Result<Vec<(String, Value)>, Diagnostic> {
+    value.splat_entries().ok_or_else(|| {
+        Diagnostic::new(Stage::Interpret, format!("`* =>` takes a struct or a map with str keys, got {value}"), span)
+            .with_code(Code::TypeError)
+    })
+}
+
+/// A param a body sets both through `* =>` (at `splat`) and by its own entry (`written`).
+fn twice_set(name: &str, splat: Span, written: Span) -> Diagnostic {
+    Diagnostic::new(Stage::Interpret, format!("resource has duplicate field of: {name}"), splat)
+        .with_code(Code::InvalidStatement)
+        .with_label(written, format!("`{name}` is written here too"))
+        .with_note("`* =>` sets its entries as if each were written in the body, so each name may appear once")
 }
 
 /// An instance of a defined type whose body is being walked.
@@ -206,12 +225,7 @@ impl Walker<'_> {
             }
             IrStmt::Override { target, fields, span } => {
                 let names = self.names(target.name, env, target.span)?;
-                let mut params = Vec::new();
-                for f in fields {
-                    if let Some(value) = self.value(f.value, env)? {
-                        params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span });
-                    }
-                }
+                let params = self.override_params(fields, env)?.unwrap_or_default();
                 if let Some(names) = names {
                     self.out.overrides.push(OverrideDecl {
                         kind: target.kind.clone(),
@@ -262,10 +276,32 @@ impl Walker<'_> {
     fn body(&mut self, r: &IrResource, env: &Env) -> Result<Body, Diagnostic> {
         let mut params = Vec::with_capacity(r.fields.len());
         let mut defaulted = Vec::new();
+        // A `* =>` entry (the resource's or a default's) sets names no other field shows.
+        let splats = r.fields.iter().any(|f| &*f.name == SPLAT);
         for f in &r.fields {
             if self.holds(f.cond, env)?
                 && let Some(v) = self.value(f.value, env)?
             {
+                let set = |params: &[(String, Value, Span)], name: &str| params.iter().any(|(n, ..)| n == name);
+                if splats && &*f.name == SPLAT {
+                    for (name, value) in splat(&v, f.span)? {
+                        let written = r.fields.iter().find(|w| w.origin == Origin::Written && *w.name == *name);
+                        if let (Origin::Written, Some(twice)) = (f.origin, written) {
+                            return Err(twice_set(&name, f.span, twice.span));
+                        }
+                        if set(&params, &name) {
+                            continue;
+                        }
+                        if f.origin == Origin::Default {
+                            defaulted.push(name.clone());
+                        }
+                        params.push((name, value, f.span));
+                    }
+                    continue;
+                }
+                if splats && f.origin == Origin::Default && set(&params, &f.name) {
+                    continue;
+                }
                 if f.origin == Origin::Default {
                     defaulted.push(String::from(&*f.name));
                 }
@@ -283,6 +319,25 @@ impl Walker<'_> {
             }
         }
         Ok(Body { params, defaulted, metas, edges })
+    }
+
+    /// The entries of an override or collector body, a `* =>` entry's each on its own.
+    fn override_params(&mut self, fields: &[IrOverrideField], env: &Env) -> Step<Vec<OverrideParam>> {
+        let mut params = Vec::with_capacity(fields.len());
+        for f in fields {
+            let Some(value) = self.value(f.value, env)? else { return Ok(None) };
+            if f.name == SPLAT {
+                for (name, value) in splat(&value, f.span)? {
+                    if let Some(twice) = fields.iter().find(|w| w.name == name) {
+                        return Err(twice_set(&name, f.span, twice.span));
+                    }
+                    params.push(OverrideParam { name, value, append: false, span: f.span });
+                }
+                continue;
+            }
+            params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span });
+        }
+        Ok(Some(params))
     }
 
     /// `Meta:x` entries whose condition holds, and the fields of a `Meta =>` struct.
@@ -387,12 +442,7 @@ impl Walker<'_> {
             match stmt {
                 IrStmt::Override { target, fields, .. } if self.engine.graph.defines.contains_key(&target.kind) => {
                     let Some(names) = self.names(target.name, env, target.span)? else { continue };
-                    let mut params = Vec::new();
-                    for f in fields {
-                        if let Some(value) = self.value(f.value, env)? {
-                            params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span });
-                        }
-                    }
+                    let params = self.override_params(fields, env)?.unwrap_or_default();
                     for title in names {
                         let key = (target.kind.clone(), title.clone());
                         self.define_overrides.entry(key).or_default().push(DefineOverride {
@@ -470,15 +520,7 @@ impl Walker<'_> {
             },
             None => None,
         };
-        let mut params = Vec::new();
-        for f in &c.fields {
-            match self.value(f.value, env)? {
-                Some(value) => {
-                    params.push(OverrideParam { name: f.name.clone(), value, append: f.append, span: f.span })
-                }
-                None => return Ok(None),
-            }
-        }
+        let Some(params) = self.override_params(&c.fields, env)? else { return Ok(None) };
         self.out.collectors.push(CollectorDecl {
             kind: c.kind.clone(),
             exported: c.exported,

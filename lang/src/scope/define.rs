@@ -142,6 +142,10 @@ impl<'a> Ctx<'a> {
                     };
                     edges.push(BodyEdge { prop, cond: cond.as_deref(), target });
                 }
+                ResEntryKind::Splat { .. } => problems.push((
+                    format!("`* =>` cannot give the arguments of defined type `{kind}`: write each by name"),
+                    entry.span,
+                )),
                 // The init stage rejects appends in a resource body.
                 ResEntryKind::Append { .. } => {}
             }

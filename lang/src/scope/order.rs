@@ -440,7 +440,7 @@ fn entries_uses(entries: &[ast::ResEntry], bound: &mut Bound, out: &mut Vec<(Key
                 }
                 expr_uses(&target.name, bound, out);
             }
-            ResEntryKind::Append { value, .. } => expr_uses(value, bound, out),
+            ResEntryKind::Append { value, .. } | ResEntryKind::Splat { value } => expr_uses(value, bound, out),
         }
     }
 }

@@ -101,8 +101,8 @@ fn lower(
                 let value = literal(strs, value);
                 metas.push(IrMeta { name: meta.as_ref().map(|m| m.name.clone()), value, cond: None, span: entry.span });
             }
-            ResEntryKind::Edge { .. } | ResEntryKind::Append { .. } => {
-                unreachable!("`take_plain` takes resources without edges or appends")
+            ResEntryKind::Edge { .. } | ResEntryKind::Append { .. } | ResEntryKind::Splat { .. } => {
+                unreachable!("`take_plain` takes resources without edges, appends or splats")
             }
         }
     }

@@ -471,7 +471,17 @@ impl<'a> Ctx<'a> {
                     let value = lower(self, value);
                     metas.push(IrMeta { name: meta.as_ref().map(|m| m.name.clone()), value, cond, span: entry.span });
                 }
-                // The init stage rejects appends outside overrides.
+                ResEntryKind::Splat { value } => {
+                    let value = lower(self, value);
+                    fields.push(IrField {
+                        origin: Default::default(),
+                        name: self.short_strs.shared(crate::ir::SPLAT),
+                        value,
+                        cond: None,
+                        span: entry.span,
+                    });
+                }
+                // The init stage rejects appends in a resource's body.
                 ResEntryKind::Append { .. } => {}
             }
         }
@@ -573,13 +583,14 @@ impl<'a> Ctx<'a> {
         let mut fields = Vec::new();
         for entry in entries {
             let (name, value, append) = match &entry.kind {
-                ResEntryKind::Field { name, value, .. } => (name, value, false),
-                ResEntryKind::Append { name, value } => (name, value, true),
+                ResEntryKind::Field { name, value, .. } => (name.name.as_str(), value, false),
+                ResEntryKind::Append { name, value } => (name.name.as_str(), value, true),
+                ResEntryKind::Splat { value } => (crate::ir::SPLAT, value, false),
                 // The init stage rejects the others.
                 ResEntryKind::Edge { .. } | ResEntryKind::Meta { .. } => continue,
             };
             let value = self.expr(fid, value);
-            fields.push(IrOverrideField { name: name.name.clone(), value, append, span: entry.span });
+            fields.push(IrOverrideField { name: name.to_string(), value, append, span: entry.span });
         }
         fields
     }
@@ -665,6 +676,7 @@ impl<'a> Ctx<'a> {
                 ResEntryKind::Field { cond, value, .. } | ResEntryKind::Meta { name: Some(_), cond, value } => {
                     (cond, value)
                 }
+                ResEntryKind::Splat { value } => (&None, value),
                 // The init stage rejects the others in defaults.
                 _ => continue,
             };
@@ -689,6 +701,13 @@ impl<'a> Ctx<'a> {
                 ResEntryKind::Meta { name, .. } => {
                     metas.push(IrMeta { name: name.as_ref().map(|n| n.name.clone()), value, cond, span: entry.span })
                 }
+                ResEntryKind::Splat { .. } => fields.push(IrField {
+                    origin: Origin::Default,
+                    name: self.short_strs.shared(crate::ir::SPLAT),
+                    value,
+                    cond,
+                    span: entry.span,
+                }),
                 _ => {}
             }
         }

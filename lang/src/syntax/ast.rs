@@ -241,8 +241,11 @@ pub enum ResEntryKind {
     Edge { prop: Ident, cond: Option<Box<Expr>>, target: Box<EdgeHalf> },
     /// `Meta:name => [cond ?:] value,` (`name` is `Some`) or `Meta => [cond ?:] value,`.
     Meta { name: Option<Ident>, cond: Option<Box<Expr>>, value: Expr },
-    /// `field +> value,`: appends to a list param (overrides only).
+    /// `field +> value,`: appends to a list param (defaults and overrides).
     Append { name: Ident, value: Expr },
+    /// `* => value,`: a struct whose fields, or a `map{str: T}` whose keys, are params, as
+    /// if each were written one by one (Puppet's splat; at most one per body).
+    Splat { value: Expr },
 }
 
 /// One side of a relationship: a reference, or a `[...]` list of them (every reference of

@@ -102,7 +102,7 @@ fn entries_mut(entries: &mut [ResEntry], f: &mut dyn FnMut(&mut Expr)) {
                 }
                 half_mut(target, f);
             }
-            ResEntryKind::Append { value, .. } => expr_mut(value, f),
+            ResEntryKind::Append { value, .. } | ResEntryKind::Splat { value } => expr_mut(value, f),
         }
     }
 }

@@ -215,6 +215,10 @@ impl<'a> Ctx<'a> {
     /// param, so that param must be a list); a param the kind does not have is an error
     /// at `span`.
     fn field(&mut self, decl: Option<&'a ResourceDecl>, name: &str, value: NodeId, span: Span, append: bool) {
+        if name == crate::ir::SPLAT {
+            // `* => value`: its entries are checked as params when the walk sets them.
+            return;
+        }
         let Some(decl) = decl else {
             // Already reported: the field's type is unknown, not ambiguous.
             self.table.poison_deep(Ctx::var(value));

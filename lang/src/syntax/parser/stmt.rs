@@ -12,7 +12,8 @@ use crate::syntax::token::{self, Tok};
 use crate::types::Type;
 
 const STMT_START: &str = "a statement";
-const ENTRY_START: &str = "a field name, an edge property (`Before`, `Depend`, `Notify`, `Listen`), `Meta` or `}`";
+const ENTRY_START: &str =
+    "a field name, an edge property (`Before`, `Depend`, `Notify`, `Listen`), `Meta`, `* =>` or `}`";
 
 impl Parser<'_> {
     /// One statement, without its terminating newline.
@@ -387,6 +388,11 @@ impl Parser<'_> {
                     let (cond, value) = self.maybe_elvis()?;
                     ResEntryKind::Field { name, cond: cond.map(Box::new), value }
                 }
+            }
+            Tok::Star => {
+                self.bump();
+                self.expect(&Tok::Rocket, "`=>` after `*`")?;
+                ResEntryKind::Splat { value: self.expr()? }
             }
             Tok::Cap if self.word().eq_ignore_ascii_case("meta") => {
                 self.bump();
