@@ -351,6 +351,25 @@ fn the_puppet_style_example_converges_and_reloads_only_on_change() {
     assert_eq!((page("blog"), reloads_in(&root)), ("hello\n".to_string(), 3), "blog notifies nothing");
 }
 
+#[test]
+fn the_puppet_style_example_s_inherited_class_changes_what_its_base_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let (root, state) = (dir.path().join("www"), dir.path().join("state"));
+    run_example(&root, &state, "secure1");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |f: &str| std::fs::metadata(root.join(f)).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode("web.conf"), 0o600, "the derived class's override wins over the base's mode");
+    // The derived body sees the base's params with the base's defaults.
+    assert_eq!(
+        std::fs::read_to_string(root.join("hardened")).unwrap(),
+        "listen 8080, config readable by its owner only\n"
+    );
+    assert!(root.join("www/shop/index.html").exists(), "the base's resources are all there");
+    assert_eq!(reloads_in(&root), 1);
+    run_example(&root, &state, "secure1");
+    assert_eq!(reloads_in(&root), 1, "a second run changes nothing");
+}
+
 fn reloads_in(root: &Path) -> usize {
     std::fs::read_to_string(root.join("reloads.log")).unwrap_or_default().lines().count()
 }

@@ -279,6 +279,9 @@ pub enum IrStmt {
         target: IrEdgeHalf,
         fields: Vec<IrOverrideField>,
         span: Span,
+        /// In a class that inherits: the bodies of its base classes, whose resources it may
+        /// change (Puppet's rule for overrides in a derived class).
+        replaces: Vec<Span>,
     },
     If {
         cond: NodeId,

@@ -152,6 +152,9 @@ pub struct OverrideDecl {
     pub params: Vec<OverrideParam>,
     /// The whole statement.
     pub span: Span,
+    /// The bodies of the base classes of the class it is in: a resource declared in one of
+    /// them may have its params replaced (Puppet's class inheritance).
+    pub replaces: Vec<Span>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

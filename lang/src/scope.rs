@@ -106,6 +106,7 @@ pub fn resolve_with(
         frames: vec![Frame::default()],
         modules: BTreeMap::new(),
         instances: BTreeMap::new(),
+        bases: BTreeMap::new(),
         bind_orders: BTreeMap::new(),
         static_recursion,
         include_chain: Vec::new(),
@@ -194,6 +195,9 @@ struct Ctx<'a> {
     modules: BTreeMap<usize, Lazy<FrameId>>,
     /// Class instances: body frame -> (class body, frame holding the class entry, key).
     instances: BTreeMap<FrameId, (&'a ast::Block, FrameId, String)>,
+    /// The instance of its base class each instance of a class that inherits has (body
+    /// frame -> the base's body frame).
+    bases: BTreeMap<FrameId, FrameId>,
     /// [`order::bind_order`] of each block, by the address of its first statement (the
     /// syntax trees do not move while elaborating).
     bind_orders: BTreeMap<usize, std::rc::Rc<Vec<String>>>,

@@ -223,7 +223,7 @@ impl Walker<'_> {
                 }
                 Ok(())
             }
-            IrStmt::Override { target, fields, span } => {
+            IrStmt::Override { target, fields, span, replaces } => {
                 let names = self.names(target.name, env, target.span)?;
                 let params = self.override_params(fields, env)?.unwrap_or_default();
                 if let Some(names) = names {
@@ -233,6 +233,7 @@ impl Walker<'_> {
                         target_span: target.span,
                         params,
                         span: *span,
+                        replaces: replaces.clone(),
                     });
                 }
                 Ok(())

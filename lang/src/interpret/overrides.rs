@@ -2,6 +2,7 @@
 //! anything is built. As in Puppet outside class inheritance: an override may set a param
 //! the resource does not have, or one a default gave it; setting a param the resource
 //! itself sets, to another value, is an error naming both places. `+>` appends to a list.
+//! In a class that inherits, an override may replace what the base classes' resources set.
 
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::output::{Output, OverrideParam, ResDecl};
@@ -24,7 +25,14 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
                 continue;
             };
             for &i in found {
+                let span = out.resources[i].span;
+                let inherited =
+                    o.replaces.iter().any(|b| b.file == span.file && b.start <= span.start && span.end <= b.end);
                 for p in &o.params {
+                    if inherited && !p.append {
+                        replace(&mut applied.resources[i], p);
+                        continue;
+                    }
                     if let Err(d) = set(&mut applied.resources[i], p) {
                         diags.push(d);
                     }
@@ -33,6 +41,15 @@ pub(super) fn apply(out: &Output, diags: &mut Diagnostics) -> Output {
         }
     }
     applied
+}
+
+/// Sets one param of a base class's resource, whatever it had (a derived class's override).
+fn replace(r: &mut ResDecl, p: &OverrideParam) {
+    r.defaulted.retain(|n| *n != p.name);
+    match r.params.iter().position(|(n, ..)| *n == p.name) {
+        Some(at) => r.params[at] = (p.name.clone(), p.value.clone(), p.span),
+        None => r.params.push((p.name.clone(), p.value.clone(), p.span)),
+    }
 }
 
 /// Applies one override entry to one declaration.

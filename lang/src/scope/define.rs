@@ -37,7 +37,7 @@ impl<'a> Ctx<'a> {
     pub(super) fn declare_class_defines(&mut self, fid: FrameId, class: &str, body: &'a ast::Block) {
         for stmt in &body.stmts {
             if let StmtKind::Class { name, params, body, define: Some(_), .. } = &stmt.kind {
-                let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                let entry = ClassEntry { name, inherits: None, params: params.as_deref(), body, frame: fid, active: 0 };
                 self.add_define(fid, format!("{class}:{}", name.name), entry);
             }
         }

@@ -58,6 +58,8 @@ pub(crate) struct TypeEntry<'a> {
 #[derive(Clone, Debug)]
 pub(crate) struct ClassEntry<'a> {
     pub(crate) name: &'a ast::Name,
+    /// `class special inherits base`: the base, evaluated first with its defaults.
+    pub(crate) inherits: Option<&'a ast::Name>,
     pub(crate) params: Option<&'a [ast::Param]>,
     pub(crate) body: &'a ast::Block,
     pub(crate) frame: FrameId,

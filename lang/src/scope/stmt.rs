@@ -89,11 +89,13 @@ impl<'a> Ctx<'a> {
                 // A define in a class body was declared with the class, under its name.
                 StmtKind::Class { define: Some(_), .. } if self.instances.contains_key(&fid) => {}
                 StmtKind::Class { name, params, body, define: Some(_), .. } => {
-                    let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                    let entry =
+                        ClassEntry { name, inherits: None, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.add_define(fid, name.name.clone(), entry);
                 }
-                StmtKind::Class { name, params, body, define: None, .. } => {
-                    let entry = ClassEntry { name, params: params.as_deref(), body, frame: fid, active: 0 };
+                StmtKind::Class { name, params, body, define: None, inherits } => {
+                    let inherits = inherits.as_ref();
+                    let entry = ClassEntry { name, inherits, params: params.as_deref(), body, frame: fid, active: 0 };
                     self.frame_mut(fid).classes.entry(name.name.clone()).or_insert(entry);
                     self.declare_class_defines(fid, &name.name, body);
                 }
@@ -350,7 +352,8 @@ impl<'a> Ctx<'a> {
             StmtKind::Override { target, entries } => {
                 let target = self.edge_half(fid, target);
                 let fields = self.override_fields(fid, entries);
-                out.push(IrStmt::Override { target, fields, span: stmt.span });
+                let replaces = self.base_bodies(fid);
+                out.push(IrStmt::Override { target, fields, span: stmt.span, replaces });
             }
             // Lowered together by `block_stmts`; the init stage keeps them at the top level.
             StmtKind::Node { .. } => {}
@@ -784,11 +787,36 @@ impl<'a> Ctx<'a> {
             self.error(d);
             return None;
         }
+        self.class_instance(owner, key, class, args, stmt)
+    }
+
+    /// The frames of one instance of `class` (kept in `owner` as `key`), with `args`: for a
+    /// class that inherits, its base's instance first (with the base's defaults), whose body
+    /// frame is then the scope of the class's params and body.
+    fn class_instance(
+        &mut self,
+        owner: FrameId,
+        key: String,
+        class: ClassEntry<'a>,
+        args: super::args::Args<'a>,
+        stmt: &'a ast::Stmt,
+    ) -> Option<FrameId> {
+        let params = class.params.unwrap_or(&[]);
         if class.active > 0 {
             self.recursion(stmt.span);
             return None;
         }
-        let param_frame = self.new_frame(Frame::child(class.frame));
+        let mut scope = class.frame;
+        let mut base_body = None;
+        if let Some(base) = class.inherits {
+            self.with_class_active(owner, &key, 1);
+            let found = self.base_instance(class.frame, base, stmt);
+            self.with_class_active(owner, &key, -1);
+            let body = found?;
+            scope = body;
+            base_body = Some(body);
+        }
+        let param_frame = self.new_frame(Frame::child(scope));
         if !self.bind_params(
             param_frame,
             Callee { word: "class", name: class.name, ret: None },
@@ -800,6 +828,9 @@ impl<'a> Ctx<'a> {
         }
         let body_frame = self.new_frame(Frame::child(param_frame));
         self.instances.insert(body_frame, (class.body, owner, key.clone()));
+        if let Some(base) = base_body {
+            self.bases.insert(body_frame, base);
+        }
         if !self.enter(stmt.span, || format!("the include of class `{}`", class.name.name)) {
             return None;
         }
@@ -810,8 +841,79 @@ impl<'a> Ctx<'a> {
         Some(body_frame)
     }
 
-    /// The output statements of an instantiated class body (once per include statement).
+    /// The instance of the base `base` of a class defined in frame `fid`, with the base's
+    /// own defaults (a base whose params lack one is an error at `inherits`).
+    fn base_instance(&mut self, fid: FrameId, base: &'a ast::Name, stmt: &'a ast::Stmt) -> Option<FrameId> {
+        let (owner, key) = match self.find_admitted(fid, Ns::Class, &base.name, base.span) {
+            Some(Hit::Entry(owner, key)) => (owner, key),
+            Some(_) => return None,
+            None => {
+                self.unknown(fid, Ns::Class, &base.name, base.span);
+                return None;
+            }
+        };
+        let class = self.frame(owner).classes.get(&key)?.clone();
+        let required: Vec<String> = class
+            .params
+            .unwrap_or(&[])
+            .iter()
+            .filter(|p| p.default.is_none())
+            .map(|p| format!("`${}`", p.name.name))
+            .collect();
+        if !required.is_empty() {
+            let d = Diagnostic::new(
+                Stage::SetScope,
+                format!(
+                    "class `{}` cannot be inherited: its params {} have no default",
+                    base.name,
+                    required.join(", ")
+                ),
+                base.span,
+            )
+            .with_code(Code::CallArgs)
+            .with_label(class.name.span, "class defined here")
+            .with_note("a base class is evaluated with its own defaults, as Puppet does");
+            self.error(d);
+            return None;
+        }
+        let args = super::args::Args { positional: Vec::new(), named: Vec::new() };
+        self.class_instance(owner, key, class, args, stmt)
+    }
+
+    /// The bodies of the base classes of the derived class instances around frame `fid`
+    /// (an override there may change what their resources set).
+    fn base_bodies(&self, fid: FrameId) -> Vec<Span> {
+        let mut out = Vec::new();
+        if self.bases.is_empty() {
+            return out;
+        }
+        let mut frame = Some(fid);
+        while let Some(id) = frame {
+            let mut base = self.bases.get(&id);
+            while let Some(b) = base {
+                if let Some((body, ..)) = self.instances.get(b) {
+                    out.push(body.span);
+                }
+                base = self.bases.get(b);
+            }
+            frame = self.frame(id).parent;
+        }
+        out
+    }
+
+    /// The output statements of an instantiated class body (once per include statement),
+    /// its base's first.
     fn emit_instance(&mut self, body_frame: FrameId, stmt: &'a ast::Stmt) -> Vec<IrStmt> {
+        let mut out = match self.bases.get(&body_frame) {
+            Some(&base) => self.emit_instance(base, stmt),
+            None => Vec::new(),
+        };
+        out.extend(self.emit_body(body_frame, stmt));
+        out
+    }
+
+    /// The output statements of one class body.
+    fn emit_body(&mut self, body_frame: FrameId, stmt: &'a ast::Stmt) -> Vec<IrStmt> {
         let Some((body, owner, key)) = self.instances.get(&body_frame).cloned() else { return Vec::new() };
         let active = self.frame(owner).classes.get(&key).map_or(0, |c| c.active);
         if active > 0 {

@@ -83,13 +83,13 @@ impl<'a> Ctx<'a> {
                     self.name(r.name, NameRule::Plain, r.span);
                 }
             }
-            IrStmt::Override { target, fields, span: _ } if self.graph.defines.contains_key(&target.kind) => {
+            IrStmt::Override { target, fields, .. } if self.graph.defines.contains_key(&target.kind) => {
                 self.name(target.name, NameRule::Plain, target.span);
                 for field in fields {
                     self.define_param(&target.kind, &field.name, field.value, field.span);
                 }
             }
-            IrStmt::Override { target, fields, span: _ } => {
+            IrStmt::Override { target, fields, .. } => {
                 self.name(target.name, NameRule::Plain, target.span);
                 let decl = self.kind_decl(&target.kind, target.span, !fields.is_empty());
                 for field in fields {

@@ -116,6 +116,7 @@ fn resource_bodies() {
                 format!("{} {} {}", name.name, cond.as_deref().map_or("-".into(), sexpr), sexpr(value))
             }
             ResEntryKind::Append { name, value } => format!("{} +> {}", name.name, sexpr(value)),
+            ResEntryKind::Splat { value } => format!("* => {}", sexpr(value)),
             ResEntryKind::Edge { prop, cond, target } => format!(
                 "{} {} {}[{}]",
                 prop.name,
