@@ -551,6 +551,9 @@ impl Walker<'_> {
     }
 
     fn ends(&mut self, half: &IrEdgeHalf, env: &Env) -> Step<Vec<EdgeEnd>> {
+        if half.kind.is_empty() {
+            return self.referenced(half, env);
+        }
         Ok(self.names(half.name, env, half.span)?.map(|names| {
             names
                 .into_iter()
@@ -563,6 +566,32 @@ impl Walker<'_> {
                 })
                 .collect()
         }))
+    }
+
+    /// A side held in a variable: a reference (`struct{kind str; name str}`) or a list.
+    fn referenced(&mut self, half: &IrEdgeHalf, env: &Env) -> Step<Vec<EdgeEnd>> {
+        let Some(v) = self.value(half.name, env)? else { return Ok(None) };
+        let items: Vec<Value> = match &v {
+            Value::List(items) => items.iter().cloned().collect(),
+            other => vec![other.clone()],
+        };
+        let mut ends = Vec::with_capacity(items.len());
+        for item in &items {
+            let (Some(kind), Some(name)) =
+                (item.field("kind").and_then(Value::as_str), item.field("name").and_then(Value::as_str))
+            else {
+                let message = format!("a relationship side must be a resource reference (`File[\"/x\"]`), got {item}");
+                return Err(Diagnostic::new(Stage::Interpret, message, half.span).with_code(Code::TypeError));
+            };
+            ends.push(EdgeEnd {
+                kind: kind.to_lowercase(),
+                name: name.to_string(),
+                field: None,
+                span: half.span,
+                collector: None,
+            });
+        }
+        Ok(Some(ends))
     }
 
     /// A resource or edge name: `str`, `[]str`, or (for `collect`) a list of

@@ -365,7 +365,11 @@ impl<'a> Ctx<'a> {
 
     fn edge(&mut self, edge: &IrEdge) {
         for half in edge.halves() {
-            self.name(half.name, NameRule::Plain, half.span);
+            if half.kind.is_empty() {
+                self.reference(half.name, half.span);
+            } else {
+                self.name(half.name, NameRule::Plain, half.span);
+            }
         }
         for c in edge.sides.iter().filter_map(|side| side.collector.as_ref()) {
             self.collector(c);
@@ -380,6 +384,18 @@ impl<'a> Ctx<'a> {
         if edge.halves().any(|h| h.field.is_some()) {
             self.send_recv(edge);
         }
+    }
+
+    /// A variable as a relationship side: a reference (`File["/x"]`, a
+    /// `struct{kind str; name str}`) or a list of them.
+    fn reference(&mut self, node: NodeId, span: Span) {
+        self.visit(node);
+        let one = Type::Struct(vec![("kind".into(), Type::Str), ("name".into(), Type::Str)]);
+        let ty = match self.static_type(node) {
+            Some(Type::List(_)) => Type::list(one),
+            _ => one,
+        };
+        self.has_type(Ctx::var(node), &ty, span, span);
     }
 
     /// Send/recv compatibility (spec 3.6).

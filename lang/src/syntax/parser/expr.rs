@@ -159,6 +159,17 @@ impl Parser<'_> {
                 })?;
                 Ok(expr(ExprKind::Struct(fields), span.to(body)))
             }
+            // `File["/x"]` (or `Resource["file", "/x"]`) as a value: a reference, the struct
+            // `struct{kind => "file", name => "/x"}`, which a relationship side takes.
+            Tok::Cap if matches!(self.peek_at(1), Tok::LBrack) => {
+                let half = self.edge_half(false)?;
+                let kind = Expr { kind: ExprKind::RawStr(half.kind.name.clone()), span: half.kind.span };
+                let fields = vec![
+                    (Ident { name: "kind".into(), span: half.kind.span }, kind),
+                    (Ident { name: "name".into(), span: half.name.span }, half.name),
+                ];
+                Ok(expr(ExprKind::Struct(fields), half.span))
+            }
             Tok::Dollar => {
                 let dollar = self.bump().1;
                 let name = self.dotted("a variable name")?;

@@ -27,6 +27,7 @@ impl Parser<'_> {
         }
         let start = self.span();
         let kind = match self.peek() {
+            Tok::Dollar if self.at_var_link() => self.edge_stmt()?,
             Tok::Dollar => self.bind()?,
             Tok::If => self.if_stmt()?,
             Tok::For | Tok::ForKv => self.for_stmt()?,
@@ -451,14 +452,27 @@ impl Parser<'_> {
 
     // ---- edges ----
 
-    /// `edge_half = cap_name "[" expr "]"`, with an optional `.field` for send/recv.
-    fn edge_half(&mut self, allow_field: bool) -> PResult<EdgeHalf> {
-        let kind = self.cap_name()?;
+    /// `edge_half = cap_name "[" expr "]"`, with an optional `.field` for send/recv; or
+    /// `Resource "[" STRING "," expr "]"`, the kind given as a string.
+    pub(super) fn edge_half(&mut self, allow_field: bool) -> PResult<EdgeHalf> {
+        let mut kind = self.cap_name()?;
         if !self.at(&Tok::LBrack) {
             return Err(self.unexpected("`[` and the resource name"));
         }
         self.open(&Tok::LBrack)?;
-        let name = self.expr()?;
+        let mut name = self.expr()?;
+        if kind.name == "resource" && self.eat(&Tok::Comma).is_some() {
+            let ExprKind::RawStr(written) = &name.kind else {
+                let note = "`Resource[\"file\", \"/x\"]` names the kind with a string literal";
+                return Err(self.error_note(
+                    "syntax error: the kind of `Resource[…]` must be a string",
+                    name.span,
+                    note,
+                ));
+            };
+            kind = Ident { name: written.replace("::", ":").to_lowercase(), span: name.span };
+            name = self.expr()?;
+        }
         let close = self.close(&Tok::RBrack, "`]`")?;
         let field = if allow_field && self.eat(&Tok::Dot).is_some() {
             Some(self.plain_ident("a field name to send or receive")?)
@@ -512,6 +526,10 @@ impl Parser<'_> {
     /// One side of a relationship: `edge_half`, a collector, or
     /// `"[" edge_half { "," edge_half } [","] "]"`.
     fn edge_side(&mut self) -> PResult<EdgeSide> {
+        if self.at(&Tok::Dollar) {
+            let half = self.var_half()?;
+            return Ok(EdgeSide { span: half.span, refs: vec![half], collector: None });
+        }
         if !self.at(&Tok::LBrack) {
             let start = self.pos;
             let kind = self.cap_name()?;
@@ -537,7 +555,7 @@ impl Parser<'_> {
             if self.at(close) {
                 break;
             }
-            refs.push(self.edge_half(false)?);
+            refs.push(if self.at(&Tok::Dollar) { self.var_half()? } else { self.edge_half(false)? });
             self.skip_newlines();
             if self.eat(&Tok::Comma).is_none() {
                 self.skip_newlines();
@@ -545,6 +563,26 @@ impl Parser<'_> {
             }
         }
         Ok(refs)
+    }
+
+    /// `"$" dotted`: a variable holding a resource reference (`$r = File["/x"]`) or a list of
+    /// them, as a relationship side: a half whose kind is empty.
+    fn var_half(&mut self) -> PResult<EdgeHalf> {
+        let dollar = self.bump().1;
+        let name = self.dotted("a variable name")?;
+        let span = dollar.to(name.span);
+        let var = Expr { kind: ExprKind::Var(Ident { name: name.name, span }), span };
+        Ok(EdgeHalf { kind: Ident { name: String::new(), span }, name: var, field: None, span })
+    }
+
+    /// Whether a statement starting with `$name` is a relationship (`$r -> Exec["y"]`).
+    fn at_var_link(&self) -> bool {
+        matches!(self.peek_at(1), Tok::Ident)
+            && match self.peek_at(2) {
+                Tok::Arrow | Tok::NotifyArrow | Tok::NotifyBack => true,
+                Tok::Lt => matches!(self.peek_at(3), Tok::Minus) && self.span_at(3).start == self.span_at(2).end,
+                _ => false,
+            }
     }
 
     /// The relationship operator that comes next, if any, without consuming it: whether it
