@@ -415,6 +415,19 @@ pub enum EdgeProp {
     Listen,
 }
 
+impl EdgeProp {
+    /// The property an edge entry names, lower-cased (`before`, `notify`, …).
+    pub fn parse(name: &str) -> Option<EdgeProp> {
+        match name {
+            "before" => Some(EdgeProp::Before),
+            "depend" => Some(EdgeProp::Depend),
+            "notify" => Some(EdgeProp::Notify),
+            "listen" => Some(EdgeProp::Listen),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct IrBodyEdge {
     pub prop: EdgeProp,

@@ -132,14 +132,8 @@ impl<'a> Ctx<'a> {
                     metas.push(IrMeta { name: name.as_ref().map(|n| n.name.clone()), value, cond, span: entry.span });
                 }
                 ResEntryKind::Edge { prop, cond, target } => {
-                    let prop = match prop.name.as_str() {
-                        "before" => EdgeProp::Before,
-                        "depend" => EdgeProp::Depend,
-                        "notify" => EdgeProp::Notify,
-                        "listen" => EdgeProp::Listen,
-                        // The init stage reported it.
-                        _ => continue,
-                    };
+                    // The init stage reported any other property.
+                    let Some(prop) = EdgeProp::parse(&prop.name) else { continue };
                     edges.push(BodyEdge { prop, cond: cond.as_deref(), target });
                 }
                 ResEntryKind::Splat { .. } => problems.push((

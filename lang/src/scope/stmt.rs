@@ -451,19 +451,13 @@ impl<'a> Ctx<'a> {
                     });
                 }
                 ResEntryKind::Edge { prop, cond, target } => {
-                    let prop = match prop.name.as_str() {
-                        "before" => EdgeProp::Before,
-                        "depend" => EdgeProp::Depend,
-                        "notify" => EdgeProp::Notify,
-                        "listen" => EdgeProp::Listen,
-                        other => {
-                            // The init stage rejects these; stay robust if it did not.
-                            self.error(
-                                Diagnostic::new(Stage::SetScope, format!("invalid property: `{other}`"), prop.span)
-                                    .with_code(Code::InvalidProperty),
-                            );
-                            continue;
-                        }
+                    let Some(prop) = EdgeProp::parse(&prop.name) else {
+                        // The init stage rejects these; stay robust if it did not.
+                        self.error(
+                            Diagnostic::new(Stage::SetScope, format!("invalid property: `{}`", prop.name), prop.span)
+                                .with_code(Code::InvalidProperty),
+                        );
+                        continue;
                     };
                     let cond = cond.as_ref().map(|c| lower(self, c));
                     let target = half(self, target);
