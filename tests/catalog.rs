@@ -423,8 +423,9 @@ fn check_v_lists_the_virtual_resources_nothing_realizes() {
     assert!(!text(&quiet.stderr).contains("realized by nothing"), "only with -v");
 }
 
-/// `examples/typed`: declared types with defaults, checks and an invariant, inheritance,
-/// an overloaded function, a class with a param default and named arguments, and a
+/// `examples/typed`: declared types with defaults, checks and an invariant, inheritance
+/// from an abstract type, an enum alias, bounds, a derived attribute (the config file's
+/// name), an overloaded function, a class with a param default and named arguments, and a
 /// private type, converging a small service's config files.
 #[test]
 fn the_typed_example_converges_and_then_changes_nothing() {

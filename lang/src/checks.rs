@@ -9,7 +9,7 @@ use std::collections::HashSet;
 
 use crate::catalog::{Catalog, ParamDecl};
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
-use crate::ir::{FuncGraph, IrCheck, IrStmt, NodeId, NodeKind, Op, Origin};
+use crate::ir::{CheckTest, FuncGraph, IrCheck, IrStmt, NodeId, NodeKind, Op, Origin};
 use crate::syntax::ast::BinOp;
 use crate::value::Value;
 
@@ -27,8 +27,10 @@ pub fn constant(graph: &FuncGraph) -> Diagnostics {
             continue;
         }
         for check in checks {
-            if eval(graph, check.node, 0) == Some(Value::Bool(false)) {
-                diags.push(failure(graph, ty, check, node.span));
+            let Some(result) = eval(graph, check.node, 0) else { continue };
+            let attr = || check.attr.as_ref().and_then(|(_, at)| eval(graph, *at, 0));
+            if let Some(message) = check.failure(&result, attr) {
+                diags.push(failure(graph, ty, check, message, node.span));
             }
         }
     }
@@ -227,18 +229,17 @@ fn or_list(items: &[String]) -> String {
     }
 }
 
-fn failure(graph: &FuncGraph, ty: &str, check: &IrCheck, at: crate::span::Span) -> Diagnostic {
-    match &check.attr {
-        Some((name, value)) => {
-            let shown = eval(graph, *value, 0).map_or_else(|| "?".to_string(), |v| v.to_string());
-            Diagnostic::new(Stage::Unify, format!("{name}: {shown} {}", check.what), graph.node(*value).span)
-                .with_code(Code::CheckFailed)
-                .with_label(check.span, format!("declared by type `{ty}`"))
-        }
-        None => Diagnostic::new(Stage::Unify, check.what.clone(), at)
-            .with_code(Code::CheckFailed)
-            .with_label(check.span, format!("invariant of type `{ty}`")),
-    }
+fn failure(graph: &FuncGraph, ty: &str, check: &IrCheck, message: String, at: crate::span::Span) -> Diagnostic {
+    let label = match (&check.test, &check.attr) {
+        (CheckTest::Enums(_), _) if ty.is_empty() => "the type written here".to_string(),
+        (_, Some(_)) => format!("declared by type `{ty}`"),
+        (_, None) => format!("invariant of type `{ty}`"),
+    };
+    let at = match &check.attr {
+        Some((_, value)) => graph.node(*value).span,
+        None => at,
+    };
+    Diagnostic::new(Stage::Unify, message, at).with_code(Code::CheckFailed).with_label(check.span, label)
 }
 
 /// The value of `node` when it is made of constants only, else `None`.
@@ -250,6 +251,15 @@ pub fn eval(graph: &FuncGraph, node: NodeId, depth: usize) -> Option<Value> {
     match &graph.node(node).kind {
         NodeKind::Const(v) => Some(v.clone()),
         NodeKind::List(items) => items.iter().map(sub).collect::<Option<Vec<_>>>().map(Value::list),
+        NodeKind::Struct(fields) => {
+            let values = fields.iter().map(|(n, f)| Some((n.clone(), sub(f)?))).collect::<Option<Vec<_>>>()?;
+            Some(Value::Struct(std::sync::Arc::new(values)))
+        }
+        NodeKind::Map(entries) => {
+            let map = entries.iter().map(|(k, v)| Some((sub(k)?, sub(v)?))).collect::<Option<_>>()?;
+            Some(Value::Map(std::sync::Arc::new(map)))
+        }
+        NodeKind::Construct(c) if c.ty.is_empty() => sub(&c.value),
         NodeKind::Inline { body, .. } => sub(body),
         NodeKind::If { cond, then, els } => match sub(cond)? {
             Value::Bool(true) => sub(then),

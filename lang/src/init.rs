@@ -329,7 +329,7 @@ impl Ctx {
                     attr.name.span,
                 );
             }
-            attr.default.iter().chain(attr.check.iter()).for_each(|e| self.expr(e));
+            attr.exprs().for_each(|e| self.expr(e));
         }
         for inv in &record.invariants {
             self.expr(&inv.expr);

@@ -129,18 +129,62 @@ pub struct Annotation {
     pub span: Span,
 }
 
-/// One condition a declared type puts on its values.
+/// One condition a declared type (or an annotation with an enum) puts on its values.
 #[derive(Clone, Debug)]
 pub struct IrCheck {
-    /// A `bool` node.
+    /// What is tested: see [`CheckTest`].
     pub node: NodeId,
+    pub test: CheckTest,
     /// The attribute it checks and that attribute's value node (none for an invariant).
+    /// An annotation's enum check names the bind or param (`$state`).
     pub attr: Option<(String, NodeId)>,
-    /// What a failure says after the attribute and its value ("is not one of …"), or the
-    /// invariant's message.
+    /// What a failed `bool` says after the attribute and its value ("is not accepted by
+    /// the check at …"), or the invariant's message.
     pub what: String,
     /// Where the condition is written.
     pub span: Span,
+}
+
+/// How an [`IrCheck`]'s node is read.
+#[derive(Clone, Debug)]
+pub enum CheckTest {
+    /// The node is a `bool` (false fails) or a `str` (the message; empty passes).
+    Holds,
+    /// The node is the checked value itself, which must keep to the enums in this type.
+    Enums(Type),
+}
+
+impl IrCheck {
+    /// The message when `result` (the node's value) fails the check, else `None`.
+    /// `attr_value` gives the checked attribute's value, for the message of a `false`.
+    pub fn failure(&self, result: &Value, attr_value: impl FnOnce() -> Option<Value>) -> Option<String> {
+        let named = |text: String| match &self.attr {
+            Some((name, _)) => format!("{name}: {text}"),
+            None => text,
+        };
+        match (&self.test, result) {
+            (CheckTest::Holds, Value::Bool(true)) => None,
+            (CheckTest::Holds, Value::Str(s)) if s.is_empty() => None,
+            (CheckTest::Holds, Value::Str(s)) => Some(named(s.to_string())),
+            (CheckTest::Holds, _) => Some(match &self.attr {
+                Some(_) => {
+                    let shown = attr_value().map_or_else(|| "?".to_string(), |v| v.to_string());
+                    named(format!("{shown} {}", self.what))
+                }
+                None => self.what.clone(),
+            }),
+            (CheckTest::Enums(ty), value) => {
+                let (path, bad, choices) = ty.stray(value)?;
+                let listed: Vec<String> = choices.iter().map(|c| format!("{c:?}")).collect();
+                let text = format!("{bad} is not one of {}", listed.join(", "));
+                Some(match &self.attr {
+                    Some((name, _)) => format!("{name}{path}: {text}"),
+                    None if path.is_empty() => text,
+                    None => format!("{path}: {text}"),
+                })
+            }
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -233,10 +277,15 @@ pub enum NodeKind {
 /// must hold for the value to exist.
 #[derive(Clone, Debug)]
 pub struct ConstructNode {
+    /// The declared type's name; empty for the guard an annotation with an enum puts on
+    /// a value (then `value` is any node and `tags` is empty).
     pub ty: String,
     pub value: NodeId,
     pub tags: Vec<String>,
     pub checks: Vec<IrCheck>,
+    /// The unsettable attributes this construction leaves out: in the type, not in the
+    /// value.
+    pub unset: Vec<(String, Type)>,
 }
 
 /// A call of an overloaded func (several `func` statements of one name in one scope,

@@ -369,6 +369,7 @@ impl<'a> Builder<'a> {
             },
             NodeKind::Inline { func, .. } => What::Inline(func.clone()),
             NodeKind::Dispatch(d) => What::Inline(d.func.clone()),
+            NodeKind::Construct(c) if c.ty.is_empty() => What::Construct("enum".into()),
             NodeKind::Construct(c) => What::Construct(c.ty.clone()),
             NodeKind::Lambda { .. } => What::Lambda,
             NodeKind::If { .. } => What::If,

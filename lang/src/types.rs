@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::value::Value;
+
 /// A type. Concrete types never contain [`Type::Var`]; signature types in the catalog
 /// use `Var(n)` (written `?n`) for per-call-site type variables.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -22,6 +24,10 @@ pub enum Type {
     /// the scope stage replaces it by what the declaration means, so unification and
     /// everything after it never see one.
     Named(String),
+    /// `enum["a", "b"]` as written: a `str` that must be one of these. Like [`Type::Named`]
+    /// it lives only until the scope stage, which types it as `str` and turns the choices
+    /// into a check on the values.
+    Enum(Vec<String>),
 }
 
 /// The first character of a declared type's tag field. A value of a declared type is a
@@ -55,6 +61,7 @@ impl Type {
             Type::Variant => "variant",
             Type::Var(_) => "?",
             Type::Named(_) => "named",
+            Type::Enum(_) => "enum",
         }
     }
 
@@ -83,6 +90,57 @@ impl Type {
                 r.erase_tags();
             }
             _ => {}
+        }
+    }
+
+    /// Whether a [`Type::Enum`] occurs in it.
+    pub fn has_enum(&self) -> bool {
+        match self {
+            Type::Enum(_) => true,
+            Type::List(t) => t.has_enum(),
+            Type::Map(k, v) => k.has_enum() || v.has_enum(),
+            Type::Struct(fs) => fs.iter().any(|(_, t)| t.has_enum()),
+            Type::Func(args, r) => args.iter().any(|(_, t)| t.has_enum()) || r.has_enum(),
+            _ => false,
+        }
+    }
+
+    /// The type values have: every [`Type::Enum`] a `str`.
+    pub fn without_enums(&self) -> Type {
+        match self {
+            Type::Enum(_) => Type::Str,
+            Type::List(t) => Type::list(t.without_enums()),
+            Type::Map(k, v) => Type::map(k.without_enums(), v.without_enums()),
+            Type::Struct(fs) => Type::Struct(fs.iter().map(|(n, t)| (n.clone(), t.without_enums())).collect()),
+            Type::Func(args, r) => Type::Func(
+                args.iter().map(|(n, t)| (n.clone(), t.without_enums())).collect(),
+                Box::new(r.without_enums()),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// Where `value` leaves an enum of this type, if it does: the path to the string
+    /// (`""` for the value itself, `[1]`, `["k"]`, `->port`), the string, and the enum's
+    /// choices. Functions are not looked into.
+    pub fn stray<'v>(&self, value: &'v Value) -> Option<(String, &'v Value, &[String])> {
+        match (self, value) {
+            (Type::Enum(choices), Value::Str(s)) => {
+                (!choices.iter().any(|c| **c == **s)).then(|| (String::new(), value, choices.as_slice()))
+            }
+            (Type::List(t), Value::List(items)) => items
+                .iter()
+                .enumerate()
+                .find_map(|(i, item)| t.stray(item).map(|(path, v, c)| (format!("[{i}]{path}"), v, c))),
+            (Type::Map(k, v), Value::Map(entries)) => entries.iter().find_map(|(key, val)| {
+                let at = |path: String| format!("[{key}]{path}");
+                k.stray(key).or_else(|| v.stray(val)).map(|(path, bad, c)| (at(path), bad, c))
+            }),
+            (Type::Struct(fs), Value::Struct(values)) => fs.iter().find_map(|(name, t)| {
+                let (_, field) = values.iter().find(|(n, _)| n == name)?;
+                t.stray(field).map(|(path, v, c)| (format!("->{name}{path}"), v, c))
+            }),
+            _ => None,
         }
     }
 
@@ -146,6 +204,16 @@ impl fmt::Display for Type {
             Type::Map(k, v) => write!(f, "map{{{k}: {v}}}"),
             Type::Struct(_) if self.declared_name().is_some() => f.write_str(self.declared_name().unwrap_or("")),
             Type::Named(name) => f.write_str(name),
+            Type::Enum(choices) => {
+                f.write_str("enum[")?;
+                for (i, c) in choices.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{c:?}")?;
+                }
+                f.write_str("]")
+            }
             Type::Struct(fields) => {
                 f.write_str("struct{")?;
                 for (i, (name, t)) in fields.iter().enumerate() {

@@ -106,7 +106,13 @@ impl Walk<'_> {
     }
 
     fn diagnostic(&self, res: &IrResource, name: &str, invalid: Invalid) -> Diagnostic {
-        let field = invalid.field.as_deref().and_then(|f| res.fields.iter().find(|x| &*x.name == f));
+        // A field no entry writes came from the splat (`* => …`), if there is one.
+        let field = invalid.field.as_deref().and_then(|f| {
+            res.fields
+                .iter()
+                .find(|x| &*x.name == f)
+                .or_else(|| res.fields.iter().find(|x| &*x.name == crate::ir::SPLAT))
+        });
         // The value when the field is written in the resource itself, else the name (a
         // kind that names no field mostly refuses what the name says, such as its path).
         let span = field.map_or(self.graph.node(res.name).span, |f| {

@@ -135,6 +135,7 @@ impl Value {
         match t {
             Type::Bool => Value::Bool(false),
             Type::Str | Type::Variant | Type::Var(_) | Type::Named(_) => Value::str(""),
+            Type::Enum(choices) => Value::str(choices.first().map_or("", String::as_str)),
             Type::Int => Value::Int(0),
             Type::Float => Value::Float(0.0),
             Type::List(_) => Value::list(Vec::new()),

@@ -28,6 +28,20 @@ pub fn register(r: &mut Registry) {
             .check(check_panic),
     );
     typed(r, "panic_debug", panic_debug::DEF);
+    pure(
+        r,
+        "_unset",
+        "func(message str) ?1",
+        unset,
+        "reading an unsettable attribute left out (an error `<|>` catches)",
+    );
+}
+
+fn unset(_: &CallCtx<'_>, args: &[Value]) -> FuncResult {
+    match arg(args, 0)? {
+        Value::Str(s) => Err(FuncError::catchable(s.to_string())),
+        other => Err(FuncError::catchable(format!("not set: {other}"))),
+    }
 }
 
 fn check_len(t: &Type) -> Result<(), String> {

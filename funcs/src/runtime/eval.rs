@@ -136,9 +136,7 @@ impl Evaluator {
                 // built by hand) the value decides.
                 match graph.ty(*base) {
                     Some(Type::Struct(fs)) if !fs.iter().any(|(n, _)| n == field) => self.get(*default, env),
-                    Some(Type::Struct(_)) => {
-                        self.with_all(&[*base], env, |vals| from_result(ops::field(&vals[0], field), node))
-                    }
+                    // The type has the field; an unsettable attribute may still be unset.
                     _ => match self.get(*base, env)? {
                         Ok(v) => match v.field(field) {
                             Some(x) => Some(Ok(x.clone())),
@@ -160,19 +158,13 @@ impl Evaluator {
     fn construct(&self, node: NodeId, value: NodeId, checks: &[lang::ir::IrCheck], env: &Env) -> Slot {
         let built = self.get(value, env)?;
         for check in checks {
-            match self.get(check.node, env)? {
-                Ok(Value::Bool(true)) => {}
-                Ok(_) => {
-                    let message = match &check.attr {
-                        Some((name, at)) => match self.get(*at, env)? {
-                            Ok(v) => format!("{name}: {v} {}", check.what),
-                            Err(e) => return Some(Err(e)),
-                        },
-                        None => check.what.clone(),
-                    };
-                    return Some(Err(Failure::new(FuncError::catchable(message), node)));
-                }
+            let result = match self.get(check.node, env)? {
+                Ok(v) => v,
                 Err(e) => return Some(Err(e)),
+            };
+            let attr = || check.attr.as_ref().and_then(|(_, at)| self.get(*at, env)?.ok());
+            if let Some(message) = check.failure(&result, attr) {
+                return Some(Err(Failure::new(FuncError::catchable(message), node)));
             }
         }
         Some(built)

@@ -508,6 +508,7 @@ impl Evaluator {
             NodeKind::Field { field, .. } => format!("raised by the field access `->{field}`"),
             NodeKind::CallValue { .. } => "raised by a call of a function value".to_string(),
             NodeKind::Param(_) => "raised while binding a parameter".to_string(),
+            NodeKind::Construct(c) if c.ty.is_empty() => "a value outside the enum its type names".to_string(),
             NodeKind::Construct(c) => format!("a value of type `{}` its checks reject", c.ty),
             _ => "raised by the runtime".to_string(),
         };

@@ -103,7 +103,8 @@ pub(crate) fn index(base: &Value, index: &Value) -> FuncResult {
 pub(crate) fn field(base: &Value, name: &str) -> FuncResult {
     match base {
         Value::Struct(_) => {
-            base.field(name).cloned().ok_or_else(|| FuncError::fatal(format!("field {name} was not found in struct")))
+            // Typing guarantees every field but an unsettable attribute left out.
+            base.field(name).cloned().ok_or_else(|| FuncError::catchable(format!("attribute `{name}` is not set")))
         }
         _ => Err(FuncError::fatal(format!("can't look up field {name} in a {}", kind_name(base)))),
     }

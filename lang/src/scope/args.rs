@@ -116,10 +116,13 @@ impl<'a> Ctx<'a> {
                     self.error_node(param.name.span)
                 }
             };
-            if let Some(ann) = &param.ann {
-                self.annotate(frame, node, ann);
-                self.graph.checked.push(node);
-            }
+            let node = match &param.ann {
+                Some(ann) => {
+                    self.graph.checked.push(node);
+                    self.annotate(frame, node, ann, Some(&format!("${}", param.name.name)))
+                }
+                None => node,
+            };
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node, Some(param.name.span)));
             self.usage.param(frame, &param.name);
         }

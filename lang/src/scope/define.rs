@@ -165,10 +165,13 @@ impl<'a> Ctx<'a> {
             let default = p.default.as_ref().map(|d| self.expr(param_frame, d));
             let param = self.graph.add_param(p.name.name.clone(), p.name.span);
             let node = self.graph.add(NodeKind::Param(param), p.name.span);
-            if let Some(ann) = &p.ann {
-                self.annotate(param_frame, node, ann);
-                self.graph.checked.push(node);
-            }
+            let node = match &p.ann {
+                Some(ann) => {
+                    self.graph.checked.push(node);
+                    self.annotate(param_frame, node, ann, Some(&format!("${}", p.name.name)))
+                }
+                None => node,
+            };
             self.frame_mut(param_frame).vars.insert(p.name.name.clone(), VarEntry::Node(node, Some(p.name.span)));
             self.usage.param(param_frame, &p.name);
             let given = given.iter().find(|(n, _, _)| n.name == p.name.name).map(|(_, node, span)| (*node, *span));

@@ -141,8 +141,7 @@ impl<'a> Ctx<'a> {
             },
             ExprKind::Annotated { expr: inner, ann } => {
                 let node = self.expr(fid, inner);
-                self.annotate(fid, node, ann);
-                return node;
+                return self.annotate(fid, node, ann, None);
             }
             ExprKind::Error => return self.error_node(span),
         };
@@ -186,9 +185,10 @@ impl<'a> Ctx<'a> {
         }
         self.set_bind_state(owner, key, Lazy::Active);
         let node = self.expr(owner, value);
-        if let Some(ann) = ann {
-            self.annotate(owner, node, ann);
-        }
+        let node = match ann {
+            Some(ann) => self.annotate(owner, node, ann, Some(&format!("${}", name.name))),
+            None => node,
+        };
         self.set_bind_state(owner, key, Lazy::Done(node));
         node
     }
@@ -271,9 +271,10 @@ impl<'a> Ctx<'a> {
                 span,
             ) {
                 let body = self.expr(frame, &func.lambda.body);
-                if let Some(ret) = &func.lambda.ret {
-                    self.annotate(frame, body, ret);
-                }
+                let body = match &func.lambda.ret {
+                    Some(ret) => self.annotate(frame, body, ret, None),
+                    None => body,
+                };
                 self.graph.add(NodeKind::Inline { func: func.name.name.clone(), body }, span)
             } else {
                 self.error_node(span)
@@ -350,26 +351,30 @@ impl<'a> Ctx<'a> {
         for param in &lambda.params {
             let pid = self.graph.add_param(param.name.name.clone(), param.name.span);
             let node = self.graph.add(NodeKind::Param(pid), param.name.span);
-            if let Some(ann) = &param.ann {
-                self.annotate(frame, node, ann);
-                self.graph.checked.push(node);
-            }
+            let node = match &param.ann {
+                Some(ann) => {
+                    self.graph.checked.push(node);
+                    self.annotate(frame, node, ann, Some(&format!("${}", param.name.name)))
+                }
+                None => node,
+            };
             if let Some(default) = &param.default {
                 // Only a func statement's params have defaults (init rejects them on lambda
                 // values): this is a func nothing called, checked over fresh params.
                 let value = self.expr(frame, default);
                 if let Some(ann) = &param.ann {
-                    self.annotate(frame, value, ann);
                     self.graph.checked.push(value);
+                    self.annotate(frame, value, ann, Some(&format!("${}", param.name.name)));
                 }
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node, Some(param.name.span)));
             params.push(pid);
         }
         let body = self.expr(frame, &lambda.body);
-        if let Some(ret) = &lambda.ret {
-            self.annotate(frame, body, ret);
-        }
+        let body = match &lambda.ret {
+            Some(ret) => self.annotate(frame, body, ret, None),
+            None => body,
+        };
         self.graph.add(NodeKind::Lambda { params, body }, lambda.span)
     }
 

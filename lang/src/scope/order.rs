@@ -400,7 +400,7 @@ fn stmt_uses(stmt: &ast::Stmt, bound: &mut Bound, out: &mut Vec<(Key, Span)>) {
                 bound.add(Key::Var(attr.name.name.clone()));
             }
             for attr in &record.attrs {
-                attr.default.iter().chain(attr.check.iter()).for_each(|e| expr_uses(e, bound, out));
+                attr.exprs().for_each(|e| expr_uses(e, bound, out));
             }
             record.invariants.iter().for_each(|inv| expr_uses(&inv.expr, bound, out));
             bound.pop();

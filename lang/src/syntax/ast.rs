@@ -112,27 +112,56 @@ pub enum TypeDef {
 pub struct Record {
     /// `inherits parent` (dotted).
     pub parent: Option<Name>,
+    /// The `abstract` line: the type has no values of its own, only its subtypes do.
+    pub abstract_at: Option<Span>,
     pub attrs: Vec<Attr>,
     pub invariants: Vec<Invariant>,
 }
 
-/// `attr name T [{ default => expr, check => expr, }]`.
+/// `attr name T [{ default => expr, check => expr, … }]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Attr {
     pub name: Ident,
+    /// Its type as written; `enum["a", "b"]` anywhere in it limits the strings there.
     pub ann: TypeAnn,
-    /// `enum["a", "b"]`: the type is `str` and the value one of these.
-    pub choices: Option<Vec<(String, Span)>>,
     pub default: Option<Expr>,
-    /// A `bool` expression over `$it`, the attribute's value.
+    /// A `bool` (or a `str` message, empty when the value is fine) over `$it`, the
+    /// attribute's value.
     pub check: Option<Expr>,
+    /// `min => N` and `max => N`: bounds on the value of an `int` or `float` attribute, on
+    /// the length of a list, map or `str` one.
+    pub min: Option<Expr>,
+    pub max: Option<Expr>,
+    /// `derived => expr`: the value is computed from the other attributes (each a
+    /// variable) and never given, unless `set` says how.
+    pub derived: Option<Expr>,
+    /// `set => struct{attr => expr, …}` over `$it`: giving a derived attribute gives these
+    /// attributes instead.
+    pub set: Option<Expr>,
+    /// `unsettable => true`: the attribute may be left out without a default, and "not
+    /// set" stays apart from every value (`$v->attr` is then an error `<|>` catches).
+    pub unsettable: bool,
     pub span: Span,
 }
 
-/// `invariant "message" { expr }`: a `bool` over the attributes, each a variable.
+impl Attr {
+    /// Every expression of its options, in a fixed order.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        [&self.default, &self.check, &self.min, &self.max, &self.derived, &self.set].into_iter().flatten()
+    }
+
+    pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        [&mut self.default, &mut self.check, &mut self.min, &mut self.max, &mut self.derived, &mut self.set]
+            .into_iter()
+            .flatten()
+    }
+}
+
+/// `invariant ["message"] { expr }`: a `bool` over the attributes, each a variable, or a
+/// `str` that is the message (empty when the value is fine).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Invariant {
-    pub message: String,
+    pub message: Option<String>,
     pub expr: Expr,
     pub span: Span,
 }

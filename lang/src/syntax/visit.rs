@@ -41,7 +41,7 @@ fn stmt_exprs_mut(stmt: &mut Stmt, f: &mut dyn FnMut(&mut Expr)) {
         StmtKind::Type(decl) => {
             if let TypeDef::Record(record) = &mut decl.def {
                 for attr in &mut record.attrs {
-                    attr.default.iter_mut().chain(attr.check.iter_mut()).for_each(|e| expr_mut(e, f));
+                    attr.exprs_mut().for_each(|e| expr_mut(e, f));
                 }
                 for inv in &mut record.invariants {
                     expr_mut(&mut inv.expr, f);

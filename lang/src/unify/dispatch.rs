@@ -1,6 +1,8 @@
-//! Overloaded funcs: a [`NodeKind::Dispatch`] waits until the other constraints are
-//! solved, then takes the first candidate, in source order, whose params accept the
-//! arguments' types; none does is the function API's "mismatched arguments" error.
+//! Choices made once the other constraints are solved. Overloaded funcs: a
+//! [`NodeKind::Dispatch`] takes the first candidate, in source order, whose params accept
+//! the arguments' types; none does is the function API's "mismatched arguments" error.
+//! Checks: a declared type's check or invariant is a `bool` or a `str` (its message),
+//! `bool` when nothing else says.
 
 use super::infer::Ctx;
 use super::table::Shape;
@@ -32,6 +34,41 @@ impl Ctx<'_> {
         self.table.poison(Ctx::var(node));
         for v in arg_vars {
             self.table.poison_deep(v);
+        }
+        true
+    }
+}
+
+impl Ctx<'_> {
+    /// Settles the first pending check's type; false when none is pending.
+    pub(super) fn resolve_verdict(&mut self) -> bool {
+        let Some(node) = self.verdicts.pop_front() else { return false };
+        let v = Ctx::var(node);
+        let span = self.span(node);
+        let poisoned = self.table.is_poisoned(v);
+        match self.table.shape(v) {
+            Some(Shape::Bool | Shape::Str) => {}
+            None => {
+                self.has_shape(v, Shape::Bool, span, span);
+            }
+            Some(_) if poisoned => {}
+            Some(other) => {
+                let kind = other.kind_name();
+                let kind = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    format!("an {kind}")
+                } else {
+                    format!("a {kind}")
+                };
+                let d = crate::diag::Diagnostic::new(
+                    crate::diag::Stage::Unify,
+                    format!("type error: a check gives a bool or a str, not {kind}"),
+                    span,
+                )
+                .with_code(crate::diag::Code::TypeMismatch)
+                .with_note("`true` or `\"\"` accepts the value; `false` or a message refuses it");
+                self.diags.push(d);
+                self.table.poison(v);
+            }
         }
         true
     }

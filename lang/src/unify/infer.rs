@@ -50,6 +50,9 @@ pub(crate) struct Ctx<'a> {
     pub(super) dispatches: std::collections::VecDeque<NodeId>,
     /// Resolved dispatches: the node and the index of the candidate chosen.
     pub(crate) chosen: Vec<(NodeId, usize)>,
+    /// The nodes of checks and invariants, each a `bool` or a `str` message: settled
+    /// once the rest is solved ([`super::dispatch`]).
+    pub(super) verdicts: std::collections::VecDeque<NodeId>,
 }
 
 impl<'a> Ctx<'a> {
@@ -71,6 +74,7 @@ impl<'a> Ctx<'a> {
             maps: Vec::new(),
             dispatches: std::collections::VecDeque::new(),
             chosen: Vec::new(),
+            verdicts: std::collections::VecDeque::new(),
         }
     }
 
@@ -239,11 +243,20 @@ impl<'a> Ctx<'a> {
             NodeKind::Call { func, args } => self.call(node, func, args),
             NodeKind::Dispatch(_) => self.dispatches.push_back(node),
             NodeKind::Construct(c) => {
-                let crate::ir::ConstructNode { value, tags, checks, .. } = &**c;
-                // The value's struct plus the tags: a value of this declared type.
-                if let NodeKind::Struct(fields) = &graph.node(*value).kind {
+                let crate::ir::ConstructNode { value, tags, checks, unset, .. } = &**c;
+                if tags.is_empty() {
+                    // An annotation's guard: the value as it is.
+                    self.eq(Self::var(*value), v, span);
+                } else if let NodeKind::Struct(fields) = &graph.node(*value).kind {
+                    // The value's struct, the attributes it leaves unset, and the tags: a
+                    // value of this declared type.
                     let mut shape: Vec<(String, Var)> =
                         fields.iter().map(|(n, f)| (n.clone(), Self::var(*f))).collect();
+                    for (name, ty) in unset {
+                        let field = self.table.fresh();
+                        self.has_type(field, ty, span, span);
+                        shape.push((name.clone(), field));
+                    }
                     for tag in tags {
                         let b = self.table.shaped(Shape::Bool, span);
                         shape.push((tag.clone(), b));
@@ -251,7 +264,9 @@ impl<'a> Ctx<'a> {
                     self.has_shape(v, Shape::Struct(shape), span, span);
                 }
                 for check in checks {
-                    self.has_type(Self::var(check.node), &Type::Bool, check.span, check.span);
+                    if let crate::ir::CheckTest::Holds = check.test {
+                        self.verdicts.push_back(check.node);
+                    }
                 }
             }
             NodeKind::CallValue { callee, args } => {

@@ -131,7 +131,7 @@ impl Ctx<'_> {
             if self.deferred.is_empty() || self.deferred.len() == before {
                 // No progress: an overloaded call chosen now may unlock the lookups; else
                 // force the first lookup, which may unlock the others.
-                if self.resolve_dispatch() {
+                if self.resolve_dispatch() || self.resolve_verdict() {
                     continue;
                 }
                 let Some(node) = self.deferred.first().copied() else { return };

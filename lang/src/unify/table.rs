@@ -262,7 +262,8 @@ impl Table {
     pub(crate) fn instantiate(&mut self, ty: &Type, subst: &mut HashMap<u32, Var>, origin: Span) -> Var {
         let shape = match ty {
             Type::Bool => Shape::Bool,
-            Type::Str => Shape::Str,
+            // The scope stage makes every enum a `str`; one that reached here is one still.
+            Type::Str | Type::Enum(_) => Shape::Str,
             Type::Int => Shape::Int,
             Type::Float => Shape::Float,
             Type::Variant => {

@@ -363,9 +363,9 @@ fn type_declarations_parse_attributes_invariants_parents_and_aliases() {
     assert_eq!(names, ["name", "port", "state"]);
     assert_eq!(record.attrs[1].default.as_ref().map(sexpr).as_deref(), Some("80"));
     assert_eq!(record.attrs[1].check.as_ref().map(sexpr).as_deref(), Some("(> $it 0)"));
-    let choices: Vec<&str> = record.attrs[2].choices.iter().flatten().map(|(c, _)| c.as_str()).collect();
-    assert_eq!(choices, ["present", "absent"]);
-    assert_eq!(record.invariants[0].message, "named");
+    let enumerated = lang::types::Type::Enum(vec!["present".into(), "absent".into()]);
+    assert_eq!(record.attrs[2].ann.ty, enumerated);
+    assert_eq!(record.invariants[0].message.as_deref(), Some("named"));
     let StmtKind::Type(tls) = &file.stmts[1].kind else { panic!() };
     let TypeDef::Record(tls) = &tls.def else { panic!() };
     assert_eq!(tls.parent.as_ref().map(|p| p.name.as_str()), Some("web.vhost"));
@@ -386,4 +386,38 @@ fn constructions_and_declared_type_annotations() {
     // A forgotten `$` before a block is still the old error, not a construction.
     let forgot = parse_err("if x {\n\ttest \"a\" {}\n}\n");
     assert!(forgot[0].message.contains("expected `(`"), "{forgot:#?}");
+}
+
+#[test]
+fn type_declarations_parse_abstract_options_and_enums_anywhere() {
+    use lang::syntax::ast::TypeDef;
+    use lang::types::Type;
+    let file = parse_ok(
+        "type shape {\n\tabstract\n\tattr r int { min => 1, max => 9, }\n\
+         \tattr tags []str { unsettable => true, }\n\
+         \tattr label str { derived => \"x\", set => struct{r => 1}, }\n\
+         \tinvariant { \"\" }\n}\ntype mode = enum[\"a\", \"b\"]\n$m []enum[\"x\"] = []\n",
+    );
+    let StmtKind::Type(shape) = &file.stmts[0].kind else { panic!("{file:#?}") };
+    let TypeDef::Record(record) = &shape.def else { panic!() };
+    assert!(record.abstract_at.is_some());
+    assert_eq!(record.attrs[0].min.as_ref().map(sexpr).as_deref(), Some("1"));
+    assert_eq!(record.attrs[0].max.as_ref().map(sexpr).as_deref(), Some("9"));
+    assert!(record.attrs[1].unsettable && !record.attrs[0].unsettable);
+    assert!(record.attrs[2].derived.is_some() && record.attrs[2].set.is_some());
+    assert_eq!(record.invariants[0].message, None);
+    let StmtKind::Type(mode) = &file.stmts[1].kind else { panic!() };
+    assert!(matches!(&mode.def, TypeDef::Alias(a) if a.ty == Type::Enum(vec!["a".into(), "b".into()])));
+    assert_eq!(Type::Enum(vec!["a".into(), "b".into()]).to_string(), "enum[\"a\", \"b\"]");
+    // An enum lists each string once and at least one; options are the known ones.
+    for (bad, says) in [
+        ("$m enum[\"a\", \"a\"] = \"a\"\n", "listed twice"),
+        ("$m enum[] = \"a\"\n", "at least one string"),
+        ("type t {\n\tattr a int { low => 1, }\n}\n", "unknown attribute option `low`"),
+        ("type t {\n\tattr a int { unsettable => 1, }\n}\n", "takes `true` or `false`"),
+        ("type t {\n\tabstract\n\tabstract\n}\n", "`abstract` is given twice"),
+    ] {
+        let diags = parse_err(bad);
+        assert!(diags[0].message.contains(says), "{bad}: {}", diags[0].message);
+    }
 }

@@ -2,11 +2,13 @@
 //! construction of a declared type's value (`vhost{name => "a"}`).
 
 use super::{PResult, Parser};
-use crate::syntax::ast::{Attr, Expr, ExprKind, Ident, Invariant, Record, StmtKind, TypeAnn, TypeDecl, TypeDef};
+use crate::syntax::ast::{Attr, Expr, ExprKind, Ident, Invariant, Record, StmtKind, TypeDecl, TypeDef};
 use crate::syntax::token::{self, Tok};
-use crate::types::Type;
 
-const MEMBER_START: &str = "`attr`, `invariant` or `}`";
+const MEMBER_START: &str = "`attr`, `invariant`, `abstract` or `}`";
+
+/// The options an attribute takes, for the error that names an unknown one.
+const OPTIONS: &str = "`default`, `check`, `min`, `max`, `derived`, `set` or `unsettable`";
 
 impl Parser<'_> {
     /// Whether the statement here is a type declaration: `type NAME` followed by `=`,
@@ -32,7 +34,7 @@ impl Parser<'_> {
             None
         };
         self.open(&Tok::LBrace)?;
-        let mut record = Record { parent, attrs: Vec::new(), invariants: Vec::new() };
+        let mut record = Record { parent, abstract_at: None, attrs: Vec::new(), invariants: Vec::new() };
         loop {
             match self.peek() {
                 Tok::Newline => {
@@ -43,20 +45,32 @@ impl Parser<'_> {
                     record.attrs.push(self.attr()?);
                     self.end_member()?;
                 }
+                Tok::Ident if self.at_word("abstract") => {
+                    let at = self.bump().1;
+                    if record.abstract_at.is_some() {
+                        return Err(self.error("syntax error: `abstract` is given twice", at));
+                    }
+                    record.abstract_at = Some(at);
+                    self.end_member()?;
+                }
                 Tok::Ident if self.at_word("invariant") => {
                     let start = self.bump().1;
                     let message = match self.peek() {
-                        Tok::Str => token::str_body(self.word()).to_string(),
-                        _ => return Err(self.unexpected("the invariant's message as a string")),
+                        Tok::Str => {
+                            let text = token::str_body(self.word()).to_string();
+                            self.bump();
+                            Some(text)
+                        }
+                        Tok::LBrace => None,
+                        _ => return Err(self.unexpected("the invariant's message as a string, or `{`")),
                     };
-                    self.bump();
                     let (expr, close) = self.expr_body()?;
                     record.invariants.push(Invariant { message, expr, span: start.to(close) });
                     self.end_member()?;
                 }
                 _ => {
-                    let note = "a type declares `attr NAME TYPE [{ default => …, check => … }]` and \
-                                `invariant \"MESSAGE\" { EXPR }`, one per line";
+                    let note = "a type declares `attr NAME TYPE [{ default => …, check => … }]`, \
+                                `invariant [\"MESSAGE\"] { EXPR }` and `abstract`, one per line";
                     return Err(self.unexpected_note(MEMBER_START, Some(note)));
                 }
             }
@@ -72,39 +86,53 @@ impl Parser<'_> {
         Ok(())
     }
 
-    /// `attr = "attr" IDENT ( "enum" "[" STRING { "," STRING } "]" | type ) [ "{" opts "}" ]`.
+    /// `attr = "attr" IDENT type [ "{" opts "}" ]`.
     fn attr(&mut self) -> PResult<Attr> {
         let start = self.bump().1;
         let name = self.plain_ident("the attribute's name")?;
-        let (ann, choices) = if self.at_word("enum") && matches!(self.peek_at(1), Tok::LBrack) {
-            let enum_span = self.bump().1;
-            let (items, close) = self.comma_list(&Tok::LBrack, &Tok::RBrack, "a string", |p| match p.peek() {
-                Tok::Str => {
-                    let text = token::str_body(p.word()).to_string();
-                    Ok((text, p.bump().1))
-                }
-                _ => Err(p.unexpected("a string (an enum lists the strings it accepts)")),
-            })?;
-            (TypeAnn { ty: Type::Str, span: enum_span.to(close) }, Some(items))
-        } else {
-            (self.type_ann()?, None)
+        let ann = self.type_ann()?;
+        let mut attr = Attr {
+            name,
+            ann,
+            default: None,
+            check: None,
+            min: None,
+            max: None,
+            derived: None,
+            set: None,
+            unsettable: false,
+            span: start,
         };
-        let mut attr = Attr { name, ann, choices, default: None, check: None, span: start };
         if self.at(&Tok::LBrace) {
+            let mut seen: Vec<String> = Vec::new();
             for (key, value) in self.attr_options()? {
-                let slot = match key.name.as_str() {
-                    "default" => &mut attr.default,
-                    "check" => &mut attr.check,
-                    other => {
-                        let message =
-                            format!("syntax error: unknown attribute option `{other}`, expected `default` or `check`");
-                        return Err(self.error(message, key.span));
-                    }
-                };
-                if slot.is_some() {
+                if seen.contains(&key.name) {
                     let message = format!("syntax error: `{}` is given twice", key.name);
                     return Err(self.error(message, key.span));
                 }
+                seen.push(key.name.clone());
+                let slot = match key.name.as_str() {
+                    "default" => &mut attr.default,
+                    "check" => &mut attr.check,
+                    "min" => &mut attr.min,
+                    "max" => &mut attr.max,
+                    "derived" => &mut attr.derived,
+                    "set" => &mut attr.set,
+                    "unsettable" => {
+                        attr.unsettable = match &value.kind {
+                            ExprKind::Bool(b) => *b,
+                            _ => {
+                                let message = "syntax error: `unsettable` takes `true` or `false`";
+                                return Err(self.error(message, value.span));
+                            }
+                        };
+                        continue;
+                    }
+                    other => {
+                        let message = format!("syntax error: unknown attribute option `{other}`, expected {OPTIONS}");
+                        return Err(self.error(message, key.span));
+                    }
+                };
                 *slot = Some(value);
             }
         }
@@ -123,7 +151,7 @@ impl Parser<'_> {
             if self.at(&Tok::RBrace) {
                 break;
             }
-            let key = self.plain_ident("`default`, `check` or `}`")?;
+            let key = self.plain_ident("an attribute option (`default`, `check`, …) or `}`")?;
             self.expect(&Tok::Rocket, "`=>`")?;
             out.push((key, self.expr()?));
             if self.eat(&Tok::Comma).is_none() {

@@ -5,8 +5,7 @@ use crate::syntax::ast::TypeAnn;
 use crate::syntax::token::Tok;
 use crate::types::Type;
 
-const TYPE_START: &str =
-    "a type (`bool`, `str`, `int`, `float`, `[]T`, `map{K: V}`, `struct{...}`, `func(...) T`, a declared type)";
+const TYPE_START: &str = "a type (`bool`, `str`, `int`, `float`, `[]T`, `map{K: V}`, `struct{...}`, `func(...) T`, `enum[...]`, a declared type)";
 
 impl Parser<'_> {
     /// True when the current token can start a type.
@@ -68,11 +67,35 @@ impl Parser<'_> {
                 }
                 Tok::Struct => p.struct_type()?,
                 Tok::Func => p.func_type()?,
+                Tok::Ident if p.at_word("enum") && matches!(p.peek_at(1), Tok::LBrack) => p.enum_type()?,
                 Tok::Ident => Type::Named(p.dotted("a type name")?.name),
                 _ => return Err(p.unexpected(TYPE_START)),
             };
             Ok(TypeAnn { ty, span: start.to(p.prev_span()) })
         })
+    }
+
+    /// `"enum" "[" STRING { "," STRING } [","] "]"`: the strings a `str` may be.
+    fn enum_type(&mut self) -> PResult<Type> {
+        self.bump();
+        let (items, close) = self.comma_list(&Tok::LBrack, &Tok::RBrack, "a string", |p| match p.peek() {
+            Tok::Str => {
+                let text = crate::syntax::token::str_body(p.word()).to_string();
+                Ok((text, p.bump().1))
+            }
+            _ => Err(p.unexpected("a string (an enum lists the strings it accepts)")),
+        })?;
+        let mut choices: Vec<String> = Vec::with_capacity(items.len());
+        for (text, span) in items {
+            if choices.contains(&text) {
+                return Err(self.error(format!("syntax error: {text:?} is listed twice in the enum"), span));
+            }
+            choices.push(text);
+        }
+        if choices.is_empty() {
+            return Err(self.error("syntax error: an enum lists at least one string", close));
+        }
+        Ok(Type::Enum(choices))
     }
 
     /// `"struct" "{" [ IDENT type { ";" IDENT type } ] "}"`; duplicate field names are
