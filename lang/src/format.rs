@@ -75,7 +75,7 @@ fn lines(text: &str, tokens: Vec<(Tok, Span)>) -> Vec<Line> {
             // After `$` or `.`, a keyword is a name (`$map`, `iter.map`).
             tok => {
                 let named = matches!(line.tokens.last(), Some(Token { tok: Tok::Dollar | Tok::Dot, .. }));
-                let tok = if named && !matches!(tok, Tok::Ident | Tok::Cap) { Tok::Ident } else { tok };
+                let tok = if named && !matches!(tok, Tok::Ident | Tok::Cap | Tok::Dot) { Tok::Ident } else { tok };
                 line.tokens.push(Token { tok, span });
             }
         }
@@ -161,6 +161,11 @@ impl Printer {
         // `[]` sticks to its element type.
         if *left == Tok::RBrack && a > 0 && tokens[a - 1].tok == Tok::LBrack && starts_type(right) {
             return false;
+        }
+        // `$rest ...int`: a repeated param's dots stand apart from its name.
+        let dots = |at: usize| (at..at + 3).all(|i| tokens.get(i).is_some_and(|t| t.tok == Tok::Dot));
+        if *right == Tok::Dot && *left == Tok::Ident && a > 0 && tokens[a - 1].tok == Tok::Dollar && dots(b) {
+            return true;
         }
         match right {
             Tok::Comma | Tok::Semicolon | Tok::Dot | Tok::Colon | Tok::RParen | Tok::RBrack => return false,
@@ -280,6 +285,13 @@ mod tests {
         let text = "type vhost {\n\tattr state enum [\"a\", \"b\"] { default => \"a\", }\n}\n$v = vhost { state => \"b\" }\nif $x {\n\t$y = 1\n}\n";
         let want = "type vhost {\n\tattr state enum[\"a\", \"b\"] { default => \"a\", }\n}\n$v = vhost{state => \"b\"}\nif $x {\n\t$y = 1\n}\n";
         assert_eq!(fmt(text), want);
+    }
+
+    #[test]
+    fn a_repeated_param_keeps_its_dots_apart_from_its_name() {
+        let want = "func f($a int, $rest ...int) int { $a }\n";
+        assert_eq!(fmt("func f($a int,$rest...int) int { $a }\n"), want);
+        assert_eq!(fmt(want), want);
     }
 
     #[test]

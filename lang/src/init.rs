@@ -140,6 +140,7 @@ impl Ctx {
             }
             StmtKind::Func { func, .. } => {
                 self.params(&func.params, true);
+                self.repeated(&func.params, true);
                 self.expr(&func.body);
             }
             StmtKind::Class { params, body, define, .. } => {
@@ -157,6 +158,7 @@ impl Ctx {
                     );
                 }
                 self.params(params.as_deref().unwrap_or_default(), true);
+                self.repeated(params.as_deref().unwrap_or_default(), false);
                 let outer = self.class_body;
                 self.class_body = if define.is_some() { None } else { Some(self.depth + 1) };
                 self.nested(&body.stmts, None);
@@ -339,6 +341,7 @@ impl Ctx {
     /// A lambda value (its params take no defaults).
     fn lambda(&mut self, lambda: &Lambda) {
         self.params(&lambda.params, false);
+        self.repeated(&lambda.params, false);
         self.expr(&lambda.body);
     }
 
@@ -369,6 +372,31 @@ impl Ctx {
                             .with_note("a default may use only the params to its left"),
                     );
                 }
+            }
+        }
+    }
+
+    /// A repeated param (`$rest ...int`): only a `func` statement's (`allowed`), only
+    /// its last, never with a default.
+    fn repeated(&mut self, params: &[Param], allowed: bool) {
+        let last = params.len().saturating_sub(1);
+        for (i, param) in params.iter().enumerate() {
+            let Some(at) = param.repeated else { continue };
+            let problem = if !allowed {
+                Some("only a `func` statement's params may repeat")
+            } else if i != last {
+                Some("only the last param may repeat")
+            } else if param.default.is_some() {
+                Some("a repeated param takes no default: it is an empty list when no argument is left for it")
+            } else {
+                None
+            };
+            if let Some(message) = problem {
+                self.diags.push(
+                    Diagnostic::new(Stage::Init, message, at)
+                        .with_code(Code::ParamDefault)
+                        .with_note("`func f($a int, $rest ...int)` takes one argument or more; `$rest` is `[]int`"),
+                );
             }
         }
     }

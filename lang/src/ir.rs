@@ -298,6 +298,9 @@ pub struct ConstructNode {
 pub struct DispatchNode {
     pub func: String,
     pub candidates: Vec<NodeId>,
+    /// Per candidate: where the arguments its repeated param takes start (`None`: it
+    /// takes the arguments one per param).
+    pub rest_from: Vec<Option<usize>>,
     pub signatures: Vec<String>,
     pub args: Vec<NodeId>,
 }

@@ -6,7 +6,7 @@
 use super::Ctx;
 use super::frame::{FrameId, VarEntry};
 use crate::diag::{Code, Diagnostic, Stage};
-use crate::ir::NodeId;
+use crate::ir::{NodeId, NodeKind};
 use crate::span::{SourceMap, Span};
 use crate::syntax::ast::{self, ExprKind};
 
@@ -21,7 +21,7 @@ impl Args<'_> {
     /// Whether a call of a callee with `params` is in mgmt's own form: positional
     /// arguments only and no param with a default. A wrong count then gets mgmt's error.
     pub(super) fn mgmt_form(&self, params: &[ast::Param]) -> bool {
-        self.named.is_empty() && params.iter().all(|p| p.default.is_none())
+        self.named.is_empty() && params.iter().all(|p| p.default.is_none() && p.repeated.is_none())
     }
 }
 
@@ -77,7 +77,13 @@ impl<'a> Ctx<'a> {
     ) -> bool {
         let mut given: Vec<Option<NodeId>> = vec![None; params.len()];
         let mut problems: Vec<(String, Span)> = Vec::new();
-        if args.positional.len() > params.len() {
+        // A repeated last param takes every positional argument past the others, as a list.
+        let fixed = params.len() - usize::from(params.last().is_some_and(|p| p.repeated.is_some()));
+        if fixed < params.len() && args.positional.len() > fixed {
+            let extras = args.positional[fixed..].to_vec();
+            let at = self.graph.node(extras[0]).span.to(self.graph.node(extras[extras.len() - 1]).span);
+            given[fixed] = Some(self.graph.add(NodeKind::List(extras), at));
+        } else if args.positional.len() > params.len() {
             let message = format!(
                 "too many arguments for {} `{}`: it takes {}, {} given",
                 callee.word,
@@ -87,7 +93,7 @@ impl<'a> Ctx<'a> {
             );
             problems.push((message, span));
         }
-        for (slot, node) in given.iter_mut().zip(&args.positional) {
+        for (slot, node) in given.iter_mut().zip(&args.positional).take(fixed) {
             *slot = Some(*node);
         }
         for (name, node) in &args.named {
@@ -110,13 +116,14 @@ impl<'a> Ctx<'a> {
         for (param, slot) in params.iter().zip(&given) {
             let node = match (slot, &param.default) {
                 (Some(node), _) => *node,
+                (None, _) if param.repeated.is_some() => self.graph.add(NodeKind::List(Vec::new()), span),
                 (None, Some(default)) => self.expr(frame, default),
                 (None, None) => {
                     missing.push(format!("`${}`", param.name.name));
                     self.error_node(param.name.span)
                 }
             };
-            let node = match &param.ann {
+            let node = match &param.body_ann() {
                 Some(ann) => {
                     self.graph.checked.push(node);
                     self.annotate(frame, node, ann, Some(&format!("${}", param.name.name)))
@@ -148,13 +155,25 @@ impl<'a> Ctx<'a> {
 }
 
 /// `name($a int, $b int = $a * 2) int`, defaults as written.
+/// How many arguments `params` take, as the function API writes it: `{2}`, `{1,3}`, `{1,}`.
+pub(super) fn arg_count(params: &[ast::Param]) -> String {
+    let required = params.iter().filter(|p| p.default.is_none() && p.repeated.is_none()).count();
+    let fixed = params.iter().filter(|p| p.repeated.is_none()).count();
+    match (params.iter().any(|p| p.repeated.is_some()), required == fixed) {
+        (true, _) => format!("{{{required},}}"),
+        (false, true) => format!("{{{required}}}"),
+        (false, false) => format!("{{{required},{fixed}}}"),
+    }
+}
+
 pub(super) fn signature(sources: &SourceMap, callee: Callee<'_>, params: &[ast::Param]) -> String {
     let params: Vec<String> = params
         .iter()
         .map(|p| {
             let mut out = format!("${}", p.name.name);
             if let Some(ann) = &p.ann {
-                out.push_str(&format!(" {}", ann.ty));
+                let dots = if p.repeated.is_some() { "..." } else { "" };
+                out.push_str(&format!(" {dots}{}", ann.ty));
             }
             if let Some(default) = &p.default {
                 out.push_str(&format!(" = {}", sources.snippet(default.span)));

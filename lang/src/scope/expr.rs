@@ -286,7 +286,10 @@ impl<'a> Ctx<'a> {
     }
 
     /// A call of an overloaded func: a `Dispatch` over a lambda of each overload whose
-    /// param count fits (unification picks one by the arguments' types).
+    /// param count fits (unification picks one by the arguments' types). An overload
+    /// with defaults fits from its required params to all of them, one with a repeated
+    /// param from its required params up; its lambda takes the arguments given (the
+    /// repeated ones as one list) and fills the rest from the defaults.
     fn dispatch(&mut self, owner: FrameId, key: &str, args: Args<'a>, span: Span) -> NodeId {
         let Some(func) = self.frame(owner).funcs.get(key).cloned() else { return self.error_node(span) };
         if self.reject_named(&args, &format!("the overloaded func `{}`", func.name.name)) {
@@ -305,20 +308,30 @@ impl<'a> Ctx<'a> {
             .iter()
             .map(|(name, l)| {
                 let callee = Callee { word: "func", name, ret: l.ret.as_ref() };
-                super::args::signature(self.sources, callee, &l.params)
+                let signature = super::args::signature(self.sources, callee, &l.params);
+                format!("{signature} - arg count {}", super::args::arg_count(&l.params))
             })
             .collect();
         self.set_func(owner, key, |f| {
             f.active += 1;
             f.called = true;
         });
-        let fitting: Vec<&'a ast::Lambda> =
-            all.iter().map(|(_, l)| *l).filter(|l| l.params.len() == args.positional.len()).collect();
-        let candidates: Vec<NodeId> = fitting.into_iter().map(|l| self.lambda(func.frame, l)).collect();
+        let count = args.positional.len();
+        let mut candidates = Vec::new();
+        let mut rest_from = Vec::new();
+        for (_, l) in &all {
+            let required = l.params.iter().filter(|p| p.default.is_none() && p.repeated.is_none()).count();
+            let fixed = l.params.iter().filter(|p| p.repeated.is_none()).count();
+            let repeats = fixed < l.params.len();
+            if count < required || (count > fixed && !repeats) {
+                continue;
+            }
+            candidates.push(self.lambda_taking(func.frame, l, Some(count)));
+            rest_from.push((repeats && count > fixed).then_some(fixed));
+        }
         self.set_func(owner, key, |f| f.active -= 1);
         self.leave();
         if candidates.is_empty() {
-            let count = args.positional.len();
             let noun = if count == 1 { "argument" } else { "arguments" };
             let message = format!("function `{}` called with {count} {noun}", func.name.name);
             self.error(
@@ -332,6 +345,7 @@ impl<'a> Ctx<'a> {
         let kind = NodeKind::Dispatch(Box::new(crate::ir::DispatchNode {
             func: func.name.name.clone(),
             candidates,
+            rest_from,
             signatures,
             args: args.positional,
         }));
@@ -346,29 +360,54 @@ impl<'a> Ctx<'a> {
 
     /// A lambda value over fresh parameters (each use of a parameter is its `Param` node).
     fn lambda(&mut self, fid: FrameId, lambda: &'a ast::Lambda) -> NodeId {
+        self.lambda_taking(fid, lambda, None)
+    }
+
+    /// A lambda of a func for a call with `given` positional arguments (`None`: all of its
+    /// params). Its params are the first `given` (at most the fixed ones), then the
+    /// repeated param as one list when arguments are left for it; a param past them takes
+    /// its default, a repeated one the empty list. With `None`, a default is elaborated
+    /// over the fresh params only to be checked (a func nothing called).
+    fn lambda_taking(&mut self, fid: FrameId, lambda: &'a ast::Lambda, given: Option<usize>) -> NodeId {
         let frame = self.new_frame(Frame::child(fid));
+        let fixed = lambda.params.iter().filter(|p| p.repeated.is_none()).count();
         let mut params = Vec::with_capacity(lambda.params.len());
-        for param in &lambda.params {
-            let pid = self.graph.add_param(param.name.name.clone(), param.name.span);
-            let node = self.graph.add(NodeKind::Param(pid), param.name.span);
-            let node = match &param.ann {
+        for (i, param) in lambda.params.iter().enumerate() {
+            let ann = param.body_ann();
+            let takes = match given {
+                None => true,
+                Some(n) if param.repeated.is_some() => n > fixed,
+                Some(n) => i < n,
+            };
+            let node = if takes {
+                let pid = self.graph.add_param(param.name.name.clone(), param.name.span);
+                params.push(pid);
+                self.graph.add(NodeKind::Param(pid), param.name.span)
+            } else if param.repeated.is_some() {
+                self.graph.add(NodeKind::List(Vec::new()), param.name.span)
+            } else {
+                match &param.default {
+                    Some(default) => self.expr(frame, default),
+                    None => self.error_node(param.name.span),
+                }
+            };
+            let node = match &ann {
                 Some(ann) => {
                     self.graph.checked.push(node);
                     self.annotate(frame, node, ann, Some(&format!("${}", param.name.name)))
                 }
                 None => node,
             };
-            if let Some(default) = &param.default {
+            if let (Some(default), None) = (&param.default, given) {
                 // Only a func statement's params have defaults (init rejects them on lambda
                 // values): this is a func nothing called, checked over fresh params.
                 let value = self.expr(frame, default);
-                if let Some(ann) = &param.ann {
+                if let Some(ann) = &ann {
                     self.graph.checked.push(value);
                     self.annotate(frame, value, ann, Some(&format!("${}", param.name.name)));
                 }
             }
             self.frame_mut(frame).vars.insert(param.name.name.clone(), VarEntry::Node(node, Some(param.name.span)));
-            params.push(pid);
         }
         let body = self.expr(frame, &lambda.body);
         let body = match &lambda.ret {

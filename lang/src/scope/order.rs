@@ -185,10 +185,11 @@ impl std::fmt::Display for Defined {
 }
 
 /// Whether two `func` statements of one name may overload each other: every param of
-/// both is typed, no param has a default, and their param types differ.
+/// both is typed and their params differ in type or in repetition (defaults may differ;
+/// a call takes the first that fits).
 pub(super) fn overloadable(a: &ast::Lambda, b: &ast::Lambda) -> bool {
-    let types = |l: &ast::Lambda| -> Option<Vec<crate::types::Type>> {
-        l.params.iter().map(|p| if p.default.is_some() { None } else { p.ann.as_ref().map(|a| a.ty.clone()) }).collect()
+    let types = |l: &ast::Lambda| -> Option<Vec<(crate::types::Type, bool)>> {
+        l.params.iter().map(|p| p.ann.as_ref().map(|a| (a.ty.clone(), p.repeated.is_some()))).collect()
     };
     match (types(a), types(b)) {
         (Some(ta), Some(tb)) => ta != tb,
@@ -262,7 +263,7 @@ fn definitions<'a>(stmts: &'a [ast::Stmt], diags: &mut Diagnostics) -> Vec<Def<'
                 }
                 d = d.with_note(
                     "`func` statements of one name overload each other only when every param of each is typed \
-                     (none with a default) and their param types differ",
+                     and their param types differ",
                 );
             }
             diags.push(d);

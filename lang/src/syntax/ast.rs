@@ -328,6 +328,22 @@ pub struct Param {
     /// the value when a call or include does not give the param. It may use the params
     /// to its left.
     pub default: Option<Expr>,
+    /// `$rest ...int`: the last param of a `func` statement may repeat; it takes every
+    /// positional argument past the others (none or many) as a list, `[]int` in the body.
+    /// The span is the `...`'s.
+    pub repeated: Option<Span>,
+}
+
+impl Param {
+    /// The type the param has in the body: a repeated param's annotation is its
+    /// elements' type.
+    pub fn body_ann(&self) -> Option<TypeAnn> {
+        let ann = self.ann.as_ref()?;
+        Some(match self.repeated {
+            Some(_) => TypeAnn { ty: crate::types::Type::list(ann.ty.clone()), span: ann.span },
+            None => ann.clone(),
+        })
+    }
 }
 
 /// `func(params) [ret] { body }`

@@ -385,7 +385,7 @@ impl<'a> Ctx<'a> {
                     Some(_) => vec![report::signature(func, &Type::Func(params.clone(), ret.clone()))],
                     None => decl.sigs.iter().map(|s| report::signature(func, s)).collect(),
                 };
-                let mut d = report::mismatched_call(&mut self.table, func, &signatures, &arg_vars, span);
+                let mut d = report::mismatched_call(&mut self.table, func, &signatures, &arg_vars, false, span);
                 // The first argument its param does not take, on its own.
                 for ((name, pv), arg) in record.args.iter().zip(args) {
                     let found = self.table.resolve(Self::var(*arg));

@@ -280,6 +280,7 @@ pub(crate) fn mismatched_call(
     func: &str,
     signatures: &[String],
     args: &[Var],
+    counted: bool,
     span: Span,
 ) -> Diagnostic {
     let actual: Vec<String> = args
@@ -293,7 +294,10 @@ pub(crate) fn mismatched_call(
     Diagnostic::new(Stage::Unify, format!("function `{func}` called with mismatched arguments"), span)
         .with_code(Code::TypeMismatch)
         .with_note(format!("{expected}\n  {}", signatures.join("\n  ")))
-        .with_note(format!("actual:\n  {func}({})", actual.join(", ")))
+        .with_note(match counted {
+            true => format!("actual:\n  {func}({}) - arg count {{{}}}", actual.join(", "), actual.len()),
+            false => format!("actual:\n  {func}({})", actual.join(", ")),
+        })
 }
 
 #[cfg(test)]

@@ -259,9 +259,22 @@ impl Parser<'_> {
         let (params, _) = self.comma_list(&Tok::LParen, &Tok::RParen, "`$` and a parameter name", |p| {
             let dollar = p.expect(&Tok::Dollar, "`$` and a parameter name")?;
             let name = p.binding_name(dollar)?;
+            let repeated = match (p.peek(), p.peek_at(1), p.peek_at(2)) {
+                (Tok::Dot, Tok::Dot, Tok::Dot) => {
+                    let first = p.bump().1;
+                    p.bump();
+                    let last = p.bump().1;
+                    if !p.at_type_start() {
+                        let note = "a repeated param says what it repeats: `$rest ...int`";
+                        return Err(p.unexpected_note("the type of each repeated argument", Some(note)));
+                    }
+                    Some(first.to(last))
+                }
+                _ => None,
+            };
             let ann = if p.at_type_start() { Some(p.type_ann()?) } else { None };
             let default = if p.eat(&Tok::Equals).is_some() { Some(p.expr()?) } else { None };
-            Ok(Param { name, ann, default })
+            Ok(Param { name, ann, default, repeated })
         })?;
         Ok(params)
     }
