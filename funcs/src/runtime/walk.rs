@@ -217,6 +217,12 @@ impl Walker<'_> {
             IrStmt::Collect(c) => self.collector(c, env).map(drop),
             IrStmt::Realize { refs, .. } => {
                 for r in refs {
+                    if r.kind.is_empty() {
+                        for end in self.referenced(r, env)?.unwrap_or_default() {
+                            self.out.realized.push(RealizeDecl { kind: end.kind, name: end.name, span: r.span });
+                        }
+                        continue;
+                    }
                     for name in self.names(r.name, env, r.span)?.unwrap_or_default() {
                         self.out.realized.push(RealizeDecl { kind: r.kind.clone(), name, span: r.span });
                     }

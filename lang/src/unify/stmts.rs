@@ -80,7 +80,12 @@ impl<'a> Ctx<'a> {
             IrStmt::Collect(c) => self.collector(c),
             IrStmt::Realize { refs, .. } => {
                 for r in refs {
-                    self.name(r.name, NameRule::Plain, r.span);
+                    // `realize($r)`: a variable holding references has no kind of its own.
+                    if r.kind.is_empty() {
+                        self.reference(r.name, r.span);
+                    } else {
+                        self.name(r.name, NameRule::Plain, r.span);
+                    }
                 }
             }
             IrStmt::Override { target, fields, .. } if self.graph.defines.contains_key(&target.kind) => {

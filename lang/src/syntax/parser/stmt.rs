@@ -28,6 +28,7 @@ impl Parser<'_> {
         let start = self.span();
         let kind = match self.peek() {
             Tok::Dollar if self.at_var_link() => self.edge_stmt()?,
+            Tok::Str if self.at_link_after(1) => self.edge_stmt()?,
             Tok::Dollar => self.bind()?,
             Tok::If => self.if_stmt()?,
             Tok::For | Tok::ForKv => self.for_stmt()?,
@@ -530,6 +531,10 @@ impl Parser<'_> {
             let half = self.var_half()?;
             return Ok(EdgeSide { span: half.span, refs: vec![half], collector: None });
         }
+        if self.at(&Tok::Str) {
+            let half = self.class_half();
+            return Ok(EdgeSide { span: half.span, refs: vec![half], collector: None });
+        }
         if !self.at(&Tok::LBrack) {
             let start = self.pos;
             let kind = self.cap_name()?;
@@ -555,7 +560,11 @@ impl Parser<'_> {
             if self.at(close) {
                 break;
             }
-            refs.push(if self.at(&Tok::Dollar) { self.var_half()? } else { self.edge_half(false)? });
+            refs.push(match self.peek() {
+                Tok::Dollar => self.var_half()?,
+                Tok::Str => self.class_half(),
+                _ => self.edge_half(false)?,
+            });
             self.skip_newlines();
             if self.eat(&Tok::Comma).is_none() {
                 self.skip_newlines();
@@ -575,14 +584,26 @@ impl Parser<'_> {
         Ok(EdgeHalf { kind: Ident { name: String::new(), span }, name: var, field: None, span })
     }
 
+    /// A string as a relationship side: Puppet's shorthand for `Class["name"]`.
+    fn class_half(&mut self) -> EdgeHalf {
+        let text = token::str_body(self.word()).to_string();
+        let span = self.bump().1;
+        let name = Expr { kind: ExprKind::RawStr(text), span };
+        EdgeHalf { kind: Ident { name: "class".to_string(), span }, name, field: None, span }
+    }
+
     /// Whether a statement starting with `$name` is a relationship (`$r -> Exec["y"]`).
     fn at_var_link(&self) -> bool {
-        matches!(self.peek_at(1), Tok::Ident)
-            && match self.peek_at(2) {
-                Tok::Arrow | Tok::NotifyArrow | Tok::NotifyBack => true,
-                Tok::Lt => matches!(self.peek_at(3), Tok::Minus) && self.span_at(3).start == self.span_at(2).end,
-                _ => false,
-            }
+        matches!(self.peek_at(1), Tok::Ident) && self.at_link_after(2)
+    }
+
+    /// Whether the token `i` ahead starts a relationship operator.
+    fn at_link_after(&self, i: usize) -> bool {
+        match self.peek_at(i) {
+            Tok::Arrow | Tok::NotifyArrow | Tok::NotifyBack => true,
+            Tok::Lt => matches!(self.peek_at(i + 1), Tok::Minus) && self.span_at(i + 1).start == self.span_at(i).end,
+            _ => false,
+        }
     }
 
     /// The relationship operator that comes next, if any, without consuming it: whether it
@@ -711,6 +732,12 @@ impl Parser<'_> {
     fn realize(&mut self) -> PResult<StmtKind> {
         self.bump();
         self.open(&Tok::LParen)?;
+        if self.at(&Tok::Str) {
+            let note = "the string shorthand for `Class[\"name\"]` is for relationships; realize names resources";
+            return Err(
+                self.unexpected_note("a resource reference (`File[\"/x\"]`) or a variable holding one", Some(note))
+            );
+        }
         let refs = self.ref_list(&Tok::RParen)?;
         self.close(&Tok::RParen, "`,` or `)`")?;
         if refs.is_empty() {
