@@ -461,6 +461,15 @@ fn why_names_the_instance_of_a_defined_type_and_its_param() {
     assert!(why.contains("in instance site[b]  (/main.mcl:6:1)"), "{why}");
     assert!(why.contains("param `$dir` of the defined type's instance"), "{why}");
     assert!(!why.contains("site[a]"), "only the instance that declared it: {why}");
+    // The instance itself: where it is, its params, the resources its body declared.
+    let out = Command::new(TEND).arg("why").arg(dir.path().join("main.mcl")).arg("Site[b]").output().unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let why = text(&out.stdout);
+    assert!(why.starts_with("site[b]: an instance of defined type `site`"), "{why}");
+    assert!(why.contains("/main.mcl:6:1"), "{why}");
+    assert!(why.contains("$dir = \"/srv/b\""), "{why}");
+    assert!(why.contains("resources it declared (1):\n  file[/srv/b/index.html]\n"), "{why}");
+    assert!(!why.contains("/srv/a"), "{why}");
 }
 
 #[test]

@@ -65,6 +65,17 @@ pub fn run(
 
     // Which statements produced it, with the probed values of each production.
     let found = probe::readings(&output.resources, &located, &name);
+    if found.is_empty()
+        && let Some(instance) = output.instances.iter().find(|i| i.kind == kind && i.name == name)
+    {
+        let ctx = Ctx { sources: &sources, graph: &graph, index: &index };
+        let report = ctx.instance(&output, instance);
+        match format {
+            WhyFormat::Json => crate::stdout::line(format_args!("{report:#}")),
+            WhyFormat::Text => crate::stdout::print(format_args!("{}", instance_text(&report))),
+        }
+        return ExitCode::SUCCESS;
+    }
     if found.is_empty() {
         let existing: Vec<String> = output
             .resources
@@ -197,6 +208,54 @@ impl Ctx<'_> {
             Some(Value::Str(s)) if s.as_ref() == probe::FAILED => state("<error, caught by <|>>", "error_caught"),
             Some(v) => json!({"text": shorten(&v.to_string(), 200), "json": crate::cmd::graph::value_json(v)}),
         }
+    }
+
+    /// An instance of a defined type (`tend why vhost[shop]`): where it is declared, the
+    /// value of each param, and the resources its body declared. A `password` param, and
+    /// any text a secret param of its resources holds, are shown as secrets are.
+    fn instance(&self, output: &lang::output::Output, i: &lang::output::InstanceDecl) -> serde_json::Value {
+        let key = (i.kind.clone(), i.name.clone());
+        let declared: Vec<&lang::output::ResDecl> =
+            output.resources.iter().filter(|d| !probe::is_probe(&d.kind) && d.within.contains(&key)).collect();
+        let mut secrets: Vec<String> = Vec::new();
+        if !lang::secret::shown() {
+            for d in &declared {
+                let get = |n: &str| d.params.iter().find(|(k, _, _)| k == n).map(|(_, v, _)| v);
+                for (k, v, _) in &d.params {
+                    if let Value::Str(text) = v
+                        && lang::secret::is_secret(&d.kind, &d.name, get, k)
+                    {
+                        secrets.push(text.to_string());
+                    }
+                }
+            }
+        }
+        let params: Vec<serde_json::Value> = i
+            .params
+            .iter()
+            .map(|(name, value)| {
+                let value = match value {
+                    Value::Str(text) if name == "password" && !lang::secret::shown() => {
+                        state(&lang::secret::summary(text.as_bytes()), "secret")
+                    }
+                    v => Self::value(Some(v)),
+                };
+                json!({"param": name, "value": value})
+            })
+            .collect();
+        let mut report = json!({
+            "ok": true,
+            "instance": format!("{}[{}]", i.kind, i.name),
+            "defined_type": i.kind,
+            "at": self.at(i.span),
+            "source": self.source(i.span),
+            "classes": i.classes,
+            "virtual": i.virtuality != lang::output::Virtuality::Real,
+            "params": params,
+            "resources": declared.iter().map(|d| format!("{}[{}]", d.kind, d.name)).collect::<Vec<_>>(),
+        });
+        lang::secret::scrub(&mut report, &secrets);
+        report
     }
 
     /// What interpretation does to the resource after the statement made it: collectors
@@ -348,6 +407,34 @@ impl Ctx<'_> {
 }
 
 /// The text rendering of the JSON report.
+/// The text form of [`Ctx::instance`]'s report.
+fn instance_text(report: &serde_json::Value) -> String {
+    let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
+    let mut out = format!(
+        "{}: an instance of defined type `{}`\n\n{}  {}\n",
+        s(&report["instance"]),
+        s(&report["defined_type"]),
+        s(&report["at"]),
+        s(&report["source"])
+    );
+    for class in report["classes"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  in class `{}`\n", s(class)));
+    }
+    if report["virtual"].as_bool() == Some(true) {
+        out.push_str("  virtual: its resources exist only where realized\n");
+    }
+    out.push_str("\nparams:\n");
+    for p in report["params"].as_array().into_iter().flatten() {
+        out.push_str(&format!("  ${} = {}\n", s(&p["param"]), plain(&p["value"])));
+    }
+    let resources = report["resources"].as_array().map_or(&[][..], Vec::as_slice);
+    out.push_str(&format!("\nresources it declared ({}):\n", resources.len()));
+    for r in resources {
+        out.push_str(&format!("  {}\n", s(r)));
+    }
+    out
+}
+
 fn text(resource: &str, statements: &[serde_json::Value]) -> String {
     let s = |v: &serde_json::Value| v.as_str().unwrap_or("").to_string();
     let mut out = format!("{resource}: produced by {} statement evaluation(s)\n", statements.len());
