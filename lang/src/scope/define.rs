@@ -174,8 +174,17 @@ impl<'a> Ctx<'a> {
             };
             self.frame_mut(param_frame).vars.insert(p.name.name.clone(), VarEntry::Node(node, Some(p.name.span)));
             self.usage.param(param_frame, &p.name);
+            // The values the instance gives are checked where they are written too, so a
+            // constant outside an enum is a `tend check` error at the instance.
+            let label = format!("${}", p.name.name);
+            let at_instance = |this: &mut Self, (value, span): (NodeId, Span)| match &p.ann {
+                Some(ann) => (this.guard(param_frame, value, ann, Some(&label)), span),
+                None => (value, span),
+            };
             let given = given.iter().find(|(n, _, _)| n.name == p.name.name).map(|(_, node, span)| (*node, *span));
+            let given = given.map(|g| at_instance(self, g));
             let defaulted = defaulted.iter().find(|(n, _, _)| **n == p.name.name).map(|(_, node, span)| (*node, *span));
+            let defaulted = defaulted.map(|d| at_instance(self, d));
             let sources = [given.map(|g| g.0), defaulted.map(|d| d.0), default];
             self.graph.param_values.insert(param, sources.into_iter().flatten().collect());
             if given.is_none() && defaulted.is_none() && default.is_none() {

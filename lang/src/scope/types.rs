@@ -76,6 +76,17 @@ impl<'a> Ctx<'a> {
     pub(super) fn annotate(&mut self, fid: FrameId, node: NodeId, ann: &ast::TypeAnn, name: Option<&str>) -> NodeId {
         let written = self.resolve_written(fid, &ann.ty, ann.span);
         self.graph.annotations.push(Annotation { node, ty: written.without_enums(), span: ann.span });
+        self.enum_guard(written, node, ann, name)
+    }
+
+    /// `node` behind a guard of the enums in `ann` (none: `node` itself), without putting
+    /// the annotation's type on it.
+    pub(super) fn guard(&mut self, fid: FrameId, node: NodeId, ann: &ast::TypeAnn, name: Option<&str>) -> NodeId {
+        let written = self.resolve_written(fid, &ann.ty, ann.span);
+        self.enum_guard(written, node, ann, name)
+    }
+
+    fn enum_guard(&mut self, written: Type, node: NodeId, ann: &ast::TypeAnn, name: Option<&str>) -> NodeId {
         if !written.has_enum() || written.has_named() {
             return node;
         }
@@ -445,9 +456,17 @@ impl<'a> Ctx<'a> {
                 out.push(IrCheck { node: *value, test, attr: named.clone(), what: String::new(), span: attr.ann.span });
             }
             if let Some(check) = &attr.check {
+                // Over `$it`, or, written as a lambda of one param (the ARM's `|$x| { … }`),
+                // over that param.
+                let (var, body) = match &check.kind {
+                    ast::ExprKind::Lambda(l) if l.params.len() == 1 && l.params[0].repeated.is_none() => {
+                        (l.params[0].name.name.as_str(), &*l.body)
+                    }
+                    _ => ("it", check),
+                };
                 let frame = self.new_frame(Frame::child(*decl_frame));
-                self.frame_mut(frame).vars.insert("it".to_string(), VarEntry::Node(*value, None));
-                let node = self.expr(frame, check);
+                self.frame_mut(frame).vars.insert(var.to_string(), VarEntry::Node(*value, None));
+                let node = self.expr(frame, body);
                 let what = format!("is not accepted by the check at {}", self.sources.byline(check.span));
                 out.push(IrCheck { node, test: CheckTest::Holds, attr: named.clone(), what, span: check.span });
             }
