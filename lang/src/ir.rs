@@ -175,7 +175,7 @@ impl IrCheck {
             }),
             (CheckTest::Enums(ty), value) => {
                 let (path, bad, choices) = ty.stray(value)?;
-                let listed: Vec<String> = choices.iter().map(|c| format!("{c:?}")).collect();
+                let listed: Vec<String> = choices.iter().map(|c| crate::value::quote_str(c)).collect();
                 let text = format!("{bad} is not one of {}", listed.join(", "));
                 Some(match &self.attr {
                     Some((name, _)) => format!("{name}{path}: {text}"),

@@ -210,7 +210,7 @@ impl fmt::Display for Type {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{c:?}")?;
+                    f.write_str(&crate::value::quote_str(c))?;
                 }
                 f.write_str("]")
             }

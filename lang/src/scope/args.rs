@@ -78,8 +78,8 @@ impl<'a> Ctx<'a> {
         let mut given: Vec<Option<NodeId>> = vec![None; params.len()];
         let mut problems: Vec<(String, Span)> = Vec::new();
         // A repeated last param takes every positional argument past the others, as a list.
-        let fixed = params.len() - usize::from(params.last().is_some_and(|p| p.repeated.is_some()));
-        if fixed < params.len() && args.positional.len() > fixed {
+        let (_, fixed, repeats) = arity(params);
+        if repeats && args.positional.len() > fixed {
             let extras = args.positional[fixed..].to_vec();
             let at = self.graph.node(extras[0]).span.to(self.graph.node(extras[extras.len() - 1]).span);
             given[fixed] = Some(self.graph.add(NodeKind::List(extras), at));
@@ -155,11 +155,18 @@ impl<'a> Ctx<'a> {
 }
 
 /// `name($a int, $b int = $a * 2) int`, defaults as written.
-/// How many arguments `params` take, as the function API writes it: `{2}`, `{1,3}`, `{1,}`.
-pub(super) fn arg_count(params: &[ast::Param]) -> String {
+/// How many arguments `params` take: those without a default, those that are not the
+/// repeated one, and whether the last repeats.
+pub(super) fn arity(params: &[ast::Param]) -> (usize, usize, bool) {
     let required = params.iter().filter(|p| p.default.is_none() && p.repeated.is_none()).count();
     let fixed = params.iter().filter(|p| p.repeated.is_none()).count();
-    match (params.iter().any(|p| p.repeated.is_some()), required == fixed) {
+    (required, fixed, fixed < params.len())
+}
+
+/// How many arguments `params` take, as the function API writes it: `{2}`, `{1,3}`, `{1,}`.
+pub(super) fn arg_count(params: &[ast::Param]) -> String {
+    let (required, fixed, repeats) = arity(params);
+    match (repeats, required == fixed) {
         (true, _) => format!("{{{required},}}"),
         (false, true) => format!("{{{required}}}"),
         (false, false) => format!("{{{required},{fixed}}}"),

@@ -320,9 +320,7 @@ impl<'a> Ctx<'a> {
         let mut candidates = Vec::new();
         let mut rest_from = Vec::new();
         for (_, l) in &all {
-            let required = l.params.iter().filter(|p| p.default.is_none() && p.repeated.is_none()).count();
-            let fixed = l.params.iter().filter(|p| p.repeated.is_none()).count();
-            let repeats = fixed < l.params.len();
+            let (required, fixed, repeats) = super::args::arity(&l.params);
             if count < required || (count > fixed && !repeats) {
                 continue;
             }
@@ -370,7 +368,7 @@ impl<'a> Ctx<'a> {
     /// over the fresh params only to be checked (a func nothing called).
     fn lambda_taking(&mut self, fid: FrameId, lambda: &'a ast::Lambda, given: Option<usize>) -> NodeId {
         let frame = self.new_frame(Frame::child(fid));
-        let fixed = lambda.params.iter().filter(|p| p.repeated.is_none()).count();
+        let (_, fixed, _) = super::args::arity(&lambda.params);
         let mut params = Vec::with_capacity(lambda.params.len());
         for (i, param) in lambda.params.iter().enumerate() {
             let ann = param.body_ann();

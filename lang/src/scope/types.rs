@@ -223,8 +223,8 @@ impl<'a> Ctx<'a> {
             if let (Some(_), Some(default)) = (&attr.derived, &attr.default) {
                 problems.push((format!("attribute `{attr_name}` is derived: it takes no default"), default.span));
             }
-            if let (Some(_), true) = (&attr.default, attr.unsettable) {
-                let at = attr.default.as_ref().map_or(attr.span, |d| d.span);
+            if let (Some(default), true) = (&attr.default, attr.unsettable) {
+                let at = default.span;
                 let message = format!(
                     "attribute `{attr_name}` is unsettable: leaving it out means not set, so it takes no default"
                 );
@@ -392,12 +392,11 @@ impl<'a> Ctx<'a> {
         }
         // The derived attributes, from the others (an unset one reads as an error `<|>`
         // catches), each at its place among the fields.
-        let given_fields = fields.clone();
         let mut ordered = Vec::with_capacity(info.attrs.len());
         for (attr, attr_ty, decl_frame) in &info.attrs {
             match &attr.derived {
                 Some(derived) => {
-                    let frame = self.attribute_frame(*decl_frame, &given_fields, &unset, span);
+                    let frame = self.attribute_frame(*decl_frame, &fields, &unset, span);
                     let node = self.expr(frame, derived);
                     self.graph.annotations.push(Annotation { node, ty: attr_ty.without_enums(), span: attr.ann.span });
                     ordered.push((attr.name.name.clone(), node));

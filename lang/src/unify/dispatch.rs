@@ -57,9 +57,7 @@ impl Ctx<'_> {
         let Some(Shape::List(elem)) = self.table.shape(list).cloned() else { return None };
         args[from..].iter().all(|a| self.table.unify(elem, *a).is_ok()).then_some(list)
     }
-}
 
-impl Ctx<'_> {
     /// Settles the first pending check's type; false when none is pending.
     pub(super) fn resolve_verdict(&mut self) -> bool {
         let Some(node) = self.verdicts.pop_front() else { return false };
