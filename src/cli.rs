@@ -23,6 +23,14 @@ pub struct Cli {
     /// values (otherwise shown as a size and a digest in diffs, reports, `graph` and `why`).
     #[arg(long, global = true)]
     pub show_secrets: bool,
+    /// Where imports by URL (`import "git://host/repo/"`) are looked for last, after the
+    /// `path:` of each module's metadata.yaml (default: `modules/` in the state directory).
+    #[arg(long, global = true, value_name = "DIR", env = "MGMT_MODULE_PATH")]
+    pub module_path: Option<PathBuf>,
+    /// Clone a module imported by URL that the module path does not have (with git, at the
+    /// ref the import names: `#v2` or `?ref=v2`) into the first place it was looked for.
+    #[arg(long, global = true)]
+    pub download: bool,
     #[command(subcommand)]
     pub command: Command,
 }

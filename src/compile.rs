@@ -51,9 +51,9 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
 /// Compiles the program at `path`.
 pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pipeline::Outcome), String> {
     let program = crate::loader::locate(path)?;
-    let loader = FsLoader::new(&program.root);
+    let loader = FsLoader::of(&program);
     let mut outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
-    crate::loader::name_files(&mut outcome.sources, &program.root);
+    crate::loader::name_files(&mut outcome.sources, &program);
     Ok((program, outcome))
 }
 

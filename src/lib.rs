@@ -10,6 +10,7 @@ pub mod fuzzing;
 pub mod loader;
 pub mod lsp;
 pub mod memory;
+pub mod modules;
 pub mod observe;
 pub mod services;
 pub mod stderr;

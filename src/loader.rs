@@ -1,5 +1,6 @@
 //! Locating a program on disk and reading its files for the front end.
 
+use crate::modules::{MOUNT, Modules};
 use funcs::lease::{Leased, read_leased};
 use lang::loader::Loader;
 use std::cell::Cell;
@@ -11,6 +12,29 @@ pub struct ProgramPath {
     pub root: PathBuf,
     /// Deploy path of the entry file, e.g. `/main.mcl`.
     pub entry: String,
+    /// Where its imports by URL are found ([`crate::modules::MOUNT`]).
+    pub modules: Modules,
+}
+
+impl ProgramPath {
+    /// A program placed by a deploy: its modules came with it.
+    pub fn deployed(root: PathBuf, entry: String) -> ProgramPath {
+        ProgramPath { root, entry, modules: Modules::default() }
+    }
+
+    /// Where deploy path `path` is on disk: under the module path for
+    /// [`crate::modules::MOUNT`], else under the root. `None` for a path that climbs out.
+    pub fn real(&self, path: &str) -> Option<PathBuf> {
+        let (base, rel) = match (&self.modules.dir, path.strip_prefix(MOUNT)) {
+            (Some(dir), Some(rest)) => (dir.as_path(), rest),
+            _ => (self.root.as_path(), path.trim_start_matches('/')),
+        };
+        let rel = Path::new(rel);
+        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return None;
+        }
+        Some(base.join(rel))
+    }
 }
 
 /// Records where each file of a program read from `root` lives ([`SourceFile::real_path`])
@@ -18,19 +42,19 @@ pub struct ProgramPath {
 /// is not under it), which terminals and editors open at the line shown.
 ///
 /// [`SourceFile::real_path`]: lang::span::SourceFile::real_path
-pub fn name_files(sources: &mut lang::span::SourceMap, root: &Path) {
+pub fn name_files(sources: &mut lang::span::SourceMap, program: &ProgramPath) {
     let cwd = std::env::current_dir().ok();
     for file in sources.files_mut() {
-        let (absolute, shown) = real_and_shown(root, &file.name, cwd.as_deref());
+        let (absolute, shown) = real_and_shown(program, &file.name, cwd.as_deref());
         file.shown = Some(shown);
         file.real_path = Some(absolute);
     }
 }
 
-/// The absolute real path of deploy path `name` below `root`, and how people are shown it
+/// The absolute real path of deploy path `name` of `program`, and how people are shown it
 /// (relative to `cwd` when under it).
-fn real_and_shown(root: &Path, name: &str, cwd: Option<&Path>) -> (PathBuf, String) {
-    let real = root.join(name.trim_start_matches('/'));
+fn real_and_shown(program: &ProgramPath, name: &str, cwd: Option<&Path>) -> (PathBuf, String) {
+    let real = program.real(name).unwrap_or_else(|| program.root.join(name.trim_start_matches('/')));
     let absolute = match cwd {
         Some(cwd) if real.is_relative() => cwd.join(&real),
         _ => real,
@@ -49,7 +73,8 @@ pub fn locate(path: &Path) -> Result<ProgramPath, String> {
     if meta.is_file() {
         let root = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
         let name = path.file_name().ok_or_else(|| format!("`{}` is not a file name", path.display()))?;
-        return Ok(ProgramPath { root, entry: format!("/{}", name.to_string_lossy()) });
+        let entry = format!("/{}", name.to_string_lossy());
+        return Ok(ProgramPath { root, entry, modules: crate::modules::chosen() });
     }
     let root = path.to_path_buf();
     let meta = root.join("metadata.yaml");
@@ -64,12 +89,14 @@ pub fn locate(path: &Path) -> Result<ProgramPath, String> {
     if !root.join(&main).is_file() {
         return Err(format!("`{}` holds no `{main}` (give a .mcl file or a directory with main.mcl)", path.display()));
     }
-    Ok(ProgramPath { root, entry: format!("/{}", main.trim_start_matches('/')) })
+    let entry = format!("/{}", main.trim_start_matches('/'));
+    Ok(ProgramPath { root, entry, modules: crate::modules::chosen() })
 }
 
-/// Reads deploy paths (`/x/y.mcl`) below a root directory; nothing outside it.
+/// Reads a program's deploy paths (`/x/y.mcl`): below its root directory, and below the
+/// module path for [`crate::modules::MOUNT`]; nothing outside them.
 pub struct FsLoader {
-    root: PathBuf,
+    program: ProgramPath,
     /// Read each file under a read lease ([`funcs::lease::read_leased`]).
     leases: bool,
     /// A file read under a lease was open for writing: what was read may be half a save.
@@ -77,15 +104,23 @@ pub struct FsLoader {
 }
 
 impl FsLoader {
+    /// A loader of the program in directory `root` whose module path is the one the
+    /// command line chose.
     pub fn new(root: impl Into<PathBuf>) -> FsLoader {
-        FsLoader { root: root.into(), leases: false, busy: Cell::new(false) }
+        let program = ProgramPath { root: root.into(), entry: String::new(), modules: crate::modules::chosen() };
+        FsLoader::of(&program)
+    }
+
+    /// A loader of `program`, with its module path.
+    pub fn of(program: &ProgramPath) -> FsLoader {
+        FsLoader { program: program.clone(), leases: false, busy: Cell::new(false) }
     }
 
     /// A loader for live edits: it reads every file under a read lease, so a save cannot
     /// truncate a file while it is read, and [`FsLoader::busy`] tells when a file was
     /// still open for writing (a save in progress).
-    pub fn leased(root: impl Into<PathBuf>) -> FsLoader {
-        FsLoader { leases: true, ..FsLoader::new(root) }
+    pub fn leased(program: &ProgramPath) -> FsLoader {
+        FsLoader { leases: true, ..FsLoader::of(program) }
     }
 
     /// Whether some file was open for writing when it was read: the reading must be
@@ -95,11 +130,7 @@ impl FsLoader {
     }
 
     fn resolve(&self, path: &str) -> Option<PathBuf> {
-        let rel = Path::new(path.trim_start_matches('/'));
-        if rel.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return None;
-        }
-        Some(self.root.join(rel))
+        self.program.real(path)
     }
 }
 
@@ -135,7 +166,19 @@ impl Loader for FsLoader {
         self.resolve(path).is_some_and(|p| p.is_dir())
     }
     fn shown(&self, path: &str) -> String {
-        real_and_shown(&self.root, path, std::env::current_dir().ok().as_deref()).1
+        real_and_shown(&self.program, path, std::env::current_dir().ok().as_deref()).1
+    }
+    fn module_path(&self) -> Option<String> {
+        Some(MOUNT.to_string())
+    }
+    fn download(&self, url: &str, reference: Option<&str>, dir: &str) -> Option<Result<(), String>> {
+        if !self.program.modules.download {
+            return None;
+        }
+        let Some(dest) = self.resolve(dir.trim_end_matches('/')) else {
+            return Some(Err(format!("`{dir}` is not a place to download to")));
+        };
+        Some(crate::modules::fetch(url, reference, &dest))
     }
     fn subdirs(&self, dir: &str) -> Vec<String> {
         let Some(entries) = self.resolve(dir).and_then(|d| std::fs::read_dir(d).ok()) else { return Vec::new() };
@@ -153,7 +196,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("main.mcl");
         std::fs::write(&path, "$x = 1\n").unwrap();
-        let loader = FsLoader::leased(dir.path());
+        let loader = FsLoader::leased(&ProgramPath::deployed(dir.path().to_path_buf(), "/main.mcl".into()));
         assert_eq!(loader.read("/main.mcl").as_deref(), Some("$x = 1\n"));
         assert!(!loader.busy());
         let _writer = std::fs::OpenOptions::new().append(true).open(&path).unwrap();

@@ -212,9 +212,11 @@ impl Server {
     fn analyze(&self, doc: &Doc) -> Analysis {
         let root = doc.path.parent().unwrap_or(Path::new("/")).to_path_buf();
         let name = doc.path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
-        let loader = Overlay { fs: FsLoader::new(&root), root: &root, docs: &self.docs };
-        let mut analysis = lang::ide::analyze(&format!("/{name}"), &loader, &self.catalog);
-        crate::loader::name_files(&mut analysis.sources, &root);
+        let program = crate::loader::ProgramPath::deployed(root.clone(), format!("/{name}"));
+        let program = crate::loader::ProgramPath { modules: crate::modules::chosen(), ..program };
+        let loader = Overlay { fs: FsLoader::of(&program), root: &root, docs: &self.docs };
+        let mut analysis = lang::ide::analyze(&program.entry, &loader, &self.catalog);
+        crate::loader::name_files(&mut analysis.sources, &program);
         analysis
     }
 
@@ -252,5 +254,8 @@ impl Loader for Overlay<'_> {
     }
     fn shown(&self, path: &str) -> String {
         self.fs.shown(path)
+    }
+    fn module_path(&self) -> Option<String> {
+        self.fs.module_path()
     }
 }

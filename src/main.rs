@@ -40,6 +40,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     lang::secret::show(cli.show_secrets);
+    match tend::modules::module_dir(cli.module_path.as_deref()) {
+        Ok(dir) => tend::modules::choose(tend::modules::Modules { dir: Some(dir), download: cli.download }),
+        Err(e) => {
+            tend::stderr::line(format_args!("error: {e}"));
+            return ExitCode::from(2);
+        }
+    }
     let code = command(cli);
     tend::stdout::exit_code(code)
 }

@@ -40,6 +40,8 @@ fn run_case(path: &Path, mode: &str) -> Result<(), String> {
         .arg(mode)
         .arg(dir.path().join("main.mcl"))
         .current_dir(dir.path())
+        // Imports by URL look in the case's own `modules/` (files `-- modules/host/x/main.mcl --`).
+        .env("MGMT_MODULE_PATH", dir.path().join("modules/"))
         .output()
         .map_err(|e| e.to_string())?;
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();

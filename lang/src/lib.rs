@@ -42,3 +42,4 @@ pub mod types;
 pub mod unify;
 pub mod validate;
 pub mod value;
+pub mod yamlgraph;

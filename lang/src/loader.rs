@@ -25,6 +25,17 @@ pub trait Loader {
     fn shown(&self, path: &str) -> String {
         path.to_string()
     }
+    /// The deploy path (ending `/`) of the module path searched last for imports by URL
+    /// (`--module-path`); `None` when there is none.
+    fn module_path(&self) -> Option<String> {
+        None
+    }
+    /// Fetches the module at `url` (at `reference`, else its default branch) into the
+    /// deploy directory `dir`, complete or not at all, when the command asked for downloads
+    /// (`--download`); `None` when it did not.
+    fn download(&self, _url: &str, _reference: Option<&str>, _dir: &str) -> Option<Result<(), String>> {
+        None
+    }
 }
 
 #[cfg(test)]
@@ -60,6 +71,8 @@ pub fn text_problem(bytes: &[u8]) -> Option<String> {
 #[derive(Clone, Debug, Default)]
 pub struct MemLoader {
     pub files: BTreeMap<String, String>,
+    /// What [`Loader::module_path`] gives.
+    pub module_path: Option<String>,
 }
 
 impl MemLoader {
@@ -70,11 +83,19 @@ impl MemLoader {
         self.files.insert(path.to_string(), text.to_string());
         self
     }
+    /// The deploy directory (ending `/`) searched last for imports by URL.
+    pub fn with_module_path(mut self, dir: &str) -> MemLoader {
+        self.module_path = Some(dir.to_string());
+        self
+    }
 }
 
 impl Loader for MemLoader {
     fn read(&self, path: &str) -> Option<String> {
         self.files.get(path).cloned()
+    }
+    fn module_path(&self) -> Option<String> {
+        self.module_path.clone()
     }
     fn is_dir(&self, path: &str) -> bool {
         let prefix = if path.ends_with('/') { path.to_string() } else { format!("{path}/") };

@@ -86,11 +86,21 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Aske
         outline: None,
     };
 
-    let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
+    // A YAML graph (mgmt's other front end) is read into the statements that mean the same.
+    let (ast, diags, yaml_warnings) = if crate::yamlgraph::is_yaml(entry) {
+        let (ast, diags, warned) = crate::yamlgraph::parse(file, &sources.get(file).text, catalog);
+        (ast.unwrap_or(crate::syntax::ast::File { file, stmts: Vec::new() }), diags, warned)
+    } else {
+        let (ast, diags) = crate::syntax::parse(file, &sources.get(file).text);
+        (ast, diags, Vec::new())
+    };
     if !diags.is_empty() {
         return fail(sources, diags);
     }
-    let outline = if asked.outline { Outline::of(&ast.stmts, &sources.get(file).text, catalog) } else { None };
+    let outline = match asked.outline && !crate::yamlgraph::is_yaml(entry) {
+        true => Outline::of(&ast.stmts, &sources.get(file).text, catalog),
+        false => None,
+    };
     let diags = crate::init::check(&ast);
     if !diags.is_empty() {
         return fail(sources, diags);
@@ -104,6 +114,7 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Aske
     let (mut graph, found) =
         crate::scope::resolve_with(ast, entry, loader, catalog, &mut sources, front_end, asked.naming);
     let (mut warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
+    warnings.extend(yaml_warnings);
     let checked = check_graph(&mut graph, errors.into_iter().collect(), catalog, &mut warnings);
     // The warnings of every stage, in source order, minus those a comment silences.
     warnings.retain(|d| !silenced(&sources, d));

@@ -18,9 +18,11 @@ mod define;
 mod expr;
 mod frame;
 mod imports;
+mod metadata;
 mod names;
 mod order;
 mod plain;
+mod remote;
 mod stmt;
 mod types;
 mod usage;
@@ -35,6 +37,7 @@ use crate::value::Value;
 use frame::{AliasEntry, Frame, FrameId, Lazy, Ns};
 use imports::ImportTarget;
 pub use imports::main_of_metadata;
+pub use metadata::Metadata;
 use std::collections::BTreeMap;
 
 /// How deeply calls of `func` statements and class includes may nest while the program is

@@ -104,6 +104,9 @@ fn format(text: &str, name: &str) -> Option<String> {
 /// skipped), in a stable order.
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if !std::fs::metadata(path)?.is_dir() {
+        if lang::yamlgraph::is_yaml(&path.to_string_lossy()) {
+            return Err(std::io::Error::other("it is a YAML graph; `tend fmt` formats mcl files only"));
+        }
         out.push(path.to_path_buf());
         return Ok(());
     }

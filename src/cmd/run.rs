@@ -172,7 +172,7 @@ pub fn run(opts: RunArgs) -> ExitCode {
     // Following deploys, the program's root is where they are placed.
     let (program, start) = match given {
         Some((program, compiled)) => (program, Start::Program(compiled)),
-        None => (ProgramPath { root: state_dir.join("deploys"), entry: "/main.mcl".into() }, Start::Deploys),
+        None => (ProgramPath::deployed(state_dir.join("deploys"), "/main.mcl".into()), Start::Deploys),
     };
     let watch = !opts.no_watch && !opts.noop && matches!(start, Start::Program(_));
     let services = crate::services::Services::system(&program.root, &state_dir, opts.hostname.clone(), world.clone());
@@ -296,7 +296,7 @@ pub struct Compiled {
 /// Compiles the program, with its outline when `outlined`; on failure the diagnostics and
 /// the sources they point into.
 fn load(program: &ProgramPath, catalog: &Catalog, outlined: bool) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
-    compile_with(program, &crate::loader::FsLoader::new(&program.root), catalog, outlined)
+    compile_with(program, &crate::loader::FsLoader::of(program), catalog, outlined)
 }
 
 /// Compiles the program read through `loader`.
@@ -308,7 +308,7 @@ fn compile_with(
 ) -> Result<Compiled, (Vec<Diagnostic>, SourceMap)> {
     let compile = if outlined { lang::pipeline::compile_outlined } else { lang::pipeline::compile };
     let mut outcome = compile(&program.entry, loader, catalog);
-    crate::loader::name_files(&mut outcome.sources, &program.root);
+    crate::loader::name_files(&mut outcome.sources, program);
     match outcome.graph {
         Some(g) if outcome.diagnostics.is_empty() => Ok(Compiled {
             graph: Arc::new(g),
@@ -587,7 +587,7 @@ impl Runner {
         dataflow: &mut Option<Dataflow>,
         sources: &mut SourceMap,
     ) -> Option<Option<Outline>> {
-        let loader = crate::loader::FsLoader::leased(&self.program.root);
+        let loader = crate::loader::FsLoader::leased(&self.program);
         let loaded = compile_with(&self.program, &loader, &self.catalog, watcher.is_some());
         if loader.busy() {
             tracing::debug!("a source file was still open for writing; waiting for that save to end");

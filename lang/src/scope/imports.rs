@@ -7,6 +7,8 @@
 //! span. A failure anywhere inside an imported file makes that import fail with one
 //! diagnostic at the import statement that wraps the inner message.
 
+use super::metadata::Metadata;
+use super::remote::RemoteImport;
 use crate::catalog::Catalog;
 use crate::diag::{Code, Diagnostic, Diagnostics, Stage};
 use crate::loader::Loader;
@@ -54,6 +56,8 @@ pub(crate) fn load(
         loaded: Loaded { files: Vec::new(), targets: BTreeMap::new(), module_roots: BTreeMap::new() },
         by_path: BTreeMap::new(),
         stack: vec![entry.to_string()],
+        metas: BTreeMap::new(),
+        parents: BTreeMap::new(),
     };
     let base = dir_of(entry);
     let imports = collect_imports(&main);
@@ -75,7 +79,7 @@ pub(crate) fn load(
 /// The namespace an import gets without `as`: last segment, `.mcl` or `/` removed, a
 /// leading `mgmt-` removed, `-` as `_`, lower-cased.
 pub fn default_namespace(path: &str) -> String {
-    let trimmed = path.trim_end_matches('/');
+    let trimmed = super::remote::without_ref(path).trim_end_matches('/');
     let last = trimmed.rsplit('/').next().unwrap_or(trimmed);
     let last = last.strip_suffix(".mcl").unwrap_or(last);
     let last = last.strip_prefix("mgmt-").unwrap_or(last);
@@ -121,6 +125,11 @@ struct Load<'l> {
     by_path: BTreeMap<String, Result<usize, (String, Option<Diagnostic>)>>,
     /// Files being loaded (for `recursive import of`).
     stack: Vec<String>,
+    /// Each module directory's `metadata.yaml` (`/` is the program's own), as read.
+    metas: BTreeMap<String, Result<Metadata, String>>,
+    /// The module that first imported each module directory: whose `path` it searches
+    /// after its own for imports by URL.
+    parents: BTreeMap<String, String>,
 }
 
 impl Load<'_> {
@@ -138,9 +147,7 @@ impl Load<'_> {
     /// module's deploy root is `root` (`/` for the main program, `/mod1/` in a module).
     fn import(&mut self, path: &str, base: &str, root: &str) -> Result<ImportTarget, ImportError> {
         if path.contains("://") {
-            return Err(ImportError::plain(format!(
-                "remote import of `{path}` failed: remote modules are not supported yet"
-            )));
+            return self.remote(path, root);
         }
         if path.starts_with('/') {
             return Err(ImportError::plain(format!("import `{path}` is not valid: absolute paths are not allowed")));
@@ -159,6 +166,9 @@ impl Load<'_> {
         if path.ends_with('/') {
             let dir = join(base, path);
             let dir = if dir.ends_with('/') { dir } else { format!("{dir}/") };
+            if dir != root {
+                self.parents.entry(dir.clone()).or_insert_with(|| root.to_string());
+            }
             return self.module_dir(&dir).map(ImportTarget::Module).map_err(|(m, inner)| {
                 let mut e = ImportError::wrapping(format!("local import of `{path}` failed: {m}"), inner);
                 if !self.loader.is_dir(dir.trim_end_matches('/')) {
@@ -202,16 +212,91 @@ impl Load<'_> {
         if !self.loader.is_dir(if trimmed.is_empty() { "/" } else { trimmed }) {
             return Err((format!("module directory `{dir}` does not exist"), None));
         }
-        let meta_path = format!("{dir}metadata.yaml");
-        let main = match self.loader.read(&meta_path) {
-            Some(text) => match main_of_metadata(&text) {
-                Ok(main) => main,
-                Err(e) => return Err((format!("could not read `{meta_path}`: {e}"), None)),
-            },
-            None => "main.mcl".to_string(),
-        };
+        let main = self.metadata(dir)?.main;
         let full = join(dir, &main);
         self.file(&full, dir.trim_end_matches('/'), dir)
+    }
+
+    /// The `metadata.yaml` of module directory `dir` (ending `/`): its defaults when there
+    /// is none.
+    fn metadata(&mut self, dir: &str) -> Result<Metadata, (String, Option<Diagnostic>)> {
+        if !self.metas.contains_key(dir) {
+            let meta_path = format!("{dir}metadata.yaml");
+            let read = match self.loader.read(&meta_path) {
+                Some(text) => Metadata::parse(&text)
+                    .map_err(|e| format!("could not read `{}`: {e}", self.loader.shown(&meta_path))),
+                None => Ok(Metadata::default()),
+            };
+            self.metas.insert(dir.to_string(), read);
+        }
+        self.metas[dir].clone().map_err(|e| (e, None))
+    }
+
+    /// Where a module rooted at `root` looks for imports by URL, in order: its own `path`,
+    /// those of the modules that imported it (up to one with `parentpathblock`), then the
+    /// global module path (`--module-path`), as mgmt searches.
+    fn module_paths(&mut self, root: &str) -> Result<Vec<String>, (String, Option<Diagnostic>)> {
+        let mut out = Vec::new();
+        let mut at = Some(root.to_string());
+        // A chain longer than this has a loop in it (a module is its own ancestor).
+        for _ in 0..256 {
+            let Some(dir) = at else { break };
+            let meta = self.metadata(&dir)?;
+            if let Some(path) = &meta.path {
+                out.push(format!("{dir}{path}"));
+            }
+            if meta.parent_path_block {
+                break;
+            }
+            at = self.parents.get(&dir).cloned();
+        }
+        out.extend(self.loader.module_path());
+        Ok(out)
+    }
+
+    /// An import by URL, from a module rooted at `root`: the first module path that has the
+    /// module, else a download into the first one (with `--download`), else an error that
+    /// says where it was looked for.
+    fn remote(&mut self, path: &str, root: &str) -> Result<ImportTarget, ImportError> {
+        let failed = |m: String| ImportError::plain(format!("remote import of `{path}` failed: {m}"));
+        let import = RemoteImport::parse(path).map_err(|e| failed(format!("the import is not a valid URL: {e}")))?;
+        let paths = self
+            .module_paths(root)
+            .map_err(|(m, inner)| ImportError::wrapping(format!("remote import of `{path}` failed: {m}"), inner))?;
+        let Some(first) = paths.first() else {
+            return Err(failed("no module path to look in: give `--module-path DIR` (or set MGMT_MODULE_PATH), or name one with `path:` in metadata.yaml".into()));
+        };
+        let has = |dir: &str| self.loader.is_dir(dir.trim_end_matches('/'));
+        let dir = match paths.iter().map(|p| format!("{p}{}", import.dir)).find(|d| has(d)) {
+            Some(dir) => dir,
+            None => {
+                let dest = format!("{first}{}", import.dir);
+                match self.loader.download(&import.url, import.reference.as_deref(), &dest) {
+                    Some(Ok(())) => dest,
+                    Some(Err(e)) => return Err(failed(format!("cannot download `{}`: {e}", import.url))),
+                    None => {
+                        let looked: Vec<String> = paths
+                            .iter()
+                            .map(|p| format!("`{}`", self.loader.shown(&format!("{p}{}", import.dir))))
+                            .collect();
+                        let at = import.reference.as_ref().map(|r| format!(" at `{r}`")).unwrap_or_default();
+                        let mut e = failed(format!(
+                            "the module `{}`{at} is not in the module path (looked for {})",
+                            import.url,
+                            looked.join(", ")
+                        ));
+                        e.notes.push("`--download` fetches it into the first of those".into());
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        if dir != root {
+            self.parents.entry(dir.clone()).or_insert_with(|| root.to_string());
+        }
+        self.module_dir(&dir)
+            .map(ImportTarget::Module)
+            .map_err(|(m, inner)| ImportError::wrapping(format!("remote import of `{path}` failed: {m}"), inner))
     }
 
     /// Loads one file (memoized by path): read, front end, module rules, its imports.
@@ -350,18 +435,9 @@ fn collect_imports(file: &ast::File) -> Vec<(Span, String)> {
 }
 
 /// The `main` field of a module's (or a program directory's) `metadata.yaml` (default
-/// `main.mcl`), read with the YAML parser: a comment after the value is no part of it, and
-/// a file that does not parse is an error.
+/// `main.mcl`); a file that does not parse is an error.
 pub fn main_of_metadata(text: &str) -> Result<String, String> {
-    if text.trim().is_empty() || text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
-        return Ok("main.mcl".to_string());
-    }
-    let doc: BTreeMap<String, serde_json::Value> = serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
-    match doc.get("main") {
-        None | Some(serde_json::Value::Null) => Ok("main.mcl".to_string()),
-        Some(serde_json::Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        Some(other) => Err(format!("field `main` must be a file name, got {other}")),
-    }
+    Metadata::parse(text).map(|m| m.main)
 }
 
 /// The directory part of a deploy path (`/a/b.mcl` -> `/a`, `/main.mcl` -> ``).

@@ -431,7 +431,7 @@ fn bad_imports_are_reported() {
     let msgs: Vec<String> = out.diags.iter().map(|d| d.message.clone()).collect();
     assert_eq!(msgs.len(), 5, "{msgs:?}");
     assert!(msgs.iter().any(|m| m == "import `fmt` already exists in this scope"));
-    assert!(msgs.iter().any(|m| m.contains("remote modules are not supported yet")));
+    assert!(msgs.iter().any(|m| m.contains("failed: no module path to look in")));
     assert!(msgs.iter().any(|m| m == "import `/abs.mcl` is not valid: absolute paths are not allowed"));
     assert!(msgs.iter().any(|m| m.starts_with("system import of `nosuchpkg` failed")));
     assert!(msgs.iter().any(|m| m.starts_with("local import of `missing.mcl` failed")));

@@ -87,7 +87,7 @@ impl Deploys {
             && vouched
         {
             self.seen = self.seen.max(id);
-            return Ok(ProgramPath { root, entry });
+            return Ok(ProgramPath::deployed(root, entry));
         }
         let deploy = self
             .world
@@ -102,7 +102,7 @@ impl Deploys {
         let dir = self.dir.clone();
         let placed = tokio::task::spawn_blocking(move || {
             let root = world::bundle::materialize(&dir, id, &deploy.bundle)?;
-            let placed = ProgramPath { root, entry: deploy.bundle.entry.clone() };
+            let placed = ProgramPath::deployed(root, deploy.bundle.entry.clone());
             std::fs::write(dir.join(format!("{id}.entry")), &placed.entry)
                 .map_err(|e| format!("cannot record deploy {id}'s entry: {e}"))?;
             if let Some(key) = signer {

@@ -34,7 +34,7 @@ pub(super) enum Patched {
 impl Runner {
     /// Patches the running graph with an edit of the program whose outline is `outline`.
     pub(super) async fn patch(&mut self, outline: &Outline, watcher: &mut Option<watch_code::CodeWatcher>) -> Patched {
-        let loader = crate::loader::FsLoader::leased(&self.program.root);
+        let loader = crate::loader::FsLoader::leased(&self.program);
         let Some(text) = loader.read(&self.program.entry) else { return Patched::Whole };
         if loader.busy() {
             tracing::debug!("a source file was still open for writing; waiting for that save to end");
@@ -56,7 +56,7 @@ impl Runner {
         };
         let mem = lang::loader::MemLoader::new().with(&self.program.entry, &snippet);
         let mut compiled = lang::pipeline::compile(&self.program.entry, &mem, &self.catalog);
-        crate::loader::name_files(&mut compiled.sources, &self.program.root);
+        crate::loader::name_files(&mut compiled.sources, &self.program);
         let graph = match compiled.graph {
             Some(g) if compiled.diagnostics.is_empty() => g,
             _ => return Patched::Whole,
