@@ -746,6 +746,69 @@ fn deployed_program(out: &Path, extra: &str) -> String {
     )
 }
 
+/// `tend deploy PATH` with the operator's TLS flags and `extra` arguments.
+fn deploy_path(etcd: &Etcd, path: &Path, extra: &[&str]) -> std::process::Output {
+    Command::new(TEND)
+        .arg("deploy")
+        .arg(path)
+        .args(["--seeds", &etcd.url()])
+        .args(tls_of(&etcd.url(), "op"))
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_deploy_carries_its_modules_and_a_yaml_graph_deploys_too() {
+    let Some(etcd) = start_etcd() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    // A module in the deployer's module path only: agents have none and never fetch.
+    let modules = dir.path().join("modules");
+    let web = modules.join("example.com/ops/mgmt-web");
+    std::fs::create_dir_all(web.join("files")).unwrap();
+    std::fs::write(web.join("metadata.yaml"), "main: \"web.mcl\"\n").unwrap();
+    std::fs::write(web.join("web.mcl"), "$greeting = \"hello from web\"\n").unwrap();
+    std::fs::write(web.join("files/extra.txt"), "data\n").unwrap();
+    std::fs::create_dir_all(web.join(".git")).unwrap();
+    std::fs::write(web.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("main.mcl"),
+        format!(
+            "import \"git://example.com/ops/mgmt-web/\"\nfile \"{}/${{hostname}}\" {{\n\tstate => \"exists\",\n\tcontent => \"${{web.greeting}}\",\n}}\n",
+            out.display()
+        ),
+    )
+    .unwrap();
+    let agent = Agent::follow(dir.path(), "h1", &etcd.url());
+    let done = deploy_path(&etcd, &src.join("main.mcl"), &["--module-path", modules.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&done.stdout).to_string();
+    assert!(done.status.success(), "{said}{}", String::from_utf8_lossy(&done.stderr));
+    // The entry, the module's metadata, code and files; not its .git.
+    assert!(said.contains("4 file(s)"), "{said}");
+    assert!(wait_until(T, || read(&out.join("h1")) == "hello from web"), "{}", agent.log());
+    let placed = agent.dir.join("state/deploys/1/.modules/example.com/ops/mgmt-web");
+    assert!(placed.join("files/extra.txt").is_file() && !placed.join(".git").exists(), "{}", placed.display());
+
+    // A YAML graph deploys like a program and runs on every agent.
+    std::fs::write(
+        src.join("graph.yaml"),
+        format!("graph: g\nresources:\n  file:\n  - name: f\n    path: {}/yaml\n    content: from yaml\n    state: exists\n", out.display()),
+    )
+    .unwrap();
+    let done = deploy_path(&etcd, &src.join("graph.yaml"), &[]);
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    assert!(wait_until(T, || read(&out.join("yaml")) == "from yaml"), "{}", agent.log());
+    // A malformed one is not deployed.
+    std::fs::write(src.join("bad.yaml"), "graph: g\nresources:\n  flie:\n  - name: f\n").unwrap();
+    let refused = deploy_path(&etcd, &src.join("bad.yaml"), &[]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stdout).contains("unknown resource kind `flie`"), "{refused:?}");
+}
+
 #[test]
 fn deploys_reach_every_host_in_order_and_a_broken_one_keeps_the_old_program() {
     let Some(etcd) = start_etcd() else { return };

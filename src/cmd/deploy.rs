@@ -49,8 +49,10 @@ pub fn run(
     let bundle = if path.is_dir() {
         world::bundle::of_tree(&program.root, &program.entry)
     } else {
-        world::bundle::of_files(&program.root, &program.entry, sources.files().map(|(_, f)| f.name.as_str()))
+        let own = sources.files().map(|(_, f)| f.name.as_str()).filter(|n| !n.starts_with(crate::modules::MOUNT));
+        world::bundle::of_files(&program.root, &program.entry, own)
     };
+    let bundle = bundle.and_then(|b| with_modules(b, &program, sources.files().map(|(_, f)| f.name.as_str())));
     let bundle = match bundle {
         Ok(b) => b,
         Err(e) => {
@@ -95,4 +97,41 @@ pub fn run(
             ExitCode::from(1)
         }
     }
+}
+
+/// The bundle with every module the program read from the module path, each whole (its
+/// metadata.yaml and `files/` too), so that agents never fetch: a module's directory is
+/// the nearest one above a file read from it that holds a metadata.yaml.
+fn with_modules<'a>(
+    mut bundle: world::bundle::Bundle,
+    program: &crate::loader::ProgramPath,
+    read: impl Iterator<Item = &'a str>,
+) -> Result<world::bundle::Bundle, String> {
+    let mut roots = std::collections::BTreeSet::new();
+    for name in read.filter(|n| n.starts_with(crate::modules::MOUNT)) {
+        let mut dir = name.rsplit_once('/').map_or("", |(d, _)| d);
+        let root = loop {
+            let has_meta = program.real(&format!("{dir}/metadata.yaml")).is_some_and(|p| p.is_file());
+            if has_meta || dir.len() + 1 <= crate::modules::MOUNT.len() {
+                break has_meta.then_some(dir);
+            }
+            dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
+        };
+        match root {
+            Some(root) => {
+                roots.insert(root.to_string());
+            }
+            // A module without metadata.yaml: the files read from it.
+            None => {
+                let real = program.real(name).ok_or_else(|| format!("`{name}` is outside the module path"))?;
+                let bytes = std::fs::read(&real).map_err(|e| format!("cannot read `{}`: {e}", real.display()))?;
+                bundle.files.insert(name.to_string(), bytes);
+            }
+        }
+    }
+    for root in roots {
+        let real = program.real(&root).ok_or_else(|| format!("`{root}` is outside the module path"))?;
+        bundle = world::bundle::add_tree(bundle, &real, &root)?;
+    }
+    Ok(bundle)
 }

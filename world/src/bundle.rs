@@ -7,6 +7,9 @@
 //! (`.git`, editor files) or symlinks. A program given as one `.mcl` file carries the files
 //! the compiler read plus its directory's `files/`. Limits keep a bundle within what etcd
 //! stores: one file at most [`MAX_FILE`] bytes, the whole at most [`MAX_TOTAL`].
+//!
+//! Modules from outside the program's directory (the module path) are added with
+//! [`add_tree`], each whole, under the deploy path the compiler read them at.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +66,14 @@ pub fn of_files<'a>(root: &Path, entry: &str, read: impl IntoIterator<Item = &'a
         walk(&data, "/files", &mut files)?;
     }
     whole(entry, files)
+}
+
+/// Adds the tree at `dir` (without hidden entries: a module's `.git`) to `bundle` under
+/// deploy path `prefix` (`/.modules/example.com/web`).
+pub fn add_tree(bundle: Bundle, dir: &Path, prefix: &str) -> Result<Bundle, String> {
+    let mut files = bundle.files;
+    walk(dir, prefix.trim_end_matches('/'), &mut files)?;
+    whole(&bundle.entry, files)
 }
 
 fn whole(entry: &str, files: BTreeMap<String, Vec<u8>>) -> Result<Bundle, String> {
