@@ -112,7 +112,7 @@ fn with_modules<'a>(
         let mut dir = name.rsplit_once('/').map_or("", |(d, _)| d);
         let root = loop {
             let has_meta = program.real(&format!("{dir}/metadata.yaml")).is_some_and(|p| p.is_file());
-            if has_meta || dir.len() + 1 <= crate::modules::MOUNT.len() {
+            if has_meta || !dir.starts_with(crate::modules::MOUNT) {
                 break has_meta.then_some(dir);
             }
             dir = dir.rsplit_once('/').map_or("", |(d, _)| d);
