@@ -55,12 +55,14 @@ pub fn fetch(url: &str, reference: Option<&str>, dest: &Path) -> Result<(), Stri
     let _ = std::fs::remove_dir_all(&staging);
     tracing::info!(%url, reference = reference.unwrap_or("(default branch)"), dest = %dest.display(), "downloading a module");
     let cloned = clone(url, reference, &staging);
-    let placed = cloned.and_then(|()| {
-        std::fs::rename(&staging, dest).map_err(|e| format!("cannot move the clone to `{}`: {e}", dest.display()))
+    let placed = cloned.and_then(|()| match std::fs::rename(&staging, dest) {
+        Ok(()) => Ok(()),
+        // Another tend placed the same module meanwhile: theirs is as good as ours.
+        Err(_) if dest.join(".git").is_dir() => Ok(()),
+        Err(e) => Err(format!("cannot move the clone to `{}`: {e}", dest.display())),
     });
-    if placed.is_err() {
-        let _ = std::fs::remove_dir_all(&staging);
-    }
+    // Gone already when it was renamed into place.
+    let _ = std::fs::remove_dir_all(&staging);
     placed
 }
 

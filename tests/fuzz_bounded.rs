@@ -88,3 +88,52 @@ fn lsp_framing_never_fails() {
     }
     assert!(tried > 0);
 }
+
+/// The YAML graphs of `tests/yaml/`, mutated at random (characters YAML gives meaning
+/// inserted, bytes dropped), and documents nested as deep as the parser allows: each is a
+/// graph or diagnostics, never a panic.
+#[test]
+fn mutated_yaml_graphs_never_panic() {
+    let (_, catalog) = tend::compile::catalog(None);
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/yaml");
+    let seeds: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "yaml"))
+        .map(|e| std::fs::read(e.path()).unwrap())
+        .collect();
+    assert!(!seeds.is_empty());
+    let compile = |text: &str| {
+        let loader = lang::loader::MemLoader::new().with("/g.yaml", text);
+        lang::pipeline::compile("/g.yaml", &loader, &catalog)
+    };
+    for depth in [254, 255, 256, 10_000] {
+        compile(&format!("graph: g\nresources: {}{}\n", "[".repeat(depth), "]".repeat(depth)));
+        compile(&format!(
+            "graph: g\nresources:\n{}",
+            (0..depth.min(300)).map(|i| format!("{}a:\n", " ".repeat(i))).collect::<String>()
+        ));
+    }
+    let alphabet = b":-[]{}&*!|>'\"\n #@,?~0123456789 \t";
+    let mut rng = Rng::seeded();
+    let start = Instant::now();
+    let mut tried = 0;
+    while start.elapsed() < budget() / 2 {
+        let mut text = seeds[(rng.next() as usize) % seeds.len()].clone();
+        for _ in 0..=(rng.next() % 8) {
+            let at = (rng.next() as usize) % (text.len() + 1);
+            match rng.next() % 3 {
+                0 if at < text.len() => {
+                    text.remove(at);
+                }
+                1 => text.insert(at, alphabet[(rng.next() as usize) % alphabet.len()]),
+                _ => text.insert(at, rng.next() as u8),
+            }
+        }
+        let Ok(text) = String::from_utf8(text) else { continue };
+        let out = compile(&text);
+        assert!(out.graph.is_some() || !out.diagnostics.is_empty(), "neither a graph nor an error:\n{text}");
+        tried += 1;
+    }
+    assert!(tried > 0);
+}

@@ -116,8 +116,11 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Aske
     let (mut warnings, errors): (Vec<_>, Vec<_>) = found.into_vec().into_iter().partition(|d| d.warning);
     warnings.extend(yaml_warnings);
     let checked = check_graph(&mut graph, errors.into_iter().collect(), catalog, &mut warnings);
-    // The warnings of every stage, in source order, minus those a comment silences.
-    warnings.retain(|d| !silenced(&sources, d));
+    // The warnings of every stage, in source order, minus those a comment silences. mgmt's
+    // YAML writes every param out, zero values too: those are no likely mistake there.
+    let zero_values_written = crate::yamlgraph::is_yaml(entry);
+    let expected = |d: &Diagnostic| zero_values_written && d.code == Some(Code::DefaultValue);
+    warnings.retain(|d| !silenced(&sources, d) && !expected(d));
     warnings.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
     let warnings: Diagnostics = warnings.into_iter().collect();
     match checked {

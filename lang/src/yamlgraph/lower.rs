@@ -212,10 +212,6 @@ impl Lower<'_> {
                         continue;
                     };
                     let Some(v) = self.value(value, &param.ty, &format!("`{field}`")) else { continue };
-                    // What leaving it out means: mgmt's YAML writes zero values out in full.
-                    if param.default.as_ref() == Some(&v) {
-                        continue;
-                    }
                     let kind = ResEntryKind::Field { name: ident, cond: None, value: expr(&v, value.span) };
                     fields.push(ResEntry { kind, span: entry_span });
                 }
