@@ -31,6 +31,9 @@ pub struct Cli {
     /// ref the import names: `#v2` or `?ref=v2`) into the first place it was looked for.
     #[arg(long, global = true)]
     pub download: bool,
+    /// Give up a download after this many seconds (a server that stalls holds it otherwise).
+    #[arg(long, global = true, value_name = "SECS", default_value_t = 300.0)]
+    pub download_timeout: f64,
     #[command(subcommand)]
     pub command: Command,
 }

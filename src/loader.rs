@@ -178,7 +178,7 @@ impl Loader for FsLoader {
         let Some(dest) = self.resolve(dir.trim_end_matches('/')) else {
             return Some(Err(format!("`{dir}` is not a place to download to")));
         };
-        Some(crate::modules::fetch(url, reference, &dest))
+        Some(crate::modules::fetch(url, reference, &dest, self.program.modules.timeout))
     }
     fn subdirs(&self, dir: &str) -> Vec<String> {
         let Some(entries) = self.resolve(dir).and_then(|d| std::fs::read_dir(d).ok()) else { return Vec::new() };

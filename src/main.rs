@@ -40,8 +40,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet, cli.log_format);
     lang::secret::show(cli.show_secrets);
-    match tend::modules::module_dir(cli.module_path.as_deref()) {
-        Ok(dir) => tend::modules::choose(tend::modules::Modules { dir: Some(dir), download: cli.download }),
+    let timeout = std::time::Duration::try_from_secs_f64(cli.download_timeout)
+        .map_err(|_| format!("--download-timeout {} is not a number of seconds", cli.download_timeout));
+    match tend::modules::module_dir(cli.module_path.as_deref()).and_then(|dir| Ok((dir, timeout?))) {
+        Ok((dir, timeout)) => {
+            tend::modules::choose(tend::modules::Modules { dir: Some(dir), download: cli.download, timeout })
+        }
         Err(e) => {
             tend::stderr::line(format_args!("error: {e}"));
             return ExitCode::from(2);

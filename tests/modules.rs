@@ -249,3 +249,26 @@ fn a_running_program_follows_edits_of_a_module_in_the_module_path() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+#[test]
+fn a_server_that_stalls_is_given_up_after_the_download_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    // Accepts connections and never answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || listener.accept().map(|(stream, _)| stream));
+    let url = format!("git://127.0.0.1:{port}/web/");
+    program(dir.path(), &[(&url, "web")]);
+    let modules = dir.path().join("modules");
+    let started = std::time::Instant::now();
+    let out = tend(
+        dir.path(),
+        &["check", "main.mcl", "--module-path", modules.to_str().unwrap(), "--download", "--download-timeout", "2"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+    assert!(text(&out).contains(&format!("cannot download `{url}`: no answer within 2 s")), "{}", text(&out));
+    drop(held);
+    let bad = tend(dir.path(), &["check", "main.mcl", "--download-timeout", "NaN"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}
