@@ -51,11 +51,14 @@ impl Metadata {
         if let Some(files) = string("files")? {
             meta.files = relative_dir("files", files)?;
         }
-        meta.parent_path_block = match doc.get("parentpathblock") {
-            None | Some(serde_json::Value::Null) => false,
-            Some(serde_json::Value::Bool(b)) => *b,
-            Some(other) => return Err(format!("field `parentpathblock` must be true or false, got {other}")),
-        };
+        // mgmt's spelling, and `parentpathtoken`, the one the issue that asked for it gives.
+        for key in ["parentpathblock", "parentpathtoken"] {
+            match doc.get(key) {
+                None | Some(serde_json::Value::Null) => {}
+                Some(serde_json::Value::Bool(b)) => meta.parent_path_block |= *b,
+                Some(other) => return Err(format!("field `{key}` must be true or false, got {other}")),
+            }
+        }
         Ok(meta)
     }
 }
@@ -84,6 +87,7 @@ mod tests {
         assert_eq!(m.path.as_deref(), Some("path/"));
         assert!(!m.parent_path_block);
         assert!(Metadata::parse("parentpathblock: true\n").unwrap().parent_path_block);
+        assert!(Metadata::parse("parentpathtoken: true\n").unwrap().parent_path_block);
         assert!(Metadata::parse("main: /abs.mcl\n").unwrap_err().contains("relative file path"));
         assert!(Metadata::parse("path: mods\n").unwrap_err().contains("ending in `/`"));
         assert!(Metadata::parse("path: /mods/\n").is_err());

@@ -155,7 +155,9 @@ impl Lower<'_> {
     /// One resource: `name`, its params, and `meta`.
     fn resource(&mut self, kind: &str, kind_span: Span, item: &Yaml) -> Option<(String, Span)> {
         let entries = self.map_of(item, &format!("a `{kind}` resource"))?;
-        let decl = self.catalog.resource(kind)?.clone();
+        // The catalog outlives `self`: no copy of the kind's params per resource.
+        let catalog = self.catalog;
+        let decl = catalog.resource(kind)?;
         let mut name = None;
         let mut fields = Vec::new();
         for (key, value) in entries {
