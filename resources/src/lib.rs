@@ -35,6 +35,7 @@ pub mod basics;
 pub mod cluster;
 pub mod contract;
 pub mod files;
+pub mod firmware;
 pub mod http;
 pub mod machine;
 pub mod network;
@@ -109,6 +110,8 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &http::ui::HTTP_SERVER_UI_INPUT,
     &network::tftp::TFTP_SERVER,
     &network::tftp::TFTP_FILE,
+    &firmware::fwattr::FWATTR,
+    &firmware::bmc::BMC_POWER,
 ];
 
 /// Builds a resource of `kind` against a fresh real host (its own value store and server

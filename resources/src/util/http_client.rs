@@ -137,6 +137,17 @@ impl Drop for AbortOnDrop {
 
 /// One exchange on a fresh connection; redirects are not followed.
 pub async fn send(url: &Url, method: &Method, headers: &[(HeaderName, String)], body: &Bytes) -> Result<Reply, String> {
+    send_trusting(url, method, headers, body, None).await
+}
+
+/// [`send`], with `https` trusting the roots of `trust` instead of the webpki roots.
+pub async fn send_trusting(
+    url: &Url,
+    method: &Method,
+    headers: &[(HeaderName, String)],
+    body: &Bytes,
+    trust: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+) -> Result<Reply, String> {
     let mut req =
         Request::builder().method(method.clone()).uri(&url.target).header(hyper::header::HOST, url.authority());
     if let Some(user) = &url.userinfo {
@@ -151,7 +162,7 @@ pub async fn send(url: &Url, method: &Method, headers: &[(HeaderName, String)], 
     let req = req.body(Full::new(body.clone())).map_err(|e| e.to_string())?;
     let tcp = tokio::net::TcpStream::connect((url.host.as_str(), url.port)).await.map_err(|e| e.to_string())?;
     let (status, headers, body) = if url.scheme == "https" {
-        exchange(tls(&url.host, tcp).await?, req).await?
+        exchange(tls(&url.host, tcp, trust).await?, req).await?
     } else {
         exchange(tcp, req).await?
     };
@@ -252,21 +263,37 @@ where
     Ok((status, headers, body))
 }
 
-async fn tls(
-    host: &str,
-    tcp: tokio::net::TcpStream,
-) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+/// A client configuration trusting `roots` (the webpki roots when `None`).
+pub fn tls_config(
+    roots: Option<tokio_rustls::rustls::RootCertStore>,
+) -> Result<Arc<tokio_rustls::rustls::ClientConfig>, String> {
     use tokio_rustls::rustls;
-    let mut roots = rustls::RootCertStore::empty();
-    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let roots = roots.unwrap_or_else(|| {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        roots
+    });
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
+    Ok(Arc::new(config))
+}
+
+async fn tls(
+    host: &str,
+    tcp: tokio::net::TcpStream,
+    trust: Option<&Arc<tokio_rustls::rustls::ClientConfig>>,
+) -> Result<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, String> {
+    use tokio_rustls::rustls;
+    let config = match trust {
+        Some(config) => config.clone(),
+        None => tls_config(None)?,
+    };
     let name =
         rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| format!("bad server name: {e}"))?;
-    tokio_rustls::TlsConnector::from(Arc::new(config)).connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))
+    tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))
 }
 
 /// `%XX` escapes decoded (the user and password of a URL).

@@ -5,6 +5,7 @@ mod support;
 
 mod augeas;
 mod autogroup;
+mod bmc;
 mod dhcp;
 mod docker;
 mod e2e;
@@ -13,6 +14,7 @@ mod exec;
 mod file;
 mod file_kinds;
 mod file_tree;
+mod fwattr;
 mod http;
 mod http_client;
 mod kinds;

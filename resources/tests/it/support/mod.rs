@@ -82,3 +82,40 @@ where
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A program of the tests' Python environment (`sushy-emulator`, `moto_server`), which
+/// `.ci/deps` makes under the build directory: `$TEND_PYENV`, else
+/// `$CARGO_TARGET_DIR/pyenv`, else `target/pyenv` of the workspace. `None` (after saying
+/// why) when it is missing, unless `TEND_REQUIRE_PYENV=1` (as in CI) makes that a failure.
+#[allow(clippy::print_stderr, reason = "a skipped test says why")]
+pub fn pyenv_program(name: &str) -> Option<std::path::PathBuf> {
+    let dir = std::env::var_os("TEND_PYENV").map(std::path::PathBuf::from).unwrap_or_else(|| {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+        target.join("pyenv")
+    });
+    let program = dir.join("bin").join(name);
+    if program.exists() {
+        return Some(program);
+    }
+    let required = std::env::var("TEND_REQUIRE_PYENV").is_ok_and(|v| v == "1");
+    assert!(!required, "TEND_REQUIRE_PYENV=1 but {} is missing (bash .ci/deps makes it)", program.display());
+    eprintln!("skipped: {} is missing; `bash .ci/deps` makes the tests' Python environment", program.display());
+    None
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; a server the test starts takes it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A child process killed (by PID) and reaped when dropped.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
