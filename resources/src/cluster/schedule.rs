@@ -8,7 +8,9 @@
 //! runs, its watch renews the candidacy (the local store's records expire; etcd binds them
 //! to the agent's session) and puts it back when it vanishes. When the resource stops
 //! (leaves the graph or the agent shuts down) the candidacy ends at once, or lingers `ttl`
-//! seconds when `ttl` is set, or stays when `persist`.
+//! seconds when `ttl` is set, or stays when `persist`. `persist` with a `ttl` stays `ttl`
+//! seconds, as mgmt documents the pair (mgmt's validation refuses it; one of its examples
+//! uses it): it is the same candidacy as `ttl` alone.
 
 use lang::params::ParamMap;
 use std::sync::Arc;
@@ -56,10 +58,15 @@ impl ScheduleParams {
         self.ttl.and_then(|t| u64::try_from(t).ok()).unwrap_or(0)
     }
 
+    /// Whether the candidacy outlives the agent for good: `persist` without a `ttl`.
+    fn persists(&self) -> bool {
+        self.persist && self.ttl() == 0
+    }
+
     /// How long a running candidacy stays valid without renewal; `None` when it never
     /// expires.
     fn lease(&self) -> Option<u64> {
-        (!self.persist).then(|| if self.ttl() > 0 { self.ttl() } else { DEFAULT_LEASE })
+        (!self.persists()).then(|| if self.ttl() > 0 { self.ttl() } else { DEFAULT_LEASE })
     }
 }
 
@@ -86,7 +93,7 @@ impl Schedule {
         Candidacy {
             strategy: p.strategy.unwrap_or_default().as_str().to_string(),
             max: p.max.filter(|m| *m > 0).unwrap_or(1),
-            persist: p.persist,
+            persist: p.persists(),
             ttl: p.ttl(),
             owner: self.owner.clone(),
         }
@@ -110,9 +117,6 @@ impl Resource for Schedule {
         }
         if p.ttl.is_some_and(|t| t < 0) {
             return Err(err("ttl", "must not be negative"));
-        }
-        if p.persist && p.ttl() > 0 {
-            return Err(err("ttl", "cannot be combined with `persist`"));
         }
         if p.withdraw {
             for (field, set) in [
@@ -205,7 +209,7 @@ impl Resource for Schedule {
     }
 
     async fn cleanup(&mut self) -> Result<(), ResError> {
-        if self.view.is_none() || self.params.withdraw || self.params.persist {
+        if self.view.is_none() || self.params.withdraw || self.params.persists() {
             return Ok(());
         }
         let ns = self.params.namespace.clone();
@@ -238,5 +242,8 @@ mod tests {
         assert_eq!(p(false, Some(0)).lease(), Some(DEFAULT_LEASE));
         assert_eq!(p(false, Some(3)).lease(), Some(3));
         assert_eq!(p(true, None).lease(), None);
+        // persist with a ttl: the ttl alone.
+        assert_eq!(p(true, Some(10)).lease(), Some(10));
+        assert!(!p(true, Some(10)).persists() && p(true, Some(0)).persists());
     }
 }

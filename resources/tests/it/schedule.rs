@@ -194,10 +194,9 @@ async fn a_running_candidacy_is_renewed_and_restored() {
 #[tokio::test]
 async fn bad_schedule_params_are_named() {
     let host = Machine::system();
-    let cases: [(&[(&str, Value)], &str); 5] = [
+    let cases: [(&[(&str, Value)], &str); 4] = [
         (&[("strategy", s("fifo"))], "field `strategy`: `fifo` is not one of `rr` or `alpha`"),
         (&[("max", Value::Int(-1))], "field `max`"),
-        (&[("persist", Value::Bool(true)), ("ttl", Value::Int(10))], "field `ttl`: cannot be combined with `persist`"),
         (&[("withdraw", Value::Bool(true)), ("max", Value::Int(2))], "field `max`: cannot be combined with `withdraw`"),
         (&[("namespace", s(""))], "field `namespace`"),
     ];
@@ -209,4 +208,26 @@ async fn bad_schedule_params_are_named() {
         };
         assert!(err.starts_with("schedule[ns]: ") && err.contains(expected), "{err} lacks {expected}");
     }
+}
+
+/// `persist` with a `ttl` (mgmt's `schedule-persist.mcl` example): the candidacy outlives
+/// the resource by the ttl, then expires, as `ttl` alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persist_with_a_ttl_lingers_for_the_ttl() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let engine = engine(&state);
+    let host = Machine { world: world(&state), ..Machine::system() };
+    let pairs = [("persist", Value::Bool(true)), ("ttl", Value::Int(1))];
+    let res = build_with(&host, "schedule", "ns3", &params(&pairs)).unwrap();
+    res.validate().unwrap();
+    let mut g = Graph::new();
+    g.add_vertex(ResKey::new("schedule", "ns3"), Meta::default(), res);
+    engine.apply(g).await.unwrap();
+    assert!(engine.wait_converged(WAIT).await);
+    assert_eq!(read_schedule(&state, "ns3"), Value::list(vec![Value::str(me())]));
+    engine.apply(Graph::new()).await.unwrap();
+    assert!(record_path(&state, "ns3", &me()).exists(), "the candidacy outlives the resource...");
+    assert!(eventually(|| read_schedule(&state, "ns3") == Value::list(vec![])).await, "...until its ttl runs out");
+    engine.shutdown(WAIT).await;
 }
