@@ -19,8 +19,9 @@ pub struct Cli {
     /// machine's.
     #[arg(long, global = true, value_name = "NAME")]
     pub hostname: Option<String>,
-    /// Print secrets as they are: the content of files others may not read and `password`
-    /// values (otherwise shown as a size and a digest in diffs, reports, `graph` and `why`).
+    /// Print secrets as they are: the content of files others may not read and the values of
+    /// credential params, `password`, `apitoken` and `token` (otherwise shown as a size and a
+    /// digest in diffs, reports, `graph` and `why`).
     #[arg(long, global = true)]
     pub show_secrets: bool,
     /// Where imports by URL (`import "git://host/repo/"`) are looked for last, after the

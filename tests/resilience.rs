@@ -492,6 +492,75 @@ fn secrets_are_not_printed_unless_asked() {
     assert_eq!(std::fs::read_to_string(&copy).unwrap(), "old-secret-text", "noop changed nothing");
 }
 
+/// Cloud and BMC credentials (`apitoken`, `password`) read from files others may read are
+/// still secrets: a failed run's errors, `graph` and `why` never print them (issue 53).
+#[test]
+fn cloud_and_bmc_credentials_are_not_printed() {
+    const TOKEN: &str = "hz-T0ken-never-shown";
+    const PASSWORD: &str = "Bmc-pw-never-shown";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("token"), format!("{TOKEN}\n")).unwrap();
+    std::fs::write(dir.path().join("pw"), format!("{PASSWORD}\n")).unwrap();
+    let main = dir.path().join("main.mcl");
+    let d = dir.path().display();
+    std::fs::write(
+        &main,
+        format!(
+            "import \"os\"\nimport \"golang/strings\" as golang_strings\n\
+             hetzner:vm \"web\" {{\n\tapitoken => golang_strings.trim_space(os.readfile(\"{d}/token\")),\n\
+             \tstate => \"running\",\n\tservertype => \"cx22\",\n\timage => \"debian-13\",\n}}\n\
+             bmc:power \"gofish://admin@127.0.0.1:1\" {{\n\tpassword => golang_strings.trim_space(os.readfile(\"{d}/pw\")),\n\
+             \tstate => \"on\",\n}}\n"
+        ),
+    )
+    .unwrap();
+    let main_arg = main.display().to_string();
+    let state = dir.path().join("state").display().to_string();
+    let runs: [(Vec<&str>, i32); 6] = [
+        (vec!["run", &main_arg, "--prefix", &state, "--converged-timeout", "0"], 1),
+        (
+            vec![
+                "run",
+                &main_arg,
+                "--prefix",
+                &state,
+                "--converged-timeout",
+                "0",
+                "--format",
+                "json",
+                "--log-format",
+                "json",
+            ],
+            1,
+        ),
+        (vec!["graph", &main_arg, "--format", "json"], 0),
+        (vec!["graph", &main_arg], 0),
+        (vec!["why", &main_arg, "hetzner:vm[web]"], 0),
+        (vec!["why", &main_arg, "bmc:power[gofish://admin@127.0.0.1:1]", "--format", "json"], 0),
+    ];
+    for (args, code) in &runs {
+        // Nothing answers where the API and the BMC are said to be: the run fails.
+        let out = std::process::Command::new(TEND)
+            .args(args)
+            .env("HCLOUD_ENDPOINT", "http://127.0.0.1:1/v1")
+            .output()
+            .unwrap();
+        let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {all}");
+        assert!(!all.contains(TOKEN) && !all.contains(PASSWORD), "{args:?} printed a credential:\n{all}");
+    }
+    let out = std::process::Command::new(TEND)
+        .args(["run", &main_arg, "--prefix", &state, "--converged-timeout", "0"])
+        .env("HCLOUD_ENDPOINT", "http://127.0.0.1:1/v1")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot reach the Hetzner API at http://127.0.0.1:1/v1") && err.contains("cannot reach the BMC"),
+        "{err}"
+    );
+}
+
 /// Defect 10: a program directory's `metadata.yaml` was read with a line scan: `main:`
 /// kept a trailing `# comment`, and a file that did not parse was ignored. It is read as
 /// YAML, and one that does not parse is an error naming it.

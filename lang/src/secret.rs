@@ -1,5 +1,6 @@
 //! What counts as a secret, and how one is shown: the content of a file whose mode (the
-//! one it has, or the one declared) denies others read, and every `password` param. A
+//! one it has, or the one declared) denies others read, and every param that holds a
+//! credential ([`SECRET_PARAMS`]). A
 //! secret is shown as its size and a digest, never as text, in noop diffs, reports, `graph`
 //! and `why`, unless the operator asks with `--show-secrets` ([`show`]).
 
@@ -40,10 +41,14 @@ pub fn file_is_private(path: &str) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o004 == 0)
 }
 
+/// The params that hold a credential, whatever their kind: `password` (`password`,
+/// `bmc:*`, `user`), `apitoken` (`hetzner:vm`), `token` (`consul:kv`).
+pub const SECRET_PARAMS: &[&str] = &["password", "apitoken", "token"];
+
 /// Whether param `name` of a `kind` resource named `res_name` with `params` holds a secret
 /// (see the module's documentation).
 pub fn is_secret<'v>(kind: &str, res_name: &str, params: impl Fn(&str) -> Option<&'v Value>, name: &str) -> bool {
-    if name == "password" {
+    if SECRET_PARAMS.contains(&name) {
         return true;
     }
     if kind != "file" || !matches!(name, "content" | "fragments") {

@@ -32,6 +32,7 @@
 //! its own way.
 
 pub mod basics;
+pub mod cloud;
 pub mod cluster;
 pub mod contract;
 pub mod files;
@@ -112,6 +113,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &network::tftp::TFTP_FILE,
     &firmware::fwattr::FWATTR,
     &firmware::bmc::BMC_POWER,
+    &cloud::hetzner::HETZNER_VM,
 ];
 
 /// Builds a resource of `kind` against a fresh real host (its own value store and server

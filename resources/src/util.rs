@@ -13,6 +13,7 @@ pub mod fs;
 pub mod http_client;
 pub mod listen;
 pub mod path;
+pub mod poll;
 pub mod registry;
 pub mod text;
 pub mod watch;

@@ -250,32 +250,22 @@ impl Resource for BmcPower {
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        let client = self.client();
-        Box::pin(async move {
-            ctx.event();
-            // Without a client (a missing password file), check_apply reports why; the
-            // engine's retries try again.
-            let Ok((_, client)) = client else {
-                ctx.cancelled().await;
-                return Ok(());
-            };
-            let mut seen: Option<Result<Power, ()>> = None;
-            let mut every = tokio::time::interval_at(tokio::time::Instant::now() + POLL, POLL);
-            loop {
-                tokio::select! {
-                    _ = every.tick() => {
-                        let now = client.power().await.map_err(|_| ());
-                        // The first answer counts too: the power may have moved since the
-                        // first check, before this watch had seen it.
-                        if seen != Some(now) {
-                            ctx.event();
-                        }
-                        seen = Some(now);
-                    }
-                    _ = ctx.cancelled() => return Ok(()),
-                }
+        match self.client() {
+            Ok((_, client)) => {
+                let client = Arc::new(client);
+                crate::util::poll::watch_by_polling(ctx, POLL, move || {
+                    let client = client.clone();
+                    async move { client.power().await }
+                })
             }
-        })
+            // Without a client (a missing password file), check_apply reports why and
+            // the engine's retries try again.
+            Err(_) => Box::pin(async move {
+                ctx.event();
+                ctx.cancelled().await;
+                Ok(())
+            }),
+        }
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {

@@ -91,6 +91,8 @@ pub struct Machine {
     /// The directory of the program being run (`deploy:tar` archives it): the binary sets
     /// it, and moves it on with each deploy.
     pub program: Arc<crate::files::deploy_tar::ProgramRoot>,
+    /// Where the cloud kinds reach their APIs (`hetzner:vm`).
+    pub clouds: Arc<crate::cloud::Endpoints>,
 }
 
 impl Machine {
@@ -119,6 +121,7 @@ impl Machine {
             world: Arc::new(world::Detached::new("")),
             program: Arc::default(),
             containers: None,
+            clouds: Arc::new(crate::cloud::Endpoints::from_env()),
         }
     }
 
@@ -149,6 +152,7 @@ impl Machine {
             docker: Arc::new(crate::virtualization::docker::FakeDocker::default()),
             program: Arc::default(),
             containers: None,
+            clouds: Arc::default(),
         }
     }
 
