@@ -6,6 +6,7 @@ pub mod agent_lock;
 pub mod cli;
 pub mod cmd;
 pub mod compile;
+pub mod firmware;
 pub mod fuzzing;
 pub mod loader;
 pub mod lsp;

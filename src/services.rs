@@ -27,6 +27,7 @@ impl Services {
         funcs.values = Arc::new(SharedValues(resources.values.clone()));
         funcs.watcher = resources::cluster::world::hub();
         funcs.world = world;
+        funcs.firmware = Arc::new(crate::firmware::FwupdDaemon::new(resources.fwupd.clone()));
         Services { funcs, resources }
     }
 }
@@ -38,6 +39,7 @@ pub fn functions_only(root: &Path, state_dir: &Path, hostname: Option<String>) -
     funcs.args = std::env::args().collect();
     funcs.world = Arc::new(resources::cluster::world::local(state_dir, world_hostname(hostname.as_deref())));
     funcs.hostname = hostname;
+    funcs.firmware = Arc::new(crate::firmware::FwupdDaemon::new(resources::firmware::fwupd::Fwupd::at(None)));
     funcs
 }
 

@@ -354,3 +354,63 @@ fn a_file_that_is_not_utf8_or_starts_with_a_bom_says_so() {
     let import = check(b"import \"lib.mcl\"\n");
     assert!(import.contains("can't read file `/lib.mcl`: it is not UTF-8 text: byte 0xFF at offset 6"), "{import}");
 }
+
+/// `sys/fwupd.reboot_needed()` follows a real fwupd (on a private bus, `testkit::fwupd`)
+/// whose test device needs a reboot after an update: false until the `fwupd:device`
+/// resource deploys 1.2.4, then true; the deployed device counts as converged (it is not
+/// flashed again while the old version still shows). Skipped as the resource tests are.
+#[test]
+#[allow(clippy::print_stdout, reason = "a test that cannot run here says why it skipped")]
+fn reboot_needed_follows_the_firmware_daemon() {
+    let why = match nix::unistd::Uid::effective().is_root() {
+        false => Some("fwupd runs as root".to_string()),
+        true => testkit::fwupd::missing(),
+    };
+    if let Some(why) = why {
+        assert!(std::env::var_os("TEND_REQUIRE_FWUPD").is_none(), "TEND_REQUIRE_FWUPD is set but {why}");
+        println!("skipped: {why}");
+        return;
+    }
+    let bus = testkit::fwupd::start_with(true).expect("the daemons start");
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("reboot");
+    let program = format!(
+        "import \"sys/fwupd\"\n\nfwupd:device \"{webcam}\" {{\n\tversion => \"1.2.4\",\n}}\n\n$needed = fwupd.reboot_needed()\n\
+         file \"{flag}\" {{\n\tstate => \"exists\",\n\tcontent => if $needed {{ \"yes\\n\" }} else {{ \"no\\n\" }},\n}}\n",
+        webcam = testkit::fwupd::WEBCAM,
+        flag = flag.display()
+    );
+    std::fs::write(dir.path().join("main.mcl"), program).unwrap();
+    // The daemon answers once it lists its devices.
+    let until = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < until {
+        let listed = Command::new(TEND)
+            .args(["graph", &dir.path().join("main.mcl").display().to_string()])
+            .env("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+            .output()
+            .unwrap();
+        if listed.status.success() && bus.read_log("fwupd.log").contains("ready for requests") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let mut child = Command::new(TEND)
+        .arg("run")
+        .arg(dir.path().join("main.mcl"))
+        .args(["--prefix", &dir.path().join("state").display().to_string(), "--converged-timeout", "3"])
+        .env("DBUS_SYSTEM_BUS_ADDRESS", &bus.address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}\n{}", text(&out.stderr), bus.read_log("fwupd.log"));
+    assert_eq!(std::fs::read_to_string(&flag).unwrap(), "yes\n", "{}", text(&out.stderr));
+    let flashed = text(&out.stderr).matches(&format!("fwupd:device[{}]: changed", testkit::fwupd::WEBCAM)).count();
+    assert_eq!(flashed, 1, "deployed once, then left for the reboot: {}", text(&out.stderr));
+}

@@ -74,6 +74,33 @@ pub struct Host {
     /// the local store or etcd, the same one the `kv` resources write. [`Host::new`] has
     /// an empty one.
     pub world: Arc<dyn world::World>,
+    /// The firmware daemon `sys/fwupd.reboot_needed()` asks: in `tend run` fwupd on the
+    /// system bus. [`Host::new`] has none (no reboot is ever needed).
+    pub firmware: Arc<dyn FirmwareDaemon>,
+}
+
+/// What the `sys/fwupd` functions ask of the firmware daemon.
+pub trait FirmwareDaemon: Send + Sync {
+    /// Whether a device has firmware deployed that waits for a reboot; an error when the
+    /// daemon cannot be asked.
+    fn reboot_needed(&self) -> BoxFuture<'static, Result<bool, String>>;
+    /// A receiver that changes whenever the daemon announces a change (or, after an error,
+    /// when it is worth asking again).
+    fn changes(&self) -> watch::Receiver<u64>;
+}
+
+/// No firmware daemon: no reboot is needed, and nothing ever changes.
+pub struct NoFirmware;
+
+impl FirmwareDaemon for NoFirmware {
+    fn reboot_needed(&self) -> BoxFuture<'static, Result<bool, String>> {
+        Box::pin(async { Ok(false) })
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        // The sender is dropped: the receiver never sees a change.
+        watch::channel(0).1
+    }
 }
 
 impl Host {
@@ -88,6 +115,7 @@ impl Host {
             hostname: None,
             watcher: Arc::new(Polling),
             world: Arc::new(world::Detached::new("")),
+            firmware: Arc::new(NoFirmware),
         }
     }
 }

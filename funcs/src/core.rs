@@ -26,6 +26,7 @@ pub mod regexp;
 pub mod streams;
 pub mod strings;
 pub mod sys;
+pub mod sys_fwupd;
 pub mod test;
 pub mod top;
 pub mod util;
@@ -54,6 +55,7 @@ pub fn register_all(r: &mut Registry) {
     map::register(r);
     os::register(r);
     sys::register(r);
+    sys_fwupd::register(r);
     net::register(r);
     net_http::register(r);
     regexp::register(r);

@@ -114,6 +114,9 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &firmware::fwattr::FWATTR,
     &firmware::bmc::BMC_POWER,
     &cloud::hetzner::HETZNER_VM,
+    &firmware::fwupd::FWUPD_DEVICE,
+    &firmware::fwupd::FWUPD_REMOTE,
+    &firmware::fwupd::FWUPD_SYSTEM,
 ];
 
 /// Builds a resource of `kind` against a fresh real host (its own value store and server

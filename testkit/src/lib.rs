@@ -93,8 +93,10 @@ mod tests {
     }
 }
 
+pub mod bus;
 pub mod daemon;
 pub mod etcd;
+pub mod fwupd;
 pub mod lsp;
 pub mod packagekit;
 pub mod programs;

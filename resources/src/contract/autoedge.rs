@@ -9,7 +9,9 @@
 //! the `user`/`group` it runs as; `svc` after its unit file and before the `cron` that
 //! triggers it; `user` after its groups (reversed when absent); `gzip` and `tar` after what
 //! produces their inputs; `json:edit` after the `file` of its store; `ssh:authorized_key`
-//! after its `user` and the `file` it edits. Not implemented: `pkg` edges, which need the
+//! after its `user` and the `file` it edits; `fwupd:remote` after the `svc` of the daemon
+//! and the `file` of its configuration, and `fwupd:device` and `fwupd:system` after every
+//! `fwupd:remote` (any of them may offer the release). Not implemented: `pkg` edges, which need the
 //! package manager's file lists.
 
 use lang::params::ParamMap;
@@ -117,7 +119,7 @@ pub fn file_path<'a>(name: &'a str, params: &'a ParamMap) -> Cow<'a, str> {
 }
 
 /// The kinds whose resources rules look up by name ([`Index::resource`]).
-const FOUND_BY_NAME: &[&str] = &["user", "group", "net"];
+const FOUND_BY_NAME: &[&str] = &["user", "group", "net", "svc"];
 
 /// What the resources of a graph provide, for the rules that ask.
 #[derive(Default)]
@@ -134,9 +136,20 @@ pub struct Index<'a> {
     crons_by_unit: HashMap<String, Vec<usize>>,
     /// `gzip` and `tar` resources by the file they write.
     archives: HashMap<String, usize>,
+    /// The `fwupd:remote` resources.
+    fwupd_remotes: Vec<usize>,
 }
 
 impl<'a> Index<'a> {
+    /// The `fwupd:remote` resources.
+    pub fn fwupd_remotes(&self) -> &[usize] {
+        &self.fwupd_remotes
+    }
+
+    pub fn add_fwupd_remote(&mut self, idx: usize) {
+        self.fwupd_remotes.push(idx);
+    }
+
     /// The `file` resource managing `path` (a directory with its trailing `/`).
     pub fn file(&self, path: &str) -> Option<usize> {
         self.files.get(path).copied()
@@ -312,6 +325,31 @@ mod tests {
             ("cron", "app", ParamMap::new()),
         ]);
         assert_eq!(edges, ["svc[app] -> cron[app]", "file[/etc/systemd/system/app.service] -> svc[app]"]);
+    }
+
+    #[test]
+    fn fwupd_remotes_follow_the_daemon_and_come_before_devices() {
+        let none = ParamMap::new();
+        let edges = check(&[
+            ("fwupd:remote", "lvfs", none.clone()),
+            ("fwupd:remote", "mirror", none.clone()),
+            ("svc", "fwupd", none.clone()),
+            ("file", "/etc/fwupd/remotes.d/mirror.conf", none.clone()),
+            ("fwupd:system", "update", none.clone()),
+            ("fwupd:device", "webcam", none),
+        ]);
+        assert_eq!(
+            edges,
+            [
+                "fwupd:remote[lvfs] -> fwupd:system[update]",
+                "fwupd:remote[lvfs] -> fwupd:device[webcam]",
+                "fwupd:remote[mirror] -> fwupd:system[update]",
+                "fwupd:remote[mirror] -> fwupd:device[webcam]",
+                "svc[fwupd] -> fwupd:remote[lvfs]",
+                "svc[fwupd] -> fwupd:remote[mirror]",
+                "file[/etc/fwupd/remotes.d/mirror.conf] -> fwupd:remote[mirror]",
+            ]
+        );
     }
 
     #[test]

@@ -93,6 +93,8 @@ pub struct Machine {
     pub program: Arc<crate::files::deploy_tar::ProgramRoot>,
     /// Where the cloud kinds reach their APIs (`hetzner:vm`).
     pub clouds: Arc<crate::cloud::Endpoints>,
+    /// The fwupd daemon (`fwupd:*`): on the system bus, or a test's private one.
+    pub fwupd: Arc<crate::firmware::fwupd::Fwupd>,
 }
 
 impl Machine {
@@ -122,6 +124,7 @@ impl Machine {
             program: Arc::default(),
             containers: None,
             clouds: Arc::new(crate::cloud::Endpoints::from_env()),
+            fwupd: crate::firmware::fwupd::Fwupd::at(None),
         }
     }
 
@@ -153,6 +156,7 @@ impl Machine {
             program: Arc::default(),
             containers: None,
             clouds: Arc::default(),
+            fwupd: crate::firmware::fwupd::Fwupd::at(None),
         }
     }
 

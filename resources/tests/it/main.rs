@@ -15,6 +15,7 @@ mod file;
 mod file_kinds;
 mod file_tree;
 mod fwattr;
+mod fwupd;
 mod hetzner;
 mod http;
 mod http_client;
