@@ -114,6 +114,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &firmware::fwattr::FWATTR,
     &firmware::bmc::BMC_POWER,
     &cloud::hetzner::HETZNER_VM,
+    &cloud::aws_ec2::AWS_EC2,
     &firmware::fwupd::FWUPD_DEVICE,
     &firmware::fwupd::FWUPD_REMOTE,
     &firmware::fwupd::FWUPD_SYSTEM,

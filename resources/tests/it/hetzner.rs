@@ -212,7 +212,7 @@ async fn serve(cloud: Shared) -> SocketAddr {
 }
 
 fn host_for(dir: &std::path::Path, addr: SocketAddr) -> Machine {
-    let clouds = resources::cloud::Endpoints { hetzner: format!("http://{addr}/v1") };
+    let clouds = resources::cloud::Endpoints { hetzner: format!("http://{addr}/v1"), ..Default::default() };
     Machine { clouds: Arc::new(clouds), ..Machine::sandbox(dir) }
 }
 
@@ -334,6 +334,7 @@ async fn drift_is_repaired_and_errors_never_show_the_token() {
     let gone = Machine {
         clouds: Arc::new(resources::cloud::Endpoints {
             hetzner: format!("http://127.0.0.1:{}/v1", support::free_port()),
+            ..Default::default()
         }),
         ..host.clone()
     };

@@ -5,6 +5,7 @@ mod support;
 
 mod augeas;
 mod autogroup;
+mod aws;
 mod bmc;
 mod dhcp;
 mod docker;
