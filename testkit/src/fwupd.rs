@@ -23,6 +23,19 @@ pub fn missing() -> Option<String> {
         .map(|t| format!("{t} is not installed (fwupd, fwupd-tests, polkitd, dbus)"))
 }
 
+/// Why a test of fwupd cannot run here (not root, or something missing), after checking
+/// that it is allowed not to: `TEND_REQUIRE_FWUPD` (as CI sets it) makes that a failure.
+pub fn unavailable() -> Option<String> {
+    let why = match nix::unistd::Uid::effective().is_root() {
+        false => Some("fwupd runs as root".to_string()),
+        true => missing(),
+    };
+    if let Some(why) = &why {
+        assert!(std::env::var_os("TEND_REQUIRE_FWUPD").is_none(), "TEND_REQUIRE_FWUPD is set but {why}");
+    }
+    why
+}
+
 /// Starts the bus, polkitd and fwupd; returns once the bus listens (the caller waits for
 /// fwupd to answer). fwupd's log is `fwupd.log` in the directory.
 pub fn start() -> Result<PrivateBus, String> {

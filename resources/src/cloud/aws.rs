@@ -16,7 +16,7 @@ use hyper::Method;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName};
 use sha2::{Digest, Sha256};
 
-use crate::util::http_client::{self, Url};
+use crate::util::http_client::{self, Url, percent_encode};
 
 const API_VERSION: &str = "2016-11-15";
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -122,8 +122,11 @@ impl Ec2 {
         let mut form: Vec<(String, String)> =
             vec![("Action".into(), action.into()), ("Version".into(), API_VERSION.into())];
         form.extend(params.iter().cloned());
-        let body: String =
-            form.iter().map(|(k, v)| format!("{}={}", encode(k), encode(v))).collect::<Vec<_>>().join("&");
+        let body: String = form
+            .iter()
+            .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
         let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
         let headers = sign(&self.endpoint, &self.region, &creds, &body, now);
 
@@ -244,16 +247,6 @@ fn utc(t: u64) -> (String, String) {
     (date, stamp)
 }
 
-/// Percent-encoding as SigV4 wants it: everything but the unreserved characters.
-fn encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 /// The first element named `tag` in `xml`, as text.
 fn xml_text(xml: &str, tag: &str) -> Option<String> {
     let doc = roxmltree::Document::parse(xml).ok()?;
@@ -320,6 +313,6 @@ mod tests {
         );
         let err = "<Response><Errors><Error><Code>InvalidAMIID.NotFound</Code><Message>no ami</Message></Error></Errors></Response>";
         assert_eq!(xml_text(err, "Code").as_deref(), Some("InvalidAMIID.NotFound"));
-        assert_eq!(encode("a b/+="), "a%20b%2F%2B%3D");
+        assert_eq!(percent_encode("a b/+="), "a%20b%2F%2B%3D");
     }
 }

@@ -204,11 +204,7 @@ impl Resource for AwsEc2 {
                 let (api, tag) = (api.clone(), tag.clone());
                 async move { AwsEc2::current(api.as_ref(), &tag).await }
             }),
-            Err(_) => Box::pin(async move {
-                ctx.event();
-                ctx.cancelled().await;
-                Ok(())
-            }),
+            Err(_) => crate::util::poll::startup_only(ctx),
         }
     }
 

@@ -27,7 +27,7 @@ use crate::contract::common::Raw;
 use crate::contract::params::BuildError;
 use crate::contract::typed::Fingerprint as _;
 use crate::machine::Machine;
-use crate::util::http_client::{self, Url};
+use crate::util::http_client::{self, Url, percent_encode};
 
 /// The public API.
 pub const PUBLIC_API: &str = "https://api.hetzner.cloud/v1";
@@ -158,7 +158,7 @@ impl Hcloud {
 #[async_trait]
 impl HetznerApi for Hcloud {
     async fn server(&self, name: &str) -> Result<Option<Server>, String> {
-        let found = self.call(Method::GET, &format!("/servers?name={}", query_escape(name)), None).await?;
+        let found = self.call(Method::GET, &format!("/servers?name={}", percent_encode(name)), None).await?;
         let servers = found["servers"].as_array().cloned().unwrap_or_default();
         Ok(servers.iter().filter(|s| s["name"].as_str() == Some(name)).find_map(Server::from_json))
     }
@@ -198,16 +198,6 @@ impl HetznerApi for Hcloud {
             })
             .unwrap_or_default())
     }
-}
-
-/// `text` percent-encoded for a query value.
-fn query_escape(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 pub struct HetznerVm {
@@ -444,11 +434,7 @@ impl Resource for HetznerVm {
                 let (api, name) = (api.clone(), name.clone());
                 async move { api.server(&name).await }
             }),
-            Err(_) => Box::pin(async move {
-                ctx.event();
-                ctx.cancelled().await;
-                Ok(())
-            }),
+            Err(_) => crate::util::poll::startup_only(ctx),
         }
     }
 
@@ -476,6 +462,6 @@ mod tests {
         assert_eq!((s.id, s.status.as_str(), s.server_type.as_str(), s.image.as_str()), (42, "running", "cx22", ""));
         assert!(s.rescue_enabled && s.steady());
         assert!(Server::from_json(&json!({"name": "no id"})).is_none());
-        assert_eq!(query_escape("a b/é"), "a%20b%2F%C3%A9");
+        assert_eq!(percent_encode("a b/é"), "a%20b%2F%C3%A9");
     }
 }

@@ -260,11 +260,7 @@ impl Resource for BmcPower {
             }
             // Without a client (a missing password file), check_apply reports why and
             // the engine's retries try again.
-            Err(_) => Box::pin(async move {
-                ctx.event();
-                ctx.cancelled().await;
-                Ok(())
-            }),
+            Err(_) => crate::util::poll::startup_only(ctx),
         }
     }
 

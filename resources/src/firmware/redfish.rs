@@ -1,6 +1,6 @@
 //! A small Redfish client (DMTF DSP0266) for the `bmc:*` kinds: basic authentication on
 //! every request, JSON bodies, the first system of `/redfish/v1/Systems`, its power state
-//! and reset action, and the firmware inventory. It sits behind the [`Bmc`] trait.
+//! and reset action. It sits behind the [`Bmc`] trait.
 //!
 //! Errors never carry the password: they name the BMC by scheme, host and port, and the
 //! user by name.
@@ -34,10 +34,6 @@ pub trait Bmc: Send + Sync {
     async fn power(&self) -> Result<Power, String>;
     /// Sends a `ComputerSystem.Reset` of `reset_type` (`On`, `ForceOff`, `GracefulShutdown`).
     async fn reset(&self, reset_type: &str) -> Result<(), String>;
-    /// The version of firmware component `id` in the update service's inventory.
-    async fn firmware_version(&self, id: &str) -> Result<Option<String>, String>;
-    /// Pushes `image` to the update service (HTTP push), returning when it is accepted.
-    async fn push_firmware(&self, image: Vec<u8>) -> Result<(), String>;
 }
 
 /// A BMC reached over Redfish.
@@ -175,26 +171,6 @@ impl Bmc for Redfish {
             .unwrap_or_else(|| format!("{}/Actions/ComputerSystem.Reset", system.trim_end_matches('/')));
         let body = Bytes::from(json!({ "ResetType": reset_type }).to_string());
         self.request(Method::POST, &target, Some(("application/json", body))).await.map(|_| ())
-    }
-
-    async fn firmware_version(&self, id: &str) -> Result<Option<String>, String> {
-        let inventory = self.get("/redfish/v1/UpdateService/FirmwareInventory").await?;
-        for member in odata_ids(&inventory["Members"]) {
-            if member.trim_end_matches('/').rsplit('/').next() == Some(id) {
-                let item = self.get(&member).await?;
-                return Ok(item["Version"].as_str().map(str::to_string));
-            }
-        }
-        Ok(None)
-    }
-
-    async fn push_firmware(&self, image: Vec<u8>) -> Result<(), String> {
-        let service = self.get("/redfish/v1/UpdateService").await?;
-        let Some(uri) = service["HttpPushUri"].as_str() else {
-            return Err(format!("the BMC at {} takes no pushed firmware (no HttpPushUri)", self.address()));
-        };
-        let uri = uri.to_string();
-        self.request(Method::POST, &uri, Some(("application/octet-stream", Bytes::from(image)))).await.map(|_| ())
     }
 }
 

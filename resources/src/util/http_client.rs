@@ -296,6 +296,17 @@ async fn tls(
     tokio_rustls::TlsConnector::from(config).connect(name, tcp).await.map_err(|e| format!("TLS: {e}"))
 }
 
+/// `text` with every byte but RFC 3986's unreserved characters as `%XX` (a query value;
+/// what AWS's Signature Version 4 signs).
+pub fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 /// `%XX` escapes decoded (the user and password of a URL).
 fn percent_decode(s: &str) -> Vec<u8> {
     let b = s.as_bytes();

@@ -36,3 +36,13 @@ where
         }
     })
 }
+
+/// The watch of a resource that cannot reach its target yet (a credential file missing):
+/// the startup event (its check reports why, and the engine retries), then nothing.
+pub fn startup_only(ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
+    Box::pin(async move {
+        ctx.event();
+        ctx.cancelled().await;
+        Ok(())
+    })
+}
