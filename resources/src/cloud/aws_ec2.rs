@@ -73,14 +73,14 @@ pub struct AwsEc2 {
     endpoint: Option<String>,
     credentials: Option<std::path::PathBuf>,
     /// The instance as last seen, for the sends.
-    seen: Arc<Mutex<Option<Instance>>>,
+    seen: Mutex<Option<Instance>>,
 }
 
 impl AwsEc2 {
     pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<AwsEc2, BuildError> {
         let (raw, params) = Raw::decoded("aws:ec2", name, values, AwsEc2Params::decode)?;
         let (endpoint, credentials) = (host.clouds.aws.clone(), host.clouds.aws_credentials.clone());
-        Ok(AwsEc2 { raw, params, endpoint, credentials, seen: Arc::default() })
+        Ok(AwsEc2 { raw, params, endpoint, credentials, seen: Mutex::default() })
     }
 
     fn key(&self) -> String {

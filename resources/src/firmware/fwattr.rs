@@ -16,7 +16,6 @@
 
 use lang::params::ParamMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -58,7 +57,7 @@ pub struct Fwattr {
     /// `<root>/sys/class/firmware-attributes`.
     base: PathBuf,
     /// The value this instance last wrote, to tell a write waiting for a reboot from drift.
-    written: Arc<Mutex<Option<String>>>,
+    written: Option<String>,
 }
 
 /// Where one attribute lives, once its driver is known.
@@ -81,7 +80,7 @@ impl Attr {
 impl Fwattr {
     pub fn build(host: &Machine, name: &str, values: &ParamMap) -> Result<Fwattr, BuildError> {
         let (raw, params) = Raw::decoded("fwattr", name, values, FwattrParams::decode)?;
-        Ok(Fwattr { raw, params, base: host.path(FWATTR_DIR), written: Arc::default() })
+        Ok(Fwattr { raw, params, base: host.path(FWATTR_DIR), written: None })
     }
 
     fn key(&self) -> String {
@@ -330,8 +329,7 @@ impl Resource for Fwattr {
             return Ok(true);
         }
         let pending = read_trimmed(&attr.pending_reboot())?.is_some_and(|v| v.trim() == "1");
-        let wrote = self.written.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        if pending && wrote.as_deref() == Some(want.as_str()) {
+        if pending && self.written.as_deref() == Some(want.as_str()) {
             tracing::warn!(resource = %key, value = %want, "set; the firmware applies it at the next reboot");
             return Ok(true);
         }
@@ -341,7 +339,7 @@ impl Resource for Fwattr {
         }
         // sysfs attributes are written in place (a rename cannot replace one).
         std::fs::write(&current_path, format!("{want}\n")).map_err(|e| ResError::io(&current_path, &e))?;
-        *self.written.lock().unwrap_or_else(|e| e.into_inner()) = Some(want.clone());
+        self.written = Some(want.clone());
         if want == self.params.value {
             tracing::info!(resource = %key, "wrote `{want}`");
         } else {
