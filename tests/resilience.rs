@@ -510,13 +510,15 @@ fn cloud_and_bmc_credentials_are_not_printed() {
              hetzner:vm \"web\" {{\n\tapitoken => golang_strings.trim_space(os.readfile(\"{d}/token\")),\n\
              \tstate => \"running\",\n\tservertype => \"cx22\",\n\timage => \"debian-13\",\n}}\n\
              bmc:power \"gofish://admin@127.0.0.1:1\" {{\n\tpassword => golang_strings.trim_space(os.readfile(\"{d}/pw\")),\n\
-             \tstate => \"on\",\n}}\n"
+             \tstate => \"on\",\n}}\n\
+             bmc:firmware \"gofish://admin@127.0.0.1:2\" {{\n\tpassword => golang_strings.trim_space(os.readfile(\"{d}/pw\")),\n\
+             \tprovider => \"supermicro\",\n\tfile => \"{d}/token\",\n\tversion => \"1.72\",\n}}\n"
         ),
     )
     .unwrap();
     let main_arg = main.display().to_string();
     let state = dir.path().join("state").display().to_string();
-    let runs: [(Vec<&str>, i32); 6] = [
+    let runs: [(Vec<&str>, i32); 7] = [
         (vec!["run", &main_arg, "--prefix", &state, "--converged-timeout", "0"], 1),
         (
             vec![
@@ -537,6 +539,7 @@ fn cloud_and_bmc_credentials_are_not_printed() {
         (vec!["graph", &main_arg], 0),
         (vec!["why", &main_arg, "hetzner:vm[web]"], 0),
         (vec!["why", &main_arg, "bmc:power[gofish://admin@127.0.0.1:1]", "--format", "json"], 0),
+        (vec!["why", &main_arg, "bmc:firmware[gofish://admin@127.0.0.1:2]"], 0),
     ];
     for (args, code) in &runs {
         // Nothing answers where the API and the BMC are said to be: the run fails.
@@ -556,7 +559,9 @@ fn cloud_and_bmc_credentials_are_not_printed() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("cannot reach the Hetzner API at http://127.0.0.1:1/v1") && err.contains("cannot reach the BMC"),
+        err.contains("cannot reach the Hetzner API at http://127.0.0.1:1/v1")
+            && err.contains("cannot reach the BMC at http://127.0.0.1:1")
+            && err.contains("cannot reach the BMC at http://127.0.0.1:2"),
         "{err}"
     );
 }

@@ -113,6 +113,7 @@ pub const KINDS: &[&contract::kind::Kind] = &[
     &network::tftp::TFTP_FILE,
     &firmware::fwattr::FWATTR,
     &firmware::bmc::BMC_POWER,
+    &firmware::bmc_firmware::BMC_FIRMWARE,
     &cloud::hetzner::HETZNER_VM,
     &cloud::aws_ec2::AWS_EC2,
     &firmware::fwupd::FWUPD_DEVICE,

@@ -173,12 +173,43 @@ pub fn password(name: &str, inline: &str, file: &str, insecure: bool) -> Result<
     Ok(inline.to_string())
 }
 
-/// One lock per BMC: two resources never drive the same BMC at once.
-pub fn bmc_lock(target: &Target) -> Arc<tokio::sync::Mutex<()>> {
+/// Holds the BMC locks named by `keys` (in a fixed order, so two holders never wait on
+/// each other): two resources never drive the same BMC at once. A BMC is named by
+/// `host:port`, and a `bmc:power` resource by `res:NAME` too (what `bmc:firmware`'s
+/// `block` names).
+pub async fn lock_bmcs(mut keys: Vec<String>) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
     static LOCKS: OnceLock<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = OnceLock::new();
-    let mut locks = LOCKS.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
-    locks.retain(|_, l| Arc::strong_count(l) > 1);
-    locks.entry(format!("{}:{}", target.host, target.port)).or_default().clone()
+    keys.sort();
+    keys.dedup();
+    let locks: Vec<_> = {
+        let mut map = LOCKS.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|_, l| Arc::strong_count(l) > 1);
+        keys.iter().map(|k| map.entry(k.clone()).or_default().clone()).collect()
+    };
+    let mut held = Vec::with_capacity(locks.len());
+    for lock in locks {
+        held.push(lock.lock_owned().await);
+    }
+    held
+}
+
+impl Target {
+    /// The BMC's lock key (see [`lock_bmcs`]).
+    pub fn lock_key(&self) -> String {
+        format!("{}:{}", self.host, self.port)
+    }
+}
+
+/// The lock keys of the `bmc:power` resource named `name`: the resource, and its BMC
+/// when the name is the BMC's URL.
+pub fn power_lock_keys(name: &str) -> Vec<String> {
+    let mut keys = vec![format!("res:{name}")];
+    let url = name_url(name);
+    if !url.host.is_empty() {
+        let port = url.port.as_deref().and_then(|p| p.parse().ok()).unwrap_or(DEFAULT_PORT);
+        keys.push(format!("{}:{port}", url.host));
+    }
+    keys
 }
 
 pub struct BmcPower {
@@ -267,8 +298,9 @@ impl Resource for BmcPower {
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let key = self.key();
         let (target, client) = self.client()?;
-        let lock = bmc_lock(&target);
-        let _one_at_a_time = lock.lock().await;
+        let mut keys = power_lock_keys(&self.raw.name);
+        keys.push(target.lock_key());
+        let _one_at_a_time = lock_bmcs(keys).await;
         let fail = |e: String| ResError::transient(format!("{key}: {e}"));
         let (want, reset) = self.wanted();
         let mut now = client.power().await.map_err(fail)?;

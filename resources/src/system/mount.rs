@@ -43,6 +43,8 @@ pub struct Mount {
     mounts: Arc<dyn Mounter>,
     fstab: PathBuf,
     filesystems: PathBuf,
+    /// The running kernel's module aliases: a type not loaded yet may have a module.
+    module_aliases: PathBuf,
 }
 
 impl Mount {
@@ -54,6 +56,7 @@ impl Mount {
             mounts: host.mounts.clone(),
             fstab: host.path("/etc/fstab"),
             filesystems: host.path("/proc/filesystems"),
+            module_aliases: host.path(&format!("/lib/modules/{}/modules.alias", kernel_release(host))),
         })
     }
 
@@ -109,12 +112,21 @@ impl Resource for Mount {
             if p.device.is_empty() {
                 return Err(err(Some("device"), "is required".into()));
             }
-            // Like mgmt, the type must be one the kernel knows (when we can tell).
+            // As in mgmt, the type must be one the kernel knows; unlike mgmt, one it would
+            // load on demand (a module aliased `fs-TYPE`, as `iso9660` before the first CD
+            // is mounted) counts. Where neither can be read, the mount itself will tell.
             if let Ok(known) = std::fs::read_to_string(&self.filesystems)
                 && !p.fstype.is_empty()
                 && !known.lines().any(|l| l.split_whitespace().last() == Some(p.fstype.as_str()))
+                && let Ok(aliases) = std::fs::read_to_string(&self.module_aliases)
+                && !aliases.lines().any(|l| {
+                    l.strip_prefix("alias fs-").and_then(|a| a.split_whitespace().next()) == Some(p.fstype.as_str())
+                })
             {
-                return Err(err(Some("type"), format!("`{}` is not listed in /proc/filesystems", p.fstype)));
+                return Err(err(
+                    Some("type"),
+                    format!("`{}` is not listed in /proc/filesystems, and no kernel module provides it", p.fstype),
+                ));
             }
         }
         Ok(())
@@ -165,3 +177,8 @@ impl Resource for Mount {
 /// The `mount` kind: its params and send fields as the type checker sees them, and its constructor.
 pub const MOUNT: crate::contract::kind::Kind =
     crate::contract::kind::Kind::new("mount", MountParams::FIELDS, crate::built_on_host!(Mount));
+
+/// The running kernel's release (`uname -r`), where its modules live.
+fn kernel_release(host: &Machine) -> String {
+    std::fs::read_to_string(host.path("/proc/sys/kernel/osrelease")).unwrap_or_default().trim().to_string()
+}

@@ -1,7 +1,8 @@
 //! `bmc:power` against OpenStack's Redfish emulator (`sushy-emulator --fake` from the
 //! tests' Python environment), with basic authentication on and one fake system. The
 //! emulator applies a power change 1 to 11 seconds after it is asked, as hardware would,
-//! so the waits here allow for that (and for the agent's 10 s poll).
+//! so the waits here allow for that (and for the agent's 10 s poll). `bmc:firmware` reads
+//! the emulator's BMC version here; its updates are tested in bmc_firmware.rs.
 
 use crate::support;
 
@@ -188,6 +189,32 @@ async fn power_is_set_held_against_drift_and_refused_with_a_clear_error() {
     let err = wrong.check_apply(&mut ApplyCtx::detached(), true).await.unwrap_err().message;
     assert!(err.contains("refused the credentials of user `admin`") && err.contains("401"), "{err}");
     assert!(!err.contains("not-the-pw"), "{err}");
+
+    // bmc:firmware reads the emulator's BMC version: the version asked for is already there.
+    let image = dir.path().join("fw.bin");
+    std::fs::write(&image, "an image").unwrap();
+    let firmware = |version: &str| {
+        let pairs = [
+            ("password", s(PASSWORD)),
+            on[2].clone(),
+            ("provider", s("supermicro")),
+            ("file", s(image.to_str().unwrap())),
+            ("version", s(version)),
+        ];
+        build_with(&host, "bmc:firmware", &name, &params(&pairs)).unwrap()
+    };
+    let mut current = firmware("1.00");
+    current.validate().unwrap();
+    assert_eq!(check(current.as_mut(), true).await, Ok((true, vec![])));
+    // The emulator offers `HttpPushUri` but takes no image there: the BMC's answer is told.
+    let mut newer = firmware("1.72");
+    let err = newer.check_apply(&mut ApplyCtx::detached(), true).await.unwrap_err().message;
+    assert!(
+        err.contains(&format!(
+            "the BMC at https://127.0.0.1:{port} answered POST /redfish/v1/UpdateService/FirmwareInventory with 40"
+        )),
+        "{err}"
+    );
 
     // An unreachable BMC: a clear, retried error.
     let gone = format!("gofish://admin@127.0.0.1:{}", free_port());

@@ -267,6 +267,32 @@ async fn mount_keeps_the_fstab_entry_and_the_live_mount() {
     );
 }
 
+#[test]
+fn a_mount_type_is_one_the_kernel_has_or_would_load() {
+    let root = tempfile::tempdir().unwrap();
+    let host = Machine::sandbox(root.path());
+    let valid = |fstype: &str| {
+        let pairs = [("state", s("exists")), ("device", s("/dev/sr0")), ("type", s(fstype))];
+        build_with(&host, "mount", "/media/cdrom", &params(&pairs)).unwrap().validate().map_err(|e| e.message)
+    };
+    fs::create_dir_all(root.path().join("proc/sys/kernel")).unwrap();
+    fs::write(root.path().join("proc/filesystems"), "nodev\tproc\n\text4\n").unwrap();
+    // Nothing says which modules the kernel has: the mount itself will tell.
+    valid("iso9660").unwrap();
+    fs::write(root.path().join("proc/sys/kernel/osrelease"), "6.1.0-test\n").unwrap();
+    fs::create_dir_all(root.path().join("lib/modules/6.1.0-test")).unwrap();
+    fs::write(
+        root.path().join("lib/modules/6.1.0-test/modules.alias"),
+        "alias fs-iso9660 isofs\nalias fs-vfat vfat\nalias char-major-10-229 fuse\n",
+    )
+    .unwrap();
+    valid("ext4").unwrap();
+    // Not loaded until the first CD is mounted, but its module is there.
+    valid("iso9660").unwrap();
+    let err = valid("fuse").unwrap_err();
+    assert!(err.contains("field `type`: `fuse` is not listed in /proc/filesystems, and no kernel module"), "{err}");
+}
+
 #[tokio::test]
 async fn pkg_installs_pins_and_removes() {
     let root = tempfile::tempdir().unwrap();

@@ -7,6 +7,7 @@ mod augeas;
 mod autogroup;
 mod aws;
 mod bmc;
+mod bmc_firmware;
 mod dhcp;
 mod docker;
 mod e2e;
