@@ -1135,13 +1135,36 @@ mod tests {
 
     use super::*;
 
+    /// A test's directory, made inside one of its own. The hub is process-wide, and an
+    /// event queued before a subscription was armed still reaches it: were the directory
+    /// made in `/tmp` while a sibling test watches `/tmp` (its target's parent gone), its
+    /// creation could wake this test's watch late. Inside a parent of its own, nobody else
+    /// watches where it is made.
+    struct Scratch {
+        _outer: tempfile::TempDir,
+        inner: PathBuf,
+    }
+
+    impl Scratch {
+        fn path(&self) -> &Path {
+            &self.inner
+        }
+    }
+
+    fn scratch() -> Scratch {
+        let outer = tempfile::tempdir().unwrap();
+        let inner = outer.path().join("t");
+        std::fs::create_dir(&inner).unwrap();
+        Scratch { _outer: outer, inner }
+    }
+
     async fn expect_event(w: &mut FileWatch) {
         tokio::time::timeout(Duration::from_secs(5), w.changed()).await.expect("event in time").expect("watching");
     }
 
     #[tokio::test]
     async fn sees_a_file_created_inside_a_directory_that_appears_later() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let target = dir.path().join("a/b/file");
         let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
         std::fs::create_dir(dir.path().join("a")).unwrap();
@@ -1158,7 +1181,7 @@ mod tests {
         // between choosing a watch point and watching it. Whatever the interleaving, once
         // the tree is made the watch must see the target itself go away.
         for round in 0..40u64 {
-            let dir = tempfile::tempdir().unwrap();
+            let dir = scratch();
             let target = dir.path().join("a/b/c/d/e/f/file");
             let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
             let maker = {
@@ -1195,7 +1218,7 @@ mod tests {
     #[tokio::test]
     async fn a_call_is_told_when_its_parent_appears_and_follows_it_once_refreshed() {
         use engine::Subscription;
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let parent = dir.path().join("made");
         let target = parent.join("f");
         let (tx, mut calls) = mpsc::unbounded_channel();
@@ -1218,7 +1241,7 @@ mod tests {
     /// as the hub spells it), and one dropped leaves the others watching.
     #[tokio::test]
     async fn subscriptions_sharing_a_target_are_each_told_and_outlive_each_other() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let target = dir.path().join("shared");
         let (tx, mut calls) = mpsc::unbounded_channel();
         let called = move |targets: &[Spelt], _moved: bool| {
@@ -1252,7 +1275,7 @@ mod tests {
     /// way the call gets the hub's spelling and sees the change.
     #[tokio::test]
     async fn a_shared_target_string_is_kept_as_given_when_spelt_right() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let plain: Arc<str> = Arc::from(format!("{}/plain", dir.path().display()));
         let slashed: Arc<str> = Arc::from(format!("{}//slashed/", dir.path().display()));
         let (tx, mut calls) = mpsc::unbounded_channel();
@@ -1278,7 +1301,7 @@ mod tests {
 
     #[tokio::test]
     async fn ignores_siblings_and_releases_watches_on_drop() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let target = dir.path().join("mine");
         let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
         std::fs::write(dir.path().join("other"), "x").unwrap();
@@ -1291,7 +1314,7 @@ mod tests {
 
     #[tokio::test]
     async fn recursive_targets_see_deep_changes_and_targets_see_their_ancestor_vanish() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let tree = dir.path().join("tree");
         std::fs::create_dir_all(tree.join("a/b")).unwrap();
         let mut deep = FileWatch::new(vec![tree.clone()], true).unwrap();
@@ -1307,7 +1330,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_event_subscription_names_each_entry_and_tells_writes_from_closes() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
         let mut w = FileWatch::events(vec![dir.path().to_path_buf()]).unwrap();
@@ -1335,7 +1358,7 @@ mod tests {
 
     #[tokio::test]
     async fn reading_a_watched_file_wakes_nobody() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let target = dir.path().join("f");
         std::fs::write(&target, "x").unwrap();
         let mut w = FileWatch::new(vec![target.clone()], false).unwrap();
@@ -1349,7 +1372,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_directory_made_inside_a_recursive_watch_is_followed_with_what_it_holds() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let tree = dir.path().join("tree");
         std::fs::create_dir(&tree).unwrap();
         let mut w = FileWatch::new(vec![tree.clone()], true).unwrap();
@@ -1366,7 +1389,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_parent_removed_or_moved_away_is_watched_again_once_made_again() {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = scratch();
         let parent = dir.path().join("p");
         let target = parent.join("file");
         std::fs::create_dir(&parent).unwrap();
