@@ -173,6 +173,78 @@ pub fn password(name: &str, inline: &str, file: &str, insecure: bool) -> Result<
     Ok(inline.to_string())
 }
 
+/// How a `bmc:*` resource reaches its BMC: the params `bmc:power` and `bmc:firmware` share.
+pub(crate) struct Login<'a> {
+    pub(crate) raw: &'a Raw,
+    pub(crate) hostname: &'a str,
+    pub(crate) port: i64,
+    pub(crate) username: &'a str,
+    pub(crate) driver: &'a str,
+    pub(crate) password: &'a str,
+    pub(crate) password_file: &'a str,
+    pub(crate) insecure_password: bool,
+    pub(crate) ca: &'a str,
+}
+
+impl Login<'_> {
+    pub(crate) fn target(&self) -> Result<Target, ResError> {
+        target(&self.raw.name, self.hostname, self.port, self.username, self.driver)
+            .map_err(|(field, message)| self.raw.invalid(Some(field), message))
+    }
+
+    /// The address and the credential params, as `validate` checks them.
+    pub(crate) fn validate(&self) -> Result<(), ResError> {
+        self.target()?;
+        if !self.password.is_empty() && !self.password_file.is_empty() {
+            return Err(self.raw.invalid(Some("password_file"), "cannot be combined with `password`"));
+        }
+        if !self.password_file.is_empty() && !self.password_file.starts_with('/') {
+            return Err(self.raw.invalid(Some("password_file"), "must be an absolute path"));
+        }
+        if !self.ca.is_empty() && !self.ca.starts_with('/') {
+            return Err(self.raw.invalid(Some("ca"), "must be an absolute path"));
+        }
+        Ok(())
+    }
+
+    /// A client for the BMC, its password and CA read now; errors start with `key`.
+    pub(crate) fn connect(&self, key: &str) -> Result<(Target, Redfish), ResError> {
+        let t = self.target()?;
+        let pass = password(&self.raw.name, self.password, self.password_file, self.insecure_password)
+            .map_err(|e| ResError::new(format!("{key}: {e}")))?;
+        let ca = match self.ca {
+            "" => None,
+            path => Some(std::fs::read(path).map_err(|e| ResError::new(format!("{key}: field `ca`: {path}: {e}")))?),
+        };
+        let client = Redfish::new(t.scheme, &t.host, t.port, &t.user, &pass, ca.as_deref())
+            .map_err(|e| ResError::new(format!("{key}: {e}")))?;
+        Ok((t, client))
+    }
+}
+
+/// The watch of a `bmc:*` resource: `probe` of the BMC every `every`, an event when its
+/// answer changes. Without a client (a missing password file), check_apply reports why and
+/// the engine's retries try again.
+pub(crate) fn watch_bmc<T, F, Fut>(
+    ctx: WatchCtx,
+    client: Result<(Target, Redfish), ResError>,
+    every: Duration,
+    probe: F,
+) -> BoxFuture<'static, Result<(), ResError>>
+where
+    T: PartialEq + Send + 'static,
+    F: Fn(Arc<Redfish>) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, String>> + Send + 'static,
+{
+    match client {
+        Ok((_, client)) => {
+            let client = Arc::new(client);
+            crate::util::poll::watch_by_polling(ctx, every, move || probe(client.clone()))
+        }
+        Err(_) => crate::util::poll::startup_only(ctx),
+    }
+}
+
 /// Holds the BMC locks named by `keys` (in a fixed order, so two holders never wait on
 /// each other): two resources never drive the same BMC at once. A BMC is named by
 /// `host:port`, and a `bmc:power` resource by `res:NAME` too (what `bmc:firmware`'s
@@ -227,27 +299,19 @@ impl BmcPower {
         format!("bmc:power[{}]", self.raw.name)
     }
 
-    fn target(&self) -> Result<Target, ResError> {
+    fn login(&self) -> Login<'_> {
         let p = &self.params;
-        target(&self.raw.name, &p.hostname, p.port, &p.username, &p.driver)
-            .map_err(|(field, message)| self.raw.invalid(Some(field), message))
-    }
-
-    /// A client for the BMC, its password and CA read now.
-    fn client(&self) -> Result<(Target, Redfish), ResError> {
-        let p = &self.params;
-        let t = self.target()?;
-        let pass = password(&self.raw.name, &p.password, &p.password_file, p.insecure_password)
-            .map_err(|e| ResError::new(format!("{}: {e}", self.key())))?;
-        let ca = match p.ca.as_str() {
-            "" => None,
-            path => Some(
-                std::fs::read(path).map_err(|e| ResError::new(format!("{}: field `ca`: {path}: {e}", self.key())))?,
-            ),
-        };
-        let client = Redfish::new(t.scheme, &t.host, t.port, &t.user, &pass, ca.as_deref())
-            .map_err(|e| ResError::new(format!("{}: {e}", self.key())))?;
-        Ok((t, client))
+        Login {
+            raw: &self.raw,
+            hostname: &p.hostname,
+            port: p.port,
+            username: &p.username,
+            driver: &p.driver,
+            password: &p.password,
+            password_file: &p.password_file,
+            insecure_password: p.insecure_password,
+            ca: &p.ca,
+        }
     }
 
     /// The power this resource wants, and the reset that brings it.
@@ -264,40 +328,20 @@ impl BmcPower {
 impl Resource for BmcPower {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        self.target()?;
+        self.login().validate()?;
         if !matches!(p.state.as_str(), "on" | "off" | "soft") {
             return Err(self.raw.invalid(Some("state"), format!("`{}` is not `on`, `off` or `soft`", p.state)));
-        }
-        if !p.password.is_empty() && !p.password_file.is_empty() {
-            return Err(self.raw.invalid(Some("password_file"), "cannot be combined with `password`"));
-        }
-        if !p.password_file.is_empty() && !p.password_file.starts_with('/') {
-            return Err(self.raw.invalid(Some("password_file"), "must be an absolute path"));
-        }
-        if !p.ca.is_empty() && !p.ca.starts_with('/') {
-            return Err(self.raw.invalid(Some("ca"), "must be an absolute path"));
         }
         Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        match self.client() {
-            Ok((_, client)) => {
-                let client = Arc::new(client);
-                crate::util::poll::watch_by_polling(ctx, POLL, move || {
-                    let client = client.clone();
-                    async move { client.power().await }
-                })
-            }
-            // Without a client (a missing password file), check_apply reports why and
-            // the engine's retries try again.
-            Err(_) => crate::util::poll::startup_only(ctx),
-        }
+        watch_bmc(ctx, self.login().connect(&self.key()), POLL, |bmc| async move { bmc.power().await })
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let key = self.key();
-        let (target, client) = self.client()?;
+        let (target, client) = self.login().connect(&key)?;
         let mut keys = power_lock_keys(&self.raw.name);
         keys.push(target.lock_key());
         let _one_at_a_time = lock_bmcs(keys).await;

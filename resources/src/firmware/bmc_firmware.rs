@@ -17,15 +17,14 @@
 //! watch itself asks the BMC every [`POLL`] instead, raising an event only on a change.
 
 use lang::params::ParamMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use engine::{ApplyCtx, ResError, Resource, WatchCtx};
 use futures::future::BoxFuture;
 
-use super::bmc::{Target, lock_bmcs, password, power_lock_keys, target};
-use super::redfish::{Bmc, Redfish};
+use super::bmc::{Login, lock_bmcs, power_lock_keys, watch_bmc};
+use super::redfish::Bmc;
 use crate::contract::common::Raw;
 use crate::contract::params::BuildError;
 use crate::contract::typed::Fingerprint as _;
@@ -88,29 +87,21 @@ impl BmcFirmware {
         format!("bmc:firmware[{}]", self.raw.name)
     }
 
-    fn target(&self) -> Result<Target, ResError> {
+    fn login(&self) -> Login<'_> {
         let p = &self.params;
-        let named = self.raw.name.contains("://");
         // HTTPS unless the name's scheme or `driver` says otherwise.
-        let driver = if p.driver.is_empty() && !named { "gofishs" } else { p.driver.as_str() };
-        target(&self.raw.name, &p.hostname, p.port, &p.username, driver)
-            .map_err(|(field, message)| self.raw.invalid(Some(field), message))
-    }
-
-    fn client(&self) -> Result<(Target, Redfish), ResError> {
-        let p = &self.params;
-        let t = self.target()?;
-        let pass = password(&self.raw.name, &p.password, &p.password_file, p.insecure_password)
-            .map_err(|e| ResError::new(format!("{}: {e}", self.key())))?;
-        let ca = match p.ca.as_str() {
-            "" => None,
-            path => Some(
-                std::fs::read(path).map_err(|e| ResError::new(format!("{}: field `ca`: {path}: {e}", self.key())))?,
-            ),
-        };
-        let client = Redfish::new(t.scheme, &t.host, t.port, &t.user, &pass, ca.as_deref())
-            .map_err(|e| ResError::new(format!("{}: {e}", self.key())))?;
-        Ok((t, client))
+        let driver = if p.driver.is_empty() && !self.raw.name.contains("://") { "gofishs" } else { &p.driver };
+        Login {
+            raw: &self.raw,
+            hostname: &p.hostname,
+            port: p.port,
+            username: &p.username,
+            driver,
+            password: &p.password,
+            password_file: &p.password_file,
+            insecure_password: p.insecure_password,
+            ca: &p.ca,
+        }
     }
 
     /// The image and its sha256, checked against `hash`.
@@ -151,7 +142,7 @@ fn hex(bytes: &[u8]) -> String {
 impl Resource for BmcFirmware {
     fn validate(&self) -> Result<(), ResError> {
         let p = &self.params;
-        self.target()?;
+        self.login().validate()?;
         if p.provider.is_empty() {
             return Err(self.raw.invalid(Some("provider"), "is needed (the machine's vendor, e.g. `supermicro`)"));
         }
@@ -164,34 +155,16 @@ impl Resource for BmcFirmware {
         if !p.hash.is_empty() && (p.hash.len() != 64 || !p.hash.bytes().all(|b| b.is_ascii_hexdigit())) {
             return Err(self.raw.invalid(Some("hash"), "must be a sha256: 64 hexadecimal digits"));
         }
-        if !p.password.is_empty() && !p.password_file.is_empty() {
-            return Err(self.raw.invalid(Some("password_file"), "cannot be combined with `password`"));
-        }
-        if !p.password_file.is_empty() && !p.password_file.starts_with('/') {
-            return Err(self.raw.invalid(Some("password_file"), "must be an absolute path"));
-        }
-        if !p.ca.is_empty() && !p.ca.starts_with('/') {
-            return Err(self.raw.invalid(Some("ca"), "must be an absolute path"));
-        }
         Ok(())
     }
 
     fn watch(&self, ctx: WatchCtx) -> BoxFuture<'static, Result<(), ResError>> {
-        match self.client() {
-            Ok((_, client)) => {
-                let client = Arc::new(client);
-                crate::util::poll::watch_by_polling(ctx, POLL, move || {
-                    let client = client.clone();
-                    async move { client.firmware_version().await }
-                })
-            }
-            Err(_) => crate::util::poll::startup_only(ctx),
-        }
+        watch_bmc(ctx, self.login().connect(&self.key()), POLL, |bmc| async move { bmc.firmware_version().await })
     }
 
     async fn check_apply(&mut self, ctx: &mut ApplyCtx, apply: bool) -> Result<bool, ResError> {
         let key = self.key();
-        let (target, client) = self.client()?;
+        let (target, client) = self.login().connect(&key)?;
         let mut keys = vec![target.lock_key()];
         if !self.params.block.is_empty() {
             keys.extend(power_lock_keys(&self.params.block));

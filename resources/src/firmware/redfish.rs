@@ -156,20 +156,21 @@ impl Redfish {
 
     /// The `@odata.id` of the first system the BMC manages.
     async fn system(&self) -> Result<String, String> {
-        let systems = self.get("/redfish/v1/Systems").await?;
-        odata_ids(&systems["Members"])
-            .into_iter()
-            .next()
-            .ok_or_else(|| format!("the BMC at {} manages no system", self.address()))
+        self.first_member("/redfish/v1/Systems", "manages no system").await
     }
 
     /// The `@odata.id` of the first manager: the BMC itself.
     async fn manager(&self) -> Result<String, String> {
-        let managers = self.get("/redfish/v1/Managers").await?;
-        odata_ids(&managers["Members"])
+        self.first_member("/redfish/v1/Managers", "lists no manager").await
+    }
+
+    /// The first member of the collection at `path`; else an error saying the BMC `none`.
+    async fn first_member(&self, path: &str, none: &str) -> Result<String, String> {
+        let collection = self.get(path).await?;
+        odata_ids(&collection["Members"])
             .into_iter()
             .next()
-            .ok_or_else(|| format!("the BMC at {} lists no manager", self.address()))
+            .ok_or_else(|| format!("the BMC at {} {none}", self.address()))
     }
 
     /// Follows an update's task from the reply to the push until it ends.
