@@ -153,6 +153,10 @@ pub enum Command {
     },
     /// Converge the machine to the program and keep it converged.
     Run(RunArgs),
+    /// Make this machine a network-install server for Fedora (DHCP, TFTP, HTTP, kickstart)
+    /// and install a machine that boots from the network: the embedded provisioner module
+    /// (`import "embedded/provisioner"`) run with these options as its config.
+    Provisioner(Box<ProvisionerArgs>),
     /// Print a shell completion script, generated from these options (e.g.
     /// `tend completions bash > /etc/bash_completion.d/tend`).
     Completions {
@@ -370,6 +374,137 @@ pub struct RunArgs {
     /// `--quiet` (a global option, copied here by `main`).
     #[arg(skip)]
     pub quiet: bool,
+}
+
+/// `tend provisioner`'s options: mgmt's, plus how to run.
+#[derive(Args, Debug, Clone)]
+pub struct ProvisionerArgs {
+    /// The wired interface to serve the install network on (default: the machine's only
+    /// one; more than one must be chosen).
+    #[arg(long, value_name = "IFACE")]
+    pub interface: Option<String>,
+    /// The install network (an empty string: no DHCP of ours; the interface keeps its address).
+    #[arg(long, value_name = "CIDR", default_value = "192.168.42.0/24")]
+    pub network: String,
+    /// This machine's address on the install network, with its prefix length.
+    #[arg(long, value_name = "CIDR", default_value = "192.168.42.1/24")]
+    pub router: String,
+    /// DNS servers handed out by DHCP (repeatable).
+    #[arg(long, value_name = "ADDR", default_values = ["8.8.8.8", "1.1.1.1"])]
+    pub dns: Vec<String>,
+    /// The cache of boot images and packages (default: tend/provisioner/ in
+    /// $XDG_CACHE_HOME, else ~/.cache): may be deleted at any time.
+    #[arg(long, value_name = "DIR")]
+    pub prefix: Option<PathBuf>,
+    /// Open the ports the provisioner serves in firewalld.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub firewalld: bool,
+    /// Where the iPXE ISO served at /ipxe.iso is fetched from (`''`: none is served).
+    #[arg(long, value_name = "URL", default_value = "https://boot.ipxe.org/ipxe.iso")]
+    pub ipxe_iso: String,
+    /// Where the iPXE UEFI executable served at /ipxe.x86_64.efi is fetched from (`''`: none).
+    #[arg(long, value_name = "URL", default_value = "https://boot.ipxe.org/x86_64-efi/ipxe.efi")]
+    pub ipxe_efi: String,
+    /// A directory holding pxelinux.0, ldlinux.c32, vesamenu.c32, libcom32.c32 and
+    /// libutil.c32 (default: install Fedora's syslinux package and use its).
+    #[arg(long, value_name = "DIR")]
+    pub syslinux_dir: Option<PathBuf>,
+    /// A directory holding shim.efi, shimx64.efi and grubx64.efi (default: take them out
+    /// of the release's shim-x64 and grub2-efi-x64 packages, which needs dnf).
+    #[arg(long, value_name = "DIR")]
+    pub uefi_dir: Option<PathBuf>,
+    /// The distribution to install (only `fedora`).
+    #[arg(long, default_value = "fedora")]
+    pub distro: String,
+    /// The distribution's version, e.g. 42.
+    #[arg(long = "dversion", value_name = "VERSION")]
+    pub version: Option<String>,
+    /// The architecture to install.
+    #[arg(long, default_value = "x86_64", value_parser = ["x86_64", "aarch64"])]
+    pub arch: String,
+    /// The flavour (`Workstation`, `Server`, …; title case).
+    #[arg(long, default_value = "Workstation")]
+    pub flavour: String,
+    /// The https mirror whose packages are proxied and cached (the Fedora redirector when
+    /// not given). `--mirror ''`: serve only what the cache holds.
+    #[arg(long, value_name = "URL", default_value = "https://download.fedoraproject.org/pub/fedora/linux/")]
+    pub mirror: String,
+    /// An rsync mirror (accepted for mgmt's command lines; tend only proxies --mirror).
+    #[arg(long, value_name = "URL", default_value = "")]
+    pub rsync: String,
+    /// The MAC address of the machine to install (default: any machine that boots from
+    /// the network).
+    #[arg(long, value_name = "MAC")]
+    pub mac: Option<String>,
+    /// The address the machine gets, with its prefix length, inside --network.
+    #[arg(long, value_name = "CIDR", default_value = "192.168.42.13/24")]
+    pub ip: String,
+    /// Boot the machine by BIOS (pxelinux) instead of UEFI (shim and grub).
+    #[arg(long)]
+    pub bios: bool,
+    /// root's password on the machine as an `openssl passwd -6` hash (106 characters).
+    /// Without it (and --password-file) tend asks for the password and hashes it.
+    #[arg(long, value_name = "HASH", conflicts_with = "password_file")]
+    pub password: Option<String>,
+    /// A file holding root's password hash (as --password), so it is not on a command line.
+    #[arg(long, value_name = "FILE")]
+    pub password_file: Option<PathBuf>,
+    /// Partitioning: `plain` (the default) or `btrfs`.
+    #[arg(long, default_value = "", value_parser = ["", "plain", "btrfs"])]
+    pub part: String,
+    /// Encrypt the disk with LUKS and an empty passphrase (set one after the first boot).
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    pub luks: bool,
+    /// More packages to install (repeatable).
+    #[arg(long, value_name = "PKG")]
+    pub packages: Vec<String>,
+    /// A command the installed machine runs once at its first boot (e.g. `tend run …`).
+    #[arg(long, value_name = "CMD")]
+    pub handoff_exec: Option<String>,
+    /// A program (a .mcl file or a directory) the installed machine runs with tend as a
+    /// service: it is type-checked now and sent with the install.
+    #[arg(long, value_name = "PATH")]
+    pub handoff_code: Option<PathBuf>,
+    /// The module path sent with --handoff-code.
+    #[arg(long, value_name = "DIR", requires = "handoff_code")]
+    pub handoff_module_path: Option<PathBuf>,
+    /// The installed machine's host name.
+    #[arg(long, value_name = "NAME")]
+    pub handoff_hostname: Option<String>,
+    /// The machine's BMC (`gofishs://USER@HOST:PORT`): it is powered on to boot.
+    #[arg(long, value_name = "URL")]
+    pub bmc_uri: Option<String>,
+    /// A file holding the BMC's password (otherwise it must be in --bmc-uri).
+    #[arg(long, value_name = "FILE", requires = "bmc_uri")]
+    pub bmc_password_file: Option<PathBuf>,
+    /// Stop after type-checking the provisioner's program.
+    #[arg(long, conflicts_with = "graph")]
+    pub check: bool,
+    /// Print the resource graph the provisioner would converge to, and stop.
+    #[arg(long)]
+    pub graph: bool,
+    /// Check only: print what would change, change nothing.
+    #[arg(long)]
+    pub noop: bool,
+    /// Exit once the graph has stayed converged this many seconds.
+    #[arg(long, value_name = "SECS")]
+    pub converged_timeout: Option<f64>,
+    /// tend's state directory (as `tend run --prefix`).
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl RunArgs {
+    /// `tend run`'s options as when none is given, for commands that run a program of
+    /// their own (its `path` is a placeholder to replace).
+    pub fn defaults() -> RunArgs {
+        #[derive(Parser)]
+        struct Only {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        Only::parse_from(["tend", "-"]).run
+    }
 }
 
 #[derive(Copy, Clone, Debug, ValueEnum, PartialEq, Eq, Default)]

@@ -7,6 +7,7 @@ pub mod fmt;
 pub mod functions;
 pub mod graph;
 pub mod pki;
+pub mod provisioner;
 pub mod run;
 pub mod status;
 pub mod why;

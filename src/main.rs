@@ -95,6 +95,7 @@ fn command(cli: Cli) -> ExitCode {
                 }
             }
         }
+        Command::Provisioner(args) => cmd::provisioner::run(*args, cli.verbose, cli.hostname, cli.quiet),
         Command::Run(args) => cmd::run::run(tend::cli::RunArgs { hostname: cli.hostname, quiet: cli.quiet, ..args }),
     }
 }

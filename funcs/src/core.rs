@@ -22,6 +22,7 @@ pub mod math;
 pub mod net;
 pub mod net_http;
 pub mod os;
+pub mod provisioner;
 pub mod regexp;
 pub mod streams;
 pub mod strings;
@@ -56,6 +57,7 @@ pub fn register_all(r: &mut Registry) {
     os::register(r);
     sys::register(r);
     sys_fwupd::register(r);
+    provisioner::register(r);
     net::register(r);
     net_http::register(r);
     regexp::register(r);

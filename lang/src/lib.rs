@@ -15,6 +15,7 @@
 pub mod catalog;
 pub mod checks;
 pub mod diag;
+pub mod embedded;
 pub mod exported;
 pub mod format;
 pub mod graph_check;

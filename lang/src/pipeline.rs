@@ -120,7 +120,9 @@ fn compile_with(entry: &str, loader: &dyn Loader, catalog: &Catalog, asked: Aske
     // YAML writes every param out, zero values too: those are no likely mistake there.
     let zero_values_written = crate::yamlgraph::is_yaml(entry);
     let expected = |d: &Diagnostic| zero_values_written && d.code == Some(Code::DefaultValue);
-    warnings.retain(|d| !silenced(&sources, d) && !expected(d));
+    // A module built into tend is not the user's to change: its warnings are not theirs.
+    let embedded = |d: &Diagnostic| d.span.is_some_and(|s| sources.get(s.file).name.starts_with(crate::embedded::ROOT));
+    warnings.retain(|d| !silenced(&sources, d) && !expected(d) && !embedded(d));
     warnings.sort_by_key(|d| d.span.map(|s| (s.file, s.start)));
     let warnings: Diagnostics = warnings.into_iter().collect();
     match checked {

@@ -80,6 +80,9 @@ builtin! {
 }
 
 fn read(host: &Host, p: &str) -> FuncResult {
+    if let Some(text) = embedded(p)? {
+        return Ok(Value::str(text));
+    }
     let path = disk_path(host, p)?;
     let bytes = std::fs::read(&path).map_err(|e| FuncError::fatal(format!("can't read deploy file {p}: {e}")))?;
     // Never replaced by lossy text: see `os.readfile`.
@@ -89,6 +92,13 @@ fn read(host: &Host, p: &str) -> FuncResult {
             e.utf8_error().valid_up_to()
         ))
     })
+}
+
+/// The text of deploy file `p` when it is in a module built into tend
+/// ([`lang::embedded`]): those are read from the binary, never from disk.
+fn embedded(p: &str) -> Result<Option<&'static str>, FuncError> {
+    let dp = deploy_path(p)?;
+    Ok(if dp.starts_with(lang::embedded::ROOT) { lang::embedded::file(&dp) } else { None })
 }
 
 builtin! {
@@ -107,7 +117,7 @@ builtin! {
     /// whether a deploy file exists
     fn file_exists(ctx: &CallCtx, filename: &str) -> Result<bool, FuncError> {
         let p = module_path(calling_module(ctx), filename)?;
-        Ok(disk_path(ctx.host, &p)?.exists())
+        Ok(embedded(&p)?.is_some() || disk_path(ctx.host, &p)?.exists())
     }
 }
 

@@ -48,6 +48,7 @@ pub(crate) fn load(
     frontend: &FrontEnd,
     diags: &mut Diagnostics,
 ) -> Loaded {
+    let loader = &crate::embedded::WithEmbedded(loader);
     let mut l = Load {
         loader,
         catalog,
@@ -175,6 +176,11 @@ impl Load<'_> {
                     e.notes.extend(self.nearby_dir(base, path));
                 }
                 e
+            });
+        }
+        if let Some(dir) = crate::embedded::module_dir(path) {
+            return self.module_dir(&dir).map(ImportTarget::Module).map_err(|(m, inner)| {
+                ImportError::wrapping(format!("embedded import of `{path}` failed: {m}"), inner)
             });
         }
         if self.catalog.has_package(path) {
