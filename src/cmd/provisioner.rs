@@ -42,7 +42,8 @@ pub fn run(args: ProvisionerArgs, verbose: u8, hostname: Option<String>, quiet: 
         return super::check::run(dir.path(), CheckFormat::Human, false, verbose, hostname);
     }
     if args.graph {
-        return super::graph::run(dir.path(), GraphFormat::Text, 10.0, hostname, &WorldUse::default());
+        let world = WorldUse { prefix: args.state_dir.clone(), ..WorldUse::default() };
+        return super::graph::run(dir.path(), GraphFormat::Text, 10.0, hostname, &world);
     }
     let run = RunArgs {
         path: Some(dir.path().to_path_buf()),

@@ -53,12 +53,12 @@ pub fn ask() -> Result<String, String> {
 /// One line from the terminal with echo off (restored however the read ends).
 fn read_hidden(prompt: &str) -> Result<String, String> {
     let saved = echo(None).map_err(|e| format!("cannot read the terminal's settings: {e}"))?;
-    eprint!("{prompt}");
+    crate::stderr::print(prompt);
     let _ = std::io::stderr().flush();
     let mut line = String::new();
     let read = std::io::stdin().lock().read_line(&mut line);
     let _ = echo(Some(saved));
-    eprintln!();
+    crate::stderr::line("");
     read.map_err(|e| format!("cannot read the password: {e}"))?;
     Ok(line.trim_end_matches(['\n', '\r']).to_string())
 }
@@ -102,7 +102,7 @@ pub fn sha512_crypt(password: &[u8], salt: &str) -> String {
     let rounds = 5000;
     let alternate = Sha512::new().chain_update(password).chain_update(salt).chain_update(password).finalize();
     let mut a = Sha512::new().chain_update(password).chain_update(salt);
-    a.update(&repeated(&alternate, password.len()));
+    a.update(repeated(&alternate, password.len()));
     let mut n = password.len();
     while n > 0 {
         if n & 1 == 1 {
