@@ -326,6 +326,11 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
     let mut base = offline(d);
     base.retain(|(f, _)| f != "--password");
     let password_file = password_file.display().to_string();
+    // Code the installed machine will run, handed over with the install.
+    let code = d.join("site");
+    std::fs::create_dir_all(&code).unwrap();
+    std::fs::write(code.join("main.mcl"), "print \"hello\" {\n\tmsg => \"from the provisioner\",\n}\n").unwrap();
+    let code = code.display().to_string();
     let args = with(
         &base,
         &[
@@ -336,6 +341,8 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
             ("--mac", CLIENT_MAC),
             ("--mirror", "http://127.0.0.1:8099/"),
             ("--password-file", &password_file),
+            ("--handoff-code", &code),
+            ("--handoff-hostname", "node1"),
         ],
         &[],
     );
@@ -388,6 +395,21 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
     let on_disk = d.join(format!("cache/http/kickstart/{CLIENT_MAC}.ks"));
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&on_disk).unwrap().permissions());
     assert_eq!(mode & 0o077, 0, "the kickstart holds the hash: root's alone on disk");
+    // The handoff: tend and the code fetched from here, run by a systemd unit.
+    assert!(ks.contains("--hostname=node1"), "{ks}");
+    assert!(ks.contains("http://10.78.0.1:4280/tend/binary"), "{ks}");
+    assert!(ks.contains(&format!("http://10.78.0.1:4280/tend/deploy-{CLIENT_MAC}.tar.gz")), "{ks}");
+    assert!(ks.contains("systemctl enable tend.service"), "{ks}");
+    let tarball = d.join("code.tar.gz");
+    let fetched = in_ns(&lan.client, "curl")
+        .args(["-fsS", "-o"])
+        .arg(&tarball)
+        .arg(format!("http://10.78.0.1:4280/tend/deploy-{CLIENT_MAC}.tar.gz"))
+        .status()
+        .unwrap();
+    assert!(fetched.success());
+    let listed = Command::new("tar").arg("-tzf").arg(&tarball).output().unwrap();
+    assert!(text(&listed.stdout).lines().any(|l| l.ends_with("main.mcl")), "{}", text(&listed.stdout));
     let ipxe = http(&lan, &format!("/{CLIENT_MAC}.ipxe")).expect("the iPXE menu");
     assert!(ipxe.starts_with("#!ipxe") && ipxe.contains(&ks_url), "{ipxe}");
 
