@@ -351,9 +351,11 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
         in_ns(&lan.server, TEND).arg("provisioner").args(&args).stdout(Stdio::null()).stderr(log).spawn().unwrap();
     lan.children.push(provisioner);
     let tend_log = || std::fs::read_to_string(d.join("tend.log")).unwrap_or_default();
-    eventually("the provisioner to be ready", Duration::from_secs(60), || {
-        tend_log().contains("provisioner: ready on").then_some(String::new())
-    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !tend_log().contains("provisioner: ready on") {
+        assert!(Instant::now() < deadline, "the provisioner is not ready after 60 s:\n{}", tend_log());
+        std::thread::sleep(Duration::from_millis(300));
+    }
 
     // DHCP: the address pinned to the MAC and the UEFI loader to fetch by TFTP.
     let lease = d.join("lease");
@@ -373,8 +375,10 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
     }
 
     // TFTP: the loader, and the grub menu made for this MAC, which names its kickstart.
-    assert_eq!(tftp(&lan, d, "/uefi/shim.efi").as_deref(), Some("loader shim.efi\n"));
-    let menu = tftp(&lan, d, "/uefi/grub.cfg-01-02-00-5e-10-00-43").expect("the grub menu");
+    // Each file is a resource of its own: `ready` waits for the servers, not for every file.
+    let t = Duration::from_secs(20);
+    assert_eq!(eventually("the shim", t, || tftp(&lan, d, "/uefi/shim.efi")), "loader shim.efi\n");
+    let menu = eventually("the grub menu", t, || tftp(&lan, d, "/uefi/grub.cfg-01-02-00-5e-10-00-43"));
     let ks_url = format!("inst.ks=http://10.78.0.1:4280/fedora/kickstart/{CLIENT_MAC}.ks");
     assert!(menu.contains(&ks_url), "{menu}");
     assert!(menu.contains("linuxefi /fedora42-x86_64/vmlinuz"), "{menu}");
@@ -382,12 +386,13 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
     // The kernel and initrd came from the mirror through the provisioner's proxy.
     let kernel = eventually("the kernel", Duration::from_secs(30), || http(&lan, "/fedora42-x86_64/vmlinuz"));
     assert_eq!(kernel, "the kernel\n");
-    assert_eq!(tftp(&lan, d, "/fedora42-x86_64/initrd.img").as_deref(), Some("the initrd\n"));
-    let proxied = http(&lan, "/fedora/releases/42/Everything/x86_64/os/images/pxeboot/initrd.img");
-    assert_eq!(proxied.as_deref(), Some("the initrd\n"));
+    assert_eq!(eventually("the initrd", t, || tftp(&lan, d, "/fedora42-x86_64/initrd.img")), "the initrd\n");
+    let proxied =
+        eventually("the proxy", t, || http(&lan, "/fedora/releases/42/Everything/x86_64/os/images/pxeboot/initrd.img"));
+    assert_eq!(proxied, "the initrd\n");
 
     // The kickstart: the password hash, the install tree and the callback.
-    let ks = http(&lan, &format!("/fedora/kickstart/{CLIENT_MAC}.ks")).expect("the kickstart");
+    let ks = eventually("the kickstart", t, || http(&lan, &format!("/fedora/kickstart/{CLIENT_MAC}.ks")));
     assert!(ks.contains(&format!("rootpw --iscrypted --allow-ssh {HASH}")), "{ks}");
     assert!(ks.contains("url --url=\"http://10.78.0.1:4280/fedora/releases/42/Everything/x86_64/os/\""), "{ks}");
     assert!(ks.contains(&format!("http://10.78.0.1:4280/action/done/mac={CLIENT_MAC}")), "{ks}");
@@ -401,16 +406,18 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
     assert!(ks.contains(&format!("http://10.78.0.1:4280/tend/deploy-{CLIENT_MAC}.tar.gz")), "{ks}");
     assert!(ks.contains("systemctl enable tend.service"), "{ks}");
     let tarball = d.join("code.tar.gz");
-    let fetched = in_ns(&lan.client, "curl")
-        .args(["-fsS", "-o"])
-        .arg(&tarball)
-        .arg(format!("http://10.78.0.1:4280/tend/deploy-{CLIENT_MAC}.tar.gz"))
-        .status()
-        .unwrap();
-    assert!(fetched.success());
+    eventually("the code's tarball", t, || {
+        let fetched = in_ns(&lan.client, "curl")
+            .args(["-fsS", "-o"])
+            .arg(&tarball)
+            .arg(format!("http://10.78.0.1:4280/tend/deploy-{CLIENT_MAC}.tar.gz"))
+            .status()
+            .ok()?;
+        fetched.success().then(String::new)
+    });
     let listed = Command::new("tar").arg("-tzf").arg(&tarball).output().unwrap();
     assert!(text(&listed.stdout).lines().any(|l| l.ends_with("main.mcl")), "{}", text(&listed.stdout));
-    let ipxe = http(&lan, &format!("/{CLIENT_MAC}.ipxe")).expect("the iPXE menu");
+    let ipxe = eventually("the iPXE menu", t, || http(&lan, &format!("/{CLIENT_MAC}.ipxe")));
     assert!(ipxe.starts_with("#!ipxe") && ipxe.contains(&ks_url), "{ipxe}");
 
     // The installer reports back: done, with root's public key, recorded in the world.
@@ -424,8 +431,10 @@ fn a_machine_on_the_install_network_gets_an_address_boot_files_and_its_kickstart
         let dir = state.join("kv").join(format!("{}-{key}", CLIENT_MAC.replace(':', "%3a")));
         std::fs::read_to_string(dir.join("value")).ok()
     };
+    // Each field is a flag and a kv of its own: they land independently.
     let done = eventually("the install to be recorded", Duration::from_secs(20), || kv("done").filter(|v| v == "true"));
     assert_eq!(done, "true");
-    assert_eq!(kv("sshkey").as_deref(), Some("AAAAC3NzaC1lZDI1NTE5AAAAITestKey"));
+    let key = "AAAAC3NzaC1lZDI1NTE5AAAAITestKey";
+    eventually("root's key to be recorded", Duration::from_secs(20), || kv("sshkey").filter(|v| v == key));
     assert!(!tend_log().contains(HASH), "the hash is never logged");
 }
