@@ -51,10 +51,16 @@ pub fn report(diags: &[Diagnostic], sources: &SourceMap, how: Report) {
 /// Compiles the program at `path`.
 pub fn compile(path: &Path, catalog: &Catalog) -> Result<(ProgramPath, lang::pipeline::Outcome), String> {
     let program = crate::loader::locate(path)?;
-    let loader = FsLoader::of(&program);
-    let mut outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
-    crate::loader::name_files(&mut outcome.sources, &program);
+    let outcome = compile_program(&program, catalog);
     Ok((program, outcome))
+}
+
+/// Compiles a program already located (its module path as it says).
+pub fn compile_program(program: &ProgramPath, catalog: &Catalog) -> lang::pipeline::Outcome {
+    let loader = FsLoader::of(program);
+    let mut outcome = lang::pipeline::compile(&program.entry, &loader, catalog);
+    crate::loader::name_files(&mut outcome.sources, program);
+    outcome
 }
 
 /// Interprets one settled output into a resource graph: the merge rules of `lang`, each

@@ -46,8 +46,8 @@ pub fn name_files(sources: &mut lang::span::SourceMap, program: &ProgramPath) {
     let cwd = std::env::current_dir().ok();
     for file in sources.files_mut() {
         // A module built into tend has no real path: it is named as its import names it.
-        if let Some(rest) = file.name.strip_prefix(lang::embedded::ROOT) {
-            file.shown = Some(format!("embedded/{rest} (built into tend)"));
+        if let Some(shown) = lang::embedded::shown(&file.name) {
+            file.shown = Some(shown);
             continue;
         }
         let (absolute, shown) = real_and_shown(program, &file.name, cwd.as_deref());
@@ -171,8 +171,8 @@ impl Loader for FsLoader {
         self.resolve(path).is_some_and(|p| p.is_dir())
     }
     fn shown(&self, path: &str) -> String {
-        if let Some(rest) = path.strip_prefix(lang::embedded::ROOT) {
-            return format!("embedded/{rest} (built into tend)");
+        if let Some(shown) = lang::embedded::shown(path) {
+            return shown;
         }
         real_and_shown(&self.program, path, std::env::current_dir().ok().as_deref()).1
     }

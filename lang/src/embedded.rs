@@ -43,9 +43,10 @@ pub fn is_dir(path: &str) -> bool {
     dir.starts_with(ROOT) && FILES.iter().any(|(p, _)| p.starts_with(&dir))
 }
 
-/// The embedded files under directory `dir`, by deploy path.
-pub fn files_under(dir: &str) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-    FILES.iter().copied().filter(move |(p, _)| p.starts_with(dir))
+/// How people are shown embedded file `path` (a deploy path under [`ROOT`]): as its
+/// import names it. `None` for any other path.
+pub fn shown(path: &str) -> Option<String> {
+    path.strip_prefix(ROOT).map(|rest| format!("embedded/{rest} (built into tend)"))
 }
 
 /// A loader that serves the embedded modules under [`ROOT`] and leaves every other path
@@ -69,10 +70,7 @@ impl Loader for WithEmbedded<'_> {
         self.0.subdirs(dir)
     }
     fn shown(&self, path: &str) -> String {
-        match path.strip_prefix(ROOT) {
-            Some(rest) => format!("embedded/{rest} (built into tend)"),
-            None => self.0.shown(path),
-        }
+        shown(path).unwrap_or_else(|| self.0.shown(path))
     }
     fn module_path(&self) -> Option<String> {
         self.0.module_path()

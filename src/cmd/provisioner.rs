@@ -188,16 +188,7 @@ fn describe(s: &Settings) {
 
 /// The machine's one wired interface: the choice is the operator's when there are more.
 fn only_wired_interface() -> Result<String, String> {
-    let entries = std::fs::read_dir("/sys/class/net").map_err(|e| format!("cannot list /sys/class/net: {e}"))?;
-    let mut wired: Vec<String> = entries
-        .flatten()
-        .filter(|e| {
-            let p = e.path();
-            p.join("device").exists() && !p.join("wireless").exists() && !p.join("phy80211").exists()
-        })
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    wired.sort();
+    let mut wired = funcs::core::net::wired_interfaces();
     match wired.len() {
         1 => Ok(wired.remove(0)),
         0 => Err("this machine has no wired interface: name one with --interface".into()),
@@ -246,14 +237,8 @@ fn default_prefix() -> Result<PathBuf, String> {
 
 /// `path` made absolute (`~/` is the home directory); it must exist.
 fn absolute(flag: &str, path: &Path) -> Result<String, String> {
-    let expanded = match path.strip_prefix("~") {
-        Ok(rest) => match std::env::var_os("HOME") {
-            Some(home) => PathBuf::from(home).join(rest),
-            None => return Err(format!("{flag} `{}`: HOME is not set", path.display())),
-        },
-        Err(_) => path.to_path_buf(),
-    };
-    let full = std::path::absolute(&expanded).map_err(|e| format!("{flag} `{}`: {e}", path.display()))?;
+    let full =
+        std::path::absolute(home_relative(flag, path)?).map_err(|e| format!("{flag} `{}`: {e}", path.display()))?;
     if let Err(e) = std::fs::metadata(&full) {
         return Err(format!("{flag} `{}`: {e}", full.display()));
     }
@@ -266,15 +251,21 @@ fn absolute(flag: &str, path: &Path) -> Result<String, String> {
 
 /// A directory path ending in `/`, absolute (`~/` expanded); it need not exist yet.
 fn directory(flag: &str, path: PathBuf) -> Result<String, String> {
-    let expanded = match path.strip_prefix("~") {
-        Ok(rest) => {
-            PathBuf::from(std::env::var_os("HOME").ok_or_else(|| format!("{flag}: HOME is not set"))?).join(rest)
-        }
-        Err(_) => path,
-    };
+    let expanded = home_relative(flag, &path)?;
     let full = std::path::absolute(&expanded).map_err(|e| format!("{flag} `{}`: {e}", expanded.display()))?;
     let text = full.display().to_string();
     Ok(if text.ends_with('/') { text } else { format!("{text}/") })
+}
+
+/// `path` with a leading `~` replaced by the home directory.
+fn home_relative(flag: &str, path: &Path) -> Result<PathBuf, String> {
+    match path.strip_prefix("~") {
+        Ok(rest) => match std::env::var_os("HOME") {
+            Some(home) => Ok(PathBuf::from(home).join(rest)),
+            None => Err(format!("{flag} `{}`: HOME is not set", path.display())),
+        },
+        Err(_) => Ok(path.to_path_buf()),
+    }
 }
 
 /// Type-checks the code handed to the installed machine, with its module path, so a
@@ -285,9 +276,7 @@ fn type_checks(code: &Path, module_path: Option<&str>, hostname: Option<&str>) -
     if let Some(dir) = module_path {
         program.modules.dir = Some(PathBuf::from(dir));
     }
-    let loader = crate::loader::FsLoader::of(&program);
-    let mut outcome = lang::pipeline::compile(&program.entry, &loader, &catalog);
-    crate::loader::name_files(&mut outcome.sources, &program);
+    let outcome = crate::compile::compile_program(&program, &catalog);
     if outcome.diagnostics.is_empty() {
         return Ok(());
     }

@@ -271,12 +271,17 @@ streaming! {
     }
 }
 
-fn first_wired() -> FuncResult {
-    let wired = local_macs().into_iter().map(|(n, _)| n).find(|n| {
+/// The wired interfaces (a device behind them, no radio), sorted by name.
+pub fn wired_interfaces() -> Vec<String> {
+    let wired = |n: &String| {
         let base = std::path::Path::new("/sys/class/net").join(n);
         base.join("device").exists() && !base.join("wireless").exists() && !base.join("phy80211").exists()
-    });
-    Ok(Value::str(wired.unwrap_or_default()))
+    };
+    local_macs().into_iter().map(|(n, _)| n).filter(wired).collect()
+}
+
+fn first_wired() -> FuncResult {
+    Ok(Value::str(wired_interfaces().into_iter().next().unwrap_or_default()))
 }
 
 streaming! {

@@ -24,8 +24,11 @@ pub fn checked_hash(from: &str, hash: &str) -> Result<String, String> {
     }
 }
 
+/// crypt's base-64 digits, in their order (salts are drawn from them too).
+const ALPHABET: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
 fn crypt_char(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'.' || b == b'/'
+    ALPHABET.contains(&b)
 }
 
 /// Asks for the password twice on the terminal (without echo) and hashes it with a
@@ -90,7 +93,6 @@ fn echo(restore: Option<libc::termios>) -> std::io::Result<libc::termios> {
 
 fn random_salt() -> String {
     use rand::Rng;
-    const ALPHABET: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut rng = rand::rng();
     (0..16).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect()
 }
@@ -154,7 +156,6 @@ fn repeated(digest: &[u8], len: usize) -> Vec<u8> {
 /// crypt's base-64 of a SHA-512 digest: bytes taken three at a time in its fixed order,
 /// each group written least significant six bits first.
 fn encode(d: &[u8]) -> String {
-    const ALPHABET: &[u8] = b"./0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
     let mut out = String::with_capacity(86);
     let mut put = |bytes: u32, chars: usize| {
         let mut w = bytes;
